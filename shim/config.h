@@ -1,0 +1,33 @@
+// The shim's settings, read once from COLABTRACE_* variables at start-up.
+//
+// A bad value prints one line on stderr (the only thing the shim prints without
+// COLABTRACE_VERBOSE=1), is noted in the trace, and the default is used.
+#pragma once
+
+#include <cstdint>
+
+namespace colabtrace::shim {
+
+struct Config {
+  char out[1024] = {};       // COLABTRACE_OUT: a directory or a file prefix ("" = cwd)
+  int stack_depth = 16;      // COLABTRACE_STACKS: native frames per GPU event; 0 = off
+  bool io = true;            // COLABTRACE_IO=0 turns file I/O events off
+  uint32_t sample_ms = 100;  // COLABTRACE_SAMPLE_MS; 0 turns the sampler thread off
+  bool disable = false;      // COLABTRACE_DISABLE=1 records nothing
+  bool verbose = false;      // COLABTRACE_VERBOSE=1 lets the shim print
+};
+
+extern Config g_config;
+
+inline constexpr int kMaxStackDepth = 128;
+
+// Parses the environment into g_config. Bad values are collected for NoteConfigErrors.
+void LoadConfig();
+
+// Writes the bad-value messages collected by LoadConfig as ShimNote records.
+void NoteConfigErrors();
+
+// Prints "colabtrace: <msg>\n" on stderr when COLABTRACE_VERBOSE=1 (or force is set).
+void Say(const char* msg, bool force = false);
+
+}  // namespace colabtrace::shim

@@ -1,0 +1,41 @@
+// How capability modules (file I/O, GPU, libraries, CUPTI) plug into the core.
+//
+// The core calls each Start function after it opens a trace: at process start, in a
+// fork child (which gets a fresh trace) and after an exec adopted the trace. A module
+// that is not linked in is skipped (weak symbols). Start functions run inside a
+// ShimScope and may Emit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "colabtrace/format/records.h"
+
+namespace colabtrace::shim {
+
+enum class StartKind { kProcessStart, kForkChild, kExecAdopted };
+
+void IoModuleStart(StartKind) __attribute__((weak, visibility("hidden")));
+void GpuModuleStart(StartKind) __attribute__((weak, visibility("hidden")));
+void LibsModuleStart(StartKind) __attribute__((weak, visibility("hidden")));
+void CuptiModuleStart(StartKind) __attribute__((weak, visibility("hidden")));
+// Called once at a clean end (exit, _exit, return from main) before the trace closes.
+void GpuModuleFinish() __attribute__((weak, visibility("hidden")));
+void CuptiModuleFinish() __attribute__((weak, visibility("hidden")));
+
+// Emits Module records for objects loaded since the last call (and at the first call,
+// for all of them). Cheap when nothing changed: it compares dl_iterate_phdr's load and
+// unload counters. Call inside a ShimScope.
+void SyncModuleMap();
+
+// Captures up to max return addresses of the calling thread, innermost first, skipping
+// `skip` frames of the shim. Returns the count. Uses libunwind; async-signal-safe.
+size_t CaptureStack(uint64_t* out, size_t max, size_t skip);
+
+// Installs the fatal-signal handlers (signals.cpp).
+void InstallFatalSignalHandlers();
+
+// Records an exit (once per process image) and, when finish is set, closes the trace.
+void RecordExit(int64_t code, format::ExitHow how, bool finish);
+
+}  // namespace colabtrace::shim

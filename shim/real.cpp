@@ -1,0 +1,167 @@
+#include "real.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+
+#include <cstring>
+
+namespace colabtrace::shim {
+namespace {
+
+// Looks `name`@`version` up in libc's .dynsym (version nullptr: the default version).
+// Walks the table linearly; called a handful of times per process.
+struct LibcLookup {
+  const char* name;
+  const char* version;
+  void* result;
+};
+
+int FindInObject(struct dl_phdr_info* info, size_t, void* data) {
+  auto* q = static_cast<LibcLookup*>(data);
+  const char* path = info->dlpi_name;
+  if (path == nullptr || std::strstr(path, "/libc.so") == nullptr) return 0;
+  const ElfW(Dyn)* dyn = nullptr;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC) {
+      dyn = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    }
+  }
+  if (dyn == nullptr) return 0;
+  const ElfW(Sym)* symtab = nullptr;
+  const char* strtab = nullptr;
+  const ElfW(Half)* versym = nullptr;
+  const uint8_t* verdef = nullptr;
+  const uint32_t* gnu_hash = nullptr;
+  for (const ElfW(Dyn)* d = dyn; d->d_tag != DT_NULL; ++d) {
+    // libc's dynamic entries are already relocated to absolute addresses.
+    const auto p = reinterpret_cast<const void*>(d->d_un.d_ptr);
+    switch (d->d_tag) {
+      case DT_SYMTAB: symtab = static_cast<const ElfW(Sym)*>(p); break;
+      case DT_STRTAB: strtab = static_cast<const char*>(p); break;
+      case DT_VERSYM: versym = static_cast<const ElfW(Half)*>(p); break;
+      case DT_VERDEF: verdef = static_cast<const uint8_t*>(p); break;
+      case DT_GNU_HASH: gnu_hash = static_cast<const uint32_t*>(p); break;
+      default: break;
+    }
+  }
+  if (symtab == nullptr || strtab == nullptr || gnu_hash == nullptr) return 0;
+  // Symbol count from the GNU hash table: the highest chain end.
+  const uint32_t nbuckets = gnu_hash[0], symoffset = gnu_hash[1], bloom = gnu_hash[2];
+  const uint32_t* buckets =
+      reinterpret_cast<const uint32_t*>(reinterpret_cast<const ElfW(Addr)*>(gnu_hash + 4) + bloom);
+  const uint32_t* chains = buckets + nbuckets;
+  uint32_t nsyms = symoffset;
+  for (uint32_t b = 0; b < nbuckets; ++b) {
+    if (buckets[b] >= nsyms) nsyms = buckets[b] + 1;
+  }
+  while (nsyms > symoffset && (chains[nsyms - 1 - symoffset] & 1) == 0) ++nsyms;
+  for (uint32_t i = 1; i < nsyms; ++i) {
+    const ElfW(Sym)& s = symtab[i];
+    if (s.st_value == 0 || std::strcmp(strtab + s.st_name, q->name) != 0) continue;
+    if (versym != nullptr && verdef != nullptr) {
+      const ElfW(Half) v = versym[i];
+      const bool hidden = (v & 0x8000) != 0;
+      if (q->version == nullptr && hidden) continue;  // want the default version
+      if (q->version != nullptr) {
+        const char* vname = nullptr;
+        for (const uint8_t* p = verdef;;) {
+          auto* vd = reinterpret_cast<const ElfW(Verdef)*>(p);
+          if (vd->vd_ndx == (v & 0x7fff)) {
+            auto* aux = reinterpret_cast<const ElfW(Verdaux)*>(p + vd->vd_aux);
+            vname = strtab + aux->vda_name;
+            break;
+          }
+          if (vd->vd_next == 0) break;
+          p += vd->vd_next;
+        }
+        if (vname == nullptr || std::strcmp(vname, q->version) != 0) continue;
+      }
+    }
+    q->result = reinterpret_cast<void*>(info->dlpi_addr + s.st_value);
+    return 1;
+  }
+  return 0;
+}
+
+void* FindLibcSymbol(const char* name) {
+  LibcLookup q{name, nullptr, nullptr};
+  dl_iterate_phdr(FindInObject, &q);
+  return q.result;
+}
+
+DlsymFn g_dlsym = nullptr;
+DlvsymFn g_dlvsym = nullptr;
+
+}  // namespace
+
+DlsymFn RealDlsym() {
+  DlsymFn f = __atomic_load_n(&g_dlsym, __ATOMIC_ACQUIRE);
+  if (f == nullptr) {
+    f = reinterpret_cast<DlsymFn>(FindLibcSymbol("dlsym"));
+    __atomic_store_n(&g_dlsym, f, __ATOMIC_RELEASE);
+  }
+  return f;
+}
+
+DlvsymFn RealDlvsym() {
+  DlvsymFn f = __atomic_load_n(&g_dlvsym, __ATOMIC_ACQUIRE);
+  if (f == nullptr) {
+    f = reinterpret_cast<DlvsymFn>(FindLibcSymbol("dlvsym"));
+    __atomic_store_n(&g_dlvsym, f, __ATOMIC_RELEASE);
+  }
+  return f;
+}
+
+void* ResolveNext(const char* name) {
+  DlsymFn dlsym_fn = RealDlsym();
+  return dlsym_fn == nullptr ? nullptr : dlsym_fn(RTLD_NEXT, name);
+}
+
+bool IsShimAddress(const void* addr) {
+  static const void* const kSelf = reinterpret_cast<const void*>(&IsShimAddress);
+  Dl_info self, other;
+  if (addr == nullptr || dladdr(kSelf, &self) == 0 || dladdr(addr, &other) == 0) return false;
+  return self.dli_fbase == other.dli_fbase;
+}
+
+namespace {
+struct AnyLookup {
+  const char* name;
+  void* result;
+};
+int FindInAnyObject(struct dl_phdr_info* info, size_t, void* data) {
+  auto* q = static_cast<AnyLookup*>(data);
+  if (info->dlpi_name == nullptr || info->dlpi_name[0] == '\0') return 0;
+  void* h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+  if (h == nullptr) return 0;
+  void* r = RealDlsym()(h, q->name);
+  dlclose(h);
+  if (r != nullptr && !IsShimAddress(r)) {
+    q->result = r;
+    return 1;
+  }
+  return 0;
+}
+}  // namespace
+
+void* ResolveLikeCaller(const char* name, const void* caller) {
+  DlsymFn dlsym_fn = RealDlsym();
+  if (dlsym_fn == nullptr) return nullptr;
+  Dl_info info;
+  struct link_map* map = nullptr;
+  if (caller != nullptr &&
+      dladdr1(caller, &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) != 0 &&
+      map != nullptr) {
+    // A link_map is a valid dlsym handle in glibc: it searches that object's scope.
+    void* r = dlsym_fn(map, name);
+    if (r != nullptr && !IsShimAddress(r)) return r;
+  }
+  void* r = dlsym_fn(RTLD_NEXT, name);
+  if (r != nullptr && !IsShimAddress(r)) return r;
+  AnyLookup q{name, nullptr};
+  dl_iterate_phdr(FindInAnyObject, &q);
+  return q.result;
+}
+
+}  // namespace colabtrace::shim

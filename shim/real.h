@@ -1,0 +1,59 @@
+// Finding the real functions behind the shim's hooks.
+//
+// RealFn<F> holds one real function pointer, resolved on first use with the real dlsym
+// and RTLD_NEXT (relative to the shim, which is what we want for libc's functions).
+// COLABTRACE_DEFINE_REAL_FNS(X) turns a hooks.def group into `real::name` holders typed
+// from the real declarations.
+//
+// The real dlsym and dlvsym are found by reading libc's dynamic symbol table directly,
+// so resolving never goes through a hook, even when dlsym itself is hooked.
+#pragma once
+
+#include <cstdint>
+
+#include "writer.h"
+
+namespace colabtrace::shim {
+
+using DlsymFn = void* (*)(void*, const char*);
+using DlvsymFn = void* (*)(void*, const char*, const char*);
+
+// glibc's own dlsym and dlvsym, never the shim's.
+DlsymFn RealDlsym();
+DlvsymFn RealDlvsym();
+
+// dlsym(RTLD_NEXT, name) as seen from the shim.
+void* ResolveNext(const char* name);
+
+// Finds the definition of `name` that code at address `caller` would bind to if the
+// shim were not loaded: first in the caller object's own lookup scope (this is what
+// picks libcudart.so.12's cudaMalloc for a caller linked against it while
+// libcudart.so.13 is loaded too, and finds libraries loaded RTLD_LOCAL), then after the
+// shim in the global scope, then in any loaded object. Never returns a symbol of the
+// shim itself; nullptr if none. Takes the loader lock: cache the result per call site.
+void* ResolveLikeCaller(const char* name, const void* caller);
+
+// True if addr lies inside libcolabtrace.so.
+bool IsShimAddress(const void* addr);
+
+template <class F> struct RealFn {
+  F fn;
+  const char* name;
+  F get() {
+    F f = __atomic_load_n(&fn, __ATOMIC_ACQUIRE);
+    if (__builtin_expect(f == nullptr, 0)) {
+      f = reinterpret_cast<F>(ResolveNext(name));
+      __atomic_store_n(&fn, f, __ATOMIC_RELEASE);
+    }
+    return f;
+  }
+};
+
+#define CT_REAL_FN(name) \
+  inline ::colabtrace::shim::RealFn<decltype(&::name)> name{nullptr, #name};
+#define COLABTRACE_DEFINE_REAL_FNS(GROUP) \
+  namespace real {                        \
+  GROUP(CT_REAL_FN)                       \
+  }
+
+}  // namespace colabtrace::shim

@@ -1,0 +1,215 @@
+#include "writer.h"
+
+#include <sys/mman.h>
+
+#include <cstddef>
+#include <cstring>
+
+#include "raw.h"
+
+namespace colabtrace::shim {
+
+constinit thread_local ThreadState t_thread CT_TLS;
+static_assert(offsetof(ThreadState, vfork_pending) == 48, "update vfork_x86_64.S");
+TraceFile g_trace;
+uint32_t g_generation = 1;
+int g_pid = 0;
+bool g_recording = false;
+
+bool RecordingSlow(ThreadState& t) {
+  if (!g_recording || t.busy) return false;
+  if (t.vfork_pending) {
+    // A vfork child shares this thread's memory, TLS included, with its parent: it must
+    // not write into the parent's chunk. The parent clears the flag once it resumes.
+    if (raw::Getpid() != g_pid) return false;
+    t.vfork_pending = 0;
+  }
+  return true;
+}
+
+bool OpenChunk(ThreadState& t, size_t need, uint64_t ts) {
+  if (need > format::kChunkSize - sizeof(format::ChunkHeader)) return false;
+  if (t.generation == g_generation) {
+    if (t.chunk != nullptr && !t.signal_context) g_trace.ReleaseChunk(t.chunk);
+  } else {
+    // First record of this thread in this process's trace.
+    t.tid = static_cast<uint32_t>(raw::Gettid());
+    t.seq = 0;
+    t.generation = g_generation;
+  }
+  t.chunk = t.pos = t.end = nullptr;
+  uint8_t* c = g_trace.AllocChunk(!t.signal_context);
+  if (c == nullptr) return false;
+  auto* ch = reinterpret_cast<format::ChunkHeader*>(c);
+  ch->tid = t.tid;
+  ch->base_ticks = ts;
+  ch->seq = t.seq++;
+  ch->flags = t.signal_context ? format::kChunkFromSignalHandler : 0;
+  ch->image = g_trace.image();
+  __atomic_store_n(&ch->magic, format::kChunkMagic, __ATOMIC_RELEASE);
+  t.chunk = c;
+  t.pos = c + sizeof(format::ChunkHeader);
+  t.end = c + format::kChunkSize;
+  t.last_ts = ts;
+  return true;
+}
+
+// ---- interning --------------------------------------------------------------------------
+namespace {
+
+uint64_t HashBytes(const uint8_t* p, size_t n) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xff51afd7ed558ccdull);
+  while (n >= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+    p += 8;
+    n -= 8;
+  }
+  uint64_t tail = 0;
+  std::memcpy(&tail, p, n);
+  h = (h ^ tail) * 0xc4ceb9fe1a85ec53ull;
+  h ^= h >> 29;
+  return h | 1;  // 0 marks an empty slot
+}
+
+struct InternSlot {
+  uint64_t hash;  // 0: empty. Claimed by CAS.
+  uint64_t id;    // 0: not yet published; kPoisoned: unusable (arena was full)
+  const uint8_t* data;
+  uint64_t len;
+};
+constexpr uint64_t kPoisoned = ~0ull;
+constexpr size_t kSlots = 1u << 16;
+constexpr size_t kMaxProbes = 32;
+constexpr size_t kArenaBytes = 8u << 20;
+
+// An open-addressing table plus an arena holding copies of the interned bytes. Both are
+// anonymous mappings: pages are touched (and count as RSS) only as they fill.
+class InternTable {
+ public:
+  uint64_t Intern(const uint8_t* data, size_t len, bool is_stack);
+  void Reset() {
+    if (slots_ != nullptr) raw::Munmap(slots_, kSlots * sizeof(InternSlot));
+    if (arena_ != nullptr) raw::Munmap(arena_, kArenaBytes);
+    slots_ = nullptr;
+    arena_ = nullptr;
+    arena_used_ = 0;
+    init_ = 0;
+  }
+
+ private:
+  bool EnsureInit();
+  uint64_t EmitNew(const uint8_t* data, size_t len, bool is_stack);
+
+  InternSlot* slots_ = nullptr;
+  uint8_t* arena_ = nullptr;
+  uint64_t arena_used_ = 0;
+  int init_ = 0;  // 0 none, 1 in progress, 2 ready, 3 failed
+};
+
+bool InternTable::EnsureInit() {
+  int state = __atomic_load_n(&init_, __ATOMIC_ACQUIRE);
+  if (state == 2) return true;
+  if (state == 0 && __atomic_compare_exchange_n(&init_, &state, 1, false, __ATOMIC_ACQ_REL,
+                                                __ATOMIC_ACQUIRE)) {
+    void* s = raw::Mmap(nullptr, kSlots * sizeof(InternSlot), PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* a = raw::Mmap(nullptr, kArenaBytes, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw::MmapFailed(s) || raw::MmapFailed(a)) {
+      __atomic_store_n(&init_, 3, __ATOMIC_RELEASE);
+      return false;
+    }
+    slots_ = static_cast<InternSlot*>(s);
+    arena_ = static_cast<uint8_t*>(a);
+    __atomic_store_n(&init_, 2, __ATOMIC_RELEASE);
+    return true;
+  }
+  return false;  // another thread is initialising, or it failed: emit without interning
+}
+
+uint64_t InternTable::EmitNew(const uint8_t* data, size_t len, bool is_stack) {
+  format::FileHeader* h = g_trace.header();
+  if (h == nullptr) return 0;
+  uint64_t* counter = is_stack ? &h->next_stack_id : &h->next_string_id;
+  const uint64_t id = __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+  const format::Bytes bytes{data, static_cast<uint32_t>(len)};
+  if (is_stack) {
+    format::Stack rec;
+    rec.ts = Ticks();
+    rec.id = id;
+    rec.frames = bytes;
+    Emit(rec);
+  } else {
+    format::String rec;
+    rec.ts = Ticks();
+    rec.id = id;
+    rec.text = bytes;
+    Emit(rec);
+  }
+  return id;
+}
+
+uint64_t InternTable::Intern(const uint8_t* data, size_t len, bool is_stack) {
+  if (!EnsureInit()) return EmitNew(data, len, is_stack);
+  const uint64_t hash = HashBytes(data, len);
+  for (size_t probe = 0; probe < kMaxProbes; ++probe) {
+    InternSlot& slot = slots_[(hash + probe) & (kSlots - 1)];
+    uint64_t seen = __atomic_load_n(&slot.hash, __ATOMIC_ACQUIRE);
+    if (seen == 0) {
+      if (!__atomic_compare_exchange_n(&slot.hash, &seen, hash, false, __ATOMIC_ACQ_REL,
+                                       __ATOMIC_ACQUIRE)) {
+        if (seen != hash) continue;  // lost the slot to another string
+      } else {
+        const uint64_t off = __atomic_fetch_add(&arena_used_, len, __ATOMIC_RELAXED);
+        if (off + len > kArenaBytes) {
+          __atomic_store_n(&slot.id, kPoisoned, __ATOMIC_RELEASE);
+          return EmitNew(data, len, is_stack);
+        }
+        std::memcpy(arena_ + off, data, len);
+        slot.data = arena_ + off;
+        slot.len = len;
+        const uint64_t id = EmitNew(data, len, is_stack);
+        __atomic_store_n(&slot.id, id, __ATOMIC_RELEASE);
+        return id;
+      }
+    }
+    if (seen != hash) continue;
+    uint64_t id = 0;
+    for (int spin = 0; spin < 4096 && (id = __atomic_load_n(&slot.id, __ATOMIC_ACQUIRE)) == 0;
+         ++spin) {
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+    }
+    if (id == 0) break;  // the publisher is stuck (e.g. we interrupted it): don't wait
+    if (id != kPoisoned && slot.len == len && std::memcmp(slot.data, data, len) == 0) {
+      return id;
+    }
+  }
+  return EmitNew(data, len, is_stack);
+}
+
+InternTable g_strings;
+InternTable g_stacks;
+
+}  // namespace
+
+uint64_t InternString(std::string_view s) {
+  if (s.size() > kMaxInternedString) s = s.substr(0, kMaxInternedString);
+  return g_strings.Intern(reinterpret_cast<const uint8_t*>(s.data()), s.size(), false);
+}
+
+uint64_t InternStack(const uint64_t* frames, size_t n) {
+  if (n == 0) return 0;
+  return g_stacks.Intern(reinterpret_cast<const uint8_t*>(frames), n * sizeof(uint64_t), true);
+}
+
+void ResetInterning() {
+  g_strings.Reset();
+  g_stacks.Reset();
+}
+
+}  // namespace colabtrace::shim

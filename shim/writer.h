@@ -1,0 +1,129 @@
+// The shim's record writer: per-thread chunks, lock-free, commit-last.
+//
+// Every hook ends in Emit(record). Emit encodes into the calling thread's current chunk
+// of the mapped trace and then stores the record's type byte with release order: the
+// record is complete or absent, and once the hooked call has returned its record is in
+// the page cache, where a SIGKILL cannot take it away.
+//
+// ShimScope marks "the shim is working on this thread": hooks reached from inside the
+// shim (or from a signal handler that interrupted it) pass straight through, and errno
+// is restored on the way out.
+#pragma once
+
+#include <errno.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "clock.h"
+#include "colabtrace/format/codec.h"
+#include "trace_file.h"
+
+#define CT_HIDDEN __attribute__((visibility("hidden")))
+#define CT_TLS __attribute__((tls_model("initial-exec")))
+
+namespace colabtrace::shim {
+
+struct ThreadState {
+  uint8_t* pos = nullptr;    // next free byte of the current chunk
+  uint8_t* end = nullptr;    // end of the current chunk
+  uint8_t* chunk = nullptr;  // start of the current chunk
+  uint64_t last_ts = 0;      // ts of the last record in this chunk (delta base)
+  uint32_t generation = 0;   // == g_generation while pos belongs to this process's trace
+  uint32_t tid = 0;
+  uint32_t seq = 0;          // chunks this thread has taken
+  int busy = 0;              // the shim is running on this thread
+  int vfork_pending = 0;     // set by the vfork stub; see Recording()
+  int runtime_depth = 0;     // GPU: a CUDA runtime hook is on this thread's stack
+  bool signal_context = false;  // a fatal-signal handler's private writer
+};
+
+// constinit: constant-initialised, so no TLS wrapper call on access. The vfork stub in
+// vfork_x86_64.S stores to vfork_pending at a fixed offset (checked in writer.cpp).
+extern constinit thread_local ThreadState t_thread CT_TLS;
+extern TraceFile g_trace;
+extern uint32_t g_generation;  // bumped in every fork child
+extern int g_pid;              // this process's pid (updated in fork children)
+extern bool g_recording;       // a trace is open and COLABTRACE_DISABLE is not set
+
+// Takes a new chunk for t that can hold `need` bytes; false once tracing has stopped.
+bool OpenChunk(ThreadState& t, size_t need, uint64_t ts);
+
+// True when the calling thread should record: tracing is on, the shim is not already
+// running on this thread, and this is not a vfork child borrowing its parent's memory.
+bool RecordingSlow(ThreadState& t);
+inline bool Recording() {
+  ThreadState& t = t_thread;
+  if (__builtin_expect(static_cast<int>(!g_recording) | t.busy | t.vfork_pending, 0)) return RecordingSlow(t);
+  return true;
+}
+
+// Appends rec (rec.ts already set) to the calling thread's chunk. Call only inside a
+// ShimScope that entered().
+template <class R> inline void Emit(const R& rec) {
+  ThreadState& t = t_thread;
+  const size_t max = format::MaxEncodedSize(rec);
+  if (__builtin_expect(t.generation != g_generation ||
+                           static_cast<size_t>(t.end - t.pos) <= max,
+                       0)) {
+    if (!OpenChunk(t, max + 1, rec.ts)) return;
+  }
+  uint8_t* p = t.pos;
+  const size_t n = format::EncodeRecordUncommitted(rec, t.last_ts, p);
+  __atomic_store_n(p, static_cast<uint8_t>(R::kType), __ATOMIC_RELEASE);
+  t.pos = p + n;
+  if (rec.ts > t.last_ts) t.last_ts = rec.ts;
+}
+
+// Like Emit, but into a chunk of its own: for fatal-signal handlers, which may have
+// interrupted an Emit on this very thread.
+template <class R> inline void EmitFromSignalHandler(ThreadState& local, const R& rec) {
+  const size_t max = format::MaxEncodedSize(rec);
+  if (local.generation != g_generation || static_cast<size_t>(local.end - local.pos) <= max) {
+    if (!OpenChunk(local, max + 1, rec.ts)) return;
+  }
+  uint8_t* p = local.pos;
+  const size_t n = format::EncodeRecordUncommitted(rec, local.last_ts, p);
+  __atomic_store_n(p, static_cast<uint8_t>(R::kType), __ATOMIC_RELEASE);
+  local.pos = p + n;
+  if (rec.ts > local.last_ts) local.last_ts = rec.ts;
+}
+
+class ShimScope {
+ public:
+  ShimScope() : t_(t_thread), saved_errno_(errno), entered_(t_.busy == 0) {
+    if (entered_) t_.busy = 1;
+  }
+  ~ShimScope() {
+    if (entered_) t_.busy = 0;
+    errno = saved_errno_;
+  }
+  ShimScope(const ShimScope&) = delete;
+  ShimScope& operator=(const ShimScope&) = delete;
+  bool entered() const { return entered_; }
+
+ private:
+  ThreadState& t_;
+  int saved_errno_;
+  bool entered_;
+};
+
+// ---- interning ------------------------------------------------------------------------
+
+// Returns the id of a String record holding s, emitting the record the first time this
+// process sees s. Strings longer than kMaxInternedString are cut. Lock-free; when the
+// table or its arena is full, the record is emitted again with a fresh id.
+inline constexpr size_t kMaxInternedString = 4096;
+uint64_t InternString(std::string_view s);
+inline uint64_t InternCString(const char* s) {
+  return s == nullptr ? 0 : InternString(std::string_view(s));
+}
+
+// Same for a native stack (return addresses, innermost first). Returns 0 for no frames.
+uint64_t InternStack(const uint64_t* frames, size_t n);
+
+// Forgets every interned id: a fork child starts a new trace.
+void ResetInterning();
+
+}  // namespace colabtrace::shim
