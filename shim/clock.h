@@ -36,4 +36,7 @@ inline uint64_t Ticks() {
 // nonstop_tsc) and returns an estimate of ticks per second.
 uint64_t InitTicks();
 
+// Updates the trace header's ticks-per-second estimate from the time since InitTicks.
+void RefineTickRate();
+
 }  // namespace colabtrace::shim

@@ -41,6 +41,7 @@ int g_argc = 0;
 char** g_argv = nullptr;
 pthread_t g_sampler;
 bool g_sampler_running = false;
+uint64_t g_calib_ticks = 0, g_calib_ns = 0;  // tick-rate estimate (InitTicks)
 char g_cgroup_dir[512];  // e.g. /sys/fs/cgroup/<path> (v2) or .../memory/<path> (v1)
 bool g_cgroup_v2 = false;
 
@@ -160,7 +161,9 @@ uint64_t ReadCgroupNumber(const char* v2_name, const char* v1_name) {
   if (raw::ReadSmallFile(p.s, buf, sizeof(buf)) <= 0 || buf[0] < '0' || buf[0] > '9') {
     return UINT64_MAX;
   }
-  return ParseU64(buf);
+  // cgroup v1 spells "no limit" as a page-rounded LONG_MAX.
+  const uint64_t v = ParseU64(buf);
+  return v >= (1ull << 62) ? UINT64_MAX : v;
 }
 
 uint64_t ReadOomKillCount() {
@@ -205,7 +208,8 @@ void* SamplerMain(void*) {
     ShimScope scope;
     if (!scope.entered()) continue;
     TakeSample();
-    if (n % 50 == 49) EmitClock();  // keep the tick-to-ns fit tight over long runs
+    EmitClock();  // keeps the tick-to-ns fit exact even for a process that is killed
+    if (n == 0) RefineTickRate();
   }
   return nullptr;
 }
@@ -433,6 +437,7 @@ void BeginTrace(format::ProcessOrigin origin, uint32_t parent_tid, char** envp) 
   if (origin != format::ProcessOrigin::kExec) FingerprintEnvironment();
   NoteConfigErrors();
   TakeSample();
+  RefineTickRate();
   StartModules(origin == format::ProcessOrigin::kForkChild ? StartKind::kForkChild
                : origin == format::ProcessOrigin::kExec    ? StartKind::kExecAdopted
                                                            : StartKind::kProcessStart);
@@ -605,12 +610,22 @@ uint64_t InitTicks() {
   (void)buf;
   g_ticks_are_tsc = constant && nonstop;
   if (!g_ticks_are_tsc) return 1000000000ull;
-  // A quick estimate; Clock records give the analyzer the exact fit.
-  const uint64_t t0 = Ticks(), n0 = MonotonicNs();
-  struct timespec ts{0, 2000000};
-  raw::Syscall6(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, reinterpret_cast<long>(&ts), 0);
-  const uint64_t t1 = Ticks(), n1 = MonotonicNs();
-  return n1 > n0 ? (t1 - t0) * 1000000000ull / (n1 - n0) : 1000000000ull;
+  // A rough first estimate from the time since this process started; Clock records
+  // (at start, with every sample and at exit) give the analyzer the exact fit, and
+  // RefineTickRate() improves the header's figure once start-up is done.
+  g_calib_ticks = Ticks();
+  g_calib_ns = MonotonicNs();
+  return 0;
+}
+
+void RefineTickRate() {
+  format::FileHeader* h = g_trace.header();
+  if (h == nullptr || !g_ticks_are_tsc || g_calib_ns == 0) return;
+  const uint64_t t = Ticks(), n = MonotonicNs();
+  if (n > g_calib_ns + 10000 && t > g_calib_ticks) {
+    h->ticks_per_sec_hint = static_cast<uint64_t>(static_cast<long double>(t - g_calib_ticks) *
+                                                  1e9L / static_cast<long double>(n - g_calib_ns));
+  }
 }
 
 void RecordExit(int64_t code, ExitHow how, bool finish) {

@@ -1,0 +1,22 @@
+// Factories of the analyses, one per area. The process analysis always exists; the
+// others are weak so that an area can be built (or not) on its own.
+#pragma once
+
+#include <memory>
+
+#include "report/report.h"
+
+namespace colabtrace::analyzer {
+
+std::unique_ptr<Analysis> MakeProcessAnalysis();
+// analyzer/io/: io.files[], processes[].io and the io.* findings.
+std::unique_ptr<Analysis> MakeIoAnalysis() __attribute__((weak));
+// analyzer/gpu/: gpu, processes[].gpu and the gpu.* findings.
+std::unique_ptr<Analysis> MakeGpuAnalysis() __attribute__((weak));
+// analyzer/abi/: libraries[] and the abi.* findings.
+std::unique_ptr<Analysis> MakeLibraryAnalysis() __attribute__((weak));
+// Whole-run host findings that need every process (host.memory-pressure, host.shm-small).
+// Runs last.
+std::unique_ptr<Analysis> MakeHostAnalysis();
+
+}  // namespace colabtrace::analyzer

@@ -1,0 +1,52 @@
+// The `colabtrace` command line: one Command per subcommand, each owning its flags.
+//
+// Exit codes (shared/PRODUCT.md): 0 fine; 1 a regression or findings at/above
+// --fail-on; 2 a usage error or input that cannot be read.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace colabtrace::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFindings = 1;
+inline constexpr int kExitUsage = 2;
+
+class Command {
+ public:
+  virtual ~Command() = default;
+  virtual std::string_view name() const = 0;
+  virtual std::string_view summary() const = 0;  // one line for `colabtrace --help`
+  virtual std::string usage() const = 0;         // the full --help text
+  // args excludes the program and subcommand names. Returns the exit code.
+  virtual int Run(const std::vector<std::string>& args) = 0;
+};
+
+std::vector<std::unique_ptr<Command>> MakeCommands();
+
+// Prints "colabtrace <cmd>: <msg>" and a hint to stderr; returns kExitUsage.
+int UsageError(std::string_view cmd, std::string_view msg);
+
+// True if the arguments ask for help (-h or --help anywhere before "--").
+bool WantsHelp(const std::vector<std::string>& args);
+
+// True when stdout/stderr is a terminal and NO_COLOR is unset.
+bool UseColor(int fd);
+
+// Writes text to path, or to stdout when path is empty or "-". False on failure (with
+// the reason on stderr).
+bool WriteOutput(const std::string& path, const std::string& text);
+
+std::unique_ptr<Command> MakeRunCommand();
+std::unique_ptr<Command> MakeReportCommand();
+std::unique_ptr<Command> MakeDumpCommand();
+// Further subcommands (export, baseline, check, diff) register through weak factories.
+std::unique_ptr<Command> MakeExportCommand() __attribute__((weak));
+std::unique_ptr<Command> MakeBaselineCommand() __attribute__((weak));
+std::unique_ptr<Command> MakeCheckCommand() __attribute__((weak));
+std::unique_ptr<Command> MakeDiffCommand() __attribute__((weak));
+
+}  // namespace colabtrace::cli

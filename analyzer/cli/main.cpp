@@ -1,0 +1,101 @@
+// colabtrace: the offline analyzer's command line.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "cli/command.h"
+
+namespace colabtrace::cli {
+
+std::vector<std::unique_ptr<Command>> MakeCommands() {
+  std::vector<std::unique_ptr<Command>> cmds;
+  cmds.push_back(MakeRunCommand());
+  cmds.push_back(MakeReportCommand());
+  cmds.push_back(MakeDumpCommand());
+  for (auto factory : {&MakeExportCommand, &MakeBaselineCommand, &MakeCheckCommand, &MakeDiffCommand}) {
+    if (factory != nullptr) cmds.push_back(factory());
+  }
+  return cmds;
+}
+
+int UsageError(std::string_view cmd, std::string_view msg) {
+  std::cerr << "colabtrace " << cmd << ": " << msg << "\n"
+            << "Try 'colabtrace " << cmd << " --help'.\n";
+  return kExitUsage;
+}
+
+bool WantsHelp(const std::vector<std::string>& args) {
+  for (const auto& a : args) {
+    if (a == "--") return false;
+    if (a == "-h" || a == "--help") return true;
+  }
+  return false;
+}
+
+bool UseColor(int fd) {
+  const char* no_color = std::getenv("NO_COLOR");
+  return isatty(fd) && (no_color == nullptr || no_color[0] == '\0');
+}
+
+bool WriteOutput(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return std::fflush(stdout) == 0;
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) {
+    std::cerr << "colabtrace: cannot write " << path << "\n";
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+void PrintTopHelp(const std::vector<std::unique_ptr<Command>>& cmds) {
+  std::cout << "colabtrace: post-mortem diagnosis of GPU training runs\n\n"
+               "Usage: colabtrace <command> [options]\n\nCommands:\n";
+  for (const auto& c : cmds) {
+    std::printf("  %-10s %s\n", std::string(c->name()).c_str(), std::string(c->summary()).c_str());
+  }
+  std::cout << "\nRun 'colabtrace <command> --help' for a command's options.\n"
+               "Tracing without the CLI: LD_PRELOAD=/path/to/libcolabtrace.so python train.py\n";
+}
+
+}  // namespace
+}  // namespace colabtrace::cli
+
+int main(int argc, char** argv) {
+  using namespace colabtrace::cli;
+  auto cmds = MakeCommands();
+  if (argc < 2) {
+    PrintTopHelp(cmds);
+    return kExitUsage;
+  }
+  const std::string sub = argv[1];
+  if (sub == "-h" || sub == "--help" || sub == "help") {
+    PrintTopHelp(cmds);
+    return kExitOk;
+  }
+  if (sub == "--version") {
+    std::cout << "colabtrace 0.1.0 (trace format 1)\n";
+    return kExitOk;
+  }
+  for (auto& c : cmds) {
+    if (c->name() != sub) continue;
+    std::vector<std::string> args(argv + 2, argv + argc);
+    if (WantsHelp(args)) {
+      std::cout << c->usage();
+      return kExitOk;
+    }
+    return c->Run(args);
+  }
+  std::cerr << "colabtrace: unknown command '" << sub << "'\n";
+  PrintTopHelp(cmds);
+  return kExitUsage;
+}

@@ -1,0 +1,117 @@
+// colabtrace report: the diagnosis of one or more traces.
+#include <unistd.h>
+
+#include <iostream>
+#include <regex>
+
+#include "cli/command.h"
+#include "report/report.h"
+
+namespace colabtrace::cli {
+namespace {
+
+using analyzer::Severity;
+
+class ReportCommand final : public Command {
+ public:
+  std::string_view name() const override { return "report"; }
+  std::string_view summary() const override { return "diagnose traces: findings, processes, GPU, libraries, I/O"; }
+  std::string usage() const override {
+    return "Usage: colabtrace report [options] TRACE|DIR...\n\n"
+           "Reads traces (files, or directories of *.ctrace) and prints the diagnosis.\n\n"
+           "Options:\n"
+           "  --format text|json|html  output format (default text)\n"
+           "  -o, --output FILE        write the report to FILE instead of stdout\n"
+           "  --gpu-arch sm_XY         check loaded CUDA libraries against this GPU\n"
+           "                           architecture (e.g. sm_75 for a T4, sm_80 for an A100)\n"
+           "  --fail-on SEVERITY       exit 1 if any finding is at or above SEVERITY\n"
+           "                           (info, warning or error)\n"
+           "  -h, --help               show this help\n\n"
+           "Exit codes: 0 fine, 1 findings at or above --fail-on, 2 usage error or an input\n"
+           "that cannot be read (a partly readable trace still gets a report, with a warning).\n";
+  }
+
+  int Run(const std::vector<std::string>& args) override {
+    std::string format = "text", output;
+    analyzer::ReportOptions options;
+    std::optional<Severity> fail_on;
+    std::vector<std::string> inputs;
+    for (size_t i = 0; i < args.size(); ++i) {
+      const std::string& a = args[i];
+      auto value = [&](std::string_view flag) -> std::optional<std::string> {
+        if (a == flag) {
+          if (i + 1 >= args.size()) return std::nullopt;
+          return args[++i];
+        }
+        return a.substr(flag.size() + 1);  // --flag=value
+      };
+      auto is = [&](std::string_view flag) {
+        return a == flag || a.starts_with(std::string(flag) + "=");
+      };
+      if (is("--format")) {
+        auto v = value("--format");
+        if (!v || (*v != "text" && *v != "json" && *v != "html")) {
+          return UsageError(name(), "--format takes text, json or html");
+        }
+        format = *v;
+      } else if (a == "-o" || is("--output")) {
+        auto v = a == "-o" ? (i + 1 < args.size() ? std::optional<std::string>(args[++i]) : std::nullopt)
+                           : value("--output");
+        if (!v) return UsageError(name(), "-o needs a file name");
+        output = *v;
+      } else if (is("--gpu-arch")) {
+        auto v = value("--gpu-arch");
+        if (!v || !std::regex_match(*v, std::regex("sm_[0-9]{2,3}[af]?"))) {
+          return UsageError(name(), "--gpu-arch takes an architecture like sm_75, sm_80 or sm_90a");
+        }
+        options.gpu_arch = *v;
+      } else if (is("--fail-on")) {
+        auto v = value("--fail-on");
+        fail_on = v ? analyzer::ParseSeverity(*v) : std::nullopt;
+        if (!fail_on) return UsageError(name(), "--fail-on takes info, warning or error");
+      } else if (a == "--") {
+        inputs.insert(inputs.end(), args.begin() + static_cast<long>(i) + 1, args.end());
+        break;
+      } else if (a.starts_with("-") && a != "-") {
+        return UsageError(name(), "unknown option '" + a + "'");
+      } else {
+        inputs.push_back(a);
+      }
+    }
+    if (inputs.empty()) return UsageError(name(), "no trace or directory given");
+
+    const bool progress = isatty(2);
+    if (progress) std::cerr << "colabtrace: reading traces...\r" << std::flush;
+    analyzer::TraceSet set = analyzer::LoadTraces(inputs);
+    if (progress) std::cerr << "                              \r" << std::flush;
+    for (const auto& e : set.errors) std::cerr << "colabtrace report: " << e << "\n";
+    if (set.traces.empty()) {
+      std::cerr << "colabtrace report: no readable trace\n";
+      return kExitUsage;
+    }
+    auto report = analyzer::BuildReport(set.traces, options);
+    for (const auto& e : set.errors) report->AddWarning("unreadable input: " + e);
+    std::string text;
+    if (format == "json") {
+      text = analyzer::RenderJson(*report);
+    } else if (format == "html") {
+      text = analyzer::RenderHtml(*report);
+    } else {
+      text = analyzer::RenderText(*report, output.empty() && UseColor(1));
+    }
+    if (!WriteOutput(output, text)) return kExitUsage;
+    if (!set.errors.empty()) return kExitUsage;
+    if (fail_on) {
+      for (const auto& f : report->findings()) {
+        if (f.severity >= *fail_on) return kExitFindings;
+      }
+    }
+    return kExitOk;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Command> MakeReportCommand() { return std::make_unique<ReportCommand>(); }
+
+}  // namespace colabtrace::cli

@@ -1,0 +1,293 @@
+#include "report/json.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace colabtrace::analyzer {
+
+bool Json::is_number() const {
+  return std::holds_alternative<int64_t>(v_) || std::holds_alternative<uint64_t>(v_) ||
+         std::holds_alternative<double>(v_);
+}
+
+double Json::number() const {
+  if (auto* i = std::get_if<int64_t>(&v_)) return static_cast<double>(*i);
+  if (auto* u = std::get_if<uint64_t>(&v_)) return static_cast<double>(*u);
+  if (auto* d = std::get_if<double>(&v_)) return *d;
+  return 0;
+}
+
+int64_t Json::as_int() const {
+  if (auto* i = std::get_if<int64_t>(&v_)) return *i;
+  if (auto* u = std::get_if<uint64_t>(&v_)) return static_cast<int64_t>(*u);
+  if (auto* d = std::get_if<double>(&v_)) return static_cast<int64_t>(*d);
+  return 0;
+}
+
+Json& Json::operator[](std::string_view key) {
+  if (is_null()) v_ = Object{};
+  auto& obj = std::get<Object>(v_);
+  for (auto& [k, v] : obj) {
+    if (k == key) return v;
+  }
+  obj.emplace_back(std::string(key), Json());
+  return obj.back().second;
+}
+
+const Json& Json::operator[](std::string_view key) const {
+  static const Json kNull;
+  const Json* v = Find(key);
+  return v ? *v : kNull;
+}
+
+const Json* Json::Find(std::string_view key) const {
+  if (!is_object()) return nullptr;
+  for (const auto& [k, v] : std::get<Object>(v_)) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+Json& Json::Append(Json v) {
+  if (is_null()) v_ = Array{};
+  auto& arr = std::get<Array>(v_);
+  arr.push_back(std::move(v));
+  return arr.back();
+}
+
+void AppendJsonString(std::string& out, std::string_view s) {
+  out += '"';
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    switch (c) {
+      case '"': out += "\\\""; continue;
+      case '\\': out += "\\\\"; continue;
+      case '\n': out += "\\n"; continue;
+      case '\r': out += "\\r"; continue;
+      case '\t': out += "\\t"; continue;
+      default: break;
+    }
+    if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+      continue;
+    }
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+      continue;
+    }
+    // Validate a UTF-8 sequence; escape stray bytes so the output is always valid.
+    size_t len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    bool ok = len != 0 && i + len <= s.size();
+    for (size_t k = 1; ok && k < len; ++k) {
+      ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+    }
+    if (ok) {
+      out.append(s.substr(i, len));
+      i += len - 1;
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    }
+  }
+  out += '"';
+}
+
+void Json::DumpTo(std::string& out, int indent, int depth) const {
+  auto newline = [&](int d) {
+    if (indent < 0) return;
+    out += '\n';
+    out.append(static_cast<size_t>(indent * d), ' ');
+  };
+  if (std::holds_alternative<std::monostate>(v_)) {
+    out += "null";
+  } else if (auto* b = std::get_if<bool>(&v_)) {
+    out += *b ? "true" : "false";
+  } else if (auto* i = std::get_if<int64_t>(&v_)) {
+    out += std::to_string(*i);
+  } else if (auto* u = std::get_if<uint64_t>(&v_)) {
+    out += std::to_string(*u);
+  } else if (auto* d = std::get_if<double>(&v_)) {
+    if (!std::isfinite(*d)) {
+      out += "null";
+    } else {
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), "%.6g", *d);
+      out += buf;
+    }
+  } else if (auto* s = std::get_if<std::string>(&v_)) {
+    AppendJsonString(out, *s);
+  } else if (auto* a = std::get_if<Array>(&v_)) {
+    if (a->empty()) {
+      out += "[]";
+      return;
+    }
+    out += '[';
+    for (size_t k = 0; k < a->size(); ++k) {
+      if (k) out += ',';
+      newline(depth + 1);
+      (*a)[k].DumpTo(out, indent, depth + 1);
+    }
+    newline(depth);
+    out += ']';
+  } else if (auto* o = std::get_if<Object>(&v_)) {
+    if (o->empty()) {
+      out += "{}";
+      return;
+    }
+    out += '{';
+    for (size_t k = 0; k < o->size(); ++k) {
+      if (k) out += ',';
+      newline(depth + 1);
+      AppendJsonString(out, (*o)[k].first);
+      out += indent < 0 ? ":" : ": ";
+      (*o)[k].second.DumpTo(out, indent, depth + 1);
+    }
+    newline(depth);
+    out += '}';
+  }
+}
+
+std::string Json::Dump(int indent) const {
+  std::string out;
+  DumpTo(out, indent, 0);
+  return out;
+}
+
+namespace {
+
+class Parser {
+ public:
+  explicit Parser(std::string_view t) : t_(t) {}
+  std::optional<Json> Run(std::string* error) {
+    auto v = Value(0);
+    Skip();
+    if (v && pos_ != t_.size()) v.reset(), err_ = "trailing characters";
+    if (!v && error) *error = err_ + " at offset " + std::to_string(pos_);
+    return v;
+  }
+
+ private:
+  void Skip() {
+    while (pos_ < t_.size() && (t_[pos_] == ' ' || t_[pos_] == '\n' || t_[pos_] == '\t' || t_[pos_] == '\r')) ++pos_;
+  }
+  bool Eat(char c) {
+    Skip();
+    if (pos_ < t_.size() && t_[pos_] == c) return ++pos_, true;
+    return false;
+  }
+  std::optional<Json> Fail(const char* why) {
+    err_ = why;
+    return std::nullopt;
+  }
+  std::optional<std::string> String() {
+    if (!Eat('"')) return std::nullopt;
+    std::string s;
+    while (pos_ < t_.size() && t_[pos_] != '"') {
+      char c = t_[pos_++];
+      if (c != '\\') {
+        s += c;
+        continue;
+      }
+      if (pos_ >= t_.size()) return std::nullopt;
+      c = t_[pos_++];
+      switch (c) {
+        case 'n': s += '\n'; break;
+        case 't': s += '\t'; break;
+        case 'r': s += '\r'; break;
+        case 'b': s += '\b'; break;
+        case 'f': s += '\f'; break;
+        case 'u': {
+          if (pos_ + 4 > t_.size()) return std::nullopt;
+          const unsigned cp = static_cast<unsigned>(std::strtoul(std::string(t_.substr(pos_, 4)).c_str(), nullptr, 16));
+          pos_ += 4;
+          if (cp < 0x80) {
+            s += static_cast<char>(cp);
+          } else if (cp < 0x800) {
+            s += static_cast<char>(0xc0 | (cp >> 6));
+            s += static_cast<char>(0x80 | (cp & 0x3f));
+          } else {
+            s += static_cast<char>(0xe0 | (cp >> 12));
+            s += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+            s += static_cast<char>(0x80 | (cp & 0x3f));
+          }
+          break;
+        }
+        default: s += c;
+      }
+    }
+    if (pos_ >= t_.size()) return std::nullopt;
+    ++pos_;
+    return s;
+  }
+  std::optional<Json> Value(int depth) {
+    if (depth > 200) return Fail("nesting too deep");
+    Skip();
+    if (pos_ >= t_.size()) return Fail("unexpected end");
+    const char c = t_[pos_];
+    if (c == '{') {
+      ++pos_;
+      Json obj = Json::MakeObject();
+      if (Eat('}')) return obj;
+      do {
+        auto k = String();
+        if (!k || !Eat(':')) return Fail("bad object");
+        auto v = Value(depth + 1);
+        if (!v) return v;
+        obj[*k] = std::move(*v);
+      } while (Eat(','));
+      if (!Eat('}')) return Fail("expected }");
+      return obj;
+    }
+    if (c == '[') {
+      ++pos_;
+      Json arr = Json::MakeArray();
+      if (Eat(']')) return arr;
+      do {
+        auto v = Value(depth + 1);
+        if (!v) return v;
+        arr.Append(std::move(*v));
+      } while (Eat(','));
+      if (!Eat(']')) return Fail("expected ]");
+      return arr;
+    }
+    if (c == '"') {
+      auto s = String();
+      if (!s) return Fail("bad string");
+      return Json(std::move(*s));
+    }
+    for (auto [word, value] : {std::pair<std::string_view, Json>{"true", Json(true)},
+                               {"false", Json(false)}, {"null", Json()}}) {
+      if (t_.substr(pos_, word.size()) == word) {
+        pos_ += word.size();
+        return value;
+      }
+    }
+    const size_t start = pos_;
+    bool is_float = false;
+    while (pos_ < t_.size() && std::string_view("+-0123456789.eE").find(t_[pos_]) != std::string_view::npos) {
+      if (t_[pos_] == '.' || t_[pos_] == 'e' || t_[pos_] == 'E') is_float = true;
+      ++pos_;
+    }
+    if (pos_ == start) return Fail("unexpected character");
+    const std::string num(t_.substr(start, pos_ - start));
+    if (is_float) return Json(std::strtod(num.c_str(), nullptr));
+    if (num[0] == '-') return Json(static_cast<long long>(std::strtoll(num.c_str(), nullptr, 10)));
+    return Json(static_cast<unsigned long long>(std::strtoull(num.c_str(), nullptr, 10)));
+  }
+
+  std::string_view t_;
+  size_t pos_ = 0;
+  std::string err_;
+};
+
+}  // namespace
+
+std::optional<Json> Json::Parse(std::string_view text, std::string* error) {
+  return Parser(text).Run(error);
+}
+
+}  // namespace colabtrace::analyzer

@@ -1,0 +1,82 @@
+// Json: a small ordered JSON value for building and printing reports.
+//
+// Objects keep insertion order, so reports print fields in the order the analyses add
+// them and golden tests stay stable. Parse() reads JSON back (for `check` baselines and
+// for tests).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace colabtrace::analyzer {
+
+class Json {
+ public:
+  using Array = std::vector<Json>;
+  using Object = std::vector<std::pair<std::string, Json>>;
+
+  Json() = default;  // null
+  Json(std::nullptr_t) {}
+  Json(bool v) : v_(v) {}
+  Json(int v) : v_(static_cast<int64_t>(v)) {}
+  Json(long v) : v_(static_cast<int64_t>(v)) {}
+  Json(long long v) : v_(static_cast<int64_t>(v)) {}
+  Json(unsigned v) : v_(static_cast<uint64_t>(v)) {}
+  Json(unsigned long v) : v_(static_cast<uint64_t>(v)) {}
+  Json(unsigned long long v) : v_(static_cast<uint64_t>(v)) {}
+  Json(double v) : v_(v) {}
+  Json(const char* v) : v_(std::string(v)) {}
+  Json(std::string v) : v_(std::move(v)) {}
+  Json(std::string_view v) : v_(std::string(v)) {}
+  Json(Array v) : v_(std::move(v)) {}
+  Json(Object v) : v_(std::move(v)) {}
+
+  static Json MakeObject() { return Json(Object{}); }
+  static Json MakeArray() { return Json(Array{}); }
+
+  bool is_null() const { return std::holds_alternative<std::monostate>(v_); }
+  bool is_object() const { return std::holds_alternative<Object>(v_); }
+  bool is_array() const { return std::holds_alternative<Array>(v_); }
+  bool is_string() const { return std::holds_alternative<std::string>(v_); }
+  bool is_number() const;
+
+  // Object access: operator[] inserts a null member when missing (turning a null value
+  // into an object first). Find returns nullptr when missing.
+  Json& operator[](std::string_view key);
+  const Json* Find(std::string_view key) const;
+  // Const access: a shared null for a missing member.
+  const Json& operator[](std::string_view key) const;
+  // Array append (turning a null value into an array first); returns the new element.
+  Json& Append(Json v);
+
+  const Object& object() const { return std::get<Object>(v_); }
+  const Array& array() const { return std::get<Array>(v_); }
+  Array& array() { return std::get<Array>(v_); }
+  const std::string& str() const { return std::get<std::string>(v_); }
+  double number() const;      // any numeric kind as double (0 if not a number)
+  int64_t as_int() const;     // numeric value as int64 (0 if not a number)
+  bool boolean() const { return std::holds_alternative<bool>(v_) && std::get<bool>(v_); }
+
+  // Serializes; indent < 0 prints on one line.
+  std::string Dump(int indent = 2) const;
+
+  // Parses JSON text; nullopt (and *error set) on malformed input.
+  static std::optional<Json> Parse(std::string_view text, std::string* error = nullptr);
+
+ private:
+  void DumpTo(std::string& out, int indent, int depth) const;
+  std::variant<std::monostate, bool, int64_t, uint64_t, double, std::string, Array, Object> v_;
+};
+
+// Appends s to out as a JSON string literal (quotes, escapes, \u00XX for controls and
+// invalid UTF-8 bytes).
+void AppendJsonString(std::string& out, std::string_view s);
+
+}  // namespace colabtrace::analyzer

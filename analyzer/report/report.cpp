@@ -1,0 +1,202 @@
+#include "report/report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <csignal>
+#include <cstring>
+
+namespace colabtrace::analyzer {
+
+std::string_view SeverityName(Severity s) {
+  switch (s) {
+    case Severity::kError: return "error";
+    case Severity::kWarning: return "warning";
+    case Severity::kInfo: return "info";
+  }
+  return "info";
+}
+
+std::optional<Severity> ParseSeverity(std::string_view s) {
+  if (s == "error") return Severity::kError;
+  if (s == "warning") return Severity::kWarning;
+  if (s == "info") return Severity::kInfo;
+  return std::nullopt;
+}
+
+ReportBuilder::ReportBuilder(const std::vector<ProcessTrace>& traces, ReportOptions options)
+    : traces_(traces), options_(std::move(options)) {
+  root_["schema"] = "colabtrace.report.v1";
+  root_["processes"] = Json::MakeArray();
+  for (size_t i = 0; i < traces_.size(); ++i) root_["processes"].Append(Json::MakeObject());
+}
+
+Json& ReportBuilder::process(size_t index) { return root_["processes"].array().at(index); }
+
+const Json& ReportBuilder::Finish() {
+  std::stable_sort(findings_.begin(), findings_.end(), [](const Finding& a, const Finding& b) {
+    if (a.severity != b.severity) return a.severity > b.severity;
+    if (a.id != b.id) return a.id < b.id;
+    return a.pid < b.pid;
+  });
+  Json& out = root_["findings"];
+  out = Json::MakeArray();
+  for (const Finding& f : findings_) {
+    Json j = Json::MakeObject();
+    j["id"] = f.id;
+    j["severity"] = std::string(SeverityName(f.severity));
+    j["pid"] = f.pid;
+    j["summary"] = f.summary;
+    j["evidence"] = f.evidence;
+    j["advice"] = f.advice;
+    out.Append(std::move(j));
+  }
+  Json& w = root_["warnings"];
+  w = Json::MakeArray();
+  for (const auto& s : warnings_) w.Append(s);
+  return root_;
+}
+
+std::unique_ptr<ReportBuilder> BuildReport(const std::vector<ProcessTrace>& traces,
+                                           ReportOptions options) {
+  auto report = std::make_unique<ReportBuilder>(traces, std::move(options));
+  for (const auto& t : traces) {
+    for (const auto& w : t.warnings) report->AddWarning(w);
+  }
+  for (auto& analysis : MakeAllAnalyses()) analysis->Run(*report);
+  report->Finish();
+  return report;
+}
+
+// ---- formatting helpers ----------------------------------------------------------------
+
+std::string FormatBytes(uint64_t bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) v /= 1024, ++u;
+  char buf[32];
+  if (u == 0) {
+    std::snprintf(buf, sizeof(buf), "%llu B", static_cast<unsigned long long>(bytes));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.1f %s", v, kUnits[u]);
+  }
+  return buf;
+}
+
+std::string FormatDurationNs(uint64_t ns) {
+  char buf[32];
+  if (ns < 1000) {
+    std::snprintf(buf, sizeof(buf), "%llu ns", static_cast<unsigned long long>(ns));
+  } else if (ns < 1000000) {
+    std::snprintf(buf, sizeof(buf), "%.1f us", static_cast<double>(ns) / 1e3);
+  } else if (ns < 1000000000) {
+    std::snprintf(buf, sizeof(buf), "%.1f ms", static_cast<double>(ns) / 1e6);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.2f s", static_cast<double>(ns) / 1e9);
+  }
+  return buf;
+}
+
+std::string FormatHex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string SignalName(int signo) {
+  if (const char* abbrev = sigabbrev_np(signo)) return std::string("SIG") + abbrev;
+  return "signal " + std::to_string(signo);
+}
+
+// ---- renderers -----------------------------------------------------------------------
+
+namespace {
+
+const char* SeverityColor(Severity s) {
+  switch (s) {
+    case Severity::kError: return "\033[1;31m";
+    case Severity::kWarning: return "\033[1;33m";
+    case Severity::kInfo: return "\033[1;36m";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string RenderText(const ReportBuilder& report, bool color) {
+  std::string out;
+  const char* bold = color ? "\033[1m" : "";
+  const char* reset = color ? "\033[0m" : "";
+  out += std::string(bold) + "colabtrace report" + reset + "\n";
+  for (const auto& w : report.warnings()) out += "warning: " + w + "\n";
+  out += "\n";
+  for (const TextSection& s : report.sections()) {
+    out += std::string(bold) + "== " + s.title + " ==" + reset + "\n" + s.body;
+    if (!s.body.empty() && s.body.back() != '\n') out += "\n";
+    out += "\n";
+  }
+  out += std::string(bold) + "== Findings ==" + reset + "\n";
+  if (report.findings().empty()) out += "No findings.\n";
+  for (const Finding& f : report.findings()) {
+    out += color ? SeverityColor(f.severity) : "";
+    out += std::string(SeverityName(f.severity)) + reset + " " + f.id;
+    if (f.pid != 0) out += " [pid " + std::to_string(f.pid) + "]";
+    out += ": " + f.summary + "\n";
+    if (!f.advice.empty()) out += "    advice: " + f.advice + "\n";
+  }
+  return out;
+}
+
+std::string RenderJson(const ReportBuilder& report) {
+  return const_cast<ReportBuilder&>(report).root().Dump(2) + "\n";
+}
+
+namespace {
+std::string Html(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+}  // namespace
+
+std::string RenderHtml(const ReportBuilder& report) {
+  std::string out =
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>colabtrace report</title>\n"
+      "<style>body{font-family:sans-serif;margin:2em}pre{background:#f6f6f6;padding:1em;"
+      "overflow-x:auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
+      "padding:4px 8px;text-align:left;vertical-align:top}.error{color:#b00}"
+      ".warning{color:#a60}.info{color:#06a}</style></head><body>\n"
+      "<h1>colabtrace report</h1>\n";
+  for (const auto& w : report.warnings()) out += "<p class=\"warning\">warning: " + Html(w) + "</p>\n";
+  out += "<h2>Findings</h2>\n";
+  if (report.findings().empty()) {
+    out += "<p>No findings.</p>\n";
+  } else {
+    out += "<table><tr><th>severity</th><th>id</th><th>pid</th><th>summary</th><th>advice</th>"
+           "<th>evidence</th></tr>\n";
+    for (const Finding& f : report.findings()) {
+      const std::string sev(SeverityName(f.severity));
+      out += "<tr><td class=\"" + sev + "\">" + sev + "</td><td>" + Html(f.id) + "</td><td>" +
+             std::to_string(f.pid) + "</td><td>" + Html(f.summary) + "</td><td>" + Html(f.advice) +
+             "</td><td><pre>" + Html(f.evidence.Dump(1)) + "</pre></td></tr>\n";
+    }
+    out += "</table>\n";
+  }
+  for (const TextSection& s : report.sections()) {
+    out += "<h2>" + Html(s.title) + "</h2>\n<pre>" + Html(s.body) + "</pre>\n";
+  }
+  out += "</body></html>\n";
+  return out;
+}
+
+}  // namespace colabtrace::analyzer

@@ -1,0 +1,108 @@
+// The report: what analyses produce and what the renderers print.
+//
+// Analyses write into a ReportBuilder: the JSON document (fields fixed by
+// shared/PRODUCT.md: processes[], findings[], gpu, libraries[], io), findings with their
+// evidence, and text sections for the human report. Renderers (text, json, html) only
+// format what is here.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "report/json.h"
+#include "trace/process_trace.h"
+
+namespace colabtrace::analyzer {
+
+enum class Severity { kInfo = 0, kWarning = 1, kError = 2 };
+std::string_view SeverityName(Severity s);
+std::optional<Severity> ParseSeverity(std::string_view s);
+
+// One diagnosis, keyed by a stable id from the finding catalogue.
+struct Finding {
+  std::string id;        // e.g. "proc.killed"
+  Severity severity = Severity::kWarning;
+  int64_t pid = 0;       // 0 when it concerns the whole run
+  std::string summary;   // one line
+  Json evidence = Json::MakeObject();  // the numbers and paths behind it
+  std::string advice;    // what to do about it
+};
+
+struct ReportOptions {
+  std::optional<std::string> gpu_arch;  // --gpu-arch sm_XY: the what-if architecture
+};
+
+// A block of the human-readable report.
+struct TextSection {
+  std::string title;
+  std::string body;  // preformatted lines
+};
+
+class ReportBuilder {
+ public:
+  ReportBuilder(const std::vector<ProcessTrace>& traces, ReportOptions options);
+
+  const std::vector<ProcessTrace>& traces() const { return traces_; }
+  const ReportOptions& options() const { return options_; }
+
+  // The whole JSON document; analyses add their top-level fields here.
+  Json& root() { return root_; }
+  // The processes[] entry of traces()[index] (same order as traces()).
+  Json& process(size_t index);
+
+  void AddFinding(Finding f) { findings_.push_back(std::move(f)); }
+  void AddText(std::string title, std::string body) {
+    sections_.push_back({std::move(title), std::move(body)});
+  }
+  // Notes for the reader of the report (e.g. where reading stopped).
+  void AddWarning(std::string w) { warnings_.push_back(std::move(w)); }
+
+  const std::vector<Finding>& findings() const { return findings_; }
+  const std::vector<TextSection>& sections() const { return sections_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+
+  // Sorts findings (severity, then id, then pid), writes findings[] and warnings[] into
+  // the JSON document and returns it.
+  const Json& Finish();
+
+ private:
+  const std::vector<ProcessTrace>& traces_;
+  ReportOptions options_;
+  Json root_ = Json::MakeObject();
+  std::vector<Finding> findings_;
+  std::vector<TextSection> sections_;
+  std::vector<std::string> warnings_;
+};
+
+// An analysis turns traces into report fields, text sections and findings.
+class Analysis {
+ public:
+  virtual ~Analysis() = default;
+  virtual std::string_view name() const = 0;
+  virtual void Run(ReportBuilder& report) = 0;
+};
+
+// Every analysis, in the order they run: the process analysis first (it creates the
+// processes[] entries the others extend).
+std::vector<std::unique_ptr<Analysis>> MakeAllAnalyses();
+
+// Runs every analysis over the traces and returns the finished builder.
+std::unique_ptr<ReportBuilder> BuildReport(const std::vector<ProcessTrace>& traces,
+                                           ReportOptions options);
+
+// Renderers. `color` adds ANSI colours (the CLI decides: TTY and no NO_COLOR).
+std::string RenderText(const ReportBuilder& report, bool color);
+std::string RenderJson(const ReportBuilder& report);
+std::string RenderHtml(const ReportBuilder& report);
+
+// Formatting helpers shared by analyses.
+std::string FormatBytes(uint64_t bytes);          // "1.5 GiB"
+std::string FormatDurationNs(uint64_t ns);        // "12.3 ms"
+std::string FormatHex(uint64_t v);                // "0x7f00..."
+std::string SignalName(int signo);                // "SIGSEGV"
+
+}  // namespace colabtrace::analyzer

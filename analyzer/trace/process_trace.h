@@ -1,0 +1,91 @@
+// ProcessTrace: one decoded .ctrace file, and the reader that produces it.
+//
+// The reader treats every byte as untrusted. It decodes what is readable, stops at the
+// first damage in a chunk with a warning that names the file offset, and never crashes
+// or loops. Record timestamps and durations come out in nanoseconds on the host's
+// CLOCK_MONOTONIC (comparable across the processes of one boot).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "colabtrace/format/records.h"
+#include "colabtrace/format/wire.h"
+
+namespace colabtrace::analyzer {
+
+// A decoded record plus where it came from.
+template <class R> struct Event : R {
+  uint32_t tid = 0;    // the thread that wrote it
+  uint32_t image = 0;  // the exec image (0 = the first program this process ran)
+};
+
+// One vector per record type, each sorted by time. Generated from the record table,
+// so a new record type appears here by itself: `trace.records.IoRead`.
+struct RecordTables {
+#define CT_TABLE(code, Name, dumpname) std::vector<Event<format::Name>> Name;
+  COLABTRACE_RECORD_TYPES(CT_TABLE)
+#undef CT_TABLE
+};
+
+struct ReadStats {
+  uint64_t chunks = 0;
+  uint64_t records = 0;
+  uint64_t unknown_records = 0;  // types this reader does not know (skipped by length)
+  uint64_t record_bytes = 0;     // framed bytes of all records
+};
+
+class ProcessTrace {
+ public:
+  std::string file;                 // where it was read from
+  format::FileHeader header{};
+  bool truncated = false;           // the shim stopped tracing early (disk, size limit)
+  bool ended = false;               // the shim closed the trace at a clean exit
+  bool exec_pending = false;        // the last image exec'd into a program not traced
+  std::vector<std::string> warnings;  // damage found while reading, with offsets
+  ReadStats stats;
+  RecordTables records;
+
+  // The text of String record `id`; "" for 0 or an unknown id.
+  std::string_view Str(uint64_t id) const;
+  // The frames of Stack record `id`, innermost first; empty for 0 or unknown.
+  const std::vector<uint64_t>& Stack(uint64_t id) const;
+
+  uint32_t pid() const { return header.pid; }
+  uint64_t start_ns() const { return start_ns_; }  // CLOCK_MONOTONIC at trace start
+  uint64_t end_ns() const { return end_ns_; }      // latest record time
+  uint64_t start_realtime_ns() const { return header.start_realtime_ns; }
+
+ private:
+  friend class TraceDecoder;
+  friend std::optional<ProcessTrace> ParseTrace(std::vector<uint8_t>, std::string, std::string*);
+  std::shared_ptr<const std::vector<uint8_t>> bytes_;  // String/Bytes views point here
+  std::unordered_map<uint64_t, std::string_view> strings_;
+  std::unordered_map<uint64_t, std::vector<uint64_t>> stacks_;
+  uint64_t start_ns_ = 0;
+  uint64_t end_ns_ = 0;
+};
+
+// Decodes a whole trace held in memory. Returns nullopt, with *error set to one clear
+// sentence, when the bytes are not a readable trace at all (empty, not a trace, an
+// unsupported version). Damage after a valid header yields a partial trace with
+// warnings instead.
+std::optional<ProcessTrace> ParseTrace(std::vector<uint8_t> bytes, std::string name,
+                                       std::string* error);
+
+// Reads and decodes a trace file (see ParseTrace).
+std::optional<ProcessTrace> ReadTraceFile(const std::string& path, std::string* error);
+
+// All traces named on a command line: files, and directories (every *.ctrace inside).
+struct TraceSet {
+  std::vector<ProcessTrace> traces;
+  std::vector<std::string> errors;  // inputs that could not be read, one line each
+};
+TraceSet LoadTraces(const std::vector<std::string>& paths);
+
+}  // namespace colabtrace::analyzer

@@ -1,0 +1,246 @@
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "colabtrace/format/codec.h"
+#include "trace/process_trace.h"
+
+namespace colabtrace::analyzer {
+
+using format::ChunkHeader;
+using format::FileHeader;
+
+std::string_view ProcessTrace::Str(uint64_t id) const {
+  auto it = strings_.find(id);
+  return it == strings_.end() ? std::string_view() : it->second;
+}
+
+const std::vector<uint64_t>& ProcessTrace::Stack(uint64_t id) const {
+  static const std::vector<uint64_t> kEmpty;
+  auto it = stacks_.find(id);
+  return it == stacks_.end() ? kEmpty : it->second;
+}
+
+// Decodes chunks into the record tables, then converts ticks to nanoseconds.
+class TraceDecoder {
+ public:
+  TraceDecoder(ProcessTrace& t, const std::vector<uint8_t>& b) : t_(t), b_(b) {}
+
+  void DecodeChunks() {
+    const uint64_t cs = t_.header.chunk_size;
+    struct ChunkRef {
+      uint32_t image, tid, seq;
+      uint64_t offset;
+    };
+    std::vector<ChunkRef> chunks;
+    for (uint64_t off = cs; off + sizeof(ChunkHeader) <= b_.size(); off += cs) {
+      ChunkHeader ch;
+      std::memcpy(&ch, b_.data() + off, sizeof(ch));
+      if (ch.magic != format::kChunkMagic) continue;  // never used (or never committed)
+      chunks.push_back({ch.image, ch.tid, ch.seq, off});
+    }
+    // Deterministic order: by image, thread and the thread's own chunk sequence.
+    std::sort(chunks.begin(), chunks.end(), [](const ChunkRef& a, const ChunkRef& b) {
+      return std::tie(a.image, a.tid, a.seq, a.offset) < std::tie(b.image, b.tid, b.seq, b.offset);
+    });
+    for (const ChunkRef& c : chunks) DecodeChunk(c.offset);
+    t_.stats.chunks = chunks.size();
+  }
+
+  void DecodeChunk(uint64_t off) {
+    ChunkHeader ch;
+    std::memcpy(&ch, b_.data() + off, sizeof(ch));
+    const uint8_t* const base = b_.data();
+    const uint8_t* p = base + off + sizeof(ChunkHeader);
+    const uint8_t* const end = base + std::min<uint64_t>(off + t_.header.chunk_size, b_.size());
+    if (off + t_.header.chunk_size > b_.size()) {
+      Warn(off, "the file ends inside this chunk; records after the end are lost");
+    }
+    uint64_t prev_ts = ch.base_ticks;
+    while (p < end) {
+      const uint8_t type = *p;
+      if (type == 0) break;  // end of this chunk's records
+      const uint8_t* q = p + 1;
+      uint64_t len = 0;
+      if (!format::GetVarint(&q, end, &len) || len > static_cast<uint64_t>(end - q)) {
+        Warn(static_cast<uint64_t>(p - base), "damaged record length; rest of chunk skipped");
+        return;
+      }
+      const uint8_t* payload_end = q + len;
+      bool decoded = false;
+      const bool known = format::DispatchRecordType(type, [&](auto tag) {
+        using R = decltype(tag);
+        Event<R> ev;
+        if (!format::DecodePayload(q, payload_end, prev_ts, static_cast<R*>(&ev))) return;
+        ev.tid = ch.tid;
+        ev.image = ch.image;
+        prev_ts = ev.ts;
+        Table<R>().push_back(ev);
+        decoded = true;
+      });
+      if (!known) {
+        // A newer writer's record: skip it by length, but keep the time base.
+        uint64_t delta = 0;
+        const uint8_t* d = q;
+        if (format::GetVarint(&d, payload_end, &delta)) prev_ts += delta;
+        ++t_.stats.unknown_records;
+      } else if (!decoded) {
+        Warn(static_cast<uint64_t>(p - base), "damaged record payload; rest of chunk skipped");
+        return;
+      }
+      ++t_.stats.records;
+      t_.stats.record_bytes += static_cast<uint64_t>(payload_end - p);
+      p = payload_end;
+    }
+  }
+
+  // Fits ticks to CLOCK_MONOTONIC with the first and last Clock records (the header's
+  // anchor and estimate when there are fewer) and rewrites every ts and Dur field.
+  void ConvertTime() {
+    const auto& clocks = t_.records.Clock;
+    long double t0 = static_cast<long double>(t_.header.start_ticks);
+    long double n0 = static_cast<long double>(t_.header.start_mono_ns);
+    long double ns_per_tick = 1.0L;
+    if (t_.header.features & format::kFeatureTicksAreTsc) {
+      const uint64_t hint = t_.header.ticks_per_sec_hint;
+      ns_per_tick = hint > 1000 ? 1e9L / static_cast<long double>(hint) : 1.0L;
+    }
+    if (!clocks.empty()) {
+      auto first = std::min_element(clocks.begin(), clocks.end(),
+                                    [](auto& a, auto& b) { return a.ts < b.ts; });
+      auto last = std::max_element(clocks.begin(), clocks.end(),
+                                   [](auto& a, auto& b) { return a.ts < b.ts; });
+      t0 = static_cast<long double>(first->ts);
+      n0 = static_cast<long double>(first->mono_ns);
+      if (last->ts > first->ts + 1000000 && last->mono_ns > first->mono_ns) {
+        ns_per_tick = static_cast<long double>(last->mono_ns - first->mono_ns) /
+                      static_cast<long double>(last->ts - first->ts);
+      }
+    }
+    auto to_ns = [&](uint64_t ticks) -> uint64_t {
+      const long double v = n0 + (static_cast<long double>(ticks) - t0) * ns_per_tick;
+      return v <= 0 ? 0 : static_cast<uint64_t>(v);
+    };
+    uint64_t latest = 0;
+#define CT_CONVERT(code, Name, dumpname)                                          \
+  for (auto& ev : t_.records.Name) {                                             \
+    ev.ts = to_ns(ev.ts);                                                         \
+    latest = std::max(latest, ev.ts);                                             \
+    ev.Visit([&](const char*, auto tag, auto& value) {                            \
+      if constexpr (decltype(tag)::kind == format::FieldKind::kDur) {             \
+        value = static_cast<uint64_t>(static_cast<long double>(value) * ns_per_tick); \
+      }                                                                           \
+    });                                                                           \
+  }                                                                               \
+  std::stable_sort(t_.records.Name.begin(), t_.records.Name.end(),              \
+                   [](const auto& a, const auto& b) { return a.ts < b.ts; });
+    COLABTRACE_RECORD_TYPES(CT_CONVERT)
+#undef CT_CONVERT
+    t_.start_ns_ = to_ns(t_.header.start_ticks);
+    t_.end_ns_ = std::max(latest, t_.start_ns_);
+  }
+
+  void IndexStrings() {
+    for (const auto& s : t_.records.String) {
+      t_.strings_[s.id] = std::string_view(reinterpret_cast<const char*>(s.text.data), s.text.size);
+    }
+    for (const auto& s : t_.records.Stack) {
+      std::vector<uint64_t> frames(s.frames.size / sizeof(uint64_t));
+      if (!frames.empty()) std::memcpy(frames.data(), s.frames.data, frames.size() * sizeof(uint64_t));
+      t_.stacks_[s.id] = std::move(frames);
+    }
+  }
+
+ private:
+  template <class R> std::vector<Event<R>>& Table() {
+#define CT_PICK(code, Name, dumpname) \
+  if constexpr (std::is_same_v<R, format::Name>) return t_.records.Name;
+    COLABTRACE_RECORD_TYPES(CT_PICK)
+#undef CT_PICK
+    __builtin_unreachable();
+  }
+
+  void Warn(uint64_t offset, const char* what) {
+    if (t_.warnings.size() >= 20) return;
+    t_.warnings.push_back(t_.file + ": offset " + std::to_string(offset) + ": " + what);
+  }
+
+  ProcessTrace& t_;
+  const std::vector<uint8_t>& b_;
+};
+
+std::optional<ProcessTrace> ParseTrace(std::vector<uint8_t> bytes, std::string name,
+                                       std::string* error) {
+  auto fail = [&](std::string why) -> std::optional<ProcessTrace> {
+    if (error) *error = name + ": " + why;
+    return std::nullopt;
+  };
+  if (bytes.empty()) return fail("empty file (the traced process may not have started)");
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), format::kFileMagic, 8) != 0) {
+    return fail("not a colabtrace trace (bad magic)");
+  }
+  if (bytes.size() < sizeof(FileHeader)) return fail("trace header is cut short");
+  ProcessTrace t;
+  t.file = std::move(name);
+  std::memcpy(&t.header, bytes.data(), sizeof(FileHeader));
+  const FileHeader& h = t.header;
+  if (h.version_major != format::kVersionMajor) {
+    return fail("trace format version " + std::to_string(h.version_major) +
+                " is not supported (this colabtrace reads version " +
+                std::to_string(format::kVersionMajor) + ")");
+  }
+  if (h.chunk_size < 4096 || h.chunk_size > (1u << 24) || (h.chunk_size & (h.chunk_size - 1))) {
+    return fail("trace header has an invalid chunk size");
+  }
+  t.truncated = (h.flags & format::kFlagTruncated) != 0;
+  t.ended = (h.flags & format::kFlagEnded) != 0;
+  t.exec_pending = (h.flags & format::kFlagExecPending) != 0;
+  auto shared = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
+  t.bytes_ = shared;
+  TraceDecoder d(t, *shared);
+  d.DecodeChunks();
+  d.ConvertTime();
+  d.IndexStrings();
+  return t;
+}
+
+std::optional<ProcessTrace> ReadTraceFile(const std::string& path, std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (error) *error = path + ": cannot open: " + std::strerror(errno);
+    return std::nullopt;
+  }
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return ParseTrace(std::move(bytes), path, error);
+}
+
+TraceSet LoadTraces(const std::vector<std::string>& paths) {
+  namespace fs = std::filesystem;
+  TraceSet set;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    std::vector<std::string> files;
+    if (fs::is_directory(p, ec)) {
+      for (const auto& e : fs::directory_iterator(p, ec)) {
+        if (e.path().extension() == ".ctrace") files.push_back(e.path().string());
+      }
+      std::sort(files.begin(), files.end());
+      if (files.empty()) set.errors.push_back(p + ": no .ctrace files in this directory");
+    } else {
+      files.push_back(p);
+    }
+    for (const std::string& f : files) {
+      std::string err;
+      if (auto t = ReadTraceFile(f, &err)) {
+        set.traces.push_back(std::move(*t));
+      } else {
+        set.errors.push_back(err);
+      }
+    }
+  }
+  return set;
+}
+
+}  // namespace colabtrace::analyzer

@@ -1,0 +1,124 @@
+"""End-to-end test harness: run real programs under libcolabtrace.so and read back
+what the shim recorded, through the real `colabtrace` CLI.
+
+ctest passes COLABTRACE_BUILD_DIR (the CMake build tree). Every helper here runs the
+actual shim and the actual analyzer: nothing is mocked.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+from dataclasses import dataclass, field
+
+BUILD = os.environ.get("COLABTRACE_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+SHIM = os.path.join(BUILD, "lib", "libcolabtrace.so")
+CLI = os.path.join(BUILD, "bin", "colabtrace")
+SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's CPython, where python3-torch installs
+
+
+def test_bin(area: str, name: str) -> str:
+    """Path of a test program built by tests/<area>/CMakeLists.txt."""
+    return os.path.join(BUILD, "tests", area, name)
+
+
+@dataclass
+class TracedRun:
+    returncode: int
+    stdout: str
+    stderr: str
+    out_dir: str
+    traces: list[str] = field(default_factory=list)
+
+
+def run_traced(argv, env=None, out_dir=None, timeout=120, cwd=None, input=None,
+               preload=True, check_traces=True) -> TracedRun:
+    """Runs argv with the shim preloaded, traces into out_dir (a fresh temp dir by
+    default), and returns the outcome plus the trace files written."""
+    out_dir = out_dir or tempfile.mkdtemp(prefix="ct-e2e-")
+    e = dict(os.environ)
+    for k in list(e):
+        if k.startswith("COLABTRACE_") and k != "COLABTRACE_BUILD_DIR":
+            del e[k]
+    if preload:
+        e["LD_PRELOAD"] = SHIM
+        e["COLABTRACE_OUT"] = out_dir + "/"
+    if env:
+        e.update(env)
+    p = subprocess.run(argv, env=e, cwd=cwd, input=input, capture_output=True, text=True,
+                       timeout=timeout)
+    traces = sorted(glob.glob(os.path.join(out_dir, "*.ctrace")))
+    return TracedRun(p.returncode, p.stdout, p.stderr, out_dir, traces)
+
+
+def cli(*args, check=True, timeout=300) -> subprocess.CompletedProcess:
+    """Runs the colabtrace CLI (never under the shim)."""
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    p = subprocess.run([CLI, *args], capture_output=True, text=True, env=env, timeout=timeout)
+    if check and p.returncode not in (0, 1):
+        raise AssertionError(f"colabtrace {' '.join(args)} exited {p.returncode}:\n{p.stderr}")
+    return p
+
+
+def report(*paths, extra=()) -> dict:
+    """`colabtrace report --format json` over paths, parsed."""
+    p = cli("report", "--format", "json", *extra, *paths)
+    return json.loads(p.stdout)
+
+
+def dump(trace: str) -> list[str]:
+    """`colabtrace dump` lines of one trace (header line dropped)."""
+    p = cli("dump", trace)
+    return [l for l in p.stdout.splitlines() if not l.startswith("#")]
+
+
+def records(trace: str, name: str) -> list[dict]:
+    """Records of one type from `colabtrace dump`, as dicts of field -> raw text value
+    (strings keep their JSON quotes removed)."""
+    out = []
+    for line in dump(trace):
+        parts = line.split(" ", 3)
+        if len(parts) < 3 or parts[2] != name:
+            continue
+        fields = {"tid": int(parts[1][4:])}
+        rest = parts[3] if len(parts) > 3 else ""
+        i = 0
+        while i < len(rest):
+            eq = rest.index("=", i)
+            key = rest[i:eq]
+            j = eq + 1
+            if j < len(rest) and rest[j] == '"':
+                val, end = json.JSONDecoder().raw_decode(rest[j:])
+                j += end
+            else:
+                end = rest.find(" ", j)
+                end = len(rest) if end < 0 else end
+                val = rest[j:end]
+                j = end
+            fields[key] = val
+            i = j + 1
+        out.append(fields)
+    return out
+
+
+def by_pid(rep: dict) -> dict[int, dict]:
+    return {p["pid"]: p for p in rep["processes"]}
+
+
+def findings(rep: dict, fid: str) -> list[dict]:
+    return [f for f in rep["findings"] if f["id"] == fid]
+
+
+class TempDirTest(unittest.TestCase):
+    """A TestCase with self.tmp, removed afterwards unless KEEP_TEST_DIRS is set."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="ct-test-")
+
+    def tearDown(self):
+        if not os.environ.get("KEEP_TEST_DIRS"):
+            shutil.rmtree(self.tmp, ignore_errors=True)
