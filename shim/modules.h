@@ -23,6 +23,13 @@ void CuptiModuleStart(StartKind) __attribute__((weak, visibility("hidden")));
 void GpuModuleFinish() __attribute__((weak, visibility("hidden")));
 void CuptiModuleFinish() __attribute__((weak, visibility("hidden")));
 
+// Symbol interposition for dynamically looked-up entry points. The dlsym/dlvsym hooks
+// (shim/libs) pass every successful lookup through here; the GPU module (shim/gpu)
+// returns its wrapper for driver entry points it traces (cuMemAlloc_v2, cuGetProcAddress,
+// ...) and `real` unchanged for everything else. Must be cheap for names it does not
+// wrap and must never load a library.
+void* GpuInterposeSymbol(const char* name, void* real) __attribute__((weak, visibility("hidden")));
+
 // Emits Module records for objects loaded since the last call (and at the first call,
 // for all of them). Cheap when nothing changed: it compares dl_iterate_phdr's load and
 // unload counters. Call inside a ShimScope.
