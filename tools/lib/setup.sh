@@ -1,0 +1,52 @@
+# Shared by tools/test, tools/demo and tools/bench: install what is missing (Debian,
+# apt-get, idempotent) and build. Source it; it defines functions only.
+
+# Packages the build and the test suite need. python3-torch gives the tests a real
+# DataLoader; bindfs a real FUSE mount; strace/ltrace/heaptrack are benchmark peers.
+COLABTRACE_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config python3 libunwind-dev libfmt-dev
+  libabsl-dev libgtest-dev libzstd-dev)
+COLABTRACE_TEST_PACKAGES=(python3-torch python3-numpy bindfs fuse3 clang libclang-rt-14-dev)
+COLABTRACE_BENCH_PACKAGES=(strace ltrace heaptrack)
+
+colabtrace_missing_packages() {
+  local p missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  echo "${missing[@]:-}"
+}
+
+# colabtrace_install PKG... : apt-get installs the missing ones (once), as root or via sudo.
+colabtrace_install() {
+  local missing
+  missing=$(colabtrace_missing_packages "$@")
+  [ -z "$missing" ] && return 0
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "colabtrace: installing $missing" >&2
+  if [ -z "${COLABTRACE_APT_UPDATED:-}" ]; then
+    $sudo apt-get update -qq || true
+    COLABTRACE_APT_UPDATED=1
+  fi
+  # shellcheck disable=SC2086
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing >&2
+}
+
+# Optional packages: a failure only means the tests that need them skip.
+colabtrace_install_optional() {
+  local p
+  for p in "$@"; do
+    colabtrace_install "$p" || echo "colabtrace: could not install $p; tests that need it will skip" >&2
+  done
+}
+
+# colabtrace_build DIR : configure (once) and build everything with Ninja.
+colabtrace_build() {
+  local dir="$1"
+  local cuda_args=()
+  [ -d /usr/local/cuda ] && cuda_args=(-DCUDAToolkit_ROOT=/usr/local/cuda)
+  if [ ! -f "$dir/build.ninja" ]; then
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${cuda_args[@]}" >&2
+  fi
+  cmake --build "$dir" -j "$(nproc)" >&2
+}
