@@ -1,16 +1,101 @@
 #include "analyses/symbolize.h"
 
-#include <algorithm>
+#include <cxxabi.h>
+#include <elf.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <optional>
+
+#include "elf/bytes.h"
+#include "elf/elf_image.h"
 #include "report/report.h"
 
 namespace colabtrace::analyzer {
+namespace {
+
+// The function symbols of one file, sorted by address, for lookups by address.
+struct SymbolTable {
+  struct Sym {
+    uint64_t addr, size;
+    std::string name;
+  };
+  std::vector<Sym> syms;
+  bool stale = false;  // the file on disk is not the one that was loaded (build-id)
+
+  const Sym* Find(uint64_t vaddr) const {
+    auto it = std::upper_bound(syms.begin(), syms.end(), vaddr,
+                               [](uint64_t v, const Sym& s) { return v < s.addr; });
+    if (it == syms.begin()) return nullptr;
+    --it;
+    return vaddr < it->addr + std::max<uint64_t>(it->size, 1) ? &*it : nullptr;
+  }
+};
+
+std::string HexBuildId(const format::Bytes& b) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string s;
+  for (uint32_t i = 0; i < b.size; ++i) {
+    s += kHex[b.data[i] >> 4];
+    s += kHex[b.data[i] & 15];
+  }
+  return s;
+}
+
+// Reads .symtab (or, when stripped, .dynsym) of path. Empty when unreadable.
+SymbolTable LoadSymbols(const std::string& path, const std::string& build_id) {
+  SymbolTable table;
+  auto image = elf::ElfImage::Open(path);
+  if (!image.ok()) return table;
+  if (!build_id.empty() && !image->build_id().empty() && image->build_id() != build_id) {
+    table.stale = true;
+    return table;
+  }
+  const auto& sections = image->sections();
+  for (uint32_t want : {static_cast<uint32_t>(SHT_SYMTAB), static_cast<uint32_t>(SHT_DYNSYM)}) {
+    for (const auto& s : sections) {
+      if (s.type != want || s.link >= sections.size()) continue;
+      const elf::Bytes strtab = sections[s.link].data;
+      const elf::Bytes data = s.data;
+      for (uint64_t off = 0; off + sizeof(Elf64_Sym) <= data.size(); off += sizeof(Elf64_Sym)) {
+        Elf64_Sym raw;  // the loop bound keeps this inside `data`
+        std::memcpy(&raw, data.data() + off, sizeof(raw));
+        const Elf64_Sym* sym = &raw;
+        if (ELF64_ST_TYPE(sym->st_info) != STT_FUNC || sym->st_value == 0) continue;
+        if (sym->st_name >= strtab.size()) continue;
+        const char* name = reinterpret_cast<const char*>(strtab.data()) + sym->st_name;
+        const size_t max = strtab.size() - sym->st_name;
+        table.syms.push_back({sym->st_value, sym->st_size, std::string(name, strnlen(name, max))});
+      }
+    }
+    if (!table.syms.empty()) break;
+  }
+  std::sort(table.syms.begin(), table.syms.end(),
+            [](const SymbolTable::Sym& a, const SymbolTable::Sym& b) { return a.addr < b.addr; });
+  return table;
+}
+
+std::string Demangle(const std::string& name) {
+  if (!name.starts_with("_Z")) return name;
+  int status = 0;
+  char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  if (d == nullptr) return name;
+  std::string out(d);
+  std::free(d);
+  return out;
+}
+
+}  // namespace
 
 std::vector<std::string> SymbolizeStack(const ProcessTrace& trace,
                                         const std::vector<uint64_t>& frames) {
+  std::map<uint64_t, SymbolTable> tables;  // by module base, loaded on first use
   std::vector<std::string> out;
   out.reserve(frames.size());
-  for (uint64_t ip : frames) {
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const uint64_t ip = frames[i];
     const format::Module* best = nullptr;
     for (const auto& m : trace.records.Module) {
       if (ip >= m.base && ip < m.base + m.size && (best == nullptr || m.base > best->base)) {
@@ -21,10 +106,20 @@ std::vector<std::string> SymbolizeStack(const ProcessTrace& trace,
       out.push_back(FormatHex(ip));
       continue;
     }
-    std::string path(trace.Str(best->path));
+    const std::string path(trace.Str(best->path));
     const size_t slash = path.rfind('/');
-    const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
-    out.push_back(name + "+" + FormatHex(ip - best->base));
+    const std::string file = slash == std::string::npos ? path : path.substr(slash + 1);
+    if (file == "libcolabtrace.so") continue;  // the shim's own frames say nothing
+    const uint64_t offset = ip - best->base;
+    auto it = tables.find(best->base);
+    if (it == tables.end()) it = tables.emplace(best->base, LoadSymbols(path, HexBuildId(best->build_id))).first;
+    // Return addresses point after the call; look up the call itself (except for the
+    // innermost frame, which is the exact interrupted instruction).
+    const SymbolTable::Sym* sym = it->second.Find(i == 0 ? offset : offset - 1);
+    std::string line = file + "+" + FormatHex(offset);
+    if (sym != nullptr) line = Demangle(sym->name) + "+" + FormatHex(offset - sym->addr) + " (" + line + ")";
+    if (it->second.stale) line += " (file on disk has changed)";
+    out.push_back(std::move(line));
   }
   return out;
 }
