@@ -56,6 +56,7 @@ namespace colabtrace::format {
   X(41, IoCopy, "io_copy")                  \
   X(42, Mount, "mount")                     \
   X(43, IoFsync, "io_fsync")                \
+  X(44, IoSeek, "io_seek")                  \
   X(64, GpuAlloc, "gpu_alloc")              \
   X(65, GpuFree, "gpu_free")                \
   X(66, GpuMemInfo, "gpu_mem_info")         \
@@ -65,8 +66,10 @@ namespace colabtrace::format {
   X(70, GpuVmm, "gpu_vmm")                  \
   X(71, GpuModule, "gpu_module")            \
   X(72, GpuError, "gpu_error")              \
+  X(73, GpuInterpose, "gpu_interpose")      \
   X(96, LibLoad, "lib_load")                \
   X(97, LibUnload, "lib_unload")            \
+  X(98, LibCheck, "lib_check")              \
   X(128, GpuActivity, "gpu_activity")
 
 // ---- fields of each record ----------------------------------------------------------
@@ -107,51 +110,177 @@ namespace colabtrace::format {
 #define CT_FIELDS_Module(F) F(Str, path) F(Hex, base) F(U, size) F(Bytes, build_id)
 
 // ---- file I/O (issue: I/O tracing) ----
-// api: IoApi. fd < 0 is -errno. fs: index of a Mount record's id, or 0 if unknown.
+// api: IoApi (below): which libc entry point the program called. Results are what the
+// call returned, or -errno when it failed. ts is when the call started and dur how long
+// it took, except IoDup (ts: when it returned). The shim records reads, writes, stats,
+// closes and mappings only on descriptors it saw opened (or inherited regular files),
+// so pipes and sockets never appear. See docs/trace-format.md, "File I/O".
+//
+// IoOpen: fd < 0 is -errno. path: absolute when the shim could resolve it. mount: the id
+// of the Mount record of the file's filesystem (0: unknown). ftype: S_IFMT >> 12 when
+// the shim measured the file (inherited descriptors, dirfd-relative opens), and then
+// size is st_size; 0 when it did not (size is 0 then too).
 #define CT_FIELDS_IoOpen(F) \
-  F(U, api) F(I, fd) F(Str, path) F(U, flags) F(Dur, dur) F(U, mount) F(U, size)
+  F(U, api) F(I, fd) F(Str, path) F(U, flags) F(Dur, dur) F(U, mount) F(U, size) F(U, ftype)
 #define CT_FIELDS_IoRead(F) F(U, api) F(I, fd) F(I, result) F(Dur, dur)
 #define CT_FIELDS_IoReadAt(F) F(U, api) F(I, fd) F(I, result) F(Dur, dur) F(U, offset)
-#define CT_FIELDS_IoWrite(F) F(U, api) F(I, fd) F(I, result) F(Dur, dur)
+// offset: the explicit offset of pwrite/pwritev (0 for the others).
+#define CT_FIELDS_IoWrite(F) F(U, api) F(I, fd) F(I, result) F(Dur, dur) F(U, offset)
 #define CT_FIELDS_IoClose(F) F(U, api) F(I, fd) F(I, result)
+// newfd < 0 is -errno. For fcntl(F_DUPFD*) newfd is the descriptor returned.
 #define CT_FIELDS_IoDup(F) F(U, api) F(I, oldfd) F(I, newfd)
-#define CT_FIELDS_IoStat(F) F(U, api) F(Str, path) F(I, fd) F(I, result) F(Dur, dur)
+// A path stat has fd -1 (path absolute) or the dirfd its relative path is against; an
+// fd stat has path 0. size: st_size and ftype: S_IFMT >> 12 when the call succeeded
+// (access/faccessat: 0).
+#define CT_FIELDS_IoStat(F) \
+  F(U, api) F(Str, path) F(I, fd) F(I, result) F(Dur, dur) F(U, size) F(U, ftype)
+// api opendir/fdopendir/scandir: a directory opened (scandir: result = entries).
+// api readdir: one scan summary, written when readdir returned NULL (or at closedir):
+// result = entries returned since the last summary, dur = time spent inside readdir.
+// api getdents64: one call, result = bytes.
 #define CT_FIELDS_IoDir(F) F(U, api) F(Str, path) F(I, fd) F(I, result) F(Dur, dur)
+// A mapping of a traced file. result: 0 or -errno (addr is then 0).
 #define CT_FIELDS_IoMmap(F) \
-  F(I, fd) F(Hex, addr) F(U, length) F(U, offset) F(U, prot) F(U, flags)
+  F(I, fd) F(Hex, addr) F(U, length) F(U, offset) F(U, prot) F(U, flags) F(I, result)
 #define CT_FIELDS_IoCopy(F) F(U, api) F(I, in_fd) F(I, out_fd) F(I, result) F(Dur, dur)
+// One per line of /proc/self/mountinfo, at start (and when a new mount is first used).
+// id: the mount id (what statx's STATX_MNT_ID reports). dev: st_dev of its files.
 #define CT_FIELDS_Mount(F) \
   F(U, id) F(U, dev) F(Str, fstype) F(Str, mountpoint) F(Str, source)
 #define CT_FIELDS_IoFsync(F) F(U, api) F(I, fd) F(I, result) F(Dur, dur)
+// An lseek that may move the position (pure "tell" queries, offset 0 with SEEK_CUR, are
+// not recorded), or api position: the position of an inherited descriptor at start.
+// result: the new position or -errno.
+#define CT_FIELDS_IoSeek(F) F(U, api) F(I, fd) F(I, offset) F(U, whence) F(I, result)
+
+// The IoApi values (frozen: never reuse one). X(code, Name, "name as in libc").
+#define COLABTRACE_IO_APIS(X)                                                              \
+  X(1, Open, "open") X(2, Open64, "open64") X(3, Openat, "openat")                         \
+  X(4, Openat64, "openat64") X(5, Open2, "__open_2") X(6, Open64_2, "__open64_2")          \
+  X(7, Openat2, "__openat_2") X(8, Openat64_2, "__openat64_2") X(9, Creat, "creat")        \
+  X(10, Creat64, "creat64") X(11, Fopen, "fopen") X(12, Fopen64, "fopen64")                \
+  X(13, Freopen, "freopen") X(14, Freopen64, "freopen64") X(15, Fdopen, "fdopen")          \
+  X(16, Inherited, "inherited")                                                            \
+  X(20, Read, "read") X(21, Pread, "pread") X(22, Pread64, "pread64") X(23, Readv, "readv") \
+  X(24, Preadv, "preadv") X(25, Preadv64, "preadv64") X(26, Preadv2, "preadv2")            \
+  X(27, Preadv64v2, "preadv64v2") X(28, ReadChk, "__read_chk")                             \
+  X(29, PreadChk, "__pread_chk") X(30, Pread64Chk, "__pread64_chk")                        \
+  X(32, Fread, "fread") X(33, FreadUnlocked, "fread_unlocked")                            \
+  X(34, FreadChk, "__fread_chk") X(35, Fgets, "fgets") X(36, FgetsChk, "__fgets_chk")      \
+  X(37, Getline, "getline") X(38, Getdelim, "getdelim") X(39, GetdelimInternal, "__getdelim") \
+  X(40, Write, "write") X(41, Pwrite, "pwrite") X(42, Pwrite64, "pwrite64")                \
+  X(43, Writev, "writev") X(44, Pwritev, "pwritev") X(45, Pwritev64, "pwritev64")          \
+  X(46, Pwritev2, "pwritev2") X(47, Pwritev64v2, "pwritev64v2") X(48, Fwrite, "fwrite")    \
+  X(49, FwriteUnlocked, "fwrite_unlocked") X(50, Fsync, "fsync")                           \
+  X(51, Fdatasync, "fdatasync") X(52, Close, "close") X(53, Fclose, "fclose")              \
+  X(54, Closedir, "closedir") X(55, CloseRange, "close_range") X(56, Closefrom, "closefrom") \
+  X(58, Dup, "dup") X(59, Dup2, "dup2") X(60, Dup3, "dup3") X(61, FcntlDupfd, "F_DUPFD")   \
+  X(62, FcntlDupfdCloexec, "F_DUPFD_CLOEXEC") X(64, Stat, "stat") X(65, Stat64, "stat64")  \
+  X(66, Lstat, "lstat") X(67, Lstat64, "lstat64") X(68, Fstat, "fstat")                    \
+  X(69, Fstat64, "fstat64") X(70, Fstatat, "fstatat") X(71, Fstatat64, "fstatat64")        \
+  X(72, Xstat, "__xstat") X(73, Xstat64, "__xstat64") X(74, Lxstat, "__lxstat")            \
+  X(75, Lxstat64, "__lxstat64") X(76, Fxstat, "__fxstat") X(77, Fxstat64, "__fxstat64")    \
+  X(78, Fxstatat, "__fxstatat") X(79, Fxstatat64, "__fxstatat64") X(80, Statx, "statx")    \
+  X(81, Access, "access") X(82, Faccessat, "faccessat") X(88, Opendir, "opendir")          \
+  X(89, Fdopendir, "fdopendir") X(90, Readdir, "readdir") X(91, Readdir64, "readdir64")    \
+  X(92, Getdents64, "getdents64") X(93, Scandir, "scandir") X(94, Scandir64, "scandir64")  \
+  X(96, Mmap, "mmap") X(97, Mmap64, "mmap64") X(100, CopyFileRange, "copy_file_range")     \
+  X(101, Sendfile, "sendfile") X(102, Sendfile64, "sendfile64") X(104, Lseek, "lseek")     \
+  X(105, Lseek64, "lseek64") X(106, Position, "position")
+
+enum class IoApi : uint8_t {
+#define CT_IO_API_ENUM(code, Name, name) k##Name = code,
+  COLABTRACE_IO_APIS(CT_IO_API_ENUM)
+#undef CT_IO_API_ENUM
+};
+
+// The libc name of an IoApi value, or nullptr if unknown.
+constexpr const char* IoApiName(uint64_t code) {
+  switch (code) {
+#define CT_IO_API_NAME(code, Name, name) \
+  case code:                             \
+    return name;
+    COLABTRACE_IO_APIS(CT_IO_API_NAME)
+#undef CT_IO_API_NAME
+    default:
+      return nullptr;
+  }
+}
 
 // ---- GPU memory (issue: GPU allocation tracing) ----
-// api: GpuApi. layer: 0 runtime, 1 driver. rc is the API's own return code.
+// api: GpuApi. layer: 0 runtime, 1 driver. rc is the API's own return code. ts is when
+// the call started, dur how long it took. device -1: unknown. caller: the return address
+// of the API call (where the program called it) when no stack was recorded (otherwise it
+// is 0 and the stack's first frame is that address). A runtime call that reached the driver
+// is one record: driver_api/driver_rc name the driver call underneath (0: none seen).
+// GpuAlloc.size is the requested size (pitch * height for a pitched allocation); addr is
+// 0 when the call failed. flags: cudaMallocManaged/cudaHostAlloc/cuMemHostAlloc flags.
 #define CT_FIELDS_GpuAlloc(F)                                                          \
   F(U, api) F(U, layer) F(I, device) F(Hex, stream) F(Hex, addr) F(U, size) F(I, rc) \
-  F(Dur, dur) F(Stack, stack) F(U, flags) F(Hex, pool)
+  F(Dur, dur) F(Stack, stack) F(U, flags) F(Hex, pool) F(U, driver_api) F(I, driver_rc) \
+  F(Hex, caller) F(U, pitch)
 #define CT_FIELDS_GpuFree(F)                                                \
   F(U, api) F(U, layer) F(I, device) F(Hex, stream) F(Hex, addr) F(I, rc) \
-  F(Dur, dur) F(Stack, stack)
-// why: 0 startup/first use, 1 after a failed allocation, 2 the program asked.
-#define CT_FIELDS_GpuMemInfo(F) F(I, device) F(U, free) F(U, total) F(I, rc) F(U, why)
-#define CT_FIELDS_GpuVersion(F) F(I, runtime) F(I, driver)
+  F(Dur, dur) F(Stack, stack) F(Hex, caller) F(U, driver_api) F(I, driver_rc)
+// why: GpuMemInfoWhy. A reading taken after a failed allocation (why 1) has the same
+// tid and ts as the failed call's record. layer: which API answered (0 runtime, 1 driver).
+#define CT_FIELDS_GpuMemInfo(F) \
+  F(I, device) F(U, free) F(U, total) F(I, rc) F(U, why) F(U, layer)
+// One per runtime library per process, at first use. -1: unknown; driver 0 means no
+// driver is installed (what cudaDriverGetVersion reports then).
+#define CT_FIELDS_GpuVersion(F) F(I, runtime) F(I, driver) F(Str, runtime_lib) F(Str, driver_lib)
+// One per device per process, at the first allocation on it.
 #define CT_FIELDS_GpuDevice(F) \
-  F(U, index) F(Str, name) F(U, cc_major) F(U, cc_minor) F(U, total)
-#define CT_FIELDS_GpuPool(F) F(U, api) F(Hex, pool) F(I, device) F(U, value) F(I, rc)
+  F(U, index) F(Str, name) F(U, cc_major) F(U, cc_minor) F(U, total) F(U, pci_domain) \
+  F(U, pci_bus) F(U, pci_device)
+// api: cuMemPoolCreate (value: props.maxSize), cuMemPoolDestroy, cuMemPoolTrimTo (value:
+// minBytesToKeep), or PoolState, written after a failed stream-ordered allocation:
+// value = the pool's reserved bytes, used = its used bytes.
+#define CT_FIELDS_GpuPool(F) \
+  F(U, api) F(Hex, pool) F(I, device) F(U, value) F(I, rc) F(Dur, dur) F(U, used) F(Hex, caller)
+// cuMemCreate: handle (out), size, device. cuMemRelease: handle. cuMemMap: addr, size,
+// offset, handle. cuMemUnmap: addr, size. cuMemAddressReserve: addr (out), size,
+// offset = alignment, handle = the requested address. cuMemAddressFree: addr, size.
 #define CT_FIELDS_GpuVmm(F)                                                         \
   F(U, api) F(Hex, handle) F(Hex, addr) F(U, size) F(U, offset) F(I, rc) F(Dur, dur) \
-  F(Stack, stack) F(I, device)
+  F(Stack, stack) F(I, device) F(Hex, caller)
+// A module or library loaded at run time. path: the file (cuModuleLoad,
+// cuLibraryLoadFromFile); image_size: from the fatbin/ELF header of an in-memory image
+// (0: not recognised); caller: the object that loaded it.
 #define CT_FIELDS_GpuModule(F) \
   F(U, api) F(I, rc) F(Hex, handle) F(U, image_size) F(Str, path) F(Str, caller)
+// A failed driver initialisation (cuInit) and other GPU call failures worth knowing.
 #define CT_FIELDS_GpuError(F) F(U, api) F(I, rc) F(Str, caller)
+// The shim handed out a wrapper for a driver or runtime entry point (once per distinct
+// real function). via: GpuInterposeVia. name/version/flags: what was asked for
+// (cuGetProcAddress's symbol, cudaVersion and flags; dlsym's name). wrapped 0: it could
+// not be wrapped (all wrapper slots taken) and calls through it are not traced.
+#define CT_FIELDS_GpuInterpose(F) \
+  F(U, api) F(Hex, real) F(U, via) F(Str, name) F(I, version) F(U, flags) F(U, wrapped)
 
 // ---- libraries (issue: library loads and ABI) ----
-// api: LibApi. ok=0 means the load failed and error holds the dlerror text.
+// One record per object that appears in the process (api kStartup, kDependency,
+// kDiscovered: fresh=1) and one per dlopen/dlmopen call (api kDlopen, kDlmopen; fresh=1
+// when that call mapped its target). ok=0 means the load failed and error holds the
+// dlerror text. requester: the calling object (calls) or the object whose DT_NEEDED
+// named it (requested = that DT_NEEDED string); "LD_PRELOAD" for preloads. base is the
+// load bias (dl_iterate_phdr's dlpi_addr, as in Module); dev/ino/size/mtime_ns are the
+// file's identity from a raw stat at load time. dur: time in the real call. caller:
+// the call's return address; stack: the call's native stack (0 = none).
 #define CT_FIELDS_LibLoad(F)                                                        \
   F(U, api) F(Str, requested) F(Str, path) F(Str, requester) F(I, flags) F(I, nsid) \
   F(U, ok) F(Str, error) F(Hex, handle) F(Hex, base) F(U, dev) F(U, ino) F(U, size)  \
-  F(U, mtime_ns) F(Bytes, build_id) F(Str, soname)
-#define CT_FIELDS_LibUnload(F) F(Str, path) F(Hex, base) F(Hex, handle)
+  F(U, mtime_ns) F(Bytes, build_id) F(Str, soname) F(U, fresh) F(Dur, dur)          \
+  F(Stack, stack) F(Hex, caller)
+// api: LibUnloadApi. A dlclose call (handle, rc, error), or an object that is gone from
+// the process (path, base).
+#define CT_FIELDS_LibUnload(F) \
+  F(Str, path) F(Hex, base) F(Hex, handle) F(U, api) F(I, rc) F(Str, error)
+// A loaded object's file no longer has the identity recorded at load time (re-checked at
+// later loads and at exit). err is -errno when the stat failed (e.g. -ENOENT: removed).
+// when: LibCheckWhen.
+#define CT_FIELDS_LibCheck(F) \
+  F(Str, path) F(Hex, base) F(U, dev) F(U, ino) F(U, size) F(U, mtime_ns) F(I, err) F(U, when)
 
 // ---- CUPTI ----
 #define CT_FIELDS_GpuActivity(F)                                               \
@@ -172,11 +301,100 @@ enum class ExitHow : uint8_t {
   kReturnFromMain = 0, kExit = 1, kUnderscoreExit = 2, kQuickExit = 3, kDestructor = 4
 };
 enum class ForkHow : uint8_t { kFork = 0, kVfork = 1 };
+enum class LibApi : uint8_t {
+  kStartup = 0,     // mapped before the program ran (executable, DT_NEEDED, preloads)
+  kDlopen = 1,      // a dlopen call
+  kDlmopen = 2,     // a dlmopen call
+  kDependency = 3,  // mapped later because a new object's DT_NEEDED named it
+  kDiscovered = 4,  // mapped later by a path the shim does not hook (libc internals)
+};
+enum class LibUnloadApi : uint8_t { kDlclose = 0, kUnmapped = 1 };
+enum class LibCheckWhen : uint8_t { kLaterLoad = 0, kExit = 1 };
 enum class ShimNoteCode : uint8_t {
   kBadEnvValue = 1,     // a COLABTRACE_* variable had a bad value (text: the message)
   kInternTableFull = 2, // strings are no longer deduplicated
   kStackUnavailable = 3,
   kSignalChained = 4,   // a fatal signal was passed on to the program's own handler
+};
+
+// ---- GPU API ids (GpuAlloc, GpuFree, GpuMemInfo, GpuPool, GpuVmm, GpuModule, GpuError,
+// GpuInterpose .api). Codes are frozen. 1-63 runtime, 64-159 driver, 250+ pseudo-APIs.
+// The identifiers carry a k prefix because cuda.h #defines some of the bare names
+// (cuGetProcAddress -> cuGetProcAddress_v2).
+#define COLABTRACE_GPU_APIS(X) \
+  X(1, kCudaMalloc, "cudaMalloc")                                      \
+  X(2, kCudaFree, "cudaFree")                                          \
+  X(3, kCudaMallocAsync, "cudaMallocAsync")                            \
+  X(4, kCudaMallocAsync_ptsz, "cudaMallocAsync_ptsz")                  \
+  X(5, kCudaFreeAsync, "cudaFreeAsync")                                \
+  X(6, kCudaFreeAsync_ptsz, "cudaFreeAsync_ptsz")                      \
+  X(7, kCudaMallocFromPoolAsync, "cudaMallocFromPoolAsync")            \
+  X(8, kCudaMallocFromPoolAsync_ptsz, "cudaMallocFromPoolAsync_ptsz")  \
+  X(9, kCudaMallocManaged, "cudaMallocManaged")                        \
+  X(10, kCudaMallocPitch, "cudaMallocPitch")                           \
+  X(11, kCudaMallocHost, "cudaMallocHost")                             \
+  X(12, kCudaHostAlloc, "cudaHostAlloc")                               \
+  X(13, kCudaFreeHost, "cudaFreeHost")                                 \
+  X(14, kCudaMemGetInfo, "cudaMemGetInfo")                             \
+  X(15, kCudaRuntimeGetVersion, "cudaRuntimeGetVersion")               \
+  X(16, kCudaDriverGetVersion, "cudaDriverGetVersion")                 \
+  X(64, kCuMemAlloc_v2, "cuMemAlloc_v2")                               \
+  X(65, kCuMemFree_v2, "cuMemFree_v2")                                 \
+  X(66, kCuMemAllocManaged, "cuMemAllocManaged")                       \
+  X(67, kCuMemAllocPitch_v2, "cuMemAllocPitch_v2")                     \
+  X(68, kCuMemAllocAsync, "cuMemAllocAsync")                           \
+  X(69, kCuMemAllocAsync_ptsz, "cuMemAllocAsync_ptsz")                 \
+  X(70, kCuMemFreeAsync, "cuMemFreeAsync")                             \
+  X(71, kCuMemFreeAsync_ptsz, "cuMemFreeAsync_ptsz")                   \
+  X(72, kCuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync")           \
+  X(73, kCuMemAllocFromPoolAsync_ptsz, "cuMemAllocFromPoolAsync_ptsz") \
+  X(74, kCuMemPoolCreate, "cuMemPoolCreate")                           \
+  X(75, kCuMemPoolDestroy, "cuMemPoolDestroy")                         \
+  X(76, kCuMemPoolTrimTo, "cuMemPoolTrimTo")                           \
+  X(77, kCuMemCreate, "cuMemCreate")                                   \
+  X(78, kCuMemRelease, "cuMemRelease")                                 \
+  X(79, kCuMemMap, "cuMemMap")                                         \
+  X(80, kCuMemUnmap, "cuMemUnmap")                                     \
+  X(81, kCuMemAddressReserve, "cuMemAddressReserve")                   \
+  X(82, kCuMemAddressFree, "cuMemAddressFree")                         \
+  X(83, kCuMemGetInfo_v2, "cuMemGetInfo_v2")                           \
+  X(84, kCuMemAllocHost_v2, "cuMemAllocHost_v2")                       \
+  X(85, kCuMemHostAlloc, "cuMemHostAlloc")                             \
+  X(86, kCuMemFreeHost, "cuMemFreeHost")                               \
+  X(87, kCuModuleLoad, "cuModuleLoad")                                 \
+  X(88, kCuModuleLoadData, "cuModuleLoadData")                         \
+  X(89, kCuModuleLoadDataEx, "cuModuleLoadDataEx")                     \
+  X(90, kCuModuleLoadFatBinary, "cuModuleLoadFatBinary")               \
+  X(91, kCuLibraryLoadData, "cuLibraryLoadData")                       \
+  X(92, kCuLibraryLoadFromFile, "cuLibraryLoadFromFile")               \
+  X(93, kCuInit, "cuInit")                                             \
+  X(94, kCuGetProcAddress, "cuGetProcAddress")                         \
+  X(95, kCuGetProcAddress_v2, "cuGetProcAddress_v2")                   \
+  X(250, kPoolState, "PoolState")
+
+enum class GpuApi : uint16_t {
+#define CT_GPU_API_ENUM(code, id, name) id = code,
+  COLABTRACE_GPU_APIS(CT_GPU_API_ENUM)
+#undef CT_GPU_API_ENUM
+};
+
+// The API's name ("cudaMalloc"), or nullptr for an unknown code.
+constexpr const char* GpuApiName(uint64_t code) {
+  switch (code) {
+#define CT_GPU_API_NAME(code, id, name) \
+  case code:                            \
+    return name;
+    COLABTRACE_GPU_APIS(CT_GPU_API_NAME)
+#undef CT_GPU_API_NAME
+    default:
+      return nullptr;
+  }
+}
+
+enum class GpuLayer : uint8_t { kRuntime = 0, kDriver = 1 };
+enum class GpuMemInfoWhy : uint8_t { kFirstUse = 0, kAfterFailure = 1, kProgramAsked = 2 };
+enum class GpuInterposeVia : uint8_t {
+  kDlsym = 0, kGetProcAddress = 1, kGetProcAddressV2 = 2
 };
 
 // ---- field storage types ------------------------------------------------------------

@@ -1,0 +1,574 @@
+#include "io/file_stats.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/container/flat_hash_set.h"
+#include "analyses/process_facts.h"
+
+namespace colabtrace::analyzer::io {
+
+using format::IoApi;
+
+// ---- size bins ----------------------------------------------------------------------------
+
+namespace {
+constexpr uint64_t kBinUpper[kSizeBins - 1] = {
+    100, 1024, 10240, 102400, 1048576, 4194304, 10485760, 104857600, 1073741824};
+constexpr std::string_view kBinNames[kSizeBins] = {
+    "0-100", "100-1K", "1K-10K", "10K-100K", "100K-1M",
+    "1M-4M", "4M-10M", "10M-100M", "100M-1G", "1G+"};
+}  // namespace
+
+std::string_view SizeBinName(int bin) {
+  return bin >= 0 && bin < kSizeBins ? kBinNames[bin] : std::string_view("?");
+}
+
+int SizeBin(uint64_t bytes) {
+  for (int i = 0; i < kSizeBins - 1; ++i) {
+    if (bytes <= kBinUpper[i]) return i;
+  }
+  return kSizeBins - 1;
+}
+
+uint64_t SizeHistogram::total() const {
+  uint64_t n = 0;
+  for (uint64_t c : counts) n += c;
+  return n;
+}
+
+uint64_t FileStats::BestSize() const {
+  if (size) return std::max(*size, max_end);
+  if (eof_at != 0) return eof_at;
+  return max_end;
+}
+
+// ---- paths ----------------------------------------------------------------------------------
+
+std::string NormalizePath(std::string_view p) {
+  const bool absolute = !p.empty() && p[0] == '/';
+  std::vector<std::string_view> parts;
+  size_t i = 0;
+  while (i < p.size()) {
+    while (i < p.size() && p[i] == '/') ++i;
+    size_t j = i;
+    while (j < p.size() && p[j] != '/') ++j;
+    const std::string_view part = p.substr(i, j - i);
+    i = j;
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      if (!parts.empty() && parts.back() != "..") {
+        parts.pop_back();
+      } else if (!absolute) {
+        parts.push_back(part);
+      }
+      continue;
+    }
+    parts.push_back(part);
+  }
+  std::string out = absolute ? "/" : "";
+  for (size_t k = 0; k < parts.size(); ++k) {
+    if (k > 0) out += '/';
+    out += parts[k];
+  }
+  if (out.empty()) out = ".";
+  return out;
+}
+
+std::string_view DirOf(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string_view::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+bool IsDataFile(const FileStats& f, const std::vector<MountRow>& mounts) {
+  if (f.directory || f.code) return false;
+  if (f.mount >= 0 && static_cast<size_t>(f.mount) < mounts.size() &&
+      mounts[static_cast<size_t>(f.mount)].fs.cls == FsClass::kPseudo) {
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+bool EndsWith(std::string_view s, std::string_view suffix) { return s.ends_with(suffix); }
+
+// Python and native code, interpreter and system configuration, pseudo files.
+bool LooksLikeCode(std::string_view p) {
+  static constexpr std::string_view kPrefixes[] = {
+      "/proc/", "/sys/", "/dev/", "/etc/", "/usr/lib/python", "/usr/local/lib/python",
+      "/usr/share/", "/usr/lib/locale/", "/usr/lib/x86_64-linux-gnu/", "/usr/lib/aarch64-linux-gnu/",
+      "/lib/", "/lib64/", "/usr/lib64/", "/run/"};
+  for (std::string_view pre : kPrefixes) {
+    if (p.starts_with(pre)) return true;
+  }
+  static constexpr std::string_view kParts[] = {"/site-packages/", "/dist-packages/",
+                                                "/__pycache__/", "/.pyenv/", "/.cache/pip/",
+                                                "/.local/lib/python", "/.triton/", "/.nv/"};
+  for (std::string_view part : kParts) {
+    if (p.find(part) != std::string_view::npos) return true;
+  }
+  static constexpr std::string_view kSuffixes[] = {".py", ".pyc", ".pyi", ".pth", ".so",
+                                                   ".egg-link", ".dist-info", ".ctrace"};
+  for (std::string_view suf : kSuffixes) {
+    if (EndsWith(p, suf)) return true;
+  }
+  return p.find(".so.") != std::string_view::npos;
+}
+
+std::string ErrnoName(int e) {
+  if (const char* n = strerrorname_np(e)) return n;
+  return "errno " + std::to_string(e);
+}
+
+void AddError(FileStats& f, int err, std::string_view op) {
+  for (auto& [e, n] : f.errors) {
+    if (e == err) {
+      ++n;
+      return;
+    }
+  }
+  f.errors.emplace_back(err, 1);
+  if (f.error_ops.size() < 4) f.error_ops.push_back(std::string(op) + " " + ErrnoName(err));
+}
+
+void AddPid(FileStats& f, uint32_t pid) {
+  if (std::find(f.pids.begin(), f.pids.end(), pid) == f.pids.end()) f.pids.push_back(pid);
+}
+
+}  // namespace
+
+size_t IoModel::FileIndex(const std::string& normalized) {
+  auto it = by_path_.find(normalized);
+  if (it != by_path_.end()) return it->second;
+  const size_t idx = files.size();
+  files.emplace_back();
+  files.back().path = normalized;
+  files.back().code = LooksLikeCode(normalized);
+  by_path_.emplace(normalized, idx);
+  return idx;
+}
+
+int32_t IoModel::MountIndex(const format::Mount& m, std::string_view fstype, std::string_view mp,
+                            std::string_view source) {
+  for (size_t i = 0; i < mounts.size(); ++i) {
+    const MountRow& r = mounts[i];
+    if (r.id == m.id && r.mountpoint == mp && r.fstype == fstype) return static_cast<int32_t>(i);
+  }
+  MountRow r;
+  r.id = m.id;
+  r.dev = m.dev;
+  r.fstype = std::string(fstype);
+  r.mountpoint = std::string(mp);
+  r.source = std::string(source);
+  r.fs = ClassifyFilesystem(fstype, source);
+  mounts.push_back(std::move(r));
+  return static_cast<int32_t>(mounts.size() - 1);
+}
+
+// ---- replay of one process ---------------------------------------------------------------
+
+class ProcessReplay {
+ public:
+  ProcessReplay(IoModel& model, const ProcessTrace& t, ProcessIo& proc)
+      : m_(model), t_(t), p_(proc) {}
+
+  void Run() {
+    const auto& r = t_.records;
+    for (const auto& mnt : r.Mount) {
+      const int32_t idx = m_.MountIndex(mnt, t_.Str(mnt.fstype), t_.Str(mnt.mountpoint),
+                                        t_.Str(mnt.source));
+      mount_by_id_.emplace(mnt.id, idx);
+      local_mounts_.push_back(idx);
+    }
+    // Descriptor events in time order. An open counts from when it returned, a close
+    // from when it started, so a descriptor number reused across threads is never
+    // confused.
+    events_.reserve(r.IoOpen.size() + r.IoClose.size() + r.IoRead.size() + r.IoReadAt.size() +
+                    r.IoWrite.size() + r.IoDup.size() + r.IoSeek.size() + r.IoStat.size() +
+                    r.IoMmap.size() + r.IoCopy.size() + r.IoDir.size() + r.IoFsync.size());
+    Add(r.IoOpen, kOpen, [](const auto& e) { return e.ts + e.dur; });
+    Add(r.IoClose, kClose, [](const auto& e) { return e.ts; });
+    Add(r.IoRead, kRead, [](const auto& e) { return e.ts; });
+    Add(r.IoReadAt, kReadAt, [](const auto& e) { return e.ts; });
+    Add(r.IoWrite, kWrite, [](const auto& e) { return e.ts; });
+    Add(r.IoDup, kDup, [](const auto& e) { return e.ts; });
+    Add(r.IoSeek, kSeek, [](const auto& e) { return e.ts; });
+    Add(r.IoStat, kStat, [](const auto& e) { return e.ts; });
+    Add(r.IoMmap, kMmap, [](const auto& e) { return e.ts; });
+    Add(r.IoCopy, kCopy, [](const auto& e) { return e.ts; });
+    Add(r.IoDir, kDir, [](const auto& e) { return e.ts; });
+    std::stable_sort(events_.begin(), events_.end(),
+                     [](const Ev& a, const Ev& b) { return a.key < b.key; });
+    for (const Ev& e : events_) {
+      switch (e.kind) {
+        case kOpen: OnOpen(r.IoOpen[e.index]); break;
+        case kClose: fds_.erase(r.IoClose[e.index].fd); break;
+        case kRead: OnRead(r.IoRead[e.index]); break;
+        case kReadAt: OnReadAt(r.IoReadAt[e.index]); break;
+        case kWrite: OnWrite(r.IoWrite[e.index]); break;
+        case kDup: OnDup(r.IoDup[e.index]); break;
+        case kSeek: OnSeek(r.IoSeek[e.index]); break;
+        case kStat: OnStat(r.IoStat[e.index]); break;
+        case kMmap: OnMmap(r.IoMmap[e.index]); break;
+        case kCopy: OnCopy(r.IoCopy[e.index]); break;
+        case kDir: OnDir(r.IoDir[e.index]); break;
+      }
+    }
+    for (const auto& [path_id, idx] : file_by_str_) ResolveMount(idx);
+    for (const auto& [fd, idx] : unknown_fd_files_) ResolveMount(idx);
+    p_.files = touched_.size();
+    for (size_t idx : touched_) AddPid(m_.files[idx], p_.pid);
+  }
+
+ private:
+  enum Kind : uint8_t { kOpen, kClose, kRead, kReadAt, kWrite, kDup, kSeek, kStat, kMmap, kCopy, kDir };
+  struct Ev {
+    uint64_t key;
+    uint32_t index;
+    Kind kind;
+  };
+  // An open file description: what a descriptor (and its dups) refers to.
+  struct Desc {
+    size_t file;
+    uint64_t pos = 0;
+    bool pos_known = true;
+    uint64_t last_end = 0;
+    bool has_last = false;
+    bool read_any = false;
+  };
+
+  template <class V, class K> void Add(const V& v, Kind kind, K key) {
+    for (size_t i = 0; i < v.size(); ++i) events_.push_back({key(v[i]), static_cast<uint32_t>(i), kind});
+  }
+
+  size_t FileOf(uint64_t path_id) {
+    auto it = file_by_str_.find(path_id);
+    if (it != file_by_str_.end()) return it->second;
+    std::string_view raw = t_.Str(path_id);
+    const size_t idx = m_.FileIndex(raw.empty() ? std::string("<unknown path>") : NormalizePath(raw));
+    file_by_str_.emplace(path_id, idx);
+    touched_.insert(idx);
+    return idx;
+  }
+
+  // A descriptor with no open in the trace (should not happen: the shim records every
+  // descriptor it traces): charged to a per-descriptor placeholder.
+  size_t UnknownFdFile(int64_t fd) {
+    auto it = unknown_fd_files_.find(fd);
+    if (it != unknown_fd_files_.end()) return it->second;
+    const size_t idx = m_.FileIndex("<pid " + std::to_string(t_.pid()) + " fd " + std::to_string(fd) + ">");
+    unknown_fd_files_.emplace(fd, idx);
+    touched_.insert(idx);
+    return idx;
+  }
+
+  Desc* DescOf(int64_t fd) {
+    auto it = fds_.find(fd);
+    if (it != fds_.end()) return &descs_[it->second];
+    ++p_.unknown_fd_events;
+    descs_.push_back(Desc{UnknownFdFile(fd)});
+    descs_.back().pos_known = false;
+    fds_[fd] = descs_.size() - 1;
+    return &descs_.back();
+  }
+
+  void OnOpen(const Event<format::IoOpen>& o) {
+    const auto api = static_cast<IoApi>(o.api);
+    if (api == IoApi::kFdopen) {
+      // A FILE on a descriptor already open: nothing new unless we missed the open.
+      if (o.fd >= 0 && !fds_.contains(o.fd) && o.path != 0) {
+        descs_.push_back(Desc{FileOf(o.path)});
+        descs_.back().pos_known = false;
+        fds_[o.fd] = descs_.size() - 1;
+      }
+      return;
+    }
+    const size_t idx = FileOf(o.path);
+    FileStats& f = m_.files[idx];
+    if (o.mount != 0 && f.mount < 0) {
+      auto it = mount_by_id_.find(o.mount);
+      if (it != mount_by_id_.end()) f.mount = it->second;
+    }
+    if (f.mount >= 0 && o.fd >= 0) learned_dirs_.emplace(std::string(DirOf(f.path)), f.mount);
+    if (o.flags & O_DIRECTORY) f.directory = true;
+    if (o.ftype != 0) {
+      if (o.ftype == (S_IFDIR >> 12)) f.directory = true;
+      if (o.ftype == (S_IFREG >> 12)) f.size = std::max<uint64_t>(f.size.value_or(0), o.size);
+    }
+    if (o.fd < 0) {
+      ++f.open_errors;
+      ++p_.open_errors;
+      f.open_ns += o.dur;
+      AddError(f, static_cast<int>(-o.fd), "open");
+      return;
+    }
+    if (api == IoApi::kInherited) {
+      ++f.inherited;
+    } else {
+      ++f.opens;
+      ++p_.opens;
+      f.open_ns += o.dur;
+      p_.open_ns += o.dur;
+    }
+    Desc d{idx};
+    d.pos_known = api != IoApi::kInherited && !(o.flags & O_APPEND);
+    descs_.push_back(d);
+    fds_[o.fd] = descs_.size() - 1;
+  }
+
+  void Read(Desc& d, int64_t result, uint64_t dur, std::optional<uint64_t> at) {
+    FileStats& f = m_.files[d.file];
+    if (result < 0) {
+      ++f.read_errors;
+      ++p_.read_errors;
+      f.read_ns += dur;
+      AddError(f, static_cast<int>(-result), "read");
+      return;
+    }
+    ++f.reads;
+    ++p_.reads;
+    f.read_ns += dur;
+    p_.read_ns += dur;
+    const uint64_t n = static_cast<uint64_t>(result);
+    f.bytes_read += n;
+    p_.bytes_read += n;
+    const bool known = at.has_value() || d.pos_known;
+    const uint64_t off = at ? *at : d.pos;
+    if (n == 0) {
+      ++f.zero_reads;
+      if (known && off > f.eof_at) f.eof_at = off;
+      return;
+    }
+    f.read_sizes.Add(n);
+    if (n <= 4096) ++f.small_reads;
+    if (!d.read_any) {
+      d.read_any = true;
+      ++f.passes;
+    }
+    if (known) {
+      if (!d.has_last) {
+        ++f.sequential_reads;
+        if (off == 0) ++f.consecutive_reads;
+      } else if (off >= d.last_end) {
+        ++f.sequential_reads;
+        if (off == d.last_end) ++f.consecutive_reads;
+      } else {
+        ++f.random_reads;
+      }
+      d.last_end = off + n;
+      d.has_last = true;
+      f.max_end = std::max(f.max_end, off + n);
+    } else {
+      ++f.sequential_reads;  // position unknown: assume it follows on
+    }
+    if (!at) d.pos += n;
+  }
+
+  void OnRead(const Event<format::IoRead>& e) { Read(*DescOf(e.fd), e.result, e.dur, std::nullopt); }
+  void OnReadAt(const Event<format::IoReadAt>& e) { Read(*DescOf(e.fd), e.result, e.dur, e.offset); }
+
+  void OnWrite(const Event<format::IoWrite>& e) {
+    Desc& d = *DescOf(e.fd);
+    FileStats& f = m_.files[d.file];
+    f.write_ns += e.dur;
+    if (e.result < 0) {
+      ++f.write_errors;
+      AddError(f, static_cast<int>(-e.result), "write");
+      return;
+    }
+    ++f.writes;
+    ++p_.writes;
+    f.bytes_written += static_cast<uint64_t>(e.result);
+    p_.bytes_written += static_cast<uint64_t>(e.result);
+    const auto api = static_cast<IoApi>(e.api);
+    const bool positional = api == IoApi::kPwrite || api == IoApi::kPwrite64 ||
+                            api == IoApi::kPwritev || api == IoApi::kPwritev64 ||
+                            ((api == IoApi::kPwritev2 || api == IoApi::kPwritev64v2) && e.offset != 0);
+    if (!positional) d.pos += static_cast<uint64_t>(e.result);
+  }
+
+  void OnDup(const Event<format::IoDup>& e) {
+    if (e.newfd < 0 || e.newfd == e.oldfd) return;
+    auto it = fds_.find(e.oldfd);
+    if (it == fds_.end()) {
+      fds_.erase(e.newfd);
+    } else {
+      fds_[e.newfd] = it->second;
+    }
+  }
+
+  void OnSeek(const Event<format::IoSeek>& e) {
+    if (e.result < 0) return;
+    Desc& d = *DescOf(e.fd);
+    d.pos = static_cast<uint64_t>(e.result);
+    d.pos_known = true;
+  }
+
+  void OnStat(const Event<format::IoStat>& e) {
+    size_t idx;
+    if (e.path != 0) {
+      std::string_view raw = t_.Str(e.path);
+      if (e.fd >= 0 && !raw.empty() && raw[0] != '/') {
+        // Relative to a directory descriptor whose path the shim could not resolve.
+        auto it = fds_.find(e.fd);
+        idx = it == fds_.end() ? FileOf(e.path)
+                               : m_.FileIndex(NormalizePath(m_.files[descs_[it->second].file].path + "/" + std::string(raw)));
+        touched_.insert(idx);
+      } else {
+        idx = FileOf(e.path);
+      }
+    } else {
+      idx = DescOf(e.fd)->file;
+    }
+    FileStats& f = m_.files[idx];
+    ++f.stats;
+    if (e.path != 0) ++f.path_stats;
+    ++p_.stats;
+    f.stat_ns += e.dur;
+    p_.stat_ns += e.dur;
+    if (e.result < 0) {
+      ++f.stat_errors;
+      return;
+    }
+    if (e.ftype == (S_IFDIR >> 12)) f.directory = true;
+    if (e.ftype == (S_IFREG >> 12)) f.size = std::max<uint64_t>(f.size.value_or(0), e.size);
+  }
+
+  void OnMmap(const Event<format::IoMmap>& e) {
+    if (e.result < 0) return;
+    FileStats& f = m_.files[DescOf(e.fd)->file];
+    ++f.mmaps;
+    ++p_.mmaps;
+    f.mapped_bytes += e.length;
+  }
+
+  void OnCopy(const Event<format::IoCopy>& e) {
+    auto it = fds_.find(e.in_fd);
+    if (it == fds_.end()) return;
+    FileStats& f = m_.files[descs_[it->second].file];
+    ++f.copies;
+    ++p_.copies;
+    if (e.result > 0) f.bytes_copied += static_cast<uint64_t>(e.result);
+  }
+
+  void OnDir(const Event<format::IoDir>& e) {
+    const auto api = static_cast<IoApi>(e.api);
+    if (api == IoApi::kOpendir || api == IoApi::kScandir || api == IoApi::kScandir64) {
+      if (e.path == 0) return;
+      const size_t idx = FileOf(e.path);
+      FileStats& f = m_.files[idx];
+      f.directory = true;
+      ++f.dir_scans;
+      ++p_.dir_scans;
+      if (e.result < 0) {
+        AddError(f, static_cast<int>(-e.result), "opendir");
+        return;
+      }
+      if (api != IoApi::kOpendir) f.dir_entries += static_cast<uint64_t>(e.result);
+      if (api == IoApi::kOpendir && e.fd >= 0) {
+        descs_.push_back(Desc{idx});
+        fds_[e.fd] = descs_.size() - 1;
+      }
+    } else if (api == IoApi::kFdopendir) {
+      if (e.result < 0) return;
+      FileStats& f = m_.files[DescOf(e.fd)->file];
+      f.directory = true;
+      ++f.dir_scans;
+      ++p_.dir_scans;
+    } else if (api == IoApi::kReaddir || api == IoApi::kReaddir64) {
+      FileStats& f = m_.files[DescOf(e.fd)->file];
+      f.directory = true;
+      if (e.result > 0) f.dir_entries += static_cast<uint64_t>(e.result);
+    }
+  }
+
+  // Files with no mount from an open: a directory another open resolved, else the
+  // longest mount point that prefixes the path in this process's mount table.
+  void ResolveMount(size_t idx) {
+    FileStats& f = m_.files[idx];
+    if (f.mount >= 0) return;
+    if (f.path.empty() || f.path[0] != '/') return;
+    auto it = learned_dirs_.find(std::string(DirOf(f.path)));
+    if (it != learned_dirs_.end()) {
+      f.mount = it->second;
+      return;
+    }
+    int32_t best = -1;
+    size_t best_len = 0;
+    for (int32_t mi : local_mounts_) {
+      const std::string& mp = m_.mounts[static_cast<size_t>(mi)].mountpoint;
+      if (mp.empty() || !f.path.starts_with(mp)) continue;
+      if (!(mp.size() == 1 || f.path.size() == mp.size() || f.path[mp.size()] == '/')) continue;
+      if (best < 0 || mp.size() >= best_len) {
+        best = mi;
+        best_len = mp.size();
+      }
+    }
+    f.mount = best;
+  }
+
+  IoModel& m_;
+  const ProcessTrace& t_;
+  ProcessIo& p_;
+  std::vector<Ev> events_;
+  std::vector<Desc> descs_;
+  absl::flat_hash_map<int64_t, size_t> fds_;
+  absl::flat_hash_map<uint64_t, size_t> file_by_str_;
+  absl::flat_hash_map<int64_t, size_t> unknown_fd_files_;
+  absl::flat_hash_map<uint64_t, int32_t> mount_by_id_;
+  absl::flat_hash_map<std::string, int32_t> learned_dirs_;
+  std::vector<int32_t> local_mounts_;
+  absl::flat_hash_set<size_t> touched_;
+};
+
+IoModel IoModel::Build(const std::vector<ProcessTrace>& traces) {
+  IoModel m;
+  m.processes.resize(traces.size());
+  for (size_t i = 0; i < traces.size(); ++i) {
+    const ProcessTrace& t = traces[i];
+    ProcessIo& p = m.processes[i];
+    p.pid = t.pid();
+    const ProcessFacts facts = ProcessFacts::Of(t);
+    if (facts.start) {
+      p.ppid = static_cast<int64_t>(facts.start->ppid);
+      p.forked = facts.start->origin == static_cast<uint64_t>(format::ProcessOrigin::kForkChild);
+    }
+    for (const auto& a : t.records.Argv) {
+      if (facts.job && a.image == facts.job->image) {
+        if (!p.command.empty()) p.command += ' ';
+        p.command += std::string(t.Str(a.value));
+      }
+    }
+    if (p.command.empty() && facts.job) p.command = std::string(t.Str(facts.job->exe));
+    if (p.command.size() > 120) p.command = p.command.substr(0, 117) + "...";
+    const auto& r = t.records;
+    p.records = r.IoOpen.size() + r.IoRead.size() + r.IoReadAt.size() + r.IoWrite.size() +
+                r.IoClose.size() + r.IoDup.size() + r.IoStat.size() + r.IoDir.size() +
+                r.IoMmap.size() + r.IoCopy.size() + r.IoFsync.size() + r.IoSeek.size();
+    m.io_records += p.records;
+    ProcessReplay(m, t, p).Run();
+  }
+  // Mount activity.
+  for (const FileStats& f : m.files) {
+    if (f.mount < 0) continue;
+    MountRow& mr = m.mounts[static_cast<size_t>(f.mount)];
+    ++mr.files;
+    mr.opens += f.opens;
+    mr.reads += f.reads;
+    mr.bytes_read += f.bytes_read;
+    mr.read_ns += f.read_ns;
+    mr.open_ns += f.open_ns;
+    mr.stats += f.stats;
+    mr.stat_ns += f.stat_ns;
+  }
+  return m;
+}
+
+}  // namespace colabtrace::analyzer::io

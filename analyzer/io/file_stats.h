@@ -1,0 +1,132 @@
+// FileStats and IoModel: the I/O records of every process replayed into per-file,
+// per-mount and per-process counters.
+//
+// The trace is a timeline of calls on descriptors; this is where it becomes one row per
+// path. Each process is replayed in time order, descriptor by descriptor: an open binds
+// a descriptor to a path (and a new file position), dup shares it, close ends it, and
+// every read, seek, fd stat and mapping on it is charged to that path. Rows are summed
+// over processes by normalized path.
+//
+// What each counter means (also printed in the report's "definitions"):
+//   opens       successful calls of the open family that created a descriptor: open*,
+//               openat*, __open*_2, creat*, fopen*, freopen*. Not counted: failed opens
+//               (open_errors), fdopen, dup, opendir, inherited descriptors.
+//   reads       read-family calls on traced files that returned >= 0 bytes, end-of-file
+//               reads (0 bytes) included: read, pread*, readv, preadv*, __read_chk,
+//               __pread*_chk, fread*, __fread_chk, fgets*, getline, getdelim. Failed
+//               ones are read_errors. Copies (sendfile, copy_file_range) and mappings
+//               are counted apart.
+//   bytes_read  the sum of what those reads returned.
+//   read_ns     wall time inside those calls.
+//   stats       stat-family calls (stat*, lstat*, fstat*, fstatat*, __*xstat*, statx)
+//               and access/faccessat on the path or on a descriptor of it, failed ones
+//               included (stat_errors counts those).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "io/filesystems.h"
+#include "trace/process_trace.h"
+
+namespace colabtrace::analyzer::io {
+
+// Darshan's size bins (inclusive upper bounds): 0-100, 100-1K, 1K-10K, 10K-100K,
+// 100K-1M, 1M-4M, 4M-10M, 10M-100M, 100M-1G, 1G+ (K = 1024).
+inline constexpr int kSizeBins = 10;
+std::string_view SizeBinName(int bin);
+int SizeBin(uint64_t bytes);
+
+struct SizeHistogram {
+  std::array<uint64_t, kSizeBins> counts{};
+  void Add(uint64_t bytes) { ++counts[static_cast<size_t>(SizeBin(bytes))]; }
+  uint64_t total() const;
+};
+
+struct MountRow {
+  uint64_t id = 0;
+  uint64_t dev = 0;
+  std::string fstype, mountpoint, source;
+  FsInfo fs;
+  // Activity on files of this mount (all processes).
+  uint64_t files = 0, opens = 0, reads = 0, bytes_read = 0, read_ns = 0, open_ns = 0,
+           stats = 0, stat_ns = 0;
+};
+
+struct FileStats {
+  std::string path;            // lexically normalized ("a/./b/../c" -> "a/c")
+  int32_t mount = -1;          // index into IoModel::mounts, -1 unknown
+  bool directory = false;      // opened as or stat'ed as a directory
+  bool code = false;           // Python/library code, config or pseudo files (see IsDataFile)
+  uint64_t opens = 0, open_errors = 0, open_ns = 0, inherited = 0;
+  uint64_t reads = 0, read_errors = 0, bytes_read = 0, read_ns = 0, zero_reads = 0;
+  uint64_t stats = 0, stat_errors = 0, stat_ns = 0;
+  uint64_t path_stats = 0;  // the stats (and access calls) that named a path, not a descriptor
+  uint64_t writes = 0, write_errors = 0, bytes_written = 0, write_ns = 0;
+  uint64_t mmaps = 0, mapped_bytes = 0, copies = 0, bytes_copied = 0;
+  uint64_t dir_scans = 0, dir_entries = 0;
+  uint64_t sequential_reads = 0, consecutive_reads = 0, random_reads = 0;
+  uint64_t passes = 0;    // descriptors (opens) through which at least one byte was read
+  uint64_t max_end = 0;   // the highest byte offset any read reached
+  std::optional<uint64_t> size;  // st_size seen by a stat or measured at open
+  uint64_t eof_at = 0;    // position of a 0-byte read (end of file), 0 if none
+  SizeHistogram read_sizes;  // reads that returned > 0 bytes
+  uint64_t small_reads = 0;  // reads that returned 1..4096 bytes
+  std::vector<uint32_t> pids;
+  std::vector<std::pair<int, uint64_t>> errors;  // errno -> count (opens, reads, writes)
+  std::vector<std::string> error_ops;            // "open ENOENT" ... (first few)
+
+  // Best estimate of the file's size: a stat/open measurement, else where reading hit
+  // the end, else the furthest byte read.
+  uint64_t BestSize() const;
+  bool size_known() const { return size.has_value() || eof_at != 0; }
+  // Bytes read beyond the furthest byte: at least this much was read more than once.
+  uint64_t reread_bytes() const { return bytes_read > max_end ? bytes_read - max_end : 0; }
+  uint64_t io_ns() const { return open_ns + read_ns + stat_ns; }
+};
+
+struct ProcessIo {
+  uint32_t pid = 0;
+  int64_t ppid = 0;
+  bool forked = false;
+  std::string command;
+  uint64_t opens = 0, open_errors = 0, reads = 0, read_errors = 0, bytes_read = 0,
+           read_ns = 0, open_ns = 0, stats = 0, stat_ns = 0, writes = 0, bytes_written = 0,
+           dir_scans = 0, mmaps = 0, copies = 0, files = 0, records = 0;
+  uint64_t unknown_fd_events = 0;  // events on descriptors with no known open
+};
+
+class IoModel {
+ public:
+  static IoModel Build(const std::vector<ProcessTrace>& traces);
+
+  std::vector<FileStats> files;
+  std::vector<MountRow> mounts;
+  std::vector<ProcessIo> processes;  // same order as the traces
+  uint64_t io_records = 0;           // I/O records (types 32-63) in all traces
+
+ private:
+  friend class ProcessReplay;
+  size_t FileIndex(const std::string& normalized);
+  int32_t MountIndex(const format::Mount& m, std::string_view fstype, std::string_view mp,
+                     std::string_view source);
+  absl::flat_hash_map<std::string, size_t> by_path_;
+};
+
+// "a//b/./c/../d" -> "a/b/d" (lexical; ".." at the root stays at the root).
+std::string NormalizePath(std::string_view p);
+
+// A data file: not Python or native library code, not configuration under /etc, not a
+// pseudo filesystem. The io.* findings look at data files only, so `import torch`
+// reading 2,000 small .py files is not "many small files".
+bool IsDataFile(const FileStats& f, const std::vector<MountRow>& mounts);
+
+// The directory part of a normalized path ("/" for "/x"; "." for a relative "x").
+std::string_view DirOf(std::string_view path);
+
+}  // namespace colabtrace::analyzer::io

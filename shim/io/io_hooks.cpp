@@ -1,0 +1,959 @@
+// File I/O hooks: thin extern "C" entry points over the templates below.
+//
+// Every hook calls the real function exactly once with the caller's arguments and
+// returns its result with the errno it left. Reads, writes, closes, fd stats and
+// mappings are recorded only for descriptors the module tracks (files opened through
+// a hook, or regular files held at start), so a read on a pipe or socket costs one byte
+// load. Opens and path stats are always recorded while COLABTRACE_IO is on.
+#undef _FORTIFY_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "io/io_state.h"
+#include "real.h"
+
+#if defined(_FILE_OFFSET_BITS) && _FILE_OFFSET_BITS == 64 && !defined(__LP64__)
+#error "the I/O hooks must see the unredirected declarations"
+#endif
+
+// Hooked entry points that no system header declares (fortified and pre-2.33 forms).
+extern "C" {
+int __open_2(const char* path, int flags);
+int __open64_2(const char* path, int flags);
+int __openat_2(int dirfd, const char* path, int flags);
+int __openat64_2(int dirfd, const char* path, int flags);
+ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen);
+ssize_t __pread_chk(int fd, void* buf, size_t n, off_t offset, size_t buflen);
+ssize_t __pread64_chk(int fd, void* buf, size_t n, off64_t offset, size_t buflen);
+size_t __fread_chk(void* ptr, size_t ptrlen, size_t size, size_t n, FILE* fp);
+char* __fgets_chk(char* s, size_t size, int n, FILE* fp);
+int __xstat(int ver, const char* path, struct stat* st);
+int __xstat64(int ver, const char* path, struct stat64* st);
+int __lxstat(int ver, const char* path, struct stat* st);
+int __lxstat64(int ver, const char* path, struct stat64* st);
+int __fxstat(int ver, int fd, struct stat* st);
+int __fxstat64(int ver, int fd, struct stat64* st);
+int __fxstatat(int ver, int dirfd, const char* path, struct stat* st, int flags);
+int __fxstatat64(int ver, int dirfd, const char* path, struct stat64* st, int flags);
+}
+
+#include "io/io_hooks.def"
+
+namespace colabtrace::shim {
+COLABTRACE_DEFINE_REAL_FNS(COLABTRACE_IO_HOOKS)
+
+namespace io {
+namespace {
+
+constexpr int kIoErrSeen = 0x20;  // glibc's _IO_ERR_SEEN bit of FILE::_flags
+
+// A FILE's descriptor without calling fileno() (which may set errno): -1 for streams
+// without one (fmemopen, fopencookie).
+inline int FileFd(FILE* fp) { return fp == nullptr ? -1 : fp->_fileno; }
+
+inline bool PathsOn() { return g_io_on && Recording(); }
+
+inline int64_t Result(int64_t r, int err) { return r < 0 ? -static_cast<int64_t>(err) : r; }
+
+// ---- reads and writes (hot) ---------------------------------------------------------------
+
+template <class R, class Call> inline R ReadCall(IoApi api, int fd, Call&& call) {
+  if (!FdTracked(fd) || !Recording()) return call();
+  const uint64_t t0 = Ticks();
+  const R r = call();
+  const uint64_t t1 = Ticks();
+  RecordScope scope;
+  if (scope.entered()) {
+    format::IoRead rec;
+    rec.ts = t0;
+    rec.api = static_cast<uint64_t>(api);
+    rec.fd = fd;
+    rec.result = r < 0 ? -static_cast<int64_t>(errno) : static_cast<int64_t>(r);
+    rec.dur = t1 - t0;
+    Emit(rec);
+  }
+  return r;
+}
+
+template <class R, class Call>
+inline R ReadAtCall(IoApi api, int fd, int64_t offset, Call&& call) {
+  if (!FdTracked(fd) || !Recording()) return call();
+  const uint64_t t0 = Ticks();
+  const R r = call();
+  const uint64_t t1 = Ticks();
+  RecordScope scope;
+  if (scope.entered()) {
+    format::IoReadAt rec;
+    rec.ts = t0;
+    rec.api = static_cast<uint64_t>(api);
+    rec.fd = fd;
+    rec.result = r < 0 ? -static_cast<int64_t>(errno) : static_cast<int64_t>(r);
+    rec.dur = t1 - t0;
+    rec.offset = static_cast<uint64_t>(offset);
+    Emit(rec);
+  }
+  return r;
+}
+
+template <class R, class Call>
+inline R WriteCall(IoApi api, int fd, uint64_t offset, Call&& call) {
+  if (!FdTracked(fd) || !Recording()) return call();
+  const uint64_t t0 = Ticks();
+  const R r = call();
+  const uint64_t t1 = Ticks();
+  RecordScope scope;
+  if (scope.entered()) {
+    format::IoWrite rec;
+    rec.ts = t0;
+    rec.api = static_cast<uint64_t>(api);
+    rec.fd = fd;
+    rec.result = r < 0 ? -static_cast<int64_t>(errno) : static_cast<int64_t>(r);
+    rec.dur = t1 - t0;
+    rec.offset = offset;
+    Emit(rec);
+  }
+  return r;
+}
+
+// stdio: bytes = what the call handed to the caller. A short or empty result with the
+// stream's error flag set is recorded as -errno; at end of file it is the byte count.
+template <class Call> inline size_t FreadCall(IoApi api, FILE* fp, size_t size, Call&& call) {
+  const int fd = FileFd(fp);
+  if (!FdTracked(fd) || !Recording()) return call();
+  const uint64_t t0 = Ticks();
+  const size_t items = call();
+  const uint64_t t1 = Ticks();
+  RecordScope scope;
+  if (scope.entered()) {
+    format::IoRead rec;
+    rec.ts = t0;
+    rec.api = static_cast<uint64_t>(api);
+    rec.fd = fd;
+    rec.result = items == 0 && (fp->_flags & kIoErrSeen) ? -static_cast<int64_t>(errno)
+                                                         : static_cast<int64_t>(items * size);
+    rec.dur = t1 - t0;
+    Emit(rec);
+  }
+  return items;
+}
+
+template <class Call> inline char* FgetsCall(IoApi api, FILE* fp, Call&& call) {
+  const int fd = FileFd(fp);
+  if (!FdTracked(fd) || !Recording()) return call();
+  const uint64_t t0 = Ticks();
+  char* const s = call();
+  const uint64_t t1 = Ticks();
+  RecordScope scope;
+  if (scope.entered()) {
+    format::IoRead rec;
+    rec.ts = t0;
+    rec.api = static_cast<uint64_t>(api);
+    rec.fd = fd;
+    rec.result = s != nullptr              ? static_cast<int64_t>(strlen(s))
+                 : (fp->_flags & kIoErrSeen) ? -static_cast<int64_t>(errno)
+                                             : 0;
+    rec.dur = t1 - t0;
+    Emit(rec);
+  }
+  return s;
+}
+
+template <class Call> inline ssize_t GetdelimCall(IoApi api, FILE* fp, Call&& call) {
+  const int fd = FileFd(fp);
+  if (!FdTracked(fd) || !Recording()) return call();
+  const uint64_t t0 = Ticks();
+  const ssize_t r = call();
+  const uint64_t t1 = Ticks();
+  RecordScope scope;
+  if (scope.entered()) {
+    format::IoRead rec;
+    rec.ts = t0;
+    rec.api = static_cast<uint64_t>(api);
+    rec.fd = fd;
+    rec.result = r >= 0 ? r : (fp != nullptr && (fp->_flags & kIoErrSeen)) ? -static_cast<int64_t>(errno) : 0;
+    rec.dur = t1 - t0;
+    Emit(rec);
+  }
+  return r;
+}
+
+template <class Call> inline size_t FwriteCall(IoApi api, FILE* fp, size_t size, Call&& call) {
+  const int fd = FileFd(fp);
+  if (!FdTracked(fd) || !Recording()) return call();
+  const uint64_t t0 = Ticks();
+  const size_t items = call();
+  const uint64_t t1 = Ticks();
+  RecordScope scope;
+  if (scope.entered()) {
+    format::IoWrite rec;
+    rec.ts = t0;
+    rec.api = static_cast<uint64_t>(api);
+    rec.fd = fd;
+    rec.result = static_cast<int64_t>(items * size);
+    rec.dur = t1 - t0;
+    Emit(rec);
+  }
+  return items;
+}
+
+template <class Call> inline int FsyncCall(IoApi api, int fd, Call&& call) {
+  if (!FdTracked(fd) || !Recording()) return call();
+  const uint64_t t0 = Ticks();
+  const int r = call();
+  const uint64_t t1 = Ticks();
+  RecordScope scope;
+  if (scope.entered()) {
+    format::IoFsync rec;
+    rec.ts = t0;
+    rec.api = static_cast<uint64_t>(api);
+    rec.fd = fd;
+    rec.result = r < 0 ? -static_cast<int64_t>(errno) : r;
+    rec.dur = t1 - t0;
+    Emit(rec);
+  }
+  return r;
+}
+
+// ---- descriptor lifetime ------------------------------------------------------------------
+
+void EmitClose(IoApi api, int fd, int64_t result, uint64_t ts) {
+  format::IoClose rec;
+  rec.ts = ts;
+  rec.api = static_cast<uint64_t>(api);
+  rec.fd = fd;
+  rec.result = result;
+  Emit(rec);
+}
+
+// The descriptor is forgotten before the real close, so a concurrent open that reuses
+// the number is never forgotten by mistake.
+template <class Call> inline int CloseCall(IoApi api, int fd, Call&& call) {
+  if (!FdTracked(fd) || !Recording()) return call();
+  const uint64_t t0 = Ticks();
+  {
+    RecordScope scope;
+    if (g_fd_kind[fd] == kFdDir) FlushDirScan(fd, IoApi::kReaddir);
+  }
+  UntrackFd(fd);
+  const int r = call();
+  RecordScope scope;
+  if (scope.entered()) EmitClose(api, fd, r < 0 ? -static_cast<int64_t>(errno) : r, t0);
+  return r;
+}
+
+template <class Call> inline int DupCall(IoApi api, int oldfd, int target, Call&& call) {
+  if (!g_io_on || !Recording()) return call();
+  const bool target_tracked = target >= 0 && target != oldfd && FdTracked(target);
+  const bool old_tracked = FdTracked(oldfd);
+  const int r = call();
+  if (!old_tracked && !target_tracked && r < 0) return r;
+  const int err = errno;
+  RecordScope scope;
+  if (r >= 0 && r != oldfd) CopyFd(oldfd, r);
+  if (scope.entered() && (old_tracked || target_tracked)) {
+    format::IoDup rec;
+    rec.ts = Ticks();
+    rec.api = static_cast<uint64_t>(api);
+    rec.oldfd = oldfd;
+    rec.newfd = r < 0 ? -static_cast<int64_t>(err) : r;
+    Emit(rec);
+  }
+  return r;
+}
+
+template <class Call> inline off64_t SeekCall(IoApi api, int fd, off64_t off, int whence, Call&& call) {
+  if ((off == 0 && whence == SEEK_CUR) || !FdTracked(fd) || !Recording()) return call();
+  const uint64_t t0 = Ticks();
+  const off64_t r = call();
+  RecordScope scope;
+  if (scope.entered()) {
+    format::IoSeek rec;
+    rec.ts = t0;
+    rec.api = static_cast<uint64_t>(api);
+    rec.fd = fd;
+    rec.offset = off;
+    rec.whence = static_cast<uint64_t>(whence);
+    rec.result = r < 0 ? -static_cast<int64_t>(errno) : r;
+    Emit(rec);
+  }
+  return r;
+}
+
+// Closes of a range: every traced descriptor in [lo, hi] is forgotten first and gets
+// one IoClose record once the call succeeded.
+template <class Call> inline int CloseRangeCall(IoApi api, unsigned lo, unsigned hi, Call&& call) {
+  const int max = MaxTrackedFd();
+  if (!g_io_on || !Recording() || max < 0 || lo > static_cast<unsigned>(max) || lo > hi) return call();
+  const unsigned top = hi < static_cast<unsigned>(max) ? hi : static_cast<unsigned>(max);
+  const uint64_t t0 = Ticks();
+  // Which descriptors were traced: at most a few thousand bits on the stack.
+  constexpr unsigned kWords = static_cast<unsigned>(kMaxFds) / 64;
+  uint64_t was[kWords] = {};
+  for (unsigned fd = lo; fd <= top; ++fd) {
+    if (FdTracked(static_cast<int>(fd))) {
+      was[fd / 64] |= 1ull << (fd % 64);
+      RecordScope scope;
+      if (g_fd_kind[fd] == kFdDir) FlushDirScan(static_cast<int>(fd), IoApi::kReaddir);
+      UntrackFd(static_cast<int>(fd));
+    }
+  }
+  const int r = call();
+  if (r < 0) return r;
+  RecordScope scope;
+  if (scope.entered()) {
+    for (unsigned fd = lo; fd <= top; ++fd) {
+      if (was[fd / 64] & (1ull << (fd % 64))) EmitClose(api, static_cast<int>(fd), 0, t0);
+    }
+  }
+  return r;
+}
+
+// ---- opens and stats ------------------------------------------------------------------
+
+inline bool NeedsMode(int flags) {
+  return (flags & O_CREAT) != 0 || (flags & O_TMPFILE) == O_TMPFILE;
+}
+
+// Resolves and interns the path before the call (see PreparedPath); false if the shim
+// is already busy on this thread.
+inline bool Prepare(int dirfd, const char* path, PreparedPath* pp) {
+  RecordScope scope;
+  if (!scope.entered()) return false;
+  PreparePath(dirfd, path, pp);
+  return true;
+}
+
+template <class Call> inline int OpenCall(IoApi api, int dirfd, const char* path, int flags, Call&& call) {
+  PreparedPath pp;
+  if (!PathsOn() || !Prepare(dirfd, path, &pp)) return call();
+  const uint64_t t0 = Ticks();
+  const int fd = call();
+  const uint64_t t1 = Ticks();
+  ShimScope scope;  // saves the errno the call left and restores it on the way out
+  if (scope.entered()) RecordOpen(api, pp, flags, Result(fd, errno), t0, t1);
+  return fd;
+}
+
+template <class Call> inline FILE* FopenCall(IoApi api, const char* path, const char* mode, Call&& call) {
+  PreparedPath pp;
+  if (!PathsOn() || !Prepare(AT_FDCWD, path, &pp)) return call();
+  const uint64_t t0 = Ticks();
+  FILE* const fp = call();
+  const uint64_t t1 = Ticks();
+  ShimScope scope;
+  if (scope.entered()) {
+    RecordOpen(api, pp, FlagsOfMode(mode), fp ? FileFd(fp) : -static_cast<int64_t>(errno), t0, t1);
+  }
+  return fp;
+}
+
+template <class St, class Call>
+inline int PathStatCall(IoApi api, int dirfd, const char* path, St* st, Call&& call) {
+  PreparedPath pp;
+  if (!PathsOn() || !Prepare(dirfd, path, &pp)) return call();
+  const uint64_t t0 = Ticks();
+  const int r = call();
+  const uint64_t t1 = Ticks();
+  ShimScope scope;
+  if (scope.entered()) {
+    RecordStat(api, &pp, dirfd, -1, Result(r, errno), t0, t1,
+               r == 0 && st ? static_cast<uint64_t>(st->st_size) : 0, r == 0 && st ? st->st_mode : 0);
+  }
+  return r;
+}
+
+template <class St, class Call> inline int FdStatCall(IoApi api, int fd, St* st, Call&& call) {
+  if (!FdTracked(fd) || !Recording()) return call();
+  const uint64_t t0 = Ticks();
+  const int r = call();
+  const uint64_t t1 = Ticks();
+  ShimScope scope;
+  if (scope.entered()) {
+    RecordStat(api, nullptr, fd, fd, Result(r, errno), t0, t1,
+               r == 0 && st ? static_cast<uint64_t>(st->st_size) : 0, r == 0 && st ? st->st_mode : 0);
+  }
+  return r;
+}
+
+// fstatat and friends: AT_EMPTY_PATH with "" is an fd stat.
+template <class St, class Call>
+inline int AtStatCall(IoApi api, int dirfd, const char* path, St* st, int flags, Call&& call) {
+  if ((flags & AT_EMPTY_PATH) && path != nullptr && path[0] == '\0') {
+    return FdStatCall(api, dirfd, st, call);
+  }
+  return PathStatCall(api, dirfd, path, st, call);
+}
+
+template <class Call> inline int AccessCall(IoApi api, int dirfd, const char* path, Call&& call) {
+  PreparedPath pp;
+  if (!PathsOn() || !Prepare(dirfd, path, &pp)) return call();
+  const uint64_t t0 = Ticks();
+  const int r = call();
+  const uint64_t t1 = Ticks();
+  ShimScope scope;
+  if (scope.entered()) RecordStat(api, &pp, dirfd, -1, Result(r, errno), t0, t1, 0, 0);
+  return r;
+}
+
+// ---- directories ----------------------------------------------------------------------
+
+void EmitDir(IoApi api, uint64_t path, int fd, int64_t result, uint64_t t0, uint64_t t1) {
+  format::IoDir rec;
+  rec.ts = t0;
+  rec.api = static_cast<uint64_t>(api);
+  rec.path = path;
+  rec.fd = fd;
+  rec.result = result;
+  rec.dur = t1 - t0;
+  Emit(rec);
+}
+
+template <class Dirent, class Call> inline Dirent* ReaddirCall(IoApi api, DIR* d, Call&& call) {
+  const int fd = d != nullptr && g_fd_kind != nullptr ? dirfd(d) : -1;
+  if (!FdTracked(fd) || !Recording()) return call();
+  const uint64_t t0 = Ticks();
+  Dirent* const e = call();
+  FdSlot& slot = g_fd_slots[fd];
+  slot.dir_ticks += Ticks() - t0;
+  if (e != nullptr) {
+    ++slot.dir_entries;
+  } else {
+    RecordScope scope;
+    if (scope.entered()) FlushDirScan(fd, api);
+  }
+  return e;
+}
+
+template <class Call> inline int ScandirCall(IoApi api, const char* path, Call&& call) {
+  PreparedPath pp;
+  if (!PathsOn() || !Prepare(AT_FDCWD, path, &pp)) return call();
+  const uint64_t t0 = Ticks();
+  const int r = call();
+  const uint64_t t1 = Ticks();
+  ShimScope scope;
+  if (scope.entered()) EmitDir(api, pp.id, -1, Result(r, errno), t0, t1);
+  return r;
+}
+
+template <class Call> inline ssize_t CopyCall(IoApi api, int in_fd, int out_fd, Call&& call) {
+  if (!(FdTracked(in_fd) || FdTracked(out_fd)) || !Recording()) return call();
+  const uint64_t t0 = Ticks();
+  const ssize_t r = call();
+  const uint64_t t1 = Ticks();
+  RecordScope scope;
+  if (scope.entered()) {
+    format::IoCopy rec;
+    rec.ts = t0;
+    rec.api = static_cast<uint64_t>(api);
+    rec.in_fd = in_fd;
+    rec.out_fd = out_fd;
+    rec.result = r < 0 ? -static_cast<int64_t>(errno) : r;
+    rec.dur = t1 - t0;
+    Emit(rec);
+  }
+  return r;
+}
+
+template <class Call>
+inline void* MmapCall(int fd, size_t len, int prot, int flags, off64_t off, Call&& call) {
+  if (fd < 0 || !FdTracked(fd) || !Recording()) return call();
+  void* const r = call();
+  RecordScope scope;
+  if (scope.entered()) {
+    format::IoMmap rec;
+    rec.ts = Ticks();
+    rec.fd = fd;
+    rec.addr = r == MAP_FAILED ? 0 : reinterpret_cast<uint64_t>(r);
+    rec.length = len;
+    rec.offset = static_cast<uint64_t>(off);
+    rec.prot = static_cast<uint64_t>(prot);
+    rec.flags = static_cast<uint64_t>(flags);
+    rec.result = r == MAP_FAILED ? -static_cast<int64_t>(errno) : 0;
+    Emit(rec);
+  }
+  return r;
+}
+
+}  // namespace
+}  // namespace io
+}  // namespace colabtrace::shim
+
+// ---- entry points --------------------------------------------------------------------------
+using namespace colabtrace::shim;      // NOLINT: thin entry points
+using namespace colabtrace::shim::io;  // NOLINT
+
+#define CT_MODE_ARG(flags)         \
+  int mode = 0;                    \
+  if (NeedsMode(flags)) {          \
+    va_list ap;                    \
+    va_start(ap, flags);           \
+    mode = va_arg(ap, int);        \
+    va_end(ap);                    \
+  }
+
+#pragma GCC visibility push(default)
+extern "C" {
+
+// opens
+int open(const char* path, int flags, ...) {
+  CT_MODE_ARG(flags);
+  return OpenCall(IoApi::kOpen, AT_FDCWD, path, flags, [&] { return real::open.get()(path, flags, mode); });
+}
+int open64(const char* path, int flags, ...) {
+  CT_MODE_ARG(flags);
+  return OpenCall(IoApi::kOpen64, AT_FDCWD, path, flags, [&] { return real::open64.get()(path, flags, mode); });
+}
+int openat(int dirfd, const char* path, int flags, ...) {
+  CT_MODE_ARG(flags);
+  return OpenCall(IoApi::kOpenat, dirfd, path, flags,
+                  [&] { return real::openat.get()(dirfd, path, flags, mode); });
+}
+int openat64(int dirfd, const char* path, int flags, ...) {
+  CT_MODE_ARG(flags);
+  return OpenCall(IoApi::kOpenat64, dirfd, path, flags,
+                  [&] { return real::openat64.get()(dirfd, path, flags, mode); });
+}
+int __open_2(const char* path, int flags) {
+  return OpenCall(IoApi::kOpen2, AT_FDCWD, path, flags, [&] { return real::__open_2.get()(path, flags); });
+}
+int __open64_2(const char* path, int flags) {
+  return OpenCall(IoApi::kOpen64_2, AT_FDCWD, path, flags, [&] { return real::__open64_2.get()(path, flags); });
+}
+int __openat_2(int dirfd, const char* path, int flags) {
+  return OpenCall(IoApi::kOpenat2, dirfd, path, flags,
+                  [&] { return real::__openat_2.get()(dirfd, path, flags); });
+}
+int __openat64_2(int dirfd, const char* path, int flags) {
+  return OpenCall(IoApi::kOpenat64_2, dirfd, path, flags,
+                  [&] { return real::__openat64_2.get()(dirfd, path, flags); });
+}
+int creat(const char* path, mode_t mode) {
+  return OpenCall(IoApi::kCreat, AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC,
+                  [&] { return real::creat.get()(path, mode); });
+}
+int creat64(const char* path, mode_t mode) {
+  return OpenCall(IoApi::kCreat64, AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC,
+                  [&] { return real::creat64.get()(path, mode); });
+}
+FILE* fopen(const char* path, const char* mode) {
+  return FopenCall(IoApi::kFopen, path, mode, [&] { return real::fopen.get()(path, mode); });
+}
+FILE* fopen64(const char* path, const char* mode) {
+  return FopenCall(IoApi::kFopen64, path, mode, [&] { return real::fopen64.get()(path, mode); });
+}
+
+static FILE* Freopen(IoApi api, const char* path, const char* mode, FILE* fp,
+                     FILE* (*fn)(const char*, const char*, FILE*)) {
+  const int oldfd = FileFd(fp);
+  PreparedPath pp;
+  // NULL: the same file in a new mode; nothing to record.
+  if (!PathsOn() || path == nullptr || !Prepare(AT_FDCWD, path, &pp)) return fn(path, mode, fp);
+  const bool was = FdTracked(oldfd);
+  const uint64_t t0 = Ticks();
+  if (was) UntrackFd(oldfd);
+  FILE* const r = fn(path, mode, fp);
+  const uint64_t t1 = Ticks();
+  ShimScope scope;
+  if (scope.entered()) {
+    if (was) EmitClose(api, oldfd, 0, t0);
+    RecordOpen(api, pp, FlagsOfMode(mode), r ? FileFd(r) : -static_cast<int64_t>(errno), t0, t1);
+  }
+  return r;
+}
+FILE* freopen(const char* path, const char* mode, FILE* fp) {
+  return Freopen(IoApi::kFreopen, path, mode, fp, real::freopen.get());
+}
+FILE* freopen64(const char* path, const char* mode, FILE* fp) {
+  return Freopen(IoApi::kFreopen64, path, mode, fp, real::freopen64.get());
+}
+FILE* fdopen(int fd, const char* mode) {
+  if (!FdTracked(fd) || !Recording()) return real::fdopen.get()(fd, mode);
+  const uint64_t t0 = Ticks();
+  FILE* const r = real::fdopen.get()(fd, mode);
+  const uint64_t t1 = Ticks();
+  ShimScope scope;
+  if (scope.entered()) {
+    colabtrace::format::IoOpen rec;
+    rec.ts = t0;
+    rec.api = static_cast<uint64_t>(IoApi::kFdopen);
+    rec.fd = r ? fd : -static_cast<int64_t>(errno);
+    rec.path = g_fd_slots[fd].path;
+    rec.flags = static_cast<uint64_t>(FlagsOfMode(mode));
+    rec.dur = t1 - t0;
+    Emit(rec);
+  }
+  return r;
+}
+
+// reads
+ssize_t read(int fd, void* buf, size_t n) {
+  return ReadCall<ssize_t>(IoApi::kRead, fd, [&] { return real::read.get()(fd, buf, n); });
+}
+ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
+  return ReadCall<ssize_t>(IoApi::kReadChk, fd, [&] { return real::__read_chk.get()(fd, buf, n, buflen); });
+}
+ssize_t readv(int fd, const struct iovec* iov, int cnt) {
+  return ReadCall<ssize_t>(IoApi::kReadv, fd, [&] { return real::readv.get()(fd, iov, cnt); });
+}
+ssize_t pread(int fd, void* buf, size_t n, off_t off) {
+  return ReadAtCall<ssize_t>(IoApi::kPread, fd, off, [&] { return real::pread.get()(fd, buf, n, off); });
+}
+ssize_t pread64(int fd, void* buf, size_t n, off64_t off) {
+  return ReadAtCall<ssize_t>(IoApi::kPread64, fd, off, [&] { return real::pread64.get()(fd, buf, n, off); });
+}
+ssize_t __pread_chk(int fd, void* buf, size_t n, off_t off, size_t buflen) {
+  return ReadAtCall<ssize_t>(IoApi::kPreadChk, fd, off,
+                             [&] { return real::__pread_chk.get()(fd, buf, n, off, buflen); });
+}
+ssize_t __pread64_chk(int fd, void* buf, size_t n, off64_t off, size_t buflen) {
+  return ReadAtCall<ssize_t>(IoApi::kPread64Chk, fd, off,
+                             [&] { return real::__pread64_chk.get()(fd, buf, n, off, buflen); });
+}
+ssize_t preadv(int fd, const struct iovec* iov, int cnt, off_t off) {
+  return ReadAtCall<ssize_t>(IoApi::kPreadv, fd, off, [&] { return real::preadv.get()(fd, iov, cnt, off); });
+}
+ssize_t preadv64(int fd, const struct iovec* iov, int cnt, off64_t off) {
+  return ReadAtCall<ssize_t>(IoApi::kPreadv64, fd, off,
+                             [&] { return real::preadv64.get()(fd, iov, cnt, off); });
+}
+ssize_t preadv2(int fd, const struct iovec* iov, int cnt, off_t off, int flags) {
+  auto call = [&] { return real::preadv2.get()(fd, iov, cnt, off, flags); };
+  return off == -1 ? ReadCall<ssize_t>(IoApi::kPreadv2, fd, call)
+                   : ReadAtCall<ssize_t>(IoApi::kPreadv2, fd, off, call);
+}
+ssize_t preadv64v2(int fd, const struct iovec* iov, int cnt, off64_t off, int flags) {
+  auto call = [&] { return real::preadv64v2.get()(fd, iov, cnt, off, flags); };
+  return off == -1 ? ReadCall<ssize_t>(IoApi::kPreadv64v2, fd, call)
+                   : ReadAtCall<ssize_t>(IoApi::kPreadv64v2, fd, off, call);
+}
+size_t fread(void* ptr, size_t size, size_t n, FILE* fp) {
+  return FreadCall(IoApi::kFread, fp, size, [&] { return real::fread.get()(ptr, size, n, fp); });
+}
+size_t fread_unlocked(void* ptr, size_t size, size_t n, FILE* fp) {
+  return FreadCall(IoApi::kFreadUnlocked, fp, size, [&] { return real::fread_unlocked.get()(ptr, size, n, fp); });
+}
+size_t __fread_chk(void* ptr, size_t ptrlen, size_t size, size_t n, FILE* fp) {
+  return FreadCall(IoApi::kFreadChk, fp, size,
+                   [&] { return real::__fread_chk.get()(ptr, ptrlen, size, n, fp); });
+}
+char* fgets(char* s, int n, FILE* fp) {
+  return FgetsCall(IoApi::kFgets, fp, [&] { return real::fgets.get()(s, n, fp); });
+}
+char* __fgets_chk(char* s, size_t size, int n, FILE* fp) {
+  return FgetsCall(IoApi::kFgetsChk, fp, [&] { return real::__fgets_chk.get()(s, size, n, fp); });
+}
+ssize_t getdelim(char** line, size_t* n, int delim, FILE* fp) {
+  return GetdelimCall(IoApi::kGetdelim, fp, [&] { return real::getdelim.get()(line, n, delim, fp); });
+}
+ssize_t __getdelim(char** line, size_t* n, int delim, FILE* fp) {
+  return GetdelimCall(IoApi::kGetdelimInternal, fp,
+                      [&] { return real::__getdelim.get()(line, n, delim, fp); });
+}
+// getline is an extern-inline wrapper in <bits/stdio.h>; define the symbol by asm name.
+ssize_t colabtrace_getline(char** line, size_t* n, FILE* fp) __asm__("getline");
+ssize_t colabtrace_getline(char** line, size_t* n, FILE* fp) {
+  return GetdelimCall(IoApi::kGetline, fp, [&] { return real::getline.get()(line, n, fp); });
+}
+
+// writes
+ssize_t write(int fd, const void* buf, size_t n) {
+  return WriteCall<ssize_t>(IoApi::kWrite, fd, 0, [&] { return real::write.get()(fd, buf, n); });
+}
+ssize_t pwrite(int fd, const void* buf, size_t n, off_t off) {
+  return WriteCall<ssize_t>(IoApi::kPwrite, fd, static_cast<uint64_t>(off),
+                            [&] { return real::pwrite.get()(fd, buf, n, off); });
+}
+ssize_t pwrite64(int fd, const void* buf, size_t n, off64_t off) {
+  return WriteCall<ssize_t>(IoApi::kPwrite64, fd, static_cast<uint64_t>(off),
+                            [&] { return real::pwrite64.get()(fd, buf, n, off); });
+}
+ssize_t writev(int fd, const struct iovec* iov, int cnt) {
+  return WriteCall<ssize_t>(IoApi::kWritev, fd, 0, [&] { return real::writev.get()(fd, iov, cnt); });
+}
+ssize_t pwritev(int fd, const struct iovec* iov, int cnt, off_t off) {
+  return WriteCall<ssize_t>(IoApi::kPwritev, fd, static_cast<uint64_t>(off),
+                            [&] { return real::pwritev.get()(fd, iov, cnt, off); });
+}
+ssize_t pwritev64(int fd, const struct iovec* iov, int cnt, off64_t off) {
+  return WriteCall<ssize_t>(IoApi::kPwritev64, fd, static_cast<uint64_t>(off),
+                            [&] { return real::pwritev64.get()(fd, iov, cnt, off); });
+}
+ssize_t pwritev2(int fd, const struct iovec* iov, int cnt, off_t off, int flags) {
+  return WriteCall<ssize_t>(IoApi::kPwritev2, fd, off == -1 ? 0 : static_cast<uint64_t>(off),
+                            [&] { return real::pwritev2.get()(fd, iov, cnt, off, flags); });
+}
+ssize_t pwritev64v2(int fd, const struct iovec* iov, int cnt, off64_t off, int flags) {
+  return WriteCall<ssize_t>(IoApi::kPwritev64v2, fd, off == -1 ? 0 : static_cast<uint64_t>(off),
+                            [&] { return real::pwritev64v2.get()(fd, iov, cnt, off, flags); });
+}
+size_t fwrite(const void* ptr, size_t size, size_t n, FILE* fp) {
+  return FwriteCall(IoApi::kFwrite, fp, size, [&] { return real::fwrite.get()(ptr, size, n, fp); });
+}
+size_t fwrite_unlocked(const void* ptr, size_t size, size_t n, FILE* fp) {
+  return FwriteCall(IoApi::kFwriteUnlocked, fp, size,
+                    [&] { return real::fwrite_unlocked.get()(ptr, size, n, fp); });
+}
+int fsync(int fd) { return FsyncCall(IoApi::kFsync, fd, [&] { return real::fsync.get()(fd); }); }
+int fdatasync(int fd) {
+  return FsyncCall(IoApi::kFdatasync, fd, [&] { return real::fdatasync.get()(fd); });
+}
+
+// descriptor lifetime
+int close(int fd) { return CloseCall(IoApi::kClose, fd, [&] { return real::close.get()(fd); }); }
+int fclose(FILE* fp) {
+  const int fd = FileFd(fp);
+  return CloseCall(IoApi::kFclose, fd, [&] { return real::fclose.get()(fp); });
+}
+int close_range(unsigned lo, unsigned hi, int flags) {
+  auto call = [&] { return real::close_range.get()(lo, hi, flags); };
+  if (flags & CLOSE_RANGE_CLOEXEC) return call();  // marks only; closes nothing now
+  return CloseRangeCall(IoApi::kCloseRange, lo, hi, call);
+}
+void closefrom(int lo) {
+  if (lo < 0) return real::closefrom.get()(lo);
+  CloseRangeCall(IoApi::kClosefrom, static_cast<unsigned>(lo), ~0u, [&] {
+    real::closefrom.get()(lo);
+    return 0;
+  });
+}
+int dup(int fd) { return DupCall(IoApi::kDup, fd, -1, [&] { return real::dup.get()(fd); }); }
+int dup2(int fd, int fd2) {
+  return DupCall(IoApi::kDup2, fd, fd2, [&] { return real::dup2.get()(fd, fd2); });
+}
+int dup3(int fd, int fd2, int flags) {
+  return DupCall(IoApi::kDup3, fd, fd2, [&] { return real::dup3.get()(fd, fd2, flags); });
+}
+
+// fcntl is variadic; its third argument is an int, a long or a pointer depending on cmd.
+// Like glibc, forward whatever is in the third argument slot as a pointer-sized value.
+static int Fcntl(int (*fn)(int, int, ...), int fd, int cmd, void* arg) {
+  if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC) return fn(fd, cmd, arg);
+  return DupCall(cmd == F_DUPFD ? IoApi::kFcntlDupfd : IoApi::kFcntlDupfdCloexec, fd, -1,
+                 [&] { return fn(fd, cmd, arg); });
+}
+int fcntl(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  void* arg = va_arg(ap, void*);
+  va_end(ap);
+  return Fcntl(real::fcntl.get(), fd, cmd, arg);
+}
+int fcntl64(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  void* arg = va_arg(ap, void*);
+  va_end(ap);
+  return Fcntl(real::fcntl64.get(), fd, cmd, arg);
+}
+off_t lseek(int fd, off_t off, int whence) {
+  return SeekCall(IoApi::kLseek, fd, off, whence, [&] { return real::lseek.get()(fd, off, whence); });
+}
+off64_t lseek64(int fd, off64_t off, int whence) {
+  return SeekCall(IoApi::kLseek64, fd, off, whence, [&] { return real::lseek64.get()(fd, off, whence); });
+}
+int chdir(const char* path) {
+  const int r = real::chdir.get()(path);
+  if (r == 0 && PathsOn()) {
+    ShimScope scope;
+    RefreshCwd();
+  }
+  return r;
+}
+int fchdir(int fd) {
+  const int r = real::fchdir.get()(fd);
+  if (r == 0 && PathsOn()) {
+    ShimScope scope;
+    RefreshCwd();
+  }
+  return r;
+}
+
+// metadata
+int stat(const char* path, struct stat* st) {
+  return PathStatCall(IoApi::kStat, AT_FDCWD, path, st, [&] { return real::stat.get()(path, st); });
+}
+int stat64(const char* path, struct stat64* st) {
+  return PathStatCall(IoApi::kStat64, AT_FDCWD, path, st, [&] { return real::stat64.get()(path, st); });
+}
+int lstat(const char* path, struct stat* st) {
+  return PathStatCall(IoApi::kLstat, AT_FDCWD, path, st, [&] { return real::lstat.get()(path, st); });
+}
+int lstat64(const char* path, struct stat64* st) {
+  return PathStatCall(IoApi::kLstat64, AT_FDCWD, path, st, [&] { return real::lstat64.get()(path, st); });
+}
+int fstat(int fd, struct stat* st) {
+  return FdStatCall(IoApi::kFstat, fd, st, [&] { return real::fstat.get()(fd, st); });
+}
+int fstat64(int fd, struct stat64* st) {
+  return FdStatCall(IoApi::kFstat64, fd, st, [&] { return real::fstat64.get()(fd, st); });
+}
+int fstatat(int dirfd, const char* path, struct stat* st, int flags) {
+  return AtStatCall(IoApi::kFstatat, dirfd, path, st, flags,
+                    [&] { return real::fstatat.get()(dirfd, path, st, flags); });
+}
+int fstatat64(int dirfd, const char* path, struct stat64* st, int flags) {
+  return AtStatCall(IoApi::kFstatat64, dirfd, path, st, flags,
+                    [&] { return real::fstatat64.get()(dirfd, path, st, flags); });
+}
+int __xstat(int ver, const char* path, struct stat* st) {
+  return PathStatCall(IoApi::kXstat, AT_FDCWD, path, st, [&] { return real::__xstat.get()(ver, path, st); });
+}
+int __xstat64(int ver, const char* path, struct stat64* st) {
+  return PathStatCall(IoApi::kXstat64, AT_FDCWD, path, st,
+                      [&] { return real::__xstat64.get()(ver, path, st); });
+}
+int __lxstat(int ver, const char* path, struct stat* st) {
+  return PathStatCall(IoApi::kLxstat, AT_FDCWD, path, st,
+                      [&] { return real::__lxstat.get()(ver, path, st); });
+}
+int __lxstat64(int ver, const char* path, struct stat64* st) {
+  return PathStatCall(IoApi::kLxstat64, AT_FDCWD, path, st,
+                      [&] { return real::__lxstat64.get()(ver, path, st); });
+}
+int __fxstat(int ver, int fd, struct stat* st) {
+  return FdStatCall(IoApi::kFxstat, fd, st, [&] { return real::__fxstat.get()(ver, fd, st); });
+}
+int __fxstat64(int ver, int fd, struct stat64* st) {
+  return FdStatCall(IoApi::kFxstat64, fd, st, [&] { return real::__fxstat64.get()(ver, fd, st); });
+}
+int __fxstatat(int ver, int dirfd, const char* path, struct stat* st, int flags) {
+  return AtStatCall(IoApi::kFxstatat, dirfd, path, st, flags,
+                    [&] { return real::__fxstatat.get()(ver, dirfd, path, st, flags); });
+}
+int __fxstatat64(int ver, int dirfd, const char* path, struct stat64* st, int flags) {
+  return AtStatCall(IoApi::kFxstatat64, dirfd, path, st, flags,
+                    [&] { return real::__fxstatat64.get()(ver, dirfd, path, st, flags); });
+}
+int statx(int dirfd, const char* path, int flags, unsigned mask, struct statx* sx) {
+  auto call = [&] { return real::statx.get()(dirfd, path, flags, mask, sx); };
+  // statx has its own field names; adapt it to the st_size/st_mode the templates read.
+  struct View {
+    uint64_t st_size;
+    uint32_t st_mode;
+  };
+  auto record = [&](bool fd_stat) -> int {
+    PreparedPath pp;
+    if (!fd_stat && !Prepare(dirfd, path, &pp)) return call();
+    const uint64_t t0 = Ticks();
+    const int r = call();
+    const uint64_t t1 = Ticks();
+    ShimScope scope;
+    if (scope.entered()) {
+      const bool ok = r == 0 && sx != nullptr;
+      const View v{ok && (sx->stx_mask & STATX_SIZE) ? sx->stx_size : 0, ok ? sx->stx_mode : 0u};
+      if (fd_stat) {
+        RecordStat(IoApi::kStatx, nullptr, dirfd, dirfd, Result(r, errno), t0, t1, v.st_size, v.st_mode);
+      } else {
+        RecordStat(IoApi::kStatx, &pp, dirfd, -1, Result(r, errno), t0, t1, v.st_size, v.st_mode);
+      }
+    }
+    return r;
+  };
+  if ((flags & AT_EMPTY_PATH) && path != nullptr && path[0] == '\0') {
+    if (!FdTracked(dirfd) || !Recording()) return call();
+    return record(true);
+  }
+  if (!PathsOn()) return call();
+  return record(false);
+}
+int access(const char* path, int mode) {
+  return AccessCall(IoApi::kAccess, AT_FDCWD, path, [&] { return real::access.get()(path, mode); });
+}
+int faccessat(int dirfd, const char* path, int mode, int flags) {
+  return AccessCall(IoApi::kFaccessat, dirfd, path,
+                    [&] { return real::faccessat.get()(dirfd, path, mode, flags); });
+}
+
+// directories
+DIR* opendir(const char* path) {
+  PreparedPath pp;
+  if (!PathsOn() || !Prepare(AT_FDCWD, path, &pp)) return real::opendir.get()(path);
+  const uint64_t t0 = Ticks();
+  DIR* const d = real::opendir.get()(path);
+  const uint64_t t1 = Ticks();
+  ShimScope scope;
+  if (scope.entered()) {
+    const AbsPath& ap = pp.ap;
+    const uint64_t id = pp.id;
+    const int fd = d ? dirfd(d) : -1;
+    if (fd >= 0) {
+      TrackFd(fd, kFdDir, id);
+      if (ap.absolute) SetDirPath(fd, std::string_view(ap.s, ap.n));
+    }
+    EmitDir(IoApi::kOpendir, id, fd, d ? 0 : -static_cast<int64_t>(errno), t0, t1);
+  }
+  return d;
+}
+DIR* fdopendir(int fd) {
+  if (!PathsOn()) return real::fdopendir.get()(fd);
+  const uint64_t t0 = Ticks();
+  DIR* const d = real::fdopendir.get()(fd);
+  const uint64_t t1 = Ticks();
+  ShimScope scope;
+  if (scope.entered()) {
+    if (d != nullptr && !FdTracked(fd)) TrackFd(fd, kFdDir, 0);
+    EmitDir(IoApi::kFdopendir, FdTracked(fd) ? g_fd_slots[fd].path : 0, fd,
+            d ? 0 : -static_cast<int64_t>(errno), t0, t1);
+  }
+  return d;
+}
+struct dirent* readdir(DIR* d) {
+  return ReaddirCall<struct dirent>(IoApi::kReaddir, d, [&] { return real::readdir.get()(d); });
+}
+struct dirent64* readdir64(DIR* d) {
+  return ReaddirCall<struct dirent64>(IoApi::kReaddir64, d, [&] { return real::readdir64.get()(d); });
+}
+int closedir(DIR* d) {
+  const int fd = d != nullptr && g_fd_kind != nullptr ? dirfd(d) : -1;
+  return CloseCall(IoApi::kClosedir, fd, [&] { return real::closedir.get()(d); });
+}
+ssize_t getdents64(int fd, void* buf, size_t n) {
+  if (!FdTracked(fd) || !Recording()) return real::getdents64.get()(fd, buf, n);
+  const uint64_t t0 = Ticks();
+  const ssize_t r = real::getdents64.get()(fd, buf, n);
+  const uint64_t t1 = Ticks();
+  RecordScope scope;
+  if (scope.entered()) EmitDir(IoApi::kGetdents64, 0, fd, r < 0 ? -static_cast<int64_t>(errno) : r, t0, t1);
+  return r;
+}
+int scandir(const char* dir, struct dirent*** list, int (*filter)(const struct dirent*),
+            int (*compar)(const struct dirent**, const struct dirent**)) {
+  return ScandirCall(IoApi::kScandir, dir, [&] { return real::scandir.get()(dir, list, filter, compar); });
+}
+int scandir64(const char* dir, struct dirent64*** list, int (*filter)(const struct dirent64*),
+              int (*compar)(const struct dirent64**, const struct dirent64**)) {
+  return ScandirCall(IoApi::kScandir64, dir,
+                     [&] { return real::scandir64.get()(dir, list, filter, compar); });
+}
+
+// mappings and copies
+void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+  return MmapCall(fd, len, prot, flags, off, [&] { return real::mmap.get()(addr, len, prot, flags, fd, off); });
+}
+void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off64_t off) {
+  return MmapCall(fd, len, prot, flags, off,
+                  [&] { return real::mmap64.get()(addr, len, prot, flags, fd, off); });
+}
+ssize_t copy_file_range(int in_fd, off64_t* in_off, int out_fd, off64_t* out_off, size_t len,
+                        unsigned flags) {
+  return CopyCall(IoApi::kCopyFileRange, in_fd, out_fd,
+                  [&] { return real::copy_file_range.get()(in_fd, in_off, out_fd, out_off, len, flags); });
+}
+ssize_t sendfile(int out_fd, int in_fd, off_t* off, size_t count) {
+  return CopyCall(IoApi::kSendfile, in_fd, out_fd, [&] { return real::sendfile.get()(out_fd, in_fd, off, count); });
+}
+ssize_t sendfile64(int out_fd, int in_fd, off64_t* off, size_t count) {
+  return CopyCall(IoApi::kSendfile64, in_fd, out_fd,
+                  [&] { return real::sendfile64.get()(out_fd, in_fd, off, count); });
+}
+
+}  // extern "C"
+#pragma GCC visibility pop

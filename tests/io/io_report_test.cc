@@ -1,0 +1,400 @@
+// Golden tests of the I/O analysis: small traces built inline with a record builder
+// (the same encoder the shim uses), run through the real reader and report builder.
+#include <fcntl.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "analyses/factories.h"
+#include "colabtrace/format/codec.h"
+#include "gtest/gtest.h"
+#include "io/file_stats.h"
+#include "report/report.h"
+
+namespace {
+
+namespace ctf = colabtrace::format;
+using colabtrace::analyzer::BuildReport;
+using colabtrace::analyzer::Json;
+using colabtrace::analyzer::ParseTrace;
+using colabtrace::analyzer::ProcessTrace;
+using ctf::IoApi;
+
+// Builds a trace in memory: ticks are nanoseconds (no TSC feature bit).
+class TraceBuilder {
+ public:
+  explicit TraceBuilder(uint32_t pid) : pid_(pid) {
+    bytes_.resize(ctf::kChunkSize);
+    ctf::FileHeader h{};
+    std::memcpy(h.magic, ctf::kFileMagic, sizeof(h.magic));
+    h.version_major = ctf::kVersionMajor;
+    h.version_minor = ctf::kVersionMinor;
+    h.header_size = ctf::kHeaderSize;
+    h.chunk_size = ctf::kChunkSize;
+    h.pid = pid;
+    h.start_ticks = 1000;
+    h.start_mono_ns = 1000;
+    h.ticks_per_sec_hint = 1000000000;
+    h.flags = ctf::kFlagEnded;
+    std::memcpy(bytes_.data(), &h, sizeof(h));
+    NewChunk();
+    ctf::ProcessStart ps;
+    ps.pid = pid;
+    ps.ppid = 1;
+    ps.exe = Str("/usr/bin/python3");
+    Add(ps);
+  }
+
+  uint64_t now() const { return now_; }
+  void Advance(uint64_t ns) { now_ += ns; }
+
+  uint64_t Str(const std::string& s) {
+    ctf::String r;
+    r.id = next_id_++;
+    r.text = ctf::Bytes{reinterpret_cast<const uint8_t*>(s.data()), static_cast<uint32_t>(s.size())};
+    Add(r);
+    return r.id;
+  }
+
+  template <class R> void Add(R r) {
+    r.ts = now_;
+    uint8_t tmp[8192];
+    const size_t n = ctf::EncodeRecordUncommitted(r, last_ts_, tmp);
+    tmp[0] = static_cast<uint8_t>(R::kType);
+    if (pos_ + n + 1 > chunk_ + ctf::kChunkSize) {
+      NewChunk();
+      const size_t n2 = ctf::EncodeRecordUncommitted(r, last_ts_, tmp);
+      tmp[0] = static_cast<uint8_t>(R::kType);
+      std::memcpy(&bytes_[pos_], tmp, n2);
+      pos_ += n2;
+    } else {
+      std::memcpy(&bytes_[pos_], tmp, n);
+      pos_ += n;
+    }
+    last_ts_ = r.ts;
+    ++now_;
+  }
+
+  void Mount(uint64_t id, const std::string& type, const std::string& mp, const std::string& src) {
+    ctf::Mount m;
+    m.id = id;
+    m.fstype = Str(type);
+    m.mountpoint = Str(mp);
+    m.source = Str(src);
+    Add(m);
+  }
+
+  // stat + open + fstat + read(size) + read(0) + close, with the given latencies.
+  void ReadWholeFile(const std::string& path, uint64_t mount, int fd, uint64_t size, uint64_t open_ns,
+                     uint64_t read_ns) {
+    const uint64_t id = Str(path);
+    ctf::IoStat st;
+    st.api = static_cast<uint64_t>(IoApi::kStat64);
+    st.path = id;
+    st.fd = -1;
+    st.size = size;
+    st.ftype = 8;
+    st.dur = 1000;
+    Add(st);
+    ctf::IoOpen o;
+    o.api = static_cast<uint64_t>(IoApi::kOpen64);
+    o.fd = fd;
+    o.path = id;
+    o.flags = O_RDONLY;
+    o.dur = open_ns;
+    o.mount = mount;
+    Add(o);
+    Advance(open_ns);
+    ctf::IoStat fs;
+    fs.api = static_cast<uint64_t>(IoApi::kFstat64);
+    fs.fd = fd;
+    fs.size = size;
+    fs.ftype = 8;
+    fs.dur = 100;
+    Add(fs);
+    ctf::IoRead r;
+    r.api = static_cast<uint64_t>(IoApi::kRead);
+    r.fd = fd;
+    r.result = static_cast<int64_t>(size);
+    r.dur = read_ns;
+    Add(r);
+    Advance(read_ns);
+    r.result = 0;
+    r.dur = 100;
+    Add(r);
+    ctf::IoClose c;
+    c.api = static_cast<uint64_t>(IoApi::kClose);
+    c.fd = fd;
+    Add(c);
+  }
+
+  ProcessTrace Finish() {
+    ctf::Exit e;
+    Add(e);
+    std::string err;
+    auto t = ParseTrace(bytes_, "inline-" + std::to_string(pid_), &err);
+    EXPECT_TRUE(t.has_value()) << err;
+    return std::move(*t);
+  }
+
+ private:
+  void NewChunk() {
+    chunk_ = bytes_.size();
+    bytes_.resize(bytes_.size() + ctf::kChunkSize);
+    ctf::ChunkHeader ch{};
+    ch.magic = ctf::kChunkMagic;
+    ch.tid = pid_;
+    ch.base_ticks = now_;
+    ch.seq = seq_++;
+    std::memcpy(&bytes_[chunk_], &ch, sizeof(ch));
+    pos_ = chunk_ + sizeof(ch);
+    last_ts_ = now_;
+  }
+
+  uint32_t pid_;
+  std::vector<uint8_t> bytes_;
+  size_t chunk_ = 0, pos_ = 0;
+  uint64_t now_ = 2000, last_ts_ = 0, next_id_ = 1;
+  uint32_t seq_ = 0;
+};
+
+const Json* FileRow(const Json& root, const std::string& path) {
+  for (const Json& f : root["io"]["files"].array()) {
+    if (f["path"].str() == path) return &f;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> FindingIds(const Json& root) {
+  std::vector<std::string> ids;
+  for (const Json& f : root["findings"].array()) ids.push_back(f["id"].str());
+  return ids;
+}
+
+bool Has(const std::vector<std::string>& v, const char* s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+void Mounts(TraceBuilder& b) {
+  b.Mount(1, "ext4", "/", "/dev/vda");
+  b.Mount(2, "nfs4", "/mnt/nfs", "server:/export");
+  b.Mount(3, "9p", "/mnt/host", "hostshare");
+  b.Mount(4, "cifs", "/mnt/smb", "//nas/share");
+  b.Mount(5, "tmpfs", "/dev/shm", "tmpfs");
+}
+
+TEST(IoReport, CountsAndNetworkFindingsForAnNfsDataset) {
+  std::vector<ProcessTrace> traces;
+  TraceBuilder b(100);
+  Mounts(b);
+  // 1,200 JPEG-sized files on NFS, read twice (two epochs), each open taking 2 ms.
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    for (int i = 0; i < 1200; ++i) {
+      b.ReadWholeFile("/mnt/nfs/train/img" + std::to_string(i) + ".jpg", 2, 5, 90000, 2000000, 500000);
+    }
+  }
+  // One local file read once.
+  b.ReadWholeFile("/home/u/labels.csv", 1, 6, 5000, 10000, 5000);
+  traces.push_back(b.Finish());
+  auto report = BuildReport(traces, {});
+  const Json& root = report->root();
+
+  const Json& p = root["processes"].array().at(0)["io"];
+  EXPECT_EQ(p["opens"].as_int(), 2401);
+  EXPECT_EQ(p["reads"].as_int(), 4802);
+  EXPECT_EQ(p["bytes_read"].as_int(), 2 * 1200 * 90000 + 5000);
+
+  const Json* f = FileRow(root, "/mnt/nfs/train/img7.jpg");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ((*f)["fs_type"].str(), "nfs4");
+  EXPECT_EQ((*f)["opens"].as_int(), 2);
+  EXPECT_EQ((*f)["reads"].as_int(), 4);
+  EXPECT_EQ((*f)["bytes_read"].as_int(), 180000);
+  EXPECT_EQ((*f)["read_ns"].as_int(), 2 * (500000 + 100));
+  EXPECT_EQ((*f)["stats"].as_int(), 4);  // a path stat and an fstat per pass
+  EXPECT_EQ((*f)["size"].as_int(), 90000);
+  EXPECT_EQ((*f)["passes"].as_int(), 2);
+  EXPECT_EQ((*f)["reread_bytes"].as_int(), 90000);
+  EXPECT_EQ((*f)["sequential_reads"].as_int(), 2);
+  EXPECT_EQ((*f)["random_reads"].as_int(), 0);
+  const Json* l = FileRow(root, "/home/u/labels.csv");
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ((*l)["fs_type"].str(), "ext4");
+
+  // The directory rollup and the histograms.
+  const Json& dirs = root["io"]["directories"];
+  ASSERT_FALSE(dirs.array().empty());
+  EXPECT_EQ(dirs.array().front()["path"].str(), "/mnt/nfs/train");
+  EXPECT_EQ(dirs.array().front()["files"].as_int(), 1200);
+  EXPECT_EQ(root["io"]["histograms"]["file_sizes"]["10K-100K"].as_int(), 1200);
+  EXPECT_EQ(root["io"]["histograms"]["file_sizes"]["1K-10K"].as_int(), 1);
+  EXPECT_EQ(root["io"]["histograms"]["read_sizes"]["10K-100K"].as_int(), 2400);
+
+  const auto ids = FindingIds(root);
+  EXPECT_TRUE(Has(ids, "io.small-files"));
+  EXPECT_TRUE(Has(ids, "io.network-filesystem"));
+  EXPECT_TRUE(Has(ids, "io.reread"));
+  EXPECT_FALSE(Has(ids, "io.small-reads"));
+  EXPECT_FALSE(Has(ids, "io.metadata-heavy"));
+  EXPECT_FALSE(Has(ids, "io.errors"));
+  for (const Json& fd : root["findings"].array()) {
+    if (fd["id"].str() == "io.small-files") {
+      EXPECT_EQ(fd["evidence"]["count"].as_int(), 1201);  // labels.csv is small too
+      EXPECT_EQ(fd["evidence"]["median_size"].as_int(), 90000);
+      EXPECT_EQ(fd["evidence"]["directories"].array().front()["path"].str(), "/mnt/nfs/train");
+      EXPECT_FALSE(fd["advice"].str().empty());
+    }
+    if (fd["id"].str() == "io.network-filesystem") {
+      EXPECT_EQ(fd["evidence"]["mounts"].array().front()["fs_type"].str(), "nfs4");
+    }
+  }
+}
+
+TEST(IoReport, NineP_AndCifsCountAsSlowStorage) {
+  for (const char* mp : {"/mnt/host", "/mnt/smb"}) {
+    std::vector<ProcessTrace> traces;
+    TraceBuilder b(200);
+    Mounts(b);
+    for (int i = 0; i < 50; ++i) {
+      b.ReadWholeFile(std::string(mp) + "/d/f" + std::to_string(i), std::string(mp) == "/mnt/host" ? 3 : 4,
+                      5, 2 << 20, 3000000, 3000000);
+    }
+    traces.push_back(b.Finish());
+    auto report = BuildReport(traces, {});
+    const auto ids = FindingIds(report->root());
+    EXPECT_TRUE(Has(ids, "io.network-filesystem")) << mp;
+    EXPECT_FALSE(Has(ids, "io.small-files")) << mp;  // 2 MiB files are not small
+  }
+}
+
+TEST(IoReport, LocalDataGivesNoNetworkFinding) {
+  std::vector<ProcessTrace> traces;
+  TraceBuilder b(300);
+  Mounts(b);
+  for (int i = 0; i < 100; ++i) b.ReadWholeFile("/data/f" + std::to_string(i), 1, 5, 4096, 5000, 2000);
+  traces.push_back(b.Finish());
+  auto report = BuildReport(traces, {});
+  EXPECT_TRUE(FindingIds(report->root()).empty());
+}
+
+TEST(IoReport, SmallReadsOnALargeFileAndDescriptorTracking) {
+  std::vector<ProcessTrace> traces;
+  TraceBuilder b(400);
+  Mounts(b);
+  const uint64_t id = b.Str("/data/big.bin");
+  ctf::IoOpen o;
+  o.api = static_cast<uint64_t>(IoApi::kOpen);
+  o.fd = 7;
+  o.path = id;
+  o.mount = 1;
+  o.dur = 1000;
+  b.Add(o);
+  b.Advance(1000);
+  ctf::IoRead r;
+  r.api = static_cast<uint64_t>(IoApi::kRead);
+  r.fd = 7;
+  r.result = 1024;
+  r.dur = 100;
+  for (int i = 0; i < 4096; ++i) b.Add(r);  // 4 MiB in 1 KiB reads
+  // dup shares the position; a seek back makes the next read random.
+  ctf::IoDup d;
+  d.api = static_cast<uint64_t>(IoApi::kDup);
+  d.oldfd = 7;
+  d.newfd = 8;
+  b.Add(d);
+  ctf::IoSeek s;
+  s.api = static_cast<uint64_t>(IoApi::kLseek);
+  s.fd = 8;
+  s.offset = 0;
+  s.whence = 0;
+  s.result = 0;
+  b.Add(s);
+  r.fd = 7;
+  b.Add(r);
+  r.result = 0;
+  ctf::IoReadAt ra;
+  ra.api = static_cast<uint64_t>(IoApi::kPread64);
+  ra.fd = 8;
+  ra.offset = 4 << 20;
+  ra.result = 0;
+  b.Add(ra);  // end of file at 4 MiB
+  ctf::IoClose c;
+  c.api = static_cast<uint64_t>(IoApi::kClose);
+  c.fd = 7;
+  b.Add(c);
+  c.fd = 8;
+  b.Add(c);
+  traces.push_back(b.Finish());
+  auto report = BuildReport(traces, {});
+  const Json& root = report->root();
+  const Json* f = FileRow(root, "/data/big.bin");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ((*f)["reads"].as_int(), 4098);
+  EXPECT_EQ((*f)["bytes_read"].as_int(), 4097 * 1024);
+  EXPECT_EQ((*f)["size"].as_int(), 4 << 20);
+  EXPECT_EQ((*f)["random_reads"].as_int(), 1);
+  EXPECT_EQ((*f)["sequential_reads"].as_int(), 4096);
+  EXPECT_EQ((*f)["consecutive_reads"].as_int(), 4096);
+  EXPECT_EQ((*f)["reread_bytes"].as_int(), 1024);
+  EXPECT_TRUE(Has(FindingIds(root), "io.small-reads"));
+}
+
+TEST(IoReport, MetadataStormAndErrors) {
+  std::vector<ProcessTrace> traces;
+  TraceBuilder b(500);
+  Mounts(b);
+  for (int i = 0; i < 3000; ++i) {
+    ctf::IoStat st;
+    st.api = static_cast<uint64_t>(IoApi::kStat64);
+    st.path = b.Str("/data/imgs/x" + std::to_string(i % 300) + ".png");
+    st.fd = -1;
+    st.result = i % 2 == 0 ? 0 : -ENOENT;
+    st.size = 100;
+    st.ftype = 8;
+    b.Add(st);
+  }
+  for (int i = 0; i < 12; ++i) {
+    ctf::IoOpen o;
+    o.api = static_cast<uint64_t>(IoApi::kOpen64);
+    o.fd = -ENOENT;
+    o.path = b.Str("/data/imgs/missing" + std::to_string(i) + ".png");
+    b.Add(o);
+  }
+  traces.push_back(b.Finish());
+  auto report = BuildReport(traces, {});
+  const auto ids = FindingIds(report->root());
+  EXPECT_TRUE(Has(ids, "io.metadata-heavy"));
+  EXPECT_TRUE(Has(ids, "io.errors"));
+  for (const Json& fd : report->root()["findings"].array()) {
+    if (fd["id"].str() == "io.errors") {
+      EXPECT_EQ(fd["evidence"]["by_errno"]["ENOENT"].as_int(), 12);
+      EXPECT_EQ(fd["evidence"]["paths"].array().size(), 12u);
+    }
+  }
+}
+
+TEST(IoReport, PathNormalization) {
+  using colabtrace::analyzer::io::NormalizePath;
+  EXPECT_EQ(NormalizePath("/a//b/./c/../d"), "/a/b/d");
+  EXPECT_EQ(NormalizePath("/../x"), "/x");
+  EXPECT_EQ(NormalizePath("a/../../b"), "../b");
+  EXPECT_EQ(NormalizePath("/"), "/");
+  EXPECT_EQ(NormalizePath(""), ".");
+}
+
+TEST(IoReport, SizeBinsAreDarshans) {
+  using colabtrace::analyzer::io::SizeBin;
+  EXPECT_EQ(SizeBin(0), 0);
+  EXPECT_EQ(SizeBin(100), 0);
+  EXPECT_EQ(SizeBin(101), 1);
+  EXPECT_EQ(SizeBin(1024), 1);
+  EXPECT_EQ(SizeBin(1025), 2);
+  EXPECT_EQ(SizeBin(4096), 2);
+  EXPECT_EQ(SizeBin(1 << 20), 4);
+  EXPECT_EQ(SizeBin((1 << 20) + 1), 5);
+  EXPECT_EQ(SizeBin(1ull << 30), 8);
+  EXPECT_EQ(SizeBin((1ull << 30) + 1), 9);
+}
+
+}  // namespace

@@ -1,0 +1,137 @@
+"""Real CPython under the shim: exact per-file opens/reads/bytes for a stat-open-read
+loop, directory scans from os.walk and glob, and a multiprocessing fork pool whose
+workers' reads are charged to the workers."""
+import json
+import os
+import unittest
+
+from ctharness import SYSTEM_PYTHON, TempDirTest, by_pid, report, run_traced
+from iotest import API, file_rows, io_records, make_files
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def py(name):
+    return os.path.join(HERE, "py", name)
+
+
+class PythonIoTest(TempDirTest):
+    def test_stat_open_read_loop_exact_counts(self):
+        data = os.path.join(self.tmp, "data")
+        sizes = [0, 1, 4095, 4096, 4097, 100000]
+        for i, n in enumerate(sizes):
+            with open(os.path.join(data if os.path.isdir(data) else (os.makedirs(data) or data), f"s{i}"), "wb") as f:
+                f.write(b"a" * n)
+        make_files(data, 200, 4096)
+        passes, chunk = 3, 1000
+        run = run_traced([SYSTEM_PYTHON, py("small_files.py"), data, str(passes), str(chunk)],
+                         out_dir=os.path.join(self.tmp, "out"))
+        self.assertEqual(run.returncode, 0, run.stderr)
+        out = json.loads(run.stdout)
+        self.assertEqual(len(run.traces), 1)
+        rep = report(*run.traces)
+        rows = file_rows(rep, data + "/")
+        files = sorted(os.path.join(data, n) for n in os.listdir(data))
+        self.assertEqual(sorted(rows), files)
+        total_bytes = 0
+        for p in files:
+            size = os.path.getsize(p)
+            row = rows[p]
+            raw = -(-size // chunk) + 1  # os.read until it returns b""
+            # builtin open().read(): one read of the whole file and one at EOF (an empty
+            # file: just the EOF read), per pass; plus the os.read loop.
+            builtin = 2 if size else 1
+            self.assertEqual(row["opens"], passes + 1, p)
+            self.assertEqual(row["reads"], passes * builtin + raw, p)
+            self.assertEqual(row["bytes_read"], (passes + 1) * size, p)
+            self.assertGreaterEqual(row["stats"], passes, p)  # os.stat per pass (+ fstat)
+            self.assertEqual(row["size"], size, p)
+            self.assertEqual(row["passes"], passes + 1 if size else 0, p)
+            self.assertEqual(row["random_reads"], 0, p)
+            self.assertGreater(row["read_ns"], 0, p)
+            total_bytes += (passes + 1) * size
+        self.assertEqual(total_bytes, out["bytes"])
+        # The process totals include these reads (and the interpreter's own).
+        p = rep["processes"][0]["io"]
+        self.assertGreaterEqual(p["opens"], len(files) * (passes + 1))
+        self.assertGreaterEqual(p["bytes_read"], total_bytes)
+        # The path stats: exactly one stat64 per file per pass.
+        recs = io_records(run.traces[0])
+        stats = [r for r in recs if r["rec"] == "io_stat" and r.get("path", "").startswith(data + "/")
+                 and r["api"] == str(API["stat64"])]
+        self.assertEqual(len(stats), len(files) * passes)
+
+    def test_colabtrace_io_0_records_no_file_io(self):
+        data = os.path.join(self.tmp, "data")
+        make_files(data, 10, 100)
+        run = run_traced([SYSTEM_PYTHON, py("small_files.py"), data, "1", "100"],
+                         env={"COLABTRACE_IO": "0"}, out_dir=os.path.join(self.tmp, "out"))
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(len(run.traces), 1)
+        self.assertEqual(io_records(run.traces[0]), [])
+        rep = report(*run.traces)
+        self.assertEqual(rep["processes"][0]["io"]["opens"], 0)
+        self.assertEqual(rep["io"]["files"], [])
+
+    def test_walk_and_glob_are_directory_scans(self):
+        root = os.path.join(self.tmp, "tree")
+        for d in ("a", "b", "c"):
+            make_files(os.path.join(root, d), 20, 10)
+        os.makedirs(os.path.join(root, "a", "deeper"))
+        run = run_traced([SYSTEM_PYTHON, py("scans.py"), root], out_dir=os.path.join(self.tmp, "out"))
+        self.assertEqual(run.returncode, 0, run.stderr)
+        out = json.loads(run.stdout)
+        self.assertEqual(out["glob"], 60)
+        recs = io_records(run.traces[0])
+        opendirs = [r for r in recs if r["rec"] == "io_dir" and r["api"] == str(API["opendir"])]
+        scanned = {}
+        for r in opendirs:
+            scanned[r["path"]] = scanned.get(r["path"], 0) + 1
+        # os.walk opens every directory once; glob scans root and each of a, b, c again.
+        self.assertEqual(scanned[root], 2)
+        for d in ("a", "b", "c"):
+            self.assertEqual(scanned[os.path.join(root, d)], 2, d)
+        self.assertEqual(scanned[os.path.join(root, "a", "deeper")], 1)
+        # Each scan is one summary record with the entries readdir returned (. and ..
+        # included), not one record per entry.
+        summaries = [r for r in recs if r["rec"] == "io_dir" and r["api"] == str(API["readdir64"])]
+        self.assertEqual(len(summaries), len(opendirs))
+        rep = report(*run.traces)
+        rows = file_rows(rep, root)
+        self.assertEqual(rows[root]["kind"], "directory")
+        self.assertEqual(rows[root]["dir_scans"], 2)
+        self.assertEqual(rows[root]["dir_entries"], 2 * (3 + 2))
+        self.assertEqual(rows[os.path.join(root, "a")]["dir_entries"], 2 * (20 + 1 + 2))
+
+    def test_fork_pool_workers_own_their_reads(self):
+        data = os.path.join(self.tmp, "data")
+        files = make_files(data, 60, 3000)
+        run = run_traced([SYSTEM_PYTHON, py("pool.py"), data], out_dir=os.path.join(self.tmp, "out"))
+        self.assertEqual(run.returncode, 0, run.stderr)
+        got = {int(k): v for k, v in json.loads(run.stdout).items()}
+        rep = report(*run.traces)
+        procs = by_pid(rep)
+        self.assertEqual(sum(len(v) for v in got.values()), len(files))
+        main = [p for p in rep["processes"] if p["pid"] not in got]
+        for pid, paths in got.items():
+            self.assertIn(pid, procs)
+            io = procs[pid]["io"]
+            # multiprocessing also points each worker's stdin at /dev/null: one open.
+            self.assertEqual(io["opens"], len(paths) + 1, pid)
+            self.assertEqual(io["reads"], 2 * len(paths), pid)
+            self.assertEqual(io["bytes_read"], 3000 * len(paths), pid)
+        rows = file_rows(rep, data + "/")
+        for pid, paths in got.items():
+            for p in paths:
+                self.assertEqual(rows[p]["pids"], [pid], p)
+                self.assertEqual(rows[p]["opens"], 1)
+                self.assertEqual(rows[p]["reads"], 2)
+        devnull = file_rows(rep, "/dev/null")["/dev/null"]
+        self.assertTrue(set(got) <= set(devnull["pids"]))
+        # The parent read none of them.
+        for p in main:
+            self.assertFalse(any(p["pid"] in r["pids"] for r in rows.values()))
+
+
+if __name__ == "__main__":
+    unittest.main()
