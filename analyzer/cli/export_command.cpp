@@ -1,0 +1,111 @@
+// colabtrace export: traces as Chrome/Perfetto trace-event JSON.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+#include "cli/command.h"
+#include "tools/flag_reader.h"
+#include "tools/trace_event_export.h"
+
+namespace colabtrace::cli {
+namespace {
+
+using analyzer::FlagReader;
+
+class ExportCommand final : public Command {
+ public:
+  std::string_view name() const override { return "export"; }
+  std::string_view summary() const override {
+    return "convert traces to Chrome/Perfetto trace-event JSON (ui.perfetto.dev)";
+  }
+  std::string usage() const override {
+    return "Usage: colabtrace export [--format perfetto] -o FILE TRACE|DIR...\n\n"
+           "Writes traces (files, or directories of *.ctrace) as Chrome trace-event JSON,\n"
+           "which ui.perfetto.dev and chrome://tracing open:\n"
+           "  - a track per process (named by its command line) and per thread;\n"
+           "  - a slice per call with a duration: file I/O, GPU allocations and frees, ...;\n"
+           "  - instants for fork, spawn, exec, exit, fatal signals, library loads, and\n"
+           "    'killed' where a trace ends with no exit record;\n"
+           "  - counters for RSS, cgroup memory.current and live GPU bytes per device;\n"
+           "  - every record field in the event's args, strings resolved.\n"
+           "Times are relative to the earliest trace start. Partial and killed traces export\n"
+           "what could be read.\n\n"
+           "Options:\n"
+           "  --format perfetto   the output format (the only one, and the default)\n"
+           "  -o, --output FILE   where to write, '-' for stdout (required)\n"
+           "  -h, --help          show this help\n\n"
+           "Exit codes: 0 written, 2 usage error or an input that cannot be read (readable\n"
+           "inputs are still exported).\n";
+  }
+
+  int Run(const std::vector<std::string>& args) override {
+    std::optional<std::string> output;
+    std::vector<std::string> inputs;
+    FlagReader r(args);
+    while (r.Next()) {
+      if (r.positional()) {
+        inputs.push_back(r.arg());
+      } else if (r.Is("--format")) {
+        auto v = r.Value();
+        if (!v || *v != "perfetto") {
+          return UsageError(name(), "--format takes perfetto (Chrome trace-event JSON, the only "
+                                    "export format)");
+        }
+      } else if (r.Is("--output", "-o")) {
+        output = r.Value();
+        if (!output || output->empty()) return UsageError(name(), "-o needs a file name ('-' for stdout)");
+      } else {
+        return UsageError(name(), "unknown option '" + r.arg() + "'");
+      }
+    }
+    if (!output) return UsageError(name(), "-o FILE is required ('-' for stdout)");
+    if (inputs.empty()) return UsageError(name(), "no trace or directory given");
+
+    analyzer::TraceSet set = analyzer::LoadTraces(inputs);
+    for (const auto& e : set.errors) std::cerr << "colabtrace export: " << e << "\n";
+    if (set.traces.empty()) {
+      std::cerr << "colabtrace export: no readable trace\n";
+      return kExitUsage;
+    }
+    for (const auto& t : set.traces) {
+      for (const auto& w : t.warnings) std::cerr << "colabtrace export: warning: " << w << "\n";
+    }
+
+    const bool to_stdout = *output == "-";
+    // A file appears complete or not at all: write beside it, then rename.
+    const std::string tmp = to_stdout ? "" : *output + ".tmp." + std::to_string(getpid());
+    std::FILE* out = to_stdout ? stdout : std::fopen(tmp.c_str(), "wb");
+    if (out == nullptr) {
+      std::cerr << "colabtrace export: cannot write " << *output << ": " << std::strerror(errno) << "\n";
+      return kExitUsage;
+    }
+    analyzer::TraceEventCounts counts;
+    bool ok = analyzer::ExportTraceEvents(
+        set.traces,
+        [out](std::string_view s) { return std::fwrite(s.data(), 1, s.size(), out) == s.size(); },
+        &counts);
+    ok = (to_stdout ? std::fflush(out) == 0 : std::fclose(out) == 0) && ok;
+    if (ok && !to_stdout && std::rename(tmp.c_str(), output->c_str()) != 0) ok = false;
+    if (!ok) {
+      std::cerr << "colabtrace export: cannot write " << *output << ": " << std::strerror(errno) << "\n";
+      if (!to_stdout) std::remove(tmp.c_str());
+      return kExitUsage;
+    }
+    if (!to_stdout) {
+      std::cerr << "colabtrace export: " << set.traces.size() << " process"
+                << (set.traces.size() == 1 ? "" : "es") << ", " << counts.complete << " slices, "
+                << counts.instant << " instants, " << counts.counter << " counter values -> "
+                << *output << " (open it in ui.perfetto.dev)\n";
+    }
+    return set.errors.empty() ? kExitOk : kExitUsage;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Command> MakeExportCommand() { return std::make_unique<ExportCommand>(); }
+
+}  // namespace colabtrace::cli

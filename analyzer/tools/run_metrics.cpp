@@ -1,0 +1,211 @@
+#include "tools/run_metrics.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <regex>
+
+namespace colabtrace::analyzer {
+namespace {
+
+std::string_view Basename(std::string_view path) {
+  while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// Programs whose first non-option argument names the real job.
+bool IsInterpreter(std::string_view exe) {
+  static const std::regex kInterpreters(
+      "(python|pypy)[0-9.]*m?(-dbg)?|(ba|da|z|k|mk|c|tc)?sh|node(js)?|perl[0-9.]*|ruby[0-9.]*|"
+      "Rscript|julia|lua[0-9.]*|php[0-9.]*");
+  return std::regex_match(exe.begin(), exe.end(), kInterpreters);
+}
+
+// Options of python and the shells that take a separate argument.
+bool OptionTakesValue(std::string_view opt) {
+  return opt == "-W" || opt == "-X" || opt == "-Q" || opt == "--check-hash-based-pycs" ||
+         opt == "-o" || opt == "-r" || opt == "--require";
+}
+
+// "from multiprocessing.spawn import spawn_main; ..." -> "multiprocessing.spawn".
+std::string LauncherModule(std::string_view code) {
+  static const std::regex kFrom("^\\s*from\\s+([A-Za-z_][A-Za-z0-9_.]*)\\s+import\\b");
+  std::match_results<std::string_view::const_iterator> m;
+  if (std::regex_search(code.begin(), code.end(), m, kFrom)) return m[1].str();
+  return {};
+}
+
+std::string InterpreterJob(const std::vector<std::string>& argv) {
+  for (size_t i = 1; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "-m" && i + 1 < argv.size()) return "-m " + argv[i + 1];
+    if (a.starts_with("-m") && a.size() > 2) return "-m " + a.substr(2);
+    if (a == "-c" || a == "-e") {  // inline code: python and shells -c; node, perl, ruby -e
+      const std::string module = i + 1 < argv.size() ? LauncherModule(argv[i + 1]) : "";
+      return module.empty() ? a : a + " " + module;
+    }
+    if (a == "--") return i + 1 < argv.size() ? std::string(Basename(argv[i + 1])) : "";
+    if (a.starts_with("-") && a != "-") {
+      if (OptionTakesValue(a)) ++i;  // "-W ignore": the value is not the script
+      continue;
+    }
+    return std::string(Basename(a));
+  }
+  return {};
+}
+
+uint64_t Unsigned(const Json& v) {
+  if (!v.is_number()) return 0;
+  const double d = v.number();
+  if (d <= 0) return 0;
+  const int64_t i = v.as_int();  // exact for integers up to INT64_MAX
+  if (i >= 0) return static_cast<uint64_t>(i);
+  return d >= 18446744073709551615.0 ? UINT64_MAX : static_cast<uint64_t>(d);
+}
+
+// The value of metric `index` for one processes[] entry.
+uint64_t ProcessMetric(const Json& p, size_t index) {
+  const std::string_view name = kMetrics[index].name;
+  if (name == "processes") return 1;
+  if (const size_t dot = name.find('.'); dot != std::string_view::npos) {
+    return Unsigned(p[name.substr(0, dot)][name.substr(dot + 1)]);
+  }
+  return Unsigned(p[name]);
+}
+
+void Merge(MetricValues& into, const MetricValues& v) {
+  for (size_t i = 0; i < kMetricCount; ++i) {
+    into[i] = kMetrics[i].merge == MetricMerge::kSum ? into[i] + v[i] : std::max(into[i], v[i]);
+  }
+}
+
+}  // namespace
+
+std::optional<size_t> FindMetric(std::string_view name) {
+  for (size_t i = 0; i < kMetricCount; ++i) {
+    if (kMetrics[i].name == name) return i;
+  }
+  return std::nullopt;
+}
+
+const RoleMetrics* RunMetrics::FindRole(std::string_view role) const {
+  for (const auto& r : roles) {
+    if (r.role == role) return &r;
+  }
+  return nullptr;
+}
+
+const FindingPresence* RunMetrics::FindFinding(std::string_view id) const {
+  for (const auto& f : findings) {
+    if (f.id == id) return &f;
+  }
+  return nullptr;
+}
+
+std::string ProcessRole(const Json& process) {
+  std::vector<std::string> argv;
+  if (const Json* a = process.Find("argv"); a && a->is_array()) {
+    for (const Json& s : a->array()) argv.push_back(s.is_string() ? s.str() : std::string());
+  }
+  std::string exe;
+  if (const Json* e = process.Find("exe"); e && e->is_string()) exe = std::string(Basename(e->str()));
+  if (exe.empty() && !argv.empty()) exe = std::string(Basename(argv[0]));
+  if (exe.empty()) exe = "unknown";
+  std::string role = exe;
+  if (IsInterpreter(exe)) {
+    const std::string job = InterpreterJob(argv);
+    if (!job.empty()) role += " " + job;
+  }
+  // A fork child that never exec'd runs its parent's program: say so.
+  const Json* origin = process.Find("origin");
+  const Json* images = process.Find("images");
+  const bool execd = images && images->is_array() && images->array().size() > 1;
+  if (origin && origin->is_string() && origin->str() == "fork" && !execd) role += " (fork)";
+  return role;
+}
+
+RunMetrics MeasureRun(const ReportBuilder& report) {
+  RunMetrics run;
+  run.total.role = "total";
+  const Json& root = const_cast<ReportBuilder&>(report).root();
+  std::map<std::string, RoleMetrics> roles;
+  if (const Json* procs = root.Find("processes"); procs && procs->is_array()) {
+    for (const Json& p : procs->array()) {
+      MetricValues v{};
+      for (size_t i = 0; i < kMetricCount; ++i) v[i] = ProcessMetric(p, i);
+      const int64_t pid = p["pid"].as_int();
+      RoleMetrics& r = roles[ProcessRole(p)];
+      Merge(r.values, v);
+      r.pids.push_back(pid);
+      Merge(run.total.values, v);
+      run.total.pids.push_back(pid);
+    }
+  }
+  for (auto& [name, r] : roles) {
+    r.role = name;
+    run.roles.push_back(std::move(r));
+  }
+  // The run's wall time is its span, not its longest process.
+  const auto& traces = report.traces();
+  if (!traces.empty()) {
+    uint64_t first = UINT64_MAX, last = 0;
+    for (const auto& t : traces) {
+      first = std::min(first, t.start_ns());
+      last = std::max(last, t.end_ns());
+    }
+    run.total.values[*FindMetric("duration_ns")] = last > first ? last - first : 0;
+  }
+  // Whole-run GPU figures come from the GPU analysis's totals when it wrote them (its
+  // peak is the peak of the sum over processes, not the largest single peak).
+  if (const Json* gpu = root.Find("gpu"); gpu && gpu->is_object()) {
+    for (size_t i = 0; i < kMetricCount; ++i) {
+      const std::string_view name = kMetrics[i].name;
+      if (!name.starts_with("gpu.")) continue;
+      if (const Json* v = gpu->Find(name.substr(4)); v && v->is_number()) run.total.values[i] = Unsigned(*v);
+    }
+  }
+  std::map<std::string, FindingPresence> findings;
+  if (const Json* fs = root.Find("findings"); fs && fs->is_array()) {
+    for (const Json& f : fs->array()) {
+      if (!f["id"].is_string()) continue;
+      FindingPresence& fp = findings[f["id"].str()];
+      const Severity sev = f["severity"].is_string()
+                               ? ParseSeverity(f["severity"].str()).value_or(Severity::kInfo)
+                               : Severity::kInfo;
+      if (fp.count == 0) {
+        fp.id = f["id"].str();
+        fp.severity = sev;
+        fp.summary = f["summary"].is_string() ? f["summary"].str() : std::string();
+      }
+      fp.severity = std::max(fp.severity, sev);
+      ++fp.count;
+      if (const int64_t pid = f["pid"].as_int(); pid != 0) fp.pids.push_back(pid);
+    }
+  }
+  for (auto& [id, f] : findings) run.findings.push_back(std::move(f));
+  run.warnings = report.warnings();
+  return run;
+}
+
+std::optional<RunMetrics> MeasureInputs(const std::vector<std::string>& inputs,
+                                        const ReportOptions& options,
+                                        std::vector<std::string>* errors) {
+  const bool progress = isatty(2);
+  if (progress) std::fputs("colabtrace: reading traces...\r", stderr);
+  TraceSet set = LoadTraces(inputs);
+  if (progress) std::fputs("                              \r", stderr);
+  if (!set.errors.empty() || set.traces.empty()) {
+    *errors = std::move(set.errors);
+    if (errors->empty()) errors->push_back("no readable trace");
+    return std::nullopt;
+  }
+  auto report = BuildReport(set.traces, options);
+  return MeasureRun(*report);
+}
+
+std::string FormatMetric(uint64_t v) { return std::to_string(v); }
+
+}  // namespace colabtrace::analyzer
