@@ -1,0 +1,205 @@
+#include "abi/library_inventory.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+
+namespace colabtrace::analyzer::abi {
+namespace {
+
+using format::LibApi;
+
+bool IsCall(uint64_t api) {
+  return api == static_cast<uint64_t>(LibApi::kDlopen) ||
+         api == static_cast<uint64_t>(LibApi::kDlmopen);
+}
+
+LibApi ApiOf(uint64_t api) {
+  return api <= static_cast<uint64_t>(LibApi::kDiscovered) ? static_cast<LibApi>(api)
+                                                           : LibApi::kDiscovered;
+}
+
+void FillFromRecord(const ProcessTrace& t, const Event<format::LibLoad>& r, LoadedLibrary& o) {
+  o.path = std::string(t.Str(r.path));
+  o.soname = std::string(t.Str(r.soname));
+  o.requested = std::string(t.Str(r.requested));
+  o.loaded_by = std::string(t.Str(r.requester));
+  o.api = ApiOf(r.api);
+  o.flags = r.flags;
+  o.nsid = r.nsid;
+  o.base = r.base;
+  o.build_id = HexBytes(r.build_id);
+  o.identity = {r.dev, r.ino, r.size, r.mtime_ns};
+  o.loaded_ns = r.ts;
+  o.caller = r.caller;
+  o.stack = r.stack;
+  o.is_vdso = o.path.find('/') == std::string::npos && o.path.starts_with("linux-");
+}
+
+// Takes the call's facts for an object another thread's sync wrote as "discovered".
+void AdoptCall(const ProcessTrace& t, const Event<format::LibLoad>& call, LoadedLibrary& o) {
+  o.api = ApiOf(call.api);
+  o.requested = std::string(t.Str(call.requested));
+  o.loaded_by = std::string(t.Str(call.requester));
+  o.flags = call.flags;
+  o.caller = call.caller;
+  o.stack = call.stack;
+}
+
+}  // namespace
+
+std::string HexBytes(const format::Bytes& b) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string s;
+  s.reserve(b.size * 2);
+  for (uint32_t i = 0; i < b.size && b.data != nullptr; ++i) {
+    s += kHex[b.data[i] >> 4];
+    s += kHex[b.data[i] & 15];
+  }
+  return s;
+}
+
+std::string LibraryStem(std::string_view name) {
+  if (const size_t slash = name.rfind('/'); slash != std::string_view::npos) {
+    name = name.substr(slash + 1);
+  }
+  if (name.starts_with("lib")) name.remove_prefix(3);
+  for (size_t at = name.find(".so"); at != std::string_view::npos; at = name.find(".so", at + 1)) {
+    if (at + 3 == name.size() || name[at + 3] == '.') {
+      name = name.substr(0, at);
+      break;
+    }
+  }
+  if (name.ends_with(".alt")) name.remove_suffix(4);
+  if (name.size() > 9 && name[name.size() - 9] == '-' &&
+      std::all_of(name.end() - 8, name.end(),
+                  [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; })) {
+    name.remove_suffix(9);
+  }
+  return std::string(name);
+}
+
+std::string DlopenFlagNames(int64_t flags) {
+  std::string s;
+  auto add = [&s](const char* n) {
+    if (!s.empty()) s += '|';
+    s += n;
+  };
+  switch (flags & RTLD_BINDING_MASK) {
+    case RTLD_LAZY: add("RTLD_LAZY"); break;
+    case RTLD_NOW: add("RTLD_NOW"); break;
+    default: break;
+  }
+  if (flags & RTLD_GLOBAL) add("RTLD_GLOBAL");
+  if (flags & RTLD_NOLOAD) add("RTLD_NOLOAD");
+  if (flags & RTLD_NODELETE) add("RTLD_NODELETE");
+  if (flags & RTLD_DEEPBIND) add("RTLD_DEEPBIND");
+  if (s.empty()) s = "0";
+  return s;
+}
+
+std::string_view LibApiName(LibApi api) {
+  switch (api) {
+    case LibApi::kStartup: return "startup";
+    case LibApi::kDlopen: return "dlopen";
+    case LibApi::kDlmopen: return "dlmopen";
+    case LibApi::kDependency: return "dependency";
+    case LibApi::kDiscovered: return "discovered";
+  }
+  return "discovered";
+}
+
+LibraryInventory LibraryInventory::Of(const ProcessTrace& t) {
+  LibraryInventory inv;
+  const auto& loads = t.records.LibLoad;
+  const auto& unloads = t.records.LibUnload;
+  const auto& checks = t.records.LibCheck;
+  std::map<uint64_t, size_t> live;  // base -> objects index
+  std::map<uint64_t, const Event<format::LibLoad>*> pending_calls;  // base -> call
+  size_t li = 0, ui = 0, ci = 0;
+  bool first_object = true;
+  // Three-way merge by time; at equal times loads come first, then checks, then unloads.
+  while (li < loads.size() || ui < unloads.size() || ci < checks.size()) {
+    const uint64_t tl = li < loads.size() ? loads[li].ts : UINT64_MAX;
+    const uint64_t tu = ui < unloads.size() ? unloads[ui].ts : UINT64_MAX;
+    const uint64_t tc = ci < checks.size() ? checks[ci].ts : UINT64_MAX;
+    if (tl <= tu && tl <= tc && li < loads.size()) {
+      const auto& r = loads[li++];
+      if (IsCall(r.api) && r.ok == 0) {
+        FailedLoad f;
+        f.api = ApiOf(r.api);
+        f.requested = std::string(t.Str(r.requested));
+        f.requester = std::string(t.Str(r.requester));
+        f.error = std::string(t.Str(r.error));
+        f.flags = r.flags;
+        f.nsid = r.nsid;
+        f.ts = r.ts;
+        f.stack = r.stack;
+        inv.failures.push_back(std::move(f));
+        continue;
+      }
+      if (r.fresh == 0) {
+        if (!IsCall(r.api)) continue;  // an object record is always fresh
+        auto it = live.find(r.base);
+        if (it == live.end()) {
+          pending_calls[r.base] = &r;
+        } else if (inv.objects[it->second].api == LibApi::kDiscovered) {
+          AdoptCall(t, r, inv.objects[it->second]);
+        }
+        continue;
+      }
+      LoadedLibrary o;
+      FillFromRecord(t, r, o);
+      // The first object written at start is the executable.
+      o.is_executable = first_object && o.api == LibApi::kStartup;
+      first_object = false;
+      if (auto pc = pending_calls.find(r.base); pc != pending_calls.end()) {
+        if (o.api == LibApi::kDiscovered) AdoptCall(t, *pc->second, o);
+        pending_calls.erase(pc);
+      }
+      live[r.base] = inv.objects.size();
+      inv.objects.push_back(std::move(o));
+    } else if (tc <= tu && ci < checks.size()) {
+      const auto& c = checks[ci++];
+      auto it = live.find(c.base);
+      if (it == live.end()) continue;
+      IdentityChange ch;
+      ch.ts = c.ts;
+      ch.now = {c.dev, c.ino, c.size, c.mtime_ns};
+      ch.err = c.err;
+      ch.when = c.when;
+      inv.objects[it->second].changes.push_back(ch);
+    } else {
+      const auto& u = unloads[ui++];
+      if (u.api == static_cast<uint64_t>(format::LibUnloadApi::kDlclose)) {
+        ++inv.dlclose_calls;
+        continue;
+      }
+      auto it = live.find(u.base);
+      if (it == live.end()) continue;
+      inv.objects[it->second].unloaded_ns = u.ts;
+      live.erase(it);
+    }
+  }
+  // RTLD_DEEPBIND reaches the dependencies a deep-bound load brought in with it (their
+  // records may precede the call's: the shim writes the call last).
+  for (LoadedLibrary& o : inv.objects) o.deepbind = (o.flags & RTLD_DEEPBIND) != 0;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (LoadedLibrary& o : inv.objects) {
+      if (o.deepbind || o.api != LibApi::kDependency) continue;
+      for (const LoadedLibrary& p : inv.objects) {
+        if (p.deepbind && p.path == o.loaded_by && (!p.unloaded_ns || *p.unloaded_ns >= o.loaded_ns)) {
+          o.deepbind = true;
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
+  return inv;
+}
+
+}  // namespace colabtrace::analyzer::abi

@@ -1,0 +1,1 @@
+const char* ct_dep_name(void) { return "dep from origin/deps"; }

@@ -1,0 +1,1 @@
+const char* ct_localdep_name(void) { return "localdep"; }
