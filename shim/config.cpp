@@ -109,9 +109,8 @@ void LoadConfig() {
 }
 
 void NoteConfigErrors() {
+  // Runs inside BeginTrace's ShimScope: a nested scope would never be entered.
   for (int i = 0; i < g_error_count; ++i) {
-    ShimScope scope;
-    if (!scope.entered()) return;
     format::ShimNote note;
     note.ts = Ticks();
     note.code = static_cast<uint64_t>(format::ShimNoteCode::kBadEnvValue);

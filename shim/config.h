@@ -24,7 +24,8 @@ inline constexpr int kMaxStackDepth = 128;
 // Parses the environment into g_config. Bad values are collected for NoteConfigErrors.
 void LoadConfig();
 
-// Writes the bad-value messages collected by LoadConfig as ShimNote records.
+// Writes the bad-value messages collected by LoadConfig as ShimNote records. Call inside
+// a ShimScope that entered().
 void NoteConfigErrors();
 
 // Prints "colabtrace: <msg>\n" on stderr when COLABTRACE_VERBOSE=1 (or force is set).

@@ -21,6 +21,7 @@ void LibsModuleStart(StartKind) __attribute__((weak, visibility("hidden")));
 void CuptiModuleStart(StartKind) __attribute__((weak, visibility("hidden")));
 // Called once at a clean end (exit, _exit, return from main) before the trace closes.
 void GpuModuleFinish() __attribute__((weak, visibility("hidden")));
+void LibsModuleFinish() __attribute__((weak, visibility("hidden")));
 void CuptiModuleFinish() __attribute__((weak, visibility("hidden")));
 
 // Symbol interposition for dynamically looked-up entry points. The dlsym/dlvsym hooks
@@ -32,7 +33,9 @@ void* GpuInterposeSymbol(const char* name, void* real) __attribute__((weak, visi
 
 // Emits Module records for objects loaded since the last call (and at the first call,
 // for all of them). Cheap when nothing changed: it compares dl_iterate_phdr's load and
-// unload counters. Call inside a ShimScope.
+// unload counters. Bases of unloaded objects are forgotten, so an object loaded later
+// at a reused base gets its own record. Call inside a ShimScope; not reentrant (the
+// libraries module calls it under its own lock).
 void SyncModuleMap();
 
 // Captures up to max return addresses of the calling thread, innermost first, skipping

@@ -28,8 +28,6 @@ void* colabtrace_real_vfork = nullptr;
 
 namespace colabtrace::shim {
 
-bool g_ticks_are_tsc = false;
-
 namespace {
 
 using format::ExitHow;
@@ -41,7 +39,6 @@ int g_argc = 0;
 char** g_argv = nullptr;
 pthread_t g_sampler;
 bool g_sampler_running = false;
-uint64_t g_calib_ticks = 0, g_calib_ns = 0;  // tick-rate estimate (InitTicks)
 char g_cgroup_dir[512];  // e.g. /sys/fs/cgroup/<path> (v2) or .../memory/<path> (v1)
 bool g_cgroup_v2 = false;
 
@@ -526,14 +523,19 @@ constexpr int kMaxExeclArgs = 4096;
 namespace {
 constexpr int kMaxModules = 4096;
 uint64_t g_module_bases[kMaxModules];
+bool g_module_seen[kMaxModules];  // present in the current dl_iterate_phdr walk
 int g_module_count = 0;
 unsigned long long g_seen_adds = ~0ull, g_seen_subs = ~0ull;
 
 int EmitNewModule(struct dl_phdr_info* info, size_t size, void*) {
   const uint64_t base = info->dlpi_addr;
   for (int i = 0; i < g_module_count; ++i) {
-    if (g_module_bases[i] == base) return 0;
+    if (g_module_bases[i] == base) {
+      g_module_seen[i] = true;
+      return 0;
+    }
   }
+  if (g_module_count < kMaxModules) g_module_seen[g_module_count] = true;
   if (g_module_count < kMaxModules) g_module_bases[g_module_count++] = base;
   format::Module m;
   m.ts = Now();
@@ -588,50 +590,30 @@ void SyncModuleMap() {
       },
       &c);
   if (c.adds == g_seen_adds && c.subs == g_seen_subs) return;
+  const bool unloaded = c.subs != g_seen_subs && g_seen_subs != ~0ull;
   g_seen_adds = c.adds;
   g_seen_subs = c.subs;
+  for (int i = 0; i < g_module_count; ++i) g_module_seen[i] = false;
   dl_iterate_phdr(EmitNewModule, nullptr);
-}
-
-uint64_t InitTicks() {
-  char buf[8192];
-  bool constant = false, nonstop = false;
-#if defined(__x86_64__)
-  if (raw::ReadSmallFile("/proc/cpuinfo", buf, sizeof(buf)) > 0) {
-    if (const char* flags = FindLine(buf, "flags")) {
-      const char* eol = std::strchr(flags, '\n');
-      const size_t len = eol ? static_cast<size_t>(eol - flags) : std::strlen(flags);
-      const std::string_view f(flags, len);
-      constant = f.find(" constant_tsc") != std::string_view::npos;
-      nonstop = f.find(" nonstop_tsc") != std::string_view::npos;
-    }
+  if (!unloaded) return;
+  // Forget bases that are gone, keeping the array compact.
+  int kept = 0;
+  for (int i = 0; i < g_module_count; ++i) {
+    if (!g_module_seen[i]) continue;
+    g_module_bases[kept] = g_module_bases[i];
+    g_module_seen[kept++] = true;
   }
-#endif
-  (void)buf;
-  g_ticks_are_tsc = constant && nonstop;
-  if (!g_ticks_are_tsc) return 1000000000ull;
-  // A rough first estimate from the time since this process started; Clock records
-  // (at start, with every sample and at exit) give the analyzer the exact fit, and
-  // RefineTickRate() improves the header's figure once start-up is done.
-  g_calib_ticks = Ticks();
-  g_calib_ns = MonotonicNs();
-  return 0;
-}
-
-void RefineTickRate() {
-  format::FileHeader* h = g_trace.header();
-  if (h == nullptr || !g_ticks_are_tsc || g_calib_ns == 0) return;
-  const uint64_t t = Ticks(), n = MonotonicNs();
-  if (n > g_calib_ns + 10000 && t > g_calib_ticks) {
-    h->ticks_per_sec_hint = static_cast<uint64_t>(static_cast<long double>(t - g_calib_ticks) *
-                                                  1e9L / static_cast<long double>(n - g_calib_ns));
-  }
+  g_module_count = kept;
 }
 
 void RecordExit(int64_t code, ExitHow how, bool finish) {
+  // A vfork child (e.g. _exit(127) after a failed exec) shares its parent's memory: it
+  // must neither write the parent's exit record nor close the parent's trace.
+  if (InVforkChild()) return;
   if (g_recording && __atomic_exchange_n(&g_exit_recorded, 1, __ATOMIC_ACQ_REL) == 0) {
     ShimScope scope;
     if (GpuModuleFinish) GpuModuleFinish();
+    if (LibsModuleFinish) LibsModuleFinish();
     if (CuptiModuleFinish) CuptiModuleFinish();
     TakeSample();
     format::Exit e;
@@ -659,8 +641,11 @@ __attribute__((constructor(101))) void ShimInit(int argc, char** argv, char** en
     std::strncpy(g_shim_path, self.dli_fname, sizeof(g_shim_path) - 1);
   }
   FindCgroup();
-  BeginTrace(format::ProcessOrigin::kInitial, 0, envp != nullptr ? envp : environ);
+  // environ, not the constructor's envp: a library whose constructor ran before ours
+  // may have called setenv, and the job sees the environment as it is now.
+  BeginTrace(format::ProcessOrigin::kInitial, 0, environ != nullptr ? environ : envp);
   if (!g_recording) return;
+  COLABTRACE_RESOLVE_REAL_FNS(COLABTRACE_CORE_HOOKS)
   colabtrace_real_vfork = ResolveNext("vfork");
   pthread_atfork(nullptr, nullptr, AfterForkInChild);
   InstallFatalSignalHandlers();

@@ -25,17 +25,6 @@ DlvsymFn RealDlvsym();
 // dlsym(RTLD_NEXT, name) as seen from the shim.
 void* ResolveNext(const char* name);
 
-// Finds the definition of `name` that code at address `caller` would bind to if the
-// shim were not loaded: first in the caller object's own lookup scope (this is what
-// picks libcudart.so.12's cudaMalloc for a caller linked against it while
-// libcudart.so.13 is loaded too, and finds libraries loaded RTLD_LOCAL), then after the
-// shim in the global scope, then in any loaded object. Never returns a symbol of the
-// shim itself; nullptr if none. Takes the loader lock: cache the result per call site.
-void* ResolveLikeCaller(const char* name, const void* caller);
-
-// True if addr lies inside libcolabtrace.so.
-bool IsShimAddress(const void* addr);
-
 template <class F> struct RealFn {
   F fn;
   const char* name;
@@ -55,5 +44,11 @@ template <class F> struct RealFn {
   namespace real {                        \
   GROUP(CT_REAL_FN)                       \
   }
+
+// Resolves every real function of a group now. Modules do this at start-up: a lazy
+// lookup later would go through dlsym, which clears a dlerror() the program has not
+// read yet.
+#define CT_RESOLVE_REAL_FN(name) ::colabtrace::shim::real::name.get();
+#define COLABTRACE_RESOLVE_REAL_FNS(GROUP) GROUP(CT_RESOLVE_REAL_FN)
 
 }  // namespace colabtrace::shim

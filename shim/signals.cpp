@@ -93,7 +93,8 @@ uint64_t FindShmMapping(ThreadState& w, uintptr_t addr) {
 }
 
 void RecordSignal(int sig, siginfo_t* info, void* uc) {
-  if (!g_recording || __atomic_add_fetch(&g_recorded, 1, __ATOMIC_ACQ_REL) > kMaxRecordedSignals) {
+  // A vfork child runs on its parent's memory: its crash is not the parent's.
+  if (!g_recording || InVforkChild() || __atomic_add_fetch(&g_recorded, 1, __ATOMIC_ACQ_REL) > kMaxRecordedSignals) {
     return;
   }
   ThreadState w;

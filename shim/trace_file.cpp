@@ -76,7 +76,10 @@ bool TraceFile::Create(const char* path, uint32_t pid, uint64_t features,
   fd_ = raw::Open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd_ < 0) return false;
   if (!MapTo(kExtentBytes, true)) {
+    // No room for even the first extent (full disk, a small RLIMIT_FSIZE): remove the
+    // empty file we just created, so the caller does not take it for a name in use.
     raw::Close(fd_);
+    raw::Syscall6(SYS_unlinkat, AT_FDCWD, reinterpret_cast<long>(path), 0);
     fd_ = -1;
     return false;
   }

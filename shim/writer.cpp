@@ -27,6 +27,10 @@ bool RecordingSlow(ThreadState& t) {
   return true;
 }
 
+bool InVforkChild() {
+  return t_thread.vfork_pending != 0 && raw::Getpid() != g_pid;
+}
+
 bool OpenChunk(ThreadState& t, size_t need, uint64_t ts) {
   if (need > format::kChunkSize - sizeof(format::ChunkHeader)) return false;
   if (t.generation == g_generation) {
@@ -44,7 +48,7 @@ bool OpenChunk(ThreadState& t, size_t need, uint64_t ts) {
   ch->tid = t.tid;
   ch->base_ticks = ts;
   ch->seq = t.seq++;
-  ch->flags = t.signal_context ? format::kChunkFromSignalHandler : 0;
+  ch->flags = t.signal_context ? uint32_t{format::kChunkFromSignalHandler} : 0u;
   ch->image = g_trace.image();
   __atomic_store_n(&ch->magic, format::kChunkMagic, __ATOMIC_RELEASE);
   t.chunk = c;

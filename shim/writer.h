@@ -53,6 +53,9 @@ bool OpenChunk(ThreadState& t, size_t need, uint64_t ts);
 // True when the calling thread should record: tracing is on, the shim is not already
 // running on this thread, and this is not a vfork child borrowing its parent's memory.
 bool RecordingSlow(ThreadState& t);
+// True in a vfork child that still runs on its parent's memory (before exec or _exit).
+bool InVforkChild();
+
 inline bool Recording() {
   ThreadState& t = t_thread;
   if (__builtin_expect(static_cast<int>(!g_recording) | t.busy | t.vfork_pending, 0)) return RecordingSlow(t);

@@ -6,6 +6,7 @@
 #include <ctime>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "analyses/factories.h"
 #include "analyses/process_facts.h"
@@ -19,15 +20,36 @@ using format::ExitHow;
 
 std::string IsoTime(uint64_t realtime_ns) {
   const time_t secs = static_cast<time_t>(realtime_ns / 1000000000ull);
-  struct tm tm;
-  gmtime_r(&secs, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+  struct tm tm = {};
+  char buf[40] = "";
+  // A hostile header can hold a time whose year overflows struct tm.
+  if (gmtime_r(&secs, &tm) == nullptr ||
+      std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm) == 0) {
+    return "unknown";
+  }
   char out[48];
   std::snprintf(out, sizeof(out), "%s.%03lluZ", buf,
                 static_cast<unsigned long long>((realtime_ns / 1000000ull) % 1000));
   return out;
 }
+
+// A JSON object filled by key in O(1) per Set; later values replace earlier ones.
+class KeyedObject {
+ public:
+  void Set(std::string_view key, Json value) {
+    auto [it, fresh] = index_.try_emplace(std::string(key), members_.size());
+    if (fresh) {
+      members_.emplace_back(std::string(key), std::move(value));
+    } else {
+      members_[it->second].second = std::move(value);
+    }
+  }
+  Json Take() { return Json(std::move(members_)); }
+
+ private:
+  Json::Object members_;
+  std::unordered_map<std::string, size_t> index_;
+};
 
 std::string CommandLine(const Json& argv) {
   std::string s;
@@ -138,20 +160,22 @@ class ProcessAnalysis final : public Analysis {
       if (sp.child_pid > 0) children.Append(sp.child_pid);
     }
     p["children"] = std::move(children);
-    Json env = Json::MakeObject();
+    // The last value of each name, in first-seen order. Built through an index:
+    // Json::operator[] is a linear search, and a trace may hold millions of records.
+    KeyedObject env;
     for (const auto& e : t.records.EnvVar) {
-      env[t.Str(e.name)] = e.redacted ? Json("<redacted>")
-                           : e.source == static_cast<uint64_t>(format::EnvSource::kUnsetenv)
-                               ? Json()
-                               : Json(std::string(t.Str(e.value)));
+      env.Set(t.Str(e.name), e.redacted ? Json("<redacted>")
+                             : e.source == static_cast<uint64_t>(format::EnvSource::kUnsetenv)
+                                 ? Json()
+                                 : Json(std::string(t.Str(e.value))));
     }
-    p["env"] = std::move(env);
-    Json host = Json::MakeObject();
-    for (const auto& h : t.records.HostInfo) host[t.Str(h.key)] = std::string(t.Str(h.value));
+    p["env"] = env.Take();
+    KeyedObject host;
+    for (const auto& h : t.records.HostInfo) host.Set(t.Str(h.key), std::string(t.Str(h.value)));
     for (const auto& h : t.records.HostNum) {
-      host[t.Str(h.key)] = h.value == UINT64_MAX ? Json("max") : Json(h.value);
+      host.Set(t.Str(h.key), h.value == UINT64_MAX ? Json("max") : Json(h.value));
     }
-    p["host"] = std::move(host);
+    p["host"] = host.Take();
   }
 
   static void AddEndFindings(ReportBuilder& report, const ProcessTrace& t, const ProcessFacts& f,
@@ -309,9 +333,11 @@ class HostAnalysis final : public Analysis {
       procs.Append(std::move(p));
     }
     ev["processes"] = std::move(procs);
+    // Samples are untrusted: the ratio can exceed any int, and an out-of-range
+    // double-to-int conversion is undefined.
+    const double percent = 100.0 * static_cast<double>(peak) / static_cast<double>(limit);
     fd.summary = "the process tree's RSS reached " + FormatBytes(peak) + ", " +
-                 std::to_string(static_cast<int>(100.0 * static_cast<double>(peak) /
-                                                 static_cast<double>(limit))) +
+                 std::to_string(percent < 1e15 ? static_cast<long long>(percent) : 999999999999999ll) +
                  "% of the " + (use_cgroup ? "cgroup limit " : "host's MemTotal ") +
                  FormatBytes(limit);
     fd.advice =

@@ -14,6 +14,25 @@ std::string_view EndKindName(EndKind k) {
   return "killed";
 }
 
+namespace {
+
+// True if the last image's last act was an exec that neither failed nor was adopted by a
+// traced image: the process went on as a program the shim does not see (its
+// environment dropped LD_PRELOAD), so the missing exit record does not mean a kill.
+bool EndsInUntracedExec(const ProcessTrace& t, const format::ProcessStart* job) {
+  if (t.records.ExecStart.empty()) return false;
+  const auto& last = t.records.ExecStart.back();  // tables are sorted by time
+  if (job != nullptr && job->image > last.image) {
+    return false;  // a later image adopted the trace
+  }
+  for (const auto& f : t.records.ExecFailed) {
+    if (f.image == last.image && f.ts >= last.ts) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 ProcessFacts ProcessFacts::Of(const ProcessTrace& t) {
   ProcessFacts f;
   const auto& starts = t.records.ProcessStart;
@@ -31,8 +50,12 @@ ProcessFacts ProcessFacts::Of(const ProcessTrace& t) {
   } else if (exit != nullptr) {
     f.end_kind = EndKind::kExited;
     if (exit->how != static_cast<uint64_t>(format::ExitHow::kDestructor)) f.exit_code = exit->code;
-  } else if (t.exec_pending) {
+  } else if (t.exec_pending || EndsInUntracedExec(t, f.job)) {
     f.end_kind = EndKind::kExecUntraced;
+  } else if (t.ended) {
+    // The shim closed the trace at a clean exit, but the exit record itself was lost
+    // (tracing had stopped: full disk, size limit). Exited, code unknown.
+    f.end_kind = EndKind::kExited;
   } else {
     f.end_kind = EndKind::kKilled;
   }

@@ -2,6 +2,7 @@
 
 #include <cxxabi.h>
 #include <elf.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -47,6 +48,10 @@ std::string HexBuildId(const format::Bytes& b) {
 // Reads .symtab (or, when stripped, .dynsym) of path. Empty when unreadable.
 SymbolTable LoadSymbols(const std::string& path, const std::string& build_id) {
   SymbolTable table;
+  // The path comes from an untrusted trace: only ever open a regular file (opening a
+  // FIFO or a device named there would block or read forever).
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return table;
   auto image = elf::ElfImage::Open(path);
   if (!image.ok()) return table;
   if (!build_id.empty() && !image->build_id().empty() && image->build_id() != build_id) {

@@ -86,7 +86,8 @@ class ReportCommand final : public Command {
     if (progress) std::cerr << "                              \r" << std::flush;
     for (const auto& e : set.errors) std::cerr << "colabtrace report: " << e << "\n";
     if (set.traces.empty()) {
-      std::cerr << "colabtrace report: no readable trace\n";
+      // Each unreadable input already has its one line; say more only if none did.
+      if (set.errors.empty()) std::cerr << "colabtrace report: no readable trace\n";
       return kExitUsage;
     }
     auto report = analyzer::BuildReport(set.traces, options);

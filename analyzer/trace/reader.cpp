@@ -119,9 +119,15 @@ class TraceDecoder {
                       static_cast<long double>(last->ts - first->ts);
       }
     }
+    // Traces are untrusted: a hostile Clock pair can make any product overflow, and
+    // converting an out-of-range long double to uint64_t is undefined. Saturate.
+    auto saturate = [](long double v) -> uint64_t {
+      if (!(v > 0)) return 0;  // also NaN
+      if (v >= 18446744073709551615.0L) return UINT64_MAX;
+      return static_cast<uint64_t>(v);
+    };
     auto to_ns = [&](uint64_t ticks) -> uint64_t {
-      const long double v = n0 + (static_cast<long double>(ticks) - t0) * ns_per_tick;
-      return v <= 0 ? 0 : static_cast<uint64_t>(v);
+      return saturate(n0 + (static_cast<long double>(ticks) - t0) * ns_per_tick);
     };
     uint64_t latest = 0;
 #define CT_CONVERT(code, Name, dumpname)                                          \
@@ -130,7 +136,7 @@ class TraceDecoder {
     latest = std::max(latest, ev.ts);                                             \
     ev.Visit([&](const char*, auto tag, auto& value) {                            \
       if constexpr (decltype(tag)::kind == format::FieldKind::kDur) {             \
-        value = static_cast<uint64_t>(static_cast<long double>(value) * ns_per_tick); \
+        value = saturate(static_cast<long double>(value) * ns_per_tick);          \
       }                                                                           \
     });                                                                           \
   }                                                                               \

@@ -50,6 +50,13 @@ int __fxstatat64(int ver, int dirfd, const char* path, struct stat64* st, int fl
 namespace colabtrace::shim {
 COLABTRACE_DEFINE_REAL_FNS(COLABTRACE_IO_HOOKS)
 
+namespace {
+// Right after the core's start-up (priority 101): see COLABTRACE_RESOLVE_REAL_FNS.
+__attribute__((constructor(102))) void ResolveIoRealFunctions() {
+  COLABTRACE_RESOLVE_REAL_FNS(COLABTRACE_IO_HOOKS)
+}
+}  // namespace
+
 namespace io {
 namespace {
 

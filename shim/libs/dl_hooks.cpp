@@ -229,15 +229,9 @@ void LibsModuleStart(StartKind kind) {
   libs::InventoryStart(kind);
 }
 
-namespace {
-// After exit() recorded the exit and before the core's destructor (priority 101) closes
-// the trace: re-check loaded files once more.
-__attribute__((destructor(102))) void LibsFini() {
-  if (!Recording()) return;
-  ShimScope scope;
-  if (scope.entered()) libs::InventoryFinish();
-}
-}  // namespace
+// At the end of the process (exit, _exit, return from main), inside RecordExit's
+// ShimScope and before the exit record: re-check loaded files once more.
+void LibsModuleFinish() { libs::InventoryFinish(); }
 
 }  // namespace colabtrace::shim
 

@@ -1,0 +1,634 @@
+#include "gpu/allocation_timeline.h"
+
+#include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
+
+#include <algorithm>
+#include <utility>
+
+namespace colabtrace::analyzer::gpu {
+namespace {
+
+using format::GpuApi;
+
+constexpr uint64_t kRetryWindowNs = 10'000'000'000ull;  // a retry comes within 10 s
+constexpr size_t kMaxDevices = 64;                       // more distinct ids: untrusted input
+constexpr size_t kMaxGapHolders = 10;
+
+uint64_t RoundUp(uint64_t v, uint64_t g) {
+  const uint64_t r = (v + g - 1) / g * g;
+  return r < v ? v : r;  // saturate on overflow
+}
+
+uint64_t Bucket(uint64_t size) {
+  uint64_t b = 1;
+  while (b <= size / 2) b <<= 1;
+  return size == 0 ? 0 : b;
+}
+
+enum EventType : uint8_t { kAlloc = 0, kFree = 1, kVmm = 2, kPool = 3, kMemInfo = 4, kModule = 5 };
+
+struct Step {
+  uint64_t ts;
+  uint8_t type;
+  uint32_t index;
+};
+
+struct Handle {
+  Block block;
+  bool released = false;
+  uint64_t maps = 0;
+};
+
+struct Mapping {
+  uint64_t size;
+  uint64_t handle;
+};
+
+struct Pending {  // the last out-of-memory failure on a thread, waiting for its retry
+  size_t failure;
+  uint64_t frees = 0, bytes = 0;
+};
+
+struct Module {
+  uint64_t base, end;
+  std::string_view path;
+};
+
+class Replay {
+ public:
+  explicit Replay(const ProcessTrace& t) : t_(t) {
+    const auto& r = t.records;
+    // Each record table is already in time order: merge them. At equal times calls come
+    // first (a reading taken after a failure carries the failed call's ts).
+    const uint64_t sizes[] = {r.GpuAlloc.size(), r.GpuFree.size(), r.GpuVmm.size(),
+                              r.GpuPool.size(), r.GpuMemInfo.size(), r.GpuModule.size()};
+    auto ts_of = [&r](int type, size_t i) -> uint64_t {
+      switch (type) {
+        case kAlloc: return r.GpuAlloc[i].ts;
+        case kFree: return r.GpuFree[i].ts;
+        case kVmm: return r.GpuVmm[i].ts;
+        case kPool: return r.GpuPool[i].ts;
+        case kMemInfo: return r.GpuMemInfo[i].ts;
+        default: return r.GpuModule[i].ts;
+      }
+    };
+    size_t next[6] = {};
+    size_t total = 0;
+    for (uint64_t n : sizes) total += n;
+    events_.reserve(total);
+    for (size_t k = 0; k < total; ++k) {
+      int best = -1;
+      uint64_t best_ts = 0;
+      for (int type = 0; type < 6; ++type) {
+        if (next[type] >= sizes[type]) continue;
+        const uint64_t ts = ts_of(type, next[type]);
+        if (best < 0 || ts < best_ts) best = type, best_ts = ts;
+      }
+      events_.push_back({best_ts, static_cast<uint8_t>(best), static_cast<uint32_t>(next[best]++)});
+    }
+    for (const auto& d : r.GpuDevice) {
+      if (facts_.size() < kMaxDevices && !facts_.contains(static_cast<int64_t>(d.index))) {
+        facts_[static_cast<int64_t>(d.index)] = &d;
+      }
+    }
+    for (const auto& m : r.Module) {
+      modules_.push_back({m.base, m.base + m.size, t.Str(m.path)});
+    }
+    std::sort(modules_.begin(), modules_.end(),
+              [](const Module& a, const Module& b) { return a.base < b.base; });
+  }
+
+  size_t size() const { return events_.size(); }
+
+  // Processes events [0, stop) into out.
+  void Run(size_t stop, AllocationTimeline* out) {
+    out_ = out;
+    for (size_t i = 0; i < stop && i < events_.size(); ++i) {
+      now_index_ = i;
+      const Step& e = events_[i];
+      switch (e.type) {
+        case kAlloc: OnAlloc(t_.records.GpuAlloc[e.index]); break;
+        case kFree: OnFree(t_.records.GpuFree[e.index]); break;
+        case kVmm: OnVmm(t_.records.GpuVmm[e.index]); break;
+        case kPool: OnPool(t_.records.GpuPool[e.index]); break;
+        case kMemInfo: OnMemInfo(t_.records.GpuMemInfo[e.index]); break;
+        case kModule: OnModule(t_.records.GpuModule[e.index]); break;
+        default: break;
+      }
+    }
+  }
+
+  // The address map of device dev now.
+  AddressMap Map(int64_t dev) const;
+
+  // Event index (1-based count) at which each device reached its peak.
+  const std::map<int64_t, size_t>& peak_events() const { return peak_event_; }
+
+  void Finish(AllocationTimeline* out);
+
+ private:
+  DeviceMemory& Device(int64_t index) {
+    if (!out_->devices.contains(index) && out_->devices.size() >= kMaxDevices) index = -1;
+    DeviceMemory& d = out_->devices[index];
+    if (d.index == -1 && index != -1) d.index = index;
+    if (d.facts == nullptr) {
+      auto it = facts_.find(index);
+      if (it != facts_.end()) {
+        d.facts = it->second;
+        d.name = std::string(t_.Str(it->second->name));
+        if (d.total == 0) d.total = it->second->total;
+      }
+    }
+    return d;
+  }
+
+  // Adds (or, with add false, removes) one allocation of `bytes` on device d at ts.
+  // Unsigned arithmetic: hostile sizes wrap instead of overflowing.
+  void Change(DeviceMemory& d, uint64_t ts, uint64_t bytes, bool add) {
+    d.live_bytes = add ? d.live_bytes + bytes : d.live_bytes - bytes;
+    d.live_segments = add ? d.live_segments + 1 : d.live_segments - 1;
+    d.points.push_back({ts, d.live_bytes, d.live_segments});
+    if (d.live_bytes > d.peak_bytes) {
+      d.peak_bytes = d.live_bytes;
+      d.peak_ts = ts;
+      d.peak_segments = d.live_segments;
+      peak_event_[d.index] = now_index_ + 1;
+    }
+    total_live_ = add ? total_live_ + bytes : total_live_ - bytes;
+    out_->points.push_back({ts, total_live_, 0});
+    if (total_live_ > out_->peak_bytes) {
+      out_->peak_bytes = total_live_;
+      out_->peak_ts = ts;
+    }
+  }
+
+  uint64_t CallerAddress(uint64_t caller, uint64_t stack) const {
+    if (caller != 0) return caller;
+    const auto& frames = t_.Stack(stack);
+    return frames.empty() ? 0 : frames.front();
+  }
+
+  std::string_view ModuleOf(uint64_t addr) const {
+    auto it = std::upper_bound(modules_.begin(), modules_.end(), addr,
+                               [](uint64_t a, const Module& m) { return a < m.base; });
+    if (it == modules_.begin()) return {};
+    --it;
+    return addr < it->end ? it->path : std::string_view();
+  }
+
+  void NoteFirstAlloc(uint64_t ts, uint64_t size, int64_t device) {
+    if (out_->first_alloc_ts != 0) return;
+    out_->first_alloc_ts = ts == 0 ? 1 : ts;
+    out_->first_alloc_size = size;
+    out_->first_alloc_device = device;
+  }
+
+  void OnFailure(const Block& b, int64_t rc) {
+    DeviceMemory& d = Device(b.device);
+    ++d.failed_allocations;
+    ++out_->failed_allocations;
+    ++out_->failures_by_code[rc];
+    Failure f;
+    f.ts = b.ts;
+    f.tid = b.tid;
+    f.api = b.api;
+    f.layer = b.layer;
+    f.device = d.index;
+    f.request = b.size;
+    f.rc = rc;
+    f.stack = b.stack;
+    f.caller = b.caller;
+    f.process_live = d.live_bytes;
+    f.process_allocations = d.live_segments;
+    if (IsOutOfMemory(rc)) {
+      f.map = Map(d.index);
+      auto it = pending_.find(b.tid);
+      if (it != pending_.end()) {
+        Failure& prev = out_->failures[it->second.failure];
+        if (prev.device == f.device && prev.request == f.request && f.ts >= prev.ts &&
+            f.ts - prev.ts <= kRetryWindowNs) {
+          f.retry_of = prev.retry_of >= 0 ? prev.retry_of : static_cast<int64_t>(it->second.failure);
+          f.flush_frees = it->second.frees;
+          f.flush_bytes = it->second.bytes;
+          prev.episode_last = false;
+        }
+      }
+      pending_[b.tid] = Pending{out_->failures.size()};
+    }
+    out_->failures.push_back(std::move(f));
+  }
+
+  void OnSuccess(const Block& b) {
+    auto it = pending_.find(b.tid);
+    if (it == pending_.end()) return;
+    Failure& prev = out_->failures[it->second.failure];
+    if (prev.request == b.size && prev.device == b.device) {
+      prev.recovered = true;
+      pending_.erase(it);
+    }
+  }
+
+  void NoteFlush(uint32_t tid, uint64_t bytes) {
+    auto it = pending_.find(tid);
+    if (it == pending_.end()) return;
+    ++it->second.frees;
+    it->second.bytes += bytes;
+  }
+
+  void AddLive(const Block& b) {
+    DeviceMemory& d = Device(b.device);
+    ++d.allocations;
+    ++out_->allocations;
+    ++d.apis[b.api];
+    ++(b.layer == 0 ? d.runtime_calls : d.driver_calls);
+    auto& k = out_->by_kind[static_cast<size_t>(b.kind)];
+    ++k.allocations;
+    k.bytes += b.size;
+    Change(d, b.ts, b.size, true);
+  }
+
+  void OnAlloc(const Event<format::GpuAlloc>& a) {
+    const ApiClass cls = ClassifyGpuApi(a.api);
+    if (cls.role != ApiRole::kAlloc || cls.kind == MemKind::kVmm) return;
+    Block b;
+    b.addr = a.addr;
+    b.size = a.size;
+    b.ts = a.ts;
+    b.device = a.device;
+    b.kind = cls.kind;
+    b.api = static_cast<uint16_t>(a.api);
+    b.layer = static_cast<uint8_t>(a.layer);
+    b.tid = a.tid;
+    b.stack = a.stack;
+    b.caller = a.caller;
+    if (cls.kind == MemKind::kHostPinned) {
+      if (a.rc != 0) {
+        ++out_->host.failed_allocations;
+      } else if (a.addr != 0) {
+        ++out_->host.allocations;
+        ReplaceLive(b);
+        out_->host.live_bytes += b.size;
+        out_->host.peak_bytes = std::max(out_->host.peak_bytes, out_->host.live_bytes);
+      }
+      return;
+    }
+    NoteFirstAlloc(a.ts, a.size, a.device);
+    if (a.rc != 0) {
+      OnFailure(b, a.rc);
+      return;
+    }
+    if (a.addr == 0) {  // cudaMalloc(&p, 0): success, no memory
+      ++out_->zero_size_allocations;
+      return;
+    }
+    if (cls.kind == MemKind::kStreamOrdered) ++out_->stream_ordered;
+    if (IsSegmentKind(cls.kind)) {
+      ++out_->raw_segments;
+      Footprint(b.device).insert({b.addr, RoundUp(b.size, kSegmentGranularity)});
+      churn_call_ns_[b.addr] = a.dur;
+    }
+    if (a.layer == 1) {
+      const std::string_view mod = ModuleOf(CallerAddress(a.caller, a.stack));
+      if (mod.find("libcudart") != std::string_view::npos) {
+        ++out_->runtime_bypassed;
+        out_->runtime_bypassed_bytes += a.size;
+        if (out_->runtime_bypassed_lib.empty()) out_->runtime_bypassed_lib = std::string(mod);
+      }
+    }
+    ReplaceLive(b);
+    AddLive(b);
+    OnSuccess(b);
+  }
+
+  // Inserts b, dropping (without counting a free) a block the trace never saw freed.
+  void ReplaceLive(const Block& b) {
+    auto [it, inserted] = live_.try_emplace(b.addr, b);
+    if (inserted) return;
+    const Block old = it->second;
+    it->second = b;
+    if (old.kind == MemKind::kHostPinned) {
+      out_->host.live_bytes -= std::min(out_->host.live_bytes, old.size);
+    } else {
+      Change(Device(old.device), b.ts, old.size, false);
+    }
+  }
+
+  void OnFree(const Event<format::GpuFree>& f) {
+    const ApiClass cls = ClassifyGpuApi(f.api);
+    if (cls.role != ApiRole::kFree || f.rc != 0 || f.addr == 0) return;
+    auto it = live_.find(f.addr);
+    if (it == live_.end()) {
+      ++out_->unmatched_frees;
+      return;
+    }
+    const Block b = it->second;
+    live_.erase(it);
+    if (b.kind == MemKind::kHostPinned) {
+      ++out_->host.frees;
+      out_->host.live_bytes -= std::min(out_->host.live_bytes, b.size);
+      return;
+    }
+    DeviceMemory& d = Device(b.device);
+    ++d.frees;
+    ++out_->frees;
+    Change(d, f.ts, b.size, false);
+    NoteFlush(f.tid, b.size);
+    if (IsSegmentKind(b.kind)) {
+      Churn& c = out_->churn;
+      ++c.raw_pairs;
+      lifetimes_.push_back(f.ts >= b.ts ? f.ts - b.ts : 0);
+      if (c.first_ts == 0 || b.ts < c.first_ts) c.first_ts = b.ts;
+      c.last_ts = std::max(c.last_ts, f.ts);
+      auto ct = churn_call_ns_.find(b.addr);
+      c.call_ns += f.dur;
+      if (ct != churn_call_ns_.end()) {
+        c.call_ns += ct->second;
+        churn_call_ns_.erase(ct);
+      }
+    }
+  }
+
+  void ReleaseHandle(std::map<uint64_t, Handle>::iterator it, uint64_t ts) {
+    const Block& b = it->second.block;
+    Change(Device(b.device), ts, b.size, false);
+    handles_.erase(it);
+  }
+
+  void OnVmm(const Event<format::GpuVmm>& v) {
+    switch (static_cast<GpuApi>(v.api)) {
+      case GpuApi::kCuMemCreate: {
+        Block b;
+        b.addr = v.handle;
+        b.size = v.size;
+        b.ts = v.ts;
+        b.device = v.device;
+        b.kind = MemKind::kVmm;
+        b.api = static_cast<uint16_t>(v.api);
+        b.layer = 1;
+        b.tid = v.tid;
+        b.stack = v.stack;
+        b.caller = v.caller;
+        NoteFirstAlloc(v.ts, v.size, v.device);
+        if (v.rc != 0) {
+          OnFailure(b, v.rc);
+          return;
+        }
+        ++out_->vmm_creates;
+        auto [it, inserted] = handles_.try_emplace(v.handle, Handle{b});
+        if (!inserted) {  // a handle value reused without a release we saw
+          ReleaseHandle(it, v.ts);
+          it = handles_.try_emplace(v.handle, Handle{b}).first;
+        }
+        AddLive(b);
+        OnSuccess(b);
+        break;
+      }
+      case GpuApi::kCuMemRelease: {
+        if (v.rc != 0) return;
+        auto it = handles_.find(v.handle);
+        if (it == handles_.end() || it->second.released) {
+          ++out_->unmatched_frees;
+          return;
+        }
+        it->second.released = true;
+        DeviceMemory& d = Device(it->second.block.device);
+        ++d.frees;
+        ++out_->frees;
+        NoteFlush(v.tid, it->second.block.size);
+        if (it->second.maps == 0) ReleaseHandle(it, v.ts);  // else when the last unmap goes
+        break;
+      }
+      case GpuApi::kCuMemMap: {
+        if (v.rc != 0) return;
+        ++out_->vmm_maps;
+        mappings_[v.addr] = Mapping{v.size, v.handle};
+        auto it = handles_.find(v.handle);
+        if (it != handles_.end()) {
+          ++it->second.maps;
+          Footprint(it->second.block.device).insert({v.addr, v.size});
+        }
+        break;
+      }
+      case GpuApi::kCuMemUnmap: {
+        if (v.rc != 0) return;
+        const uint64_t end = v.addr + v.size;
+        for (auto it = mappings_.lower_bound(v.addr); it != mappings_.end() && it->first < end;) {
+          auto h = handles_.find(it->second.handle);
+          if (h != handles_.end() && h->second.maps > 0 && --h->second.maps == 0 &&
+              h->second.released) {
+            ReleaseHandle(h, v.ts);
+          }
+          it = mappings_.erase(it);
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  void OnPool(const Event<format::GpuPool>& p) {
+    if (p.api == static_cast<uint64_t>(GpuApi::kCuMemPoolCreate) && p.rc == 0) ++out_->pools_created;
+    if (p.api != static_cast<uint64_t>(GpuApi::kPoolState) || p.rc != 0) return;
+    for (auto it = out_->failures.rbegin(); it != out_->failures.rend(); ++it) {
+      if (it->ts == p.ts && it->tid == p.tid) {
+        it->have_pool = true;
+        it->pool_reserved = p.value;
+        it->pool_used = p.used;
+        break;
+      }
+      if (it->ts < p.ts) break;
+    }
+  }
+
+  void OnMemInfo(const Event<format::GpuMemInfo>& m) {
+    if (m.rc != 0 || m.total == 0) return;
+    DeviceMemory& d = Device(m.device);
+    if (d.total == 0) d.total = m.total;
+    d.min_free = std::min(d.min_free, m.free);
+    const uint64_t used = m.total >= m.free ? m.total - m.free : 0;
+    if (m.why == static_cast<uint64_t>(format::GpuMemInfoWhy::kAfterFailure)) {
+      for (auto it = out_->failures.rbegin(); it != out_->failures.rend(); ++it) {
+        if (it->ts == m.ts && it->tid == m.tid) {
+          it->have_meminfo = true;
+          it->free = m.free;
+          it->total = m.total;
+          it->meminfo_rc = m.rc;
+          break;
+        }
+        if (it->ts < m.ts) break;
+      }
+    }
+    if (!d.have_baseline) {
+      d.have_baseline = true;
+      d.baseline_elsewhere = used > d.live_bytes ? used - d.live_bytes : 0;
+    }
+  }
+
+  void OnModule(const Event<format::GpuModule>& m) {
+    if (m.rc == 0) {
+      ++out_->modules_loaded;
+    } else {
+      ++out_->module_failures;
+    }
+  }
+
+  absl::flat_hash_set<std::pair<uint64_t, uint64_t>>& Footprint(int64_t dev) {
+    if (!footprint_.contains(dev) && footprint_.size() >= kMaxDevices) dev = -1;
+    return footprint_[dev];
+  }
+
+  const ProcessTrace& t_;
+  AllocationTimeline* out_ = nullptr;
+  std::vector<Step> events_;
+  size_t now_index_ = 0;
+  std::map<int64_t, const format::GpuDevice*> facts_;
+  std::vector<Module> modules_;
+  absl::flat_hash_map<uint64_t, Block> live_;
+  std::map<uint64_t, Handle> handles_;
+  std::map<uint64_t, Mapping> mappings_;
+  absl::flat_hash_map<int64_t, absl::flat_hash_set<std::pair<uint64_t, uint64_t>>> footprint_;
+  absl::flat_hash_map<uint32_t, Pending> pending_;
+  absl::flat_hash_map<uint64_t, uint64_t> churn_call_ns_;  // live segment -> its alloc call time
+  std::vector<uint64_t> lifetimes_;
+  std::map<int64_t, size_t> peak_event_;
+  uint64_t total_live_ = 0;
+};
+
+AddressMap Replay::Map(int64_t dev) const {
+  AddressMap m;
+  struct Seg {
+    uint64_t lo, hi;
+    const Block* block;  // nullptr for a VMM mapping
+    uint64_t handle;
+  };
+  std::vector<Seg> segs;
+  for (const auto& [addr, b] : live_) {
+    if (b.device != dev || !IsSegmentKind(b.kind)) continue;
+    segs.push_back({addr, addr + RoundUp(b.size, kSegmentGranularity), &b, 0});
+    ++m.size_histogram[Bucket(b.size)];
+  }
+  for (const auto& [addr, mp] : mappings_) {
+    auto h = handles_.find(mp.handle);
+    if (h == handles_.end() || h->second.block.device != dev) continue;
+    segs.push_back({addr, addr + mp.size, nullptr, mp.handle});
+    ++m.size_histogram[Bucket(mp.size)];
+  }
+  std::sort(segs.begin(), segs.end(), [](const Seg& a, const Seg& b) { return a.lo < b.lo; });
+  m.segments = segs.size();
+  for (const Seg& s : segs) {
+    m.segment_bytes += s.hi - s.lo;
+    const uint64_t size = s.block != nullptr ? s.block->size : s.hi - s.lo;
+    m.largest_segment = std::max(m.largest_segment, size);
+  }
+  // Everything this process's segments ever covered on the device, merged.
+  std::vector<std::pair<uint64_t, uint64_t>> foot;
+  auto fit = footprint_.find(dev);
+  if (fit != footprint_.end()) {
+    foot.reserve(fit->second.size());
+    for (const auto& [lo, len] : fit->second) foot.push_back({lo, lo + len});
+  }
+  std::sort(foot.begin(), foot.end());
+  std::vector<std::pair<uint64_t, uint64_t>> span;
+  for (const auto& r : foot) {
+    if (!span.empty() && r.first <= span.back().second) {
+      span.back().second = std::max(span.back().second, r.second);
+    } else {
+      span.push_back(r);
+    }
+  }
+  // Free extents: the span minus the live segments (which may overlap: sizes are
+  // rounded up to the granularity, small allocations share a granule).
+  std::vector<const Seg*> holders;
+  auto gap = [&](uint64_t lo, uint64_t hi, const Seg* left, const Seg* right) {
+    ++m.free_extents;
+    m.free_extent_bytes += hi - lo;
+    m.largest_free_extent = std::max(m.largest_free_extent, hi - lo);
+    if (left != nullptr) holders.push_back(left);
+    if (right != nullptr) holders.push_back(right);
+  };
+  size_t si = 0;
+  for (const auto& [lo, hi] : span) {
+    while (si < segs.size() && segs[si].hi <= lo) ++si;
+    uint64_t cur = lo;
+    const Seg* prev = nullptr;
+    for (; si < segs.size() && segs[si].lo < hi; ++si) {
+      if (segs[si].lo > cur) gap(cur, segs[si].lo, prev, &segs[si]);
+      cur = std::max(cur, segs[si].hi);
+      prev = &segs[si];
+    }
+    if (cur < hi) gap(cur, hi, prev, nullptr);
+  }
+  std::sort(holders.begin(), holders.end());
+  holders.erase(std::unique(holders.begin(), holders.end()), holders.end());
+  std::sort(holders.begin(), holders.end(), [](const Seg* a, const Seg* b) {
+    return a->hi - a->lo != b->hi - b->lo ? a->hi - a->lo > b->hi - b->lo : a->lo < b->lo;
+  });
+  for (const Seg* s : holders) {
+    if (m.gap_holders.size() >= kMaxGapHolders) break;
+    if (s->block != nullptr) {
+      m.gap_holders.push_back(*s->block);
+    } else {
+      auto h = handles_.find(s->handle);
+      Block b = h != handles_.end() ? h->second.block : Block{};
+      b.addr = s->lo;  // the mapped address, not the handle
+      b.size = s->hi - s->lo;
+      m.gap_holders.push_back(b);
+    }
+  }
+  return m;
+}
+
+void Replay::Finish(AllocationTimeline* out) {
+  out_ = out;
+  for (const auto& [addr, b] : live_) {
+    if (b.kind == MemKind::kHostPinned) {
+      out->host.leaked_bytes += b.size;
+      continue;
+    }
+    out->leaked.push_back(b);
+  }
+  for (const auto& [handle, h] : handles_) out->leaked.push_back(h.block);
+  std::sort(out->leaked.begin(), out->leaked.end(), [](const Block& a, const Block& b) {
+    return a.ts != b.ts ? a.ts < b.ts : a.addr < b.addr;
+  });
+  for (const Block& b : out->leaked) {
+    out->leaked_bytes += b.size;
+    Device(b.device).leaked_bytes += b.size;
+  }
+  Churn& c = out->churn;
+  if (!lifetimes_.empty()) {
+    auto mid = lifetimes_.begin() + static_cast<std::ptrdiff_t>(lifetimes_.size() / 2);
+    std::nth_element(lifetimes_.begin(), mid, lifetimes_.end());
+    c.median_lifetime_ns = *mid;
+    const double span_s = static_cast<double>(c.last_ts > c.first_ts ? c.last_ts - c.first_ts : 0) / 1e9;
+    c.rate_per_s = static_cast<double>(c.raw_pairs) / std::max(span_s, 1e-3);
+  }
+}
+
+}  // namespace
+
+uint64_t LiveAt(const std::vector<Point>& points, uint64_t ts) {
+  auto it = std::upper_bound(points.begin(), points.end(), ts,
+                             [](uint64_t v, const Point& p) { return v < p.ts; });
+  return it == points.begin() ? 0 : std::prev(it)->bytes;
+}
+
+AllocationTimeline AllocationTimeline::Of(const ProcessTrace& t) {
+  AllocationTimeline out;
+  Replay replay(t);
+  replay.Run(replay.size(), &out);
+  replay.Finish(&out);
+  // The address map at each device's peak: replay again up to that moment.
+  for (const auto& [dev, stop] : replay.peak_events()) {
+    AllocationTimeline scratch;
+    Replay again(t);
+    again.Run(stop, &scratch);
+    auto it = out.devices.find(dev);
+    if (it != out.devices.end()) it->second.at_peak = again.Map(dev);
+  }
+  return out;
+}
+
+}  // namespace colabtrace::analyzer::gpu

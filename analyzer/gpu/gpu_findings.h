@@ -1,0 +1,62 @@
+// The gpu.* findings of one process, from its AllocationTimeline.
+//
+// Rules (thresholds are named constants in gpu_findings.cpp; docs/gpu-validation.md
+// lists them with the reasoning):
+//   gpu.oom-fragmentation  an out-of-memory failure while the free memory read right
+//                          after it was at least the request.
+//   gpu.oom                any other out-of-memory failure that was not recovered; the
+//                          cause is whichever holds the most: this process's segments,
+//                          other processes, or the CUDA context.
+//   gpu.leak               device memory still allocated at exit or kill (> 0 bytes).
+//   gpu.churn              >= 1000 raw segment allocate/free pairs at >= 100 per second.
+//   gpu.near-capacity      a device's peak >= 95% of its memory.
+//   gpu.allocator-config-ignored  an allocator variable set after the first allocation,
+//                          or contradicted by the calls the framework made.
+//   gpu.coverage-incomplete  frees of addresses never seen allocated, driver allocations
+//                          made by a libcudart that bypassed the runtime hooks, entry
+//                          points the shim could not wrap.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gpu/allocation_timeline.h"
+#include "report/report.h"
+
+namespace colabtrace::analyzer::gpu {
+
+// The other traced processes that had device memory live on the same device at a time:
+// (pid, bytes) for each.
+using OthersOnDevice =
+    std::function<std::vector<std::pair<uint32_t, uint64_t>>(int64_t device, uint64_t ts)>;
+
+// How a failed allocation is explained.
+struct FailureVerdict {
+  std::string id;     // "gpu.oom" or "gpu.oom-fragmentation"; "" if not out of memory
+  // "fragmentation", "this-process", "other-process", "context", "larger-than-device",
+  // "unknown" (no memory reading after the failure)
+  std::string cause;
+  uint64_t held_elsewhere = 0;     // total - free - this process's live bytes
+  uint64_t context_estimate = 0;
+  uint64_t others_estimate = 0;    // other processes, traced or not
+  uint64_t pool_cached = 0;        // freed memory a stream-ordered pool still holds
+  std::vector<std::pair<uint32_t, uint64_t>> traced_others;
+};
+
+FailureVerdict JudgeFailure(const Failure& f, const DeviceMemory* device,
+                            const OthersOnDevice& others);
+
+// Adds the process's gpu.* findings.
+void AddGpuFindings(ReportBuilder& report, const ProcessTrace& t, const AllocationTimeline& g,
+                    const OthersOnDevice& others);
+
+// JSON helpers shared with the analysis.
+Json BlockJson(const ProcessTrace& t, const Block& b);
+Json AddressMapJson(const ProcessTrace& t, const AddressMap& m);
+std::vector<std::string> BlockStack(const ProcessTrace& t, uint64_t stack, uint64_t caller);
+std::string DeviceLabel(const DeviceMemory* d, int64_t index);
+
+}  // namespace colabtrace::analyzer::gpu

@@ -1,0 +1,525 @@
+// CUDA driver entry points (cu*): thin exported hooks and their logic.
+//
+// The same L_<name> serves a program linked against libcuda (through the exported
+// definition) and a program that took the entry point from dlsym or cuGetProcAddress
+// (through a wrapper slot, see interpose.cpp). Inside a runtime call (cudart calling the
+// driver under the hood) the allocation calls record nothing: the runtime hook records
+// the allocation once and notes the driver API and result on it. Module loads, cuInit
+// failures, pools and VMM calls are recorded at any depth.
+#include "entry_points.h"
+
+#if defined(COLABTRACE_HAVE_CUDA_HEADERS)
+
+namespace colabtrace::shim::gpu {
+namespace {
+
+constexpr CUresult kNoRealDriver = CUDA_ERROR_NOT_FOUND;
+
+template <class F> const void* Addr(F f) { return reinterpret_cast<const void*>(f); }
+uint64_t U(const void* p) { return reinterpret_cast<uint64_t>(p); }
+
+// Runs run() as one traced driver call and records it with rec(call, result), unless a
+// runtime hook below us on this thread records it (then only the note is left).
+template <class Run, class Rec>
+inline CUresult TracedDriver(GpuApi api, bool defer_to_runtime, const void* caller,
+                             const void* real, Run&& run, Rec&& rec) {
+  if (t_thread.runtime_depth > 0) {
+    t_gpu.inner_real = real;
+    if (defer_to_runtime) {
+      const CUresult r = run();
+      t_gpu.inner_api = static_cast<uint16_t>(api);
+      t_gpu.inner_rc = static_cast<int32_t>(r);
+      return r;
+    }
+  }
+  Call c{api, GpuLayer::kDriver, caller, real, 0, 0, 0};
+  c.t0 = Ticks();
+  const CUresult r = run();
+  c.t1 = Ticks();
+  c.rc = static_cast<int64_t>(r);
+  {
+    ShimScope scope;
+    if (scope.entered()) rec(c, r);
+  }
+  return r;
+}
+
+template <class Fn>
+CUresult DriverAlloc(GpuApi api, Fn real, const void* caller, CUdeviceptr* out, AllocFacts a,
+                     auto&& run) {
+  return TracedDriver(api, true, caller, Addr(real), run, [&](const Call& c, CUresult r) {
+    a.addr = r == CUDA_SUCCESS && out != nullptr ? static_cast<uint64_t>(*out) : 0;
+    RecordAlloc(c, a);
+  });
+}
+
+template <class Fn>
+CUresult DriverFree(GpuApi api, Fn real, const void* caller, uint64_t addr, uint64_t stream,
+                    auto&& run) {
+  return TracedDriver(api, true, caller, Addr(real), run,
+                      [&](const Call& c, CUresult) { RecordFree(c, addr, stream); });
+}
+
+}  // namespace
+
+// ---- plain, pitched, managed and host memory -----------------------------------------------------
+
+CUresult L_cuMemAlloc_v2(decltype(&::cuMemAlloc_v2) real, const void* caller, CUdeviceptr* d,
+                         size_t size) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(d, size);
+  AllocFacts a;
+  a.size = size;
+  return DriverAlloc(GpuApi::kCuMemAlloc_v2, real, caller, d, a, [&] { return real(d, size); });
+}
+
+CUresult L_cuMemAllocManaged(decltype(&::cuMemAllocManaged) real, const void* caller,
+                             CUdeviceptr* d, size_t size, unsigned int flags) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(d, size, flags);
+  AllocFacts a;
+  a.size = size;
+  a.flags = flags;
+  return DriverAlloc(GpuApi::kCuMemAllocManaged, real, caller, d, a,
+                     [&] { return real(d, size, flags); });
+}
+
+CUresult L_cuMemAllocPitch_v2(decltype(&::cuMemAllocPitch_v2) real, const void* caller,
+                              CUdeviceptr* d, size_t* pitch, size_t width, size_t height,
+                              unsigned int elem) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(d, pitch, width, height, elem);
+  return TracedDriver(
+      GpuApi::kCuMemAllocPitch_v2, true, caller, Addr(real),
+      [&] { return real(d, pitch, width, height, elem); },
+      [&](const Call& c, CUresult r) {
+        AllocFacts a;
+        const bool ok = r == CUDA_SUCCESS && d != nullptr && pitch != nullptr;
+        a.addr = ok ? static_cast<uint64_t>(*d) : 0;
+        a.pitch = ok ? *pitch : 0;
+        a.size = ok ? *pitch * height : width * height;
+        RecordAlloc(c, a);
+      });
+}
+
+CUresult L_cuMemFree_v2(decltype(&::cuMemFree_v2) real, const void* caller, CUdeviceptr p) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(p);
+  return DriverFree(GpuApi::kCuMemFree_v2, real, caller, p, 0, [&] { return real(p); });
+}
+
+CUresult L_cuMemAllocHost_v2(decltype(&::cuMemAllocHost_v2) real, const void* caller, void** p,
+                             size_t size) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(p, size);
+  return TracedDriver(GpuApi::kCuMemAllocHost_v2, true, caller, Addr(real),
+                      [&] { return real(p, size); }, [&](const Call& c, CUresult r) {
+                        AllocFacts a;
+                        a.size = size;
+                        a.device = -1;
+                        a.addr = r == CUDA_SUCCESS && p != nullptr ? U(*p) : 0;
+                        RecordAlloc(c, a);
+                      });
+}
+
+CUresult L_cuMemHostAlloc(decltype(&::cuMemHostAlloc) real, const void* caller, void** p,
+                          size_t size, unsigned int flags) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(p, size, flags);
+  return TracedDriver(GpuApi::kCuMemHostAlloc, true, caller, Addr(real),
+                      [&] { return real(p, size, flags); }, [&](const Call& c, CUresult r) {
+                        AllocFacts a;
+                        a.size = size;
+                        a.flags = flags;
+                        a.device = -1;
+                        a.addr = r == CUDA_SUCCESS && p != nullptr ? U(*p) : 0;
+                        RecordAlloc(c, a);
+                      });
+}
+
+CUresult L_cuMemFreeHost(decltype(&::cuMemFreeHost) real, const void* caller, void* p) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(p);
+  return DriverFree(GpuApi::kCuMemFreeHost, real, caller, U(p), 0, [&] { return real(p); });
+}
+
+CUresult L_cuMemGetInfo_v2(decltype(&::cuMemGetInfo_v2) real, const void* caller,
+                           size_t* free_bytes, size_t* total) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(free_bytes, total);
+  return TracedDriver(GpuApi::kCuMemGetInfo_v2, true, caller, Addr(real),
+                      [&] { return real(free_bytes, total); },
+                      [&](const Call& c, CUresult) { RecordMemInfo(c, free_bytes, total); });
+}
+
+// ---- stream-ordered allocation ------------------------------------------------------------------
+
+namespace {
+template <class Fn>
+CUresult AllocAsync(GpuApi api, Fn real, const void* caller, CUdeviceptr* d, size_t size,
+                    CUstream s) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(d, size, s);
+  AllocFacts a;
+  a.size = size;
+  a.stream = U(s);
+  return DriverAlloc(api, real, caller, d, a, [&] { return real(d, size, s); });
+}
+template <class Fn>
+CUresult AllocFromPool(GpuApi api, Fn real, const void* caller, CUdeviceptr* d, size_t size,
+                       CUmemoryPool pool, CUstream s) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(d, size, pool, s);
+  AllocFacts a;
+  a.size = size;
+  a.stream = U(s);
+  a.pool = U(pool);
+  return DriverAlloc(api, real, caller, d, a, [&] { return real(d, size, pool, s); });
+}
+template <class Fn>
+CUresult FreeAsync(GpuApi api, Fn real, const void* caller, CUdeviceptr p, CUstream s) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(p, s);
+  return DriverFree(api, real, caller, p, U(s), [&] { return real(p, s); });
+}
+}  // namespace
+
+CUresult L_cuMemAllocAsync(decltype(&::cuMemAllocAsync) real, const void* caller, CUdeviceptr* d,
+                           size_t size, CUstream s) {
+  return AllocAsync(GpuApi::kCuMemAllocAsync, real, caller, d, size, s);
+}
+CUresult L_cuMemAllocAsync_ptsz(decltype(&::cuMemAllocAsync_ptsz) real, const void* caller,
+                                CUdeviceptr* d, size_t size, CUstream s) {
+  return AllocAsync(GpuApi::kCuMemAllocAsync_ptsz, real, caller, d, size, s);
+}
+CUresult L_cuMemAllocFromPoolAsync(decltype(&::cuMemAllocFromPoolAsync) real, const void* caller,
+                                   CUdeviceptr* d, size_t size, CUmemoryPool pool, CUstream s) {
+  return AllocFromPool(GpuApi::kCuMemAllocFromPoolAsync, real, caller, d, size, pool, s);
+}
+CUresult L_cuMemAllocFromPoolAsync_ptsz(decltype(&::cuMemAllocFromPoolAsync_ptsz) real,
+                                        const void* caller, CUdeviceptr* d, size_t size,
+                                        CUmemoryPool pool, CUstream s) {
+  return AllocFromPool(GpuApi::kCuMemAllocFromPoolAsync_ptsz, real, caller, d, size, pool, s);
+}
+CUresult L_cuMemFreeAsync(decltype(&::cuMemFreeAsync) real, const void* caller, CUdeviceptr p,
+                          CUstream s) {
+  return FreeAsync(GpuApi::kCuMemFreeAsync, real, caller, p, s);
+}
+CUresult L_cuMemFreeAsync_ptsz(decltype(&::cuMemFreeAsync_ptsz) real, const void* caller,
+                               CUdeviceptr p, CUstream s) {
+  return FreeAsync(GpuApi::kCuMemFreeAsync_ptsz, real, caller, p, s);
+}
+
+// ---- pools ------------------------------------------------------------------------------------------
+
+CUresult L_cuMemPoolCreate(decltype(&::cuMemPoolCreate) real, const void* caller,
+                           CUmemoryPool* pool, const CUmemPoolProps* props) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(pool, props);
+  return TracedDriver(GpuApi::kCuMemPoolCreate, false, caller, Addr(real),
+                      [&] { return real(pool, props); }, [&](const Call& c, CUresult r) {
+                        const bool on_device =
+                            props != nullptr && props->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
+                        RecordPool(c, r == CUDA_SUCCESS && pool != nullptr ? U(*pool) : 0,
+                                   on_device ? props->location.id : -1,
+                                   props != nullptr ? props->maxSize : 0);
+                      });
+}
+
+CUresult L_cuMemPoolDestroy(decltype(&::cuMemPoolDestroy) real, const void* caller,
+                            CUmemoryPool pool) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(pool);
+  return TracedDriver(GpuApi::kCuMemPoolDestroy, false, caller, Addr(real),
+                      [&] { return real(pool); },
+                      [&](const Call& c, CUresult) { RecordPool(c, U(pool), -1, 0); });
+}
+
+CUresult L_cuMemPoolTrimTo(decltype(&::cuMemPoolTrimTo) real, const void* caller, CUmemoryPool pool,
+                           size_t keep) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(pool, keep);
+  return TracedDriver(GpuApi::kCuMemPoolTrimTo, false, caller, Addr(real),
+                      [&] { return real(pool, keep); },
+                      [&](const Call& c, CUresult) { RecordPool(c, U(pool), -1, keep); });
+}
+
+// ---- virtual memory management (PyTorch's expandable segments) ------------------------------------
+
+CUresult L_cuMemCreate(decltype(&::cuMemCreate) real, const void* caller,
+                       CUmemGenericAllocationHandle* handle, size_t size,
+                       const CUmemAllocationProp* prop, unsigned long long flags) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(handle, size, prop, flags);
+  return TracedDriver(GpuApi::kCuMemCreate, false, caller, Addr(real),
+                      [&] { return real(handle, size, prop, flags); },
+                      [&](const Call& c, CUresult r) {
+                        VmmFacts v;
+                        v.handle = r == CUDA_SUCCESS && handle != nullptr ? *handle : 0;
+                        v.size = size;
+                        if (prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
+                          v.device = prop->location.id;
+                        }
+                        RecordVmm(c, v);
+                      });
+}
+
+CUresult L_cuMemRelease(decltype(&::cuMemRelease) real, const void* caller,
+                        CUmemGenericAllocationHandle handle) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(handle);
+  return TracedDriver(GpuApi::kCuMemRelease, false, caller, Addr(real),
+                      [&] { return real(handle); }, [&](const Call& c, CUresult) {
+                        VmmFacts v;
+                        v.handle = handle;
+                        RecordVmm(c, v);
+                      });
+}
+
+CUresult L_cuMemMap(decltype(&::cuMemMap) real, const void* caller, CUdeviceptr ptr, size_t size,
+                    size_t offset, CUmemGenericAllocationHandle handle, unsigned long long flags) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(ptr, size, offset, handle, flags);
+  return TracedDriver(GpuApi::kCuMemMap, false, caller, Addr(real),
+                      [&] { return real(ptr, size, offset, handle, flags); },
+                      [&](const Call& c, CUresult) {
+                        VmmFacts v;
+                        v.handle = handle;
+                        v.addr = ptr;
+                        v.size = size;
+                        v.offset = offset;
+                        RecordVmm(c, v);
+                      });
+}
+
+CUresult L_cuMemUnmap(decltype(&::cuMemUnmap) real, const void* caller, CUdeviceptr ptr,
+                      size_t size) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(ptr, size);
+  return TracedDriver(GpuApi::kCuMemUnmap, false, caller, Addr(real),
+                      [&] { return real(ptr, size); }, [&](const Call& c, CUresult) {
+                        VmmFacts v;
+                        v.addr = ptr;
+                        v.size = size;
+                        RecordVmm(c, v);
+                      });
+}
+
+CUresult L_cuMemAddressReserve(decltype(&::cuMemAddressReserve) real, const void* caller,
+                               CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                               unsigned long long flags) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(ptr, size, alignment, addr, flags);
+  return TracedDriver(GpuApi::kCuMemAddressReserve, false, caller, Addr(real),
+                      [&] { return real(ptr, size, alignment, addr, flags); },
+                      [&](const Call& c, CUresult r) {
+                        VmmFacts v;
+                        v.addr = r == CUDA_SUCCESS && ptr != nullptr ? *ptr : 0;
+                        v.size = size;
+                        v.offset = alignment;
+                        v.handle = addr;
+                        RecordVmm(c, v);
+                      });
+}
+
+CUresult L_cuMemAddressFree(decltype(&::cuMemAddressFree) real, const void* caller, CUdeviceptr ptr,
+                            size_t size) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(ptr, size);
+  return TracedDriver(GpuApi::kCuMemAddressFree, false, caller, Addr(real),
+                      [&] { return real(ptr, size); }, [&](const Call& c, CUresult) {
+                        VmmFacts v;
+                        v.addr = ptr;
+                        v.size = size;
+                        RecordVmm(c, v);
+                      });
+}
+
+// ---- modules and libraries loaded at run time -----------------------------------------------------
+
+namespace {
+template <class Run>
+CUresult Module(GpuApi api, const void* real, const void* caller, void* const* out,
+                const void* image, const char* path, Run&& run) {
+  return TracedDriver(api, false, caller, real, run, [&](const Call& c, CUresult r) {
+    RecordModule(c, r == CUDA_SUCCESS && out != nullptr ? U(*out) : 0, image, path);
+  });
+}
+}  // namespace
+
+CUresult L_cuModuleLoad(decltype(&::cuModuleLoad) real, const void* caller, CUmodule* m,
+                        const char* fname) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(m, fname);
+  return Module(GpuApi::kCuModuleLoad, Addr(real), caller, reinterpret_cast<void* const*>(m),
+                nullptr, fname, [&] { return real(m, fname); });
+}
+CUresult L_cuModuleLoadData(decltype(&::cuModuleLoadData) real, const void* caller, CUmodule* m,
+                            const void* image) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(m, image);
+  return Module(GpuApi::kCuModuleLoadData, Addr(real), caller, reinterpret_cast<void* const*>(m),
+                image, nullptr, [&] { return real(m, image); });
+}
+CUresult L_cuModuleLoadDataEx(decltype(&::cuModuleLoadDataEx) real, const void* caller,
+                              CUmodule* m, const void* image, unsigned int n, CUjit_option* o,
+                              void** v) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(m, image, n, o, v);
+  return Module(GpuApi::kCuModuleLoadDataEx, Addr(real), caller, reinterpret_cast<void* const*>(m),
+                image, nullptr, [&] { return real(m, image, n, o, v); });
+}
+CUresult L_cuModuleLoadFatBinary(decltype(&::cuModuleLoadFatBinary) real, const void* caller,
+                                 CUmodule* m, const void* fatbin) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(m, fatbin);
+  return Module(GpuApi::kCuModuleLoadFatBinary, Addr(real), caller,
+                reinterpret_cast<void* const*>(m), fatbin, nullptr, [&] { return real(m, fatbin); });
+}
+CUresult L_cuLibraryLoadData(decltype(&::cuLibraryLoadData) real, const void* caller,
+                             CUlibrary* lib, const void* code, CUjit_option* jo, void** jv,
+                             unsigned int nj, CUlibraryOption* lo, void** lv, unsigned int nl) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(lib, code, jo, jv, nj, lo, lv, nl);
+  return Module(GpuApi::kCuLibraryLoadData, Addr(real), caller,
+                reinterpret_cast<void* const*>(lib), code, nullptr,
+                [&] { return real(lib, code, jo, jv, nj, lo, lv, nl); });
+}
+CUresult L_cuLibraryLoadFromFile(decltype(&::cuLibraryLoadFromFile) real, const void* caller,
+                                 CUlibrary* lib, const char* file, CUjit_option* jo, void** jv,
+                                 unsigned int nj, CUlibraryOption* lo, void** lv,
+                                 unsigned int nl) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(lib, file, jo, jv, nj, lo, lv, nl);
+  return Module(GpuApi::kCuLibraryLoadFromFile, Addr(real), caller,
+                reinterpret_cast<void* const*>(lib), nullptr, file,
+                [&] { return real(lib, file, jo, jv, nj, lo, lv, nl); });
+}
+
+// ---- initialisation and entry points ----------------------------------------------------------------
+
+CUresult L_cuInit(decltype(&::cuInit) real, const void* caller, unsigned int flags) {
+  if (real == nullptr) return kNoRealDriver;
+  if (!Recording()) return real(flags);
+  return TracedDriver(GpuApi::kCuInit, false, caller, Addr(real), [&] { return real(flags); },
+                      [&](const Call& c, CUresult r) {
+                        if (r != CUDA_SUCCESS) RecordError(c);
+                      });
+}
+
+// cuGetProcAddress hands out wrappers for the entry points above; everything else (and
+// every failure, NULL argument and cuGetExportTable) passes through untouched.
+CUresult L_cuGetProcAddress(decltype(&::cuGetProcAddress) real, const void*, const char* symbol,
+                            void** pfn, int version, cuuint64_t flags) {
+  if (real == nullptr) return kNoRealDriver;
+  const CUresult r = real(symbol, pfn, version, flags);
+  if (r == CUDA_SUCCESS && symbol != nullptr && pfn != nullptr && *pfn != nullptr) {
+    *pfn = MapProcAddress(symbol, *pfn, version, flags, format::GpuInterposeVia::kGetProcAddress);
+  }
+  return r;
+}
+
+CUresult L_cuGetProcAddress_v2(decltype(&::cuGetProcAddress_v2) real, const void*,
+                               const char* symbol, void** pfn, int version, cuuint64_t flags,
+                               CUdriverProcAddressQueryResult* status) {
+  if (real == nullptr) return kNoRealDriver;
+  const CUresult r = real(symbol, pfn, version, flags, status);
+  if (r == CUDA_SUCCESS && symbol != nullptr && pfn != nullptr && *pfn != nullptr) {
+    *pfn =
+        MapProcAddress(symbol, *pfn, version, flags, format::GpuInterposeVia::kGetProcAddressV2);
+  }
+  return r;
+}
+
+}  // namespace colabtrace::shim::gpu
+
+// ---- exported entry points ---------------------------------------------------------------------------
+#pragma GCC visibility push(default)
+extern "C" {
+
+CUresult cuMemAlloc_v2(CUdeviceptr* d, size_t size) { CT_GPU_EXPORT(cuMemAlloc_v2, d, size); }
+CUresult cuMemFree_v2(CUdeviceptr p) { CT_GPU_EXPORT(cuMemFree_v2, p); }
+CUresult cuMemAllocManaged(CUdeviceptr* d, size_t size, unsigned int flags) {
+  CT_GPU_EXPORT(cuMemAllocManaged, d, size, flags);
+}
+CUresult cuMemAllocPitch_v2(CUdeviceptr* d, size_t* pitch, size_t w, size_t h, unsigned int e) {
+  CT_GPU_EXPORT(cuMemAllocPitch_v2, d, pitch, w, h, e);
+}
+CUresult cuMemAllocAsync(CUdeviceptr* d, size_t size, CUstream s) {
+  CT_GPU_EXPORT(cuMemAllocAsync, d, size, s);
+}
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr* d, size_t size, CUstream s) {
+  CT_GPU_EXPORT(cuMemAllocAsync_ptsz, d, size, s);
+}
+CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) { CT_GPU_EXPORT(cuMemFreeAsync, p, s); }
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s) { CT_GPU_EXPORT(cuMemFreeAsync_ptsz, p, s); }
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr* d, size_t size, CUmemoryPool pool, CUstream s) {
+  CT_GPU_EXPORT(cuMemAllocFromPoolAsync, d, size, pool, s);
+}
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* d, size_t size, CUmemoryPool pool, CUstream s) {
+  CT_GPU_EXPORT(cuMemAllocFromPoolAsync_ptsz, d, size, pool, s);
+}
+CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
+  CT_GPU_EXPORT(cuMemPoolCreate, pool, props);
+}
+CUresult cuMemPoolDestroy(CUmemoryPool pool) { CT_GPU_EXPORT(cuMemPoolDestroy, pool); }
+CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) {
+  CT_GPU_EXPORT(cuMemPoolTrimTo, pool, keep);
+}
+CUresult cuMemCreate(CUmemGenericAllocationHandle* h, size_t size, const CUmemAllocationProp* prop,
+                     unsigned long long flags) {
+  CT_GPU_EXPORT(cuMemCreate, h, size, prop, flags);
+}
+CUresult cuMemRelease(CUmemGenericAllocationHandle h) { CT_GPU_EXPORT(cuMemRelease, h); }
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle h,
+                  unsigned long long flags) {
+  CT_GPU_EXPORT(cuMemMap, ptr, size, offset, h, flags);
+}
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) { CT_GPU_EXPORT(cuMemUnmap, ptr, size); }
+CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                             unsigned long long flags) {
+  CT_GPU_EXPORT(cuMemAddressReserve, ptr, size, alignment, addr, flags);
+}
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+  CT_GPU_EXPORT(cuMemAddressFree, ptr, size);
+}
+CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total) {
+  CT_GPU_EXPORT(cuMemGetInfo_v2, free_bytes, total);
+}
+CUresult cuMemAllocHost_v2(void** p, size_t size) { CT_GPU_EXPORT(cuMemAllocHost_v2, p, size); }
+CUresult cuMemHostAlloc(void** p, size_t size, unsigned int flags) {
+  CT_GPU_EXPORT(cuMemHostAlloc, p, size, flags);
+}
+CUresult cuMemFreeHost(void* p) { CT_GPU_EXPORT(cuMemFreeHost, p); }
+CUresult cuModuleLoad(CUmodule* m, const char* fname) { CT_GPU_EXPORT(cuModuleLoad, m, fname); }
+CUresult cuModuleLoadData(CUmodule* m, const void* image) {
+  CT_GPU_EXPORT(cuModuleLoadData, m, image);
+}
+CUresult cuModuleLoadDataEx(CUmodule* m, const void* image, unsigned int n, CUjit_option* o,
+                            void** v) {
+  CT_GPU_EXPORT(cuModuleLoadDataEx, m, image, n, o, v);
+}
+CUresult cuModuleLoadFatBinary(CUmodule* m, const void* fatbin) {
+  CT_GPU_EXPORT(cuModuleLoadFatBinary, m, fatbin);
+}
+CUresult cuLibraryLoadData(CUlibrary* lib, const void* code, CUjit_option* jo, void** jv,
+                           unsigned int nj, CUlibraryOption* lo, void** lv, unsigned int nl) {
+  CT_GPU_EXPORT(cuLibraryLoadData, lib, code, jo, jv, nj, lo, lv, nl);
+}
+CUresult cuLibraryLoadFromFile(CUlibrary* lib, const char* file, CUjit_option* jo, void** jv,
+                               unsigned int nj, CUlibraryOption* lo, void** lv, unsigned int nl) {
+  CT_GPU_EXPORT(cuLibraryLoadFromFile, lib, file, jo, jv, nj, lo, lv, nl);
+}
+CUresult cuInit(unsigned int flags) { CT_GPU_EXPORT(cuInit, flags); }
+CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) {
+  CT_GPU_EXPORT(cuGetProcAddress, symbol, pfn, version, flags);
+}
+CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult* status) {
+  CT_GPU_EXPORT(cuGetProcAddress_v2, symbol, pfn, version, flags, status);
+}
+
+}  // extern "C"
+#pragma GCC visibility pop
+
+#endif  // COLABTRACE_HAVE_CUDA_HEADERS

@@ -1,0 +1,132 @@
+// The GPU module's shared state and recording logic (shim/gpu/).
+//
+// The entry points (runtime_hooks.cpp, driver_hooks.cpp) are thin: they find the real
+// function, call it, and hand what happened to the Record* functions here, which build
+// the records. Everything here runs inside a ShimScope that entered.
+//
+// What the module knows about the CUDA libraries of the process:
+//   - CudaLib: one loaded libcudart or libcuda, with the query functions the shim calls
+//     itself (device, versions, memory info), read from that very object's dynamic
+//     symbol table (elf_symbols.h).
+//     Nothing is ever loaded: a library is registered from a real function pointer the
+//     program already holds.
+//   - each record asks only the libraries its own call went through: the runtime it
+//     called and the driver that ran underneath (free/total memory after a failure is
+//     read "through the same driver"). A library that ran a moment ago is still loaded,
+//     so a runtime that unloads its driver after a failed start cannot leave the shim
+//     holding dangling function pointers.
+//
+// "One allocation, two layers": a runtime hook raises t_thread.runtime_depth around
+// the real call; driver wrappers reached inside it record nothing and leave their API
+// and return code in t_gpu for the runtime record (driver_api, driver_rc).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "colabtrace/format/records.h"
+#include "cuda_api.h"
+#include "writer.h"
+
+namespace colabtrace::shim::gpu {
+
+using format::GpuApi;
+using format::GpuLayer;
+
+// Per-thread state of the GPU module (initial-exec TLS: no allocation, no lock).
+struct GpuThread {
+  uint16_t inner_api = 0;  // the last traced allocation-family driver call made inside the
+  int32_t inner_rc = 0;    // current runtime call, and its result
+  const void* inner_real = nullptr;  // the real driver function of the last wrapped call in it
+};
+extern constinit thread_local GpuThread t_gpu CT_TLS;
+
+// True if addr lies in libcolabtrace.so's own mapped code (set up by GpuModuleStart).
+bool IsShimText(const void* addr);
+
+// Captures the calling thread's native stack (COLABTRACE_STACKS frames, shim frames
+// dropped) and returns its Stack id; 0 when stacks are off.
+uint64_t CaptureGpuStack();
+
+// ---- the CUDA libraries of the process -----------------------------------------------
+
+#if defined(COLABTRACE_HAVE_CUDA_HEADERS)
+
+enum class LibKind : uint8_t { kRuntime = 1, kDriver = 2 };
+
+struct CudaLib {
+  LibKind kind;
+  uintptr_t lo, hi;   // the object's mapped address range
+  const char* path;   // the loader's name for it (valid while it stays loaded)
+  // Runtime (libcudart) query functions.
+  cudaError_t (*rt_get_device)(int*);
+  cudaError_t (*rt_runtime_version)(int*);
+  cudaError_t (*rt_driver_version)(int*);
+  cudaError_t (*rt_mem_get_info)(size_t*, size_t*);
+  cudaError_t (*rt_device_attribute)(int*, cudaDeviceAttr, int);
+  cudaError_t (*rt_device_properties)(void*, int);  // only the leading name[256] is read
+  // Driver (libcuda) query functions.
+  CUresult (*cu_ctx_get_device)(CUdevice*);
+  CUresult (*cu_mem_get_info)(size_t*, size_t*);
+  CUresult (*cu_driver_version)(int*);
+  CUresult (*cu_device_name)(char*, int, CUdevice);
+  CUresult (*cu_device_attribute)(int*, CUdevice_attribute, CUdevice);
+  CUresult (*cu_device_total_mem)(size_t*, CUdevice);
+  CUresult (*cu_device_mem_pool)(CUmemoryPool*, CUdevice);
+  CUresult (*cu_pool_attribute)(CUmemoryPool, CUmemPool_attribute, void*);
+};
+
+// The registered library holding addr, registering it (reading that object's dynamic
+// symbol table) the first time. nullptr if addr is in no loaded object, or while
+// another thread is registering the same library.
+const CudaLib* LibOf(const void* addr, LibKind kind);
+
+
+// ---- what a hook saw --------------------------------------------------------------------
+
+struct Call {
+  GpuApi api;
+  GpuLayer layer;
+  const void* caller;  // return address of the API call
+  const void* real;    // the real function that ran
+  uint64_t t0, t1;     // ticks before and after it
+  int64_t rc;
+};
+
+struct AllocFacts {
+  uint64_t addr = 0;
+  uint64_t size = 0;
+  uint64_t stream = 0;
+  uint64_t flags = 0;
+  uint64_t pool = 0;
+  uint64_t pitch = 0;
+  int device = -2;  // -2: ask the current context; -1: unknown
+};
+
+// True for the "out of memory" codes of both layers (cudaErrorMemoryAllocation and
+// CUDA_ERROR_OUT_OF_MEMORY are both 2).
+inline bool IsOutOfMemory(int64_t rc) { return rc == 2; }
+
+// GpuAlloc, plus (once) the versions, the device's facts and a first-use memory
+// reading, and after a failure the free/total memory seen through the same driver.
+void RecordAlloc(const Call& c, const AllocFacts& a);
+void RecordFree(const Call& c, uint64_t addr, uint64_t stream);
+// A program's own memory query (cudaMemGetInfo, cuMemGetInfo_v2).
+void RecordMemInfo(const Call& c, const size_t* free_bytes, const size_t* total);
+// The version queries: the first answer of each runtime library becomes a GpuVersion.
+void RecordVersionQuery(const Call& c);
+void RecordPool(const Call& c, uint64_t pool, int device, uint64_t value);
+struct VmmFacts {
+  uint64_t handle = 0, addr = 0, size = 0, offset = 0;
+  int device = -1;
+};
+void RecordVmm(const Call& c, const VmmFacts& v);
+void RecordModule(const Call& c, uint64_t handle, const void* image, const char* path);
+void RecordError(const Call& c);
+
+#endif  // COLABTRACE_HAVE_CUDA_HEADERS
+
+// Forgets the per-process facts (a fork child starts a new trace).
+void ResetGpuFacts();
+
+}  // namespace colabtrace::shim::gpu

@@ -1,0 +1,266 @@
+// CUDA runtime entry points (cuda*): thin exported hooks and their logic.
+//
+// Each L_<name> runs the real function with t_thread.runtime_depth raised (so the driver
+// wrappers underneath record nothing of their own) and then records one event. The
+// exported definitions are unversioned: they interpose cudaMalloc@libcudart.so.12 and
+// @libcudart.so.13 alike, and call the definition the caller would have bound to.
+#include "entry_points.h"
+
+#if defined(COLABTRACE_HAVE_CUDA_HEADERS)
+
+namespace colabtrace::shim::gpu {
+namespace {
+
+// What a hook returns when nothing but the shim defines the function (only reachable
+// through a pointer the program took from the shim itself).
+constexpr cudaError_t kNoRealRuntime = cudaErrorSymbolNotFound;
+
+template <class F> const void* Addr(F f) { return reinterpret_cast<const void*>(f); }
+
+uint64_t U(const void* p) { return reinterpret_cast<uint64_t>(p); }
+
+// Runs run() as one traced runtime call, then rec(call, result) inside a ShimScope.
+template <class Run, class Rec>
+inline cudaError_t TracedRuntime(GpuApi api, const void* caller, const void* real, Run&& run,
+                                 Rec&& rec) {
+  ThreadState& t = t_thread;
+  Call c{api, GpuLayer::kRuntime, caller, real, 0, 0, 0};
+  ++t.runtime_depth;
+  t_gpu.inner_api = 0;
+  t_gpu.inner_rc = 0;
+  t_gpu.inner_real = nullptr;
+  c.t0 = Ticks();
+  const cudaError_t r = run();
+  c.t1 = Ticks();
+  --t.runtime_depth;
+  c.rc = static_cast<int64_t>(r);
+  {
+    ShimScope scope;
+    if (scope.entered()) rec(c, r);
+  }
+  return r;
+}
+
+template <class Fn>
+cudaError_t RuntimeAlloc(GpuApi api, Fn real, const void* caller, void** out, AllocFacts a,
+                         auto&& run) {
+  return TracedRuntime(api, caller, Addr(real), run, [&](const Call& c, cudaError_t r) {
+    a.addr = r == cudaSuccess && out != nullptr ? U(*out) : 0;
+    RecordAlloc(c, a);
+  });
+}
+
+template <class Fn>
+cudaError_t RuntimeFree(GpuApi api, Fn real, const void* caller, const void* addr, uint64_t stream,
+                        auto&& run) {
+  return TracedRuntime(api, caller, Addr(real), run,
+                       [&](const Call& c, cudaError_t) { RecordFree(c, U(addr), stream); });
+}
+
+}  // namespace
+
+// ---- allocation -------------------------------------------------------------------------------
+
+cudaError_t L_cudaMalloc(decltype(&::cudaMalloc) real, const void* caller, void** p, size_t size) {
+  if (real == nullptr) return kNoRealRuntime;
+  if (!Recording()) return real(p, size);
+  AllocFacts a;
+  a.size = size;
+  return RuntimeAlloc(GpuApi::kCudaMalloc, real, caller, p, a, [&] { return real(p, size); });
+}
+
+cudaError_t L_cudaMallocManaged(decltype(&::cudaMallocManaged) real, const void* caller, void** p,
+                                size_t size, unsigned int flags) {
+  if (real == nullptr) return kNoRealRuntime;
+  if (!Recording()) return real(p, size, flags);
+  AllocFacts a;
+  a.size = size;
+  a.flags = flags;
+  return RuntimeAlloc(GpuApi::kCudaMallocManaged, real, caller, p, a,
+                      [&] { return real(p, size, flags); });
+}
+
+cudaError_t L_cudaMallocPitch(decltype(&::cudaMallocPitch) real, const void* caller, void** p,
+                              size_t* pitch, size_t width, size_t height) {
+  if (real == nullptr) return kNoRealRuntime;
+  if (!Recording()) return real(p, pitch, width, height);
+  return TracedRuntime(
+      GpuApi::kCudaMallocPitch, caller, Addr(real), [&] { return real(p, pitch, width, height); },
+      [&](const Call& c, cudaError_t r) {
+        AllocFacts a;
+        const bool ok = r == cudaSuccess && p != nullptr && pitch != nullptr;
+        a.addr = ok ? U(*p) : 0;
+        a.pitch = ok ? *pitch : 0;
+        a.size = ok ? *pitch * height : width * height;
+        RecordAlloc(c, a);
+      });
+}
+
+cudaError_t L_cudaMallocHost(decltype(&::cudaMallocHost) real, const void* caller, void** p,
+                             size_t size) {
+  if (real == nullptr) return kNoRealRuntime;
+  if (!Recording()) return real(p, size);
+  AllocFacts a;
+  a.size = size;
+  a.device = -1;  // pinned host memory belongs to no device
+  return RuntimeAlloc(GpuApi::kCudaMallocHost, real, caller, p, a, [&] { return real(p, size); });
+}
+
+cudaError_t L_cudaHostAlloc(decltype(&::cudaHostAlloc) real, const void* caller, void** p,
+                            size_t size, unsigned int flags) {
+  if (real == nullptr) return kNoRealRuntime;
+  if (!Recording()) return real(p, size, flags);
+  AllocFacts a;
+  a.size = size;
+  a.flags = flags;
+  a.device = -1;
+  return RuntimeAlloc(GpuApi::kCudaHostAlloc, real, caller, p, a,
+                      [&] { return real(p, size, flags); });
+}
+
+// ---- stream-ordered allocation ----------------------------------------------------------------
+
+namespace {
+template <class Fn>
+cudaError_t MallocAsync(GpuApi api, Fn real, const void* caller, void** p, size_t size,
+                        cudaStream_t stream) {
+  if (real == nullptr) return kNoRealRuntime;
+  if (!Recording()) return real(p, size, stream);
+  AllocFacts a;
+  a.size = size;
+  a.stream = U(stream);
+  return RuntimeAlloc(api, real, caller, p, a, [&] { return real(p, size, stream); });
+}
+
+template <class Fn>
+cudaError_t MallocFromPool(GpuApi api, Fn real, const void* caller, void** p, size_t size,
+                           cudaMemPool_t pool, cudaStream_t stream) {
+  if (real == nullptr) return kNoRealRuntime;
+  if (!Recording()) return real(p, size, pool, stream);
+  AllocFacts a;
+  a.size = size;
+  a.stream = U(stream);
+  a.pool = U(pool);
+  return RuntimeAlloc(api, real, caller, p, a, [&] { return real(p, size, pool, stream); });
+}
+
+template <class Fn>
+cudaError_t FreeAsync(GpuApi api, Fn real, const void* caller, void* p, cudaStream_t stream) {
+  if (real == nullptr) return kNoRealRuntime;
+  if (!Recording()) return real(p, stream);
+  return RuntimeFree(api, real, caller, p, U(stream), [&] { return real(p, stream); });
+}
+}  // namespace
+
+cudaError_t L_cudaMallocAsync(decltype(&::cudaMallocAsync) real, const void* caller, void** p,
+                              size_t size, cudaStream_t stream) {
+  return MallocAsync(GpuApi::kCudaMallocAsync, real, caller, p, size, stream);
+}
+cudaError_t L_cudaMallocAsync_ptsz(decltype(&::cudaMallocAsync_ptsz) real, const void* caller,
+                                   void** p, size_t size, cudaStream_t stream) {
+  return MallocAsync(GpuApi::kCudaMallocAsync_ptsz, real, caller, p, size, stream);
+}
+cudaError_t L_cudaMallocFromPoolAsync(decltype(&::cudaMallocFromPoolAsync) real, const void* caller,
+                                      void** p, size_t size, cudaMemPool_t pool,
+                                      cudaStream_t stream) {
+  return MallocFromPool(GpuApi::kCudaMallocFromPoolAsync, real, caller, p, size, pool, stream);
+}
+cudaError_t L_cudaMallocFromPoolAsync_ptsz(decltype(&::cudaMallocFromPoolAsync_ptsz) real,
+                                           const void* caller, void** p, size_t size,
+                                           cudaMemPool_t pool, cudaStream_t stream) {
+  return MallocFromPool(GpuApi::kCudaMallocFromPoolAsync_ptsz, real, caller, p, size, pool, stream);
+}
+cudaError_t L_cudaFreeAsync(decltype(&::cudaFreeAsync) real, const void* caller, void* p,
+                            cudaStream_t stream) {
+  return FreeAsync(GpuApi::kCudaFreeAsync, real, caller, p, stream);
+}
+cudaError_t L_cudaFreeAsync_ptsz(decltype(&::cudaFreeAsync_ptsz) real, const void* caller, void* p,
+                                 cudaStream_t stream) {
+  return FreeAsync(GpuApi::kCudaFreeAsync_ptsz, real, caller, p, stream);
+}
+
+// ---- frees ------------------------------------------------------------------------------------
+
+cudaError_t L_cudaFree(decltype(&::cudaFree) real, const void* caller, void* p) {
+  if (real == nullptr) return kNoRealRuntime;
+  if (!Recording()) return real(p);
+  return RuntimeFree(GpuApi::kCudaFree, real, caller, p, 0, [&] { return real(p); });
+}
+
+cudaError_t L_cudaFreeHost(decltype(&::cudaFreeHost) real, const void* caller, void* p) {
+  if (real == nullptr) return kNoRealRuntime;
+  if (!Recording()) return real(p);
+  return RuntimeFree(GpuApi::kCudaFreeHost, real, caller, p, 0, [&] { return real(p); });
+}
+
+// ---- queries ------------------------------------------------------------------------------------
+
+cudaError_t L_cudaMemGetInfo(decltype(&::cudaMemGetInfo) real, const void* caller,
+                             size_t* free_bytes, size_t* total) {
+  if (real == nullptr) return kNoRealRuntime;
+  if (!Recording()) return real(free_bytes, total);
+  return TracedRuntime(GpuApi::kCudaMemGetInfo, caller, Addr(real),
+                       [&] { return real(free_bytes, total); },
+                       [&](const Call& c, cudaError_t) { RecordMemInfo(c, free_bytes, total); });
+}
+
+cudaError_t L_cudaRuntimeGetVersion(decltype(&::cudaRuntimeGetVersion) real, const void* caller,
+                                    int* v) {
+  if (real == nullptr) return kNoRealRuntime;
+  if (!Recording()) return real(v);
+  return TracedRuntime(GpuApi::kCudaRuntimeGetVersion, caller, Addr(real), [&] { return real(v); },
+                       [&](const Call& c, cudaError_t) { RecordVersionQuery(c); });
+}
+
+cudaError_t L_cudaDriverGetVersion(decltype(&::cudaDriverGetVersion) real, const void* caller,
+                                   int* v) {
+  if (real == nullptr) return kNoRealRuntime;
+  if (!Recording()) return real(v);
+  return TracedRuntime(GpuApi::kCudaDriverGetVersion, caller, Addr(real), [&] { return real(v); },
+                       [&](const Call& c, cudaError_t) { RecordVersionQuery(c); });
+}
+
+}  // namespace colabtrace::shim::gpu
+
+// ---- exported entry points -----------------------------------------------------------------------
+#pragma GCC visibility push(default)
+extern "C" {
+
+cudaError_t cudaMalloc(void** p, size_t size) { CT_GPU_EXPORT(cudaMalloc, p, size); }
+cudaError_t cudaFree(void* p) { CT_GPU_EXPORT(cudaFree, p); }
+cudaError_t cudaMallocAsync(void** p, size_t size, cudaStream_t s) {
+  CT_GPU_EXPORT(cudaMallocAsync, p, size, s);
+}
+cudaError_t cudaMallocAsync_ptsz(void** p, size_t size, cudaStream_t s) {
+  CT_GPU_EXPORT(cudaMallocAsync_ptsz, p, size, s);
+}
+cudaError_t cudaFreeAsync(void* p, cudaStream_t s) { CT_GPU_EXPORT(cudaFreeAsync, p, s); }
+cudaError_t cudaFreeAsync_ptsz(void* p, cudaStream_t s) { CT_GPU_EXPORT(cudaFreeAsync_ptsz, p, s); }
+cudaError_t cudaMallocFromPoolAsync(void** p, size_t size, cudaMemPool_t pool, cudaStream_t s) {
+  CT_GPU_EXPORT(cudaMallocFromPoolAsync, p, size, pool, s);
+}
+cudaError_t cudaMallocFromPoolAsync_ptsz(void** p, size_t size, cudaMemPool_t pool,
+                                         cudaStream_t s) {
+  CT_GPU_EXPORT(cudaMallocFromPoolAsync_ptsz, p, size, pool, s);
+}
+cudaError_t cudaMallocManaged(void** p, size_t size, unsigned int flags) {
+  CT_GPU_EXPORT(cudaMallocManaged, p, size, flags);
+}
+cudaError_t cudaMallocPitch(void** p, size_t* pitch, size_t width, size_t height) {
+  CT_GPU_EXPORT(cudaMallocPitch, p, pitch, width, height);
+}
+cudaError_t cudaMallocHost(void** p, size_t size) { CT_GPU_EXPORT(cudaMallocHost, p, size); }
+cudaError_t cudaHostAlloc(void** p, size_t size, unsigned int flags) {
+  CT_GPU_EXPORT(cudaHostAlloc, p, size, flags);
+}
+cudaError_t cudaFreeHost(void* p) { CT_GPU_EXPORT(cudaFreeHost, p); }
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
+  CT_GPU_EXPORT(cudaMemGetInfo, free_bytes, total);
+}
+cudaError_t cudaRuntimeGetVersion(int* v) { CT_GPU_EXPORT(cudaRuntimeGetVersion, v); }
+cudaError_t cudaDriverGetVersion(int* v) { CT_GPU_EXPORT(cudaDriverGetVersion, v); }
+
+}  // extern "C"
+#pragma GCC visibility pop
+
+#endif  // COLABTRACE_HAVE_CUDA_HEADERS

@@ -1,0 +1,93 @@
+"""Helpers shared by the core end-to-end tests (tests/core/test_*.py).
+
+Everything runs the real shim and the real `colabtrace` CLI through ctharness; these
+helpers only locate the test programs and read traces in the ways several tests need.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import sys
+import time
+
+import ctharness
+from ctharness import cli, dump, records, report, run_traced  # noqa: F401 (re-exported)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def prog(name: str) -> str:
+    """A C test program built by tests/core/CMakeLists.txt."""
+    path = ctharness.test_bin("core", name)
+    if not os.path.exists(path):
+        raise AssertionError(f"test program {path} is not built (ninja core_test_programs)")
+    return path
+
+
+def py_script(name: str) -> str:
+    return os.path.join(HERE, "py", name)
+
+
+def python() -> str:
+    """A real CPython binary (never pyenv's shell-script shim)."""
+    for p in (ctharness.SYSTEM_PYTHON, os.path.realpath(sys.executable)):
+        if p and os.path.exists(p):
+            return p
+    raise AssertionError("no CPython found")
+
+
+def clean_env(extra=None) -> dict:
+    """The environment for a run without the shim: no LD_PRELOAD, no COLABTRACE_*."""
+    e = {k: v for k, v in os.environ.items()
+         if k != "LD_PRELOAD" and not (k.startswith("COLABTRACE_") and k != "COLABTRACE_BUILD_DIR")}
+    if extra:
+        e.update(extra)
+    return e
+
+
+def run_plain(argv, env=None, timeout=60, **kw) -> subprocess.CompletedProcess:
+    """Runs argv without the shim, capturing bytes."""
+    return subprocess.run(argv, env=clean_env(env), capture_output=True, timeout=timeout, **kw)
+
+
+def shim_env(out_dir: str, extra=None) -> dict:
+    e = clean_env()
+    e["LD_PRELOAD"] = ctharness.SHIM
+    e["COLABTRACE_OUT"] = out_dir + "/"
+    if extra:
+        e.update(extra)
+    return e
+
+
+def trace_pid(path: str) -> int:
+    """The pid recorded in a trace's header (FileHeader::pid, offset 28)."""
+    with open(path, "rb") as f:
+        head = f.read(32)
+    if len(head) < 32 or head[:8] != b"CTRACE\r\n":
+        raise AssertionError(f"{path} is not a trace")
+    return struct.unpack_from("<I", head, 28)[0]
+
+
+def wait_gone(pids, timeout=30.0):
+    """Waits until none of pids is running (exited, or a zombie nobody reaped)."""
+    deadline = time.monotonic() + timeout
+    pending = set(pids)
+    while pending and time.monotonic() < deadline:
+        for pid in list(pending):
+            try:
+                with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+                if state in ("Z", "X"):
+                    pending.discard(pid)
+            except (FileNotFoundError, ProcessLookupError, IndexError):
+                pending.discard(pid)
+        if pending:
+            time.sleep(0.02)
+    if pending:
+        raise AssertionError(f"processes still running after {timeout}s: {sorted(pending)}")
+
+
+def env_values(trace: str, name: str) -> list[str]:
+    """Values of env records for variable `name`, in trace order."""
+    return [r["value"] for r in records(trace, "env") if r.get("name") == name]

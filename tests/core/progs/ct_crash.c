@@ -1,0 +1,80 @@
+/* ct_crash MODE: dies of a fatal signal in a function of this executable.
+ *   segv   a write through a null pointer (crash_segv)
+ *   abort  abort() (crash_abort)
+ *   fpe    an integer division by zero (crash_fpe)
+ *   bus    touches a page of a /dev/shm file that was truncated under its mapping
+ *          (crash_bus); the file name is argv[2]
+ *   handler  installs its own SIGSEGV handler (which _exit(42)s), checks that
+ *          sigaction(SIGSEGV, NULL, &old) returns it, then crashes in crash_segv.
+ * Built with -g -fno-omit-frame-pointer so the stack walks through these functions.
+ * Prints "ready" before crashing. */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+volatile int g_zero = 0;
+volatile int g_sink = 0;
+
+__attribute__((noinline)) void crash_segv(int* volatile p) {
+  *p = 42;
+  g_sink++;
+}
+
+__attribute__((noinline)) void crash_abort(void) {
+  abort();
+}
+
+__attribute__((noinline)) int crash_fpe(int a) {
+  int r = a / g_zero;
+  g_sink++;
+  return r;
+}
+
+__attribute__((noinline)) void crash_bus(volatile char* p) {
+  p[0] = 1;
+  g_sink++;
+}
+
+static void on_segv(int sig) {
+  (void)sig;
+  _exit(42);
+}
+
+int main(int argc, char** argv) {
+  const char* mode = argc > 1 ? argv[1] : "segv";
+  setenv("CUDA_CRASH_MODE", mode, 1);
+  if (strcmp(mode, "handler") == 0) {
+    struct sigaction act, old;
+    memset(&act, 0, sizeof(act));
+    act.sa_handler = on_segv;
+    sigemptyset(&act.sa_mask);
+    if (sigaction(SIGSEGV, &act, NULL) != 0) return 3;
+    memset(&old, 0, sizeof(old));
+    if (sigaction(SIGSEGV, NULL, &old) != 0) return 4;
+    if (old.sa_handler != on_segv) {
+      printf("sigaction returned a handler that is not ours\n");
+      return 5;
+    }
+    printf("handler ok\n");
+  }
+  printf("ready\n");
+  fflush(stdout);
+  if (strcmp(mode, "segv") == 0 || strcmp(mode, "handler") == 0) crash_segv(NULL);
+  if (strcmp(mode, "abort") == 0) crash_abort();
+  if (strcmp(mode, "fpe") == 0) return crash_fpe(7);
+  if (strcmp(mode, "bus") == 0) {
+    const char* name = argc > 2 ? argv[2] : "/dev/shm/ct_crash_bus";
+    const int fd = open(name, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || ftruncate(fd, 8192) != 0) return 6;
+    char* p = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) return 7;
+    p[0] = 0;
+    if (ftruncate(fd, 0) != 0) return 8;
+    crash_bus(p + 4096);
+  }
+  return 99;
+}

@@ -1,0 +1,85 @@
+"""A full disk or a file-size limit stops tracing, never the program: the program's
+output and exit code are unchanged and the trace says trace_truncated."""
+import errno
+import glob
+import os
+import resource
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+from coretest import env_values, prog, report, run_plain, shim_env
+from ctharness import TempDirTest, findings
+
+STEPS = 200000  # ~4 MB of records: more than fits
+
+
+class FullDiskTest(TempDirTest):
+    def check_truncated(self, out_dir, preexec=None, want_errno=None):
+        argv = [prog("ct_steps"), str(STEPS), "0"]
+        bare = run_plain(argv)
+        traced = subprocess.run(argv, env=shim_env(out_dir), capture_output=True, timeout=120,
+                                preexec_fn=preexec)
+        self.assertEqual(traced.returncode, 0, traced.stderr)
+        self.assertEqual(traced.stdout, bare.stdout)
+        self.assertEqual(traced.stderr, b"")
+        self.assertEqual(len(bare.stdout.splitlines()), STEPS + 1)
+        traces = glob.glob(os.path.join(out_dir, "*.ctrace"))
+        self.assertEqual(len(traces), 1)
+        rep = report(traces[0])
+        (proc,) = rep["processes"]
+        self.assertTrue(proc["trace_truncated"])
+        # The trace was closed cleanly (the exit record itself may not have fit): the
+        # process exited, it was not killed.
+        self.assertEqual(proc["end"]["kind"], "exited")
+        self.assertIn(proc["end"]["code"], (0, None))
+        self.assertFalse(findings(rep, "proc.killed"))
+        self.assertTrue(any("tracing stopped early" in w and os.strerror(want_errno) in w
+                            for w in rep["warnings"]), rep["warnings"])
+        # What was recorded is a gap-free prefix of the steps.
+        values = env_values(traces[0], "CUDA_STEP")
+        self.assertGreater(len(values), 1000)
+        self.assertLess(len(values), STEPS)
+        self.assertEqual(values, [str(i) for i in range(len(values))])
+
+    def test_full_tmpfs(self):
+        mnt = tempfile.mkdtemp(prefix="ct-tmpfs-")
+        try:
+            r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", mnt],
+                               capture_output=True)
+            if r.returncode != 0:
+                self.skipTest(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
+            try:
+                self.check_truncated(mnt, want_errno=errno.ENOSPC)
+            finally:
+                subprocess.run(["umount", mnt], check=True)
+        finally:
+            shutil.rmtree(mnt, ignore_errors=True)
+
+    def test_file_size_limit(self):
+        limit = 3 << 20
+
+        def small_fsize():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+        self.check_truncated(self.tmp, preexec=small_fsize, want_errno=errno.EFBIG)
+        (trace,) = glob.glob(os.path.join(self.tmp, "*.ctrace"))
+        self.assertLessEqual(os.path.getsize(trace), limit)
+
+    def test_limit_below_one_extent_means_no_trace_and_no_litter(self):
+        def tiny_fsize():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+
+        argv = [prog("ct_steps"), "100", "0"]
+        bare = run_plain(argv)
+        traced = subprocess.run(argv, env=shim_env(self.tmp), capture_output=True, timeout=60,
+                                preexec_fn=tiny_fsize)
+        self.assertEqual(traced.returncode, 0)
+        self.assertEqual(traced.stdout, bare.stdout)
+        self.assertEqual(traced.stderr, b"")
+        self.assertEqual(os.listdir(self.tmp), [], "no empty trace files left behind")
+
+
+if __name__ == "__main__":
+    unittest.main()

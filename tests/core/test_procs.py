@@ -1,0 +1,179 @@
+"""fork, exec, posix_spawn, vfork and shell wrappers: one trace per process that ran,
+each with its exit code, the right ppid and children links, and the exec'd image named
+as the job."""
+import glob
+import os
+import subprocess
+import unittest
+
+import coretest
+from coretest import env_values, prog, records, report, shim_env, trace_pid
+from ctharness import TempDirTest, by_pid
+
+
+class ProcessTreeTest(TempDirTest):
+    def run_traced(self, argv, expect_rc=0):
+        p = subprocess.run(argv, env=shim_env(self.tmp), capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(p.returncode, expect_rc, p.stderr)
+        # Only what the programs themselves print (ct_exit writes one "err:" line).
+        self.assertEqual([l for l in p.stderr.splitlines() if not l.startswith("err: ")], [])
+        traces = sorted(glob.glob(os.path.join(self.tmp, "*.ctrace")))
+        pids = [trace_pid(t) for t in traces]
+        self.assertEqual(len(pids), len(set(pids)), f"one trace per process: {traces}")
+        return p, dict(zip(pids, traces))
+
+    @staticmethod
+    def parse(stdout):
+        children, parent = [], None
+        for line in stdout.splitlines():
+            w = line.split()
+            if w[0] == "child":
+                children.append((int(w[1]), int(w[2])))
+            elif w[0] == "parent":
+                parent = int(w[1])
+        return parent, children
+
+    def test_fork_children_each_get_a_trace_with_their_exit_code(self):
+        n = 5
+        p, traces = self.run_traced([prog("ct_procs"), "fork", str(n)])
+        parent, children = self.parse(p.stdout)
+        self.assertEqual([c for _, c in children], [10 + i for i in range(n)])
+        self.assertEqual(set(traces), {parent} | {pid for pid, _ in children})
+        rep = report(self.tmp)
+        procs = by_pid(rep)
+        self.assertEqual(len(rep["processes"]), n + 1)
+        self.assertEqual(procs[parent]["end"], {"kind": "exited", "code": 0, "signal": None})
+        self.assertEqual(procs[parent]["children"], [pid for pid, _ in children])
+        for i, (pid, code) in enumerate(children):
+            child = procs[pid]
+            self.assertEqual(child["end"]["kind"], "exited")
+            self.assertEqual(child["end"]["code"], code)
+            self.assertEqual(child["ppid"], parent)
+            self.assertEqual(child["origin"], "fork")
+            self.assertEqual(env_values(traces[pid], "CUDA_CHILD"), [str(i)])
+            # The child's trace holds only its own events, not the parent's later ones.
+            self.assertEqual(env_values(traces[pid], "CUDA_PARENT_DONE"), [])
+        self.assertEqual(env_values(traces[parent], "CUDA_CHILD"), [])
+        self.assertEqual(env_values(traces[parent], "CUDA_PARENT_DONE"), ["1"])
+
+    def test_fork_then_exec_continues_the_childs_trace(self):
+        target = prog("ct_exit")
+        p, traces = self.run_traced([prog("ct_procs"), "forkexec", target, "exit", "5"])
+        parent, children = self.parse(p.stdout)
+        self.assertEqual(len(children), 1)
+        child, code = children[0]
+        self.assertEqual(code, 5)
+        self.assertEqual(set(traces), {parent, child})
+        procs = by_pid(report(self.tmp))
+        c = procs[child]
+        self.assertEqual([os.path.basename(i["exe"]) for i in c["images"]], ["ct_procs", "ct_exit"])
+        self.assertEqual(c["exe"], target)
+        self.assertEqual(c["argv"], [target, "exit", "5"])
+        self.assertEqual(c["end"], {"kind": "exited", "code": 5, "signal": None})
+        self.assertEqual(c["ppid"], parent)
+        self.assertEqual(len(records(traces[child], "exec_start")), 1)
+        # Both images wrote into the one file.
+        # Set by setenv in the first image, then seen in the second's start-up env.
+        before = [r for r in records(traces[child], "env") if r["name"] == "CUDA_BEFORE_EXEC"]
+        self.assertEqual([(r["value"], r["source"]) for r in before], [("1", "1"), ("1", "0")])
+        self.assertEqual(env_values(traces[child], "CUDA_EXIT_MODE"), ["exit"])
+        self.assertEqual(procs[parent]["children"], [child])
+        self.assertEqual(procs[parent]["end"]["code"], 0)
+        self.assertEqual(procs[parent]["exe"], prog("ct_procs"))
+
+    def test_posix_spawn_child_gets_its_own_trace(self):
+        target = prog("ct_exit")
+        p, traces = self.run_traced([prog("ct_procs"), "spawn", target, "_exit", "6"])
+        parent, children = self.parse(p.stdout)
+        child, code = children[0]
+        self.assertEqual(code, 6)
+        self.assertEqual(set(traces), {parent, child})
+        procs = by_pid(report(self.tmp))
+        self.assertEqual(procs[parent]["children"], [child])
+        self.assertEqual(procs[child]["ppid"], parent)
+        self.assertEqual(procs[child]["exe"], target)
+        self.assertEqual([i["exe"] for i in procs[child]["images"]], [target])
+        self.assertEqual(procs[child]["end"]["code"], 6)
+        spawns = records(traces[parent], "spawn")
+        self.assertEqual([(int(s["child_pid"]), s["path"]) for s in spawns], [(child, target)])
+
+    def test_vfork_exec_child_does_not_pollute_the_parent(self):
+        target = prog("ct_exit")
+        p, traces = self.run_traced([prog("ct_procs"), "vfork", target, "return", "7"])
+        parent, children = self.parse(p.stdout)
+        child, code = children[0]
+        self.assertEqual(code, 7)
+        self.assertEqual(set(traces), {parent, child})
+        procs = by_pid(report(self.tmp))
+        self.assertEqual(procs[child]["exe"], target)
+        self.assertEqual(procs[child]["ppid"], parent)
+        self.assertEqual(procs[child]["end"]["code"], 7)
+        self.assertEqual([i["exe"] for i in procs[child]["images"]], [target])
+        # Nothing of the child in the parent's trace.
+        self.assertEqual(len(records(traces[parent], "exit")), 1)
+        self.assertEqual(records(traces[parent], "exec_start"), [])
+        self.assertEqual(env_values(traces[parent], "CUDA_EXIT_MODE"), [])
+        self.assertEqual(procs[parent]["end"], {"kind": "exited", "code": 0, "signal": None})
+
+    def test_vfork_child_exit_after_failed_exec_leaves_the_parent_trace_open(self):
+        p, traces = self.run_traced([prog("ct_procs"), "vforkfail"])
+        parent, children = self.parse(p.stdout)
+        self.assertEqual(children[0][1], 127)
+        self.assertEqual(list(traces), [parent])
+        trace = traces[parent]
+        exits = records(trace, "exit")
+        self.assertEqual([int(e["code"]) for e in exits], [0], "the child's _exit(127) is not ours")
+        self.assertEqual(env_values(trace, "CUDA_PARENT_DONE"), ["1"], "recording went on")
+        self.assertEqual(by_pid(report(self.tmp))[parent]["end"]["code"], 0)
+
+    def test_shell_exec_wrapper_becomes_the_job(self):
+        target = prog("ct_exit")
+        p, traces = self.run_traced(["/bin/sh", "-c", f"exec '{target}' exit 4"], expect_rc=4)
+        self.assertEqual(len(traces), 1)
+        (proc,) = report(self.tmp)["processes"]
+        self.assertEqual(proc["exe"], target)
+        self.assertEqual(proc["argv"], [target, "exit", "4"])
+        self.assertEqual(proc["end"]["code"], 4)
+        self.assertEqual(len(proc["images"]), 2)
+        self.assertEqual(proc["images"][1]["exe"], target)
+        self.assertNotEqual(proc["images"][0]["exe"], target)
+
+    def test_exec_into_an_untraced_program_is_not_a_kill(self):
+        # env drops LD_PRELOAD and execs the job: the trace ends at that exec.
+        target = prog("ct_exit")
+        p, traces = self.run_traced(["/bin/sh", "-c", f"exec env -u LD_PRELOAD '{target}' exit 4"],
+                                    expect_rc=4)
+        self.assertEqual(len(traces), 1)
+        rep = report(self.tmp)
+        (proc,) = rep["processes"]
+        self.assertEqual([os.path.basename(i["exe"]) for i in proc["images"]], ["dash", "env"])
+        self.assertEqual(proc["end"]["kind"], "exited")
+        self.assertIsNone(proc["end"]["code"])
+        self.assertEqual(proc["end"]["exec_untraced"], target)
+        self.assertEqual([f for f in rep["findings"] if f["id"] == "proc.killed"], [])
+
+    def test_shell_wrapper_that_forks_is_not_mistaken_for_the_job(self):
+        target = prog("ct_exit")
+        p, traces = self.run_traced(["/bin/sh", "-c", f"'{target}' exit 4; exit 3"],
+                                    expect_rc=3)
+        self.assertEqual(p.stdout, "out: mode=exit code=4\n")
+        self.assertEqual(len(traces), 2)
+        rep = report(self.tmp)
+        jobs = [q for q in rep["processes"] if q["exe"] == target]
+        shells = [q for q in rep["processes"] if q["exe"] != target]
+        self.assertEqual(len(jobs), 1)
+        self.assertEqual(len(shells), 1)
+        job, shell = jobs[0], shells[0]
+        self.assertEqual(job["end"]["code"], 4)
+        self.assertEqual(job["argv"], [target, "exit", "4"])
+        self.assertEqual(shell["end"]["code"], 3)
+        self.assertEqual(job["ppid"], shell["pid"])
+        # dash starts commands with vfork; vfork children are not listed in the
+        # parent's children[] (the shim records no Fork for vfork), only linked by ppid.
+        self.assertIn(shell["children"], ([], [job["pid"]]))
+        self.assertIn(os.path.basename(shell["exe"]), ("dash", "sh", "bash"))
+
+
+if __name__ == "__main__":
+    unittest.main()

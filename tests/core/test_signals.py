@@ -1,0 +1,102 @@
+"""Fatal signals: each is recorded with a native stack that reaches the crashing
+function of the test program, and the process still dies of the same signal. A program
+with its own SIGSEGV handler keeps it (and its exit code)."""
+import glob
+import os
+import re
+import signal
+import subprocess
+import unittest
+import uuid
+
+from coretest import prog, report, run_plain, shim_env
+from ctharness import TempDirTest, findings
+
+
+def symbol_range(binary, name):
+    """(start, end) of a function in a PIE executable, relative to its load base."""
+    out = subprocess.run(["nm", "-S", "--defined-only", binary], capture_output=True,
+                         text=True, check=True).stdout
+    for line in out.splitlines():
+        w = line.split()
+        if len(w) == 4 and w[3] == name:
+            start, size = int(w[0], 16), int(w[1], 16)
+            return start, start + size
+    raise AssertionError(f"{name} not in {binary}")
+
+
+class FatalSignalTest(TempDirTest):
+    def crash(self, mode, signo, function, extra=()):
+        argv = [prog("ct_crash"), mode, *extra]
+        bare = run_plain(argv)
+        traced = subprocess.run(argv, env=shim_env(self.tmp), capture_output=True, timeout=60)
+        self.assertEqual(bare.returncode, -signo)
+        self.assertEqual(traced.returncode, -signo, traced.stderr)
+        self.assertEqual(traced.stdout, bare.stdout)
+        self.assertEqual(traced.stdout, b"ready\n")
+        self.assertEqual(traced.stderr, bare.stderr)
+        traces = glob.glob(os.path.join(self.tmp, "*.ctrace"))
+        self.assertEqual(len(traces), 1)
+        rep = report(traces[0])
+        (proc,) = rep["processes"]
+        self.assertEqual(proc["end"]["kind"], "signaled")
+        self.assertEqual(proc["end"]["signal"], signo)
+        self.assertEqual(proc["end"]["signal_name"], signal.Signals(signo).name)
+        (fatal,) = findings(rep, "proc.fatal-signal")
+        self.assertEqual(fatal["severity"], "error")
+        self.assertEqual(fatal["pid"], proc["pid"])
+        self.assertEqual(fatal["evidence"]["signal"], signo)
+        stack = fatal["evidence"]["stack"]
+        self.assertTrue(stack, "a native stack was recorded")
+        # A frame inside the crashing function of ct_crash (module+offset).
+        lo, hi = symbol_range(prog("ct_crash"), function)
+        # Frames read "module+0xOFF" or "function+0xN (module+0xOFF)".
+        offsets = [int(m.group(1), 16) for m in
+                   (re.search(r"(?:^|\()ct_crash\+0x([0-9a-f]+)\)?$", f) for f in stack) if m]
+        self.assertTrue(any(lo <= off <= hi for off in offsets),
+                        f"{function} [{lo:#x},{hi:#x}] not in {stack}")
+        # main called it: the walk went on past the crashing frame.
+        mlo, mhi = symbol_range(prog("ct_crash"), "main")
+        self.assertTrue(any(mlo < off <= mhi for off in offsets), f"main not in {stack}")
+        self.assertFalse(findings(rep, "proc.killed"))
+        return fatal
+
+    def test_sigsegv_null_write(self):
+        fatal = self.crash("segv", signal.SIGSEGV, "crash_segv")
+        self.assertEqual(fatal["evidence"]["fault_address"], "0x0")
+
+    def test_sigabrt(self):
+        self.crash("abort", signal.SIGABRT, "crash_abort")
+
+    def test_sigfpe(self):
+        self.crash("fpe", signal.SIGFPE, "crash_fpe")
+
+    def test_sigbus_in_dev_shm_names_the_mapping(self):
+        path = f"/dev/shm/ct-test-bus-{uuid.uuid4().hex}"
+        try:
+            fatal = self.crash("bus", signal.SIGBUS, "crash_bus", extra=(path,))
+        finally:
+            if os.path.exists(path):
+                os.unlink(path)
+        self.assertEqual(fatal["evidence"]["shm_mapping"], path)
+        self.assertIn(f"inside the /dev/shm mapping {path}", fatal["summary"])
+
+    def test_program_handler_is_kept_and_its_exit_code_too(self):
+        argv = [prog("ct_crash"), "handler"]
+        bare = run_plain(argv)
+        traced = subprocess.run(argv, env=shim_env(self.tmp), capture_output=True, timeout=60)
+        self.assertEqual(bare.returncode, 42)
+        self.assertEqual(traced.returncode, 42, traced.stderr)
+        # "handler ok": sigaction(SIGSEGV, NULL, &old) gave back the program's handler.
+        self.assertEqual(traced.stdout, b"handler ok\nready\n")
+        self.assertEqual(traced.stdout, bare.stdout)
+        self.assertEqual(traced.stderr, bare.stderr)
+        traces = glob.glob(os.path.join(self.tmp, "*.ctrace"))
+        rep = report(traces[0])
+        (proc,) = rep["processes"]
+        self.assertEqual(proc["end"], {"kind": "exited", "code": 42, "signal": None})
+        self.assertFalse(findings(rep, "proc.fatal-signal"))
+
+
+if __name__ == "__main__":
+    unittest.main()

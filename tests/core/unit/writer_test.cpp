@@ -1,0 +1,538 @@
+// Round trips through the shim's real writer: TraceFile + Emit into a temp file, then
+// analyzer::ReadTraceFile must give back exactly what was written: every record type,
+// many threads at once, chunk and extent rollover, interning, truncation at a file-size
+// limit (in a forked child, which must not get SIGXFSZ), Close() trimming the file, and
+// the exec hand-off.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "record_fill.h"
+#include "writer_session.h"
+
+namespace colabtrace::testing {
+namespace {
+
+using analyzer::ProcessTrace;
+namespace fmt = ::colabtrace::format;
+
+class WriterTest : public ::testing::Test {
+ protected:
+  std::string TracePath(const char* name = "t.ctrace") const { return dir_.path() + "/" + name; }
+  TempDir dir_;
+};
+
+// Counts this process's mappings of `path` in /proc/self/maps.
+int MappingsOf(const std::string& path) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  int n = 0;
+  while (std::getline(maps, line)) {
+    if (line.size() >= path.size() && line.compare(line.size() - path.size(), path.size(), path) == 0) ++n;
+  }
+  return n;
+}
+
+// A Clock record changes how the reader converts ticks; make it the identity.
+template <class R> void AnchorClock(R& r) {
+  if constexpr (std::is_same_v<R, fmt::Clock>) r.mono_ns = r.ts;
+}
+
+// Emits one record of every type (fields filled with distinct values) and checks that
+// the reader returns each one, field for field, with its timestamp, thread and image.
+TEST_F(WriterTest, EveryRecordTypeRoundTripsThroughTheFile) {
+  WriterSession s(TracePath());
+  ASSERT_TRUE(s.Begin());
+  const uint32_t tid = static_cast<uint32_t>(gettid());
+  int types = 0;
+#define CT_EMIT(code, Name, dumpname)                                              \
+  {                                                                                \
+    fmt::Name r;                                                                   \
+    r.ts = 5000 + code * 100;                                                      \
+    r.Visit(fmt::FieldFiller(code));                                               \
+    AnchorClock(r);                                                                \
+    Put(r);                                                                        \
+    ++types;                                                                       \
+  }
+  COLABTRACE_RECORD_TYPES(CT_EMIT)
+#undef CT_EMIT
+  s.End();
+  const ProcessTrace t = MustRead(s.path());
+  EXPECT_TRUE(t.ended);
+  EXPECT_FALSE(t.truncated);
+  EXPECT_EQ(t.pid(), static_cast<uint32_t>(getpid()));
+  EXPECT_EQ(t.stats.records, static_cast<uint64_t>(types));
+  EXPECT_EQ(t.stats.unknown_records, 0u);
+#define CT_CHECK(code, Name, dumpname)                                             \
+  {                                                                                \
+    SCOPED_TRACE(dumpname);                                                        \
+    fmt::Name want;                                                                \
+    want.ts = 5000 + code * 100;                                                   \
+    want.Visit(fmt::FieldFiller(code));                                            \
+    AnchorClock(want);                                                             \
+    ASSERT_EQ(t.records.Name.size(), 1u);                                          \
+    const auto& got = t.records.Name[0];                                           \
+    EXPECT_EQ(got.ts, want.ts);                                                    \
+    EXPECT_EQ(got.tid, tid);                                                       \
+    EXPECT_EQ(got.image, 0u);                                                      \
+    fmt::ExpectSameFields(want, static_cast<const fmt::Name&>(got));               \
+  }
+  COLABTRACE_RECORD_TYPES(CT_CHECK)
+#undef CT_CHECK
+}
+
+// 8 threads x 100k records at once: every record present exactly once, each thread's
+// records in the order it wrote them, no damage.
+TEST_F(WriterTest, ConcurrentThreadsLoseNothingAndKeepTheirOrder) {
+  constexpr int kThreads = 8;
+  constexpr uint64_t kPerThread = 100000;
+  WriterSession s(TracePath());
+  ASSERT_TRUE(s.Begin());
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  std::vector<uint32_t> tids(kThreads);
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      tids[i] = static_cast<uint32_t>(gettid());
+      ready.fetch_add(1);
+      while (ready.load() < kThreads) std::this_thread::yield();
+      for (uint64_t k = 0; k < kPerThread; ++k) {
+        fmt::ShimNote n;
+        n.ts = 1000 + k * 3;
+        n.code = static_cast<uint64_t>(i);
+        n.value = k;
+        n.text = k % 5;  // vary the record size a little
+        shim::ShimScope scope;
+        shim::Emit(n);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  s.End();
+  const ProcessTrace t = MustRead(s.path());
+  EXPECT_FALSE(t.truncated);
+  ASSERT_EQ(t.records.ShimNote.size(), kThreads * kPerThread);
+  std::map<uint32_t, std::vector<const fmt::ShimNote*>> by_tid;
+  for (const auto& ev : t.records.ShimNote) by_tid[ev.tid].push_back(&ev);
+  ASSERT_EQ(by_tid.size(), static_cast<size_t>(kThreads));
+  for (int i = 0; i < kThreads; ++i) {
+    SCOPED_TRACE(i);
+    const auto& mine = by_tid[tids[i]];
+    ASSERT_EQ(mine.size(), kPerThread);
+    for (uint64_t k = 0; k < kPerThread; ++k) {
+      ASSERT_EQ(mine[k]->code, static_cast<uint64_t>(i));
+      ASSERT_EQ(mine[k]->value, k) << "thread order kept";
+      ASSERT_EQ(mine[k]->ts, 1000 + k * 3);
+      ASSERT_EQ(mine[k]->text, k % 5);
+    }
+  }
+  EXPECT_GE(t.stats.chunks, static_cast<uint64_t>(kThreads));
+}
+
+// One thread writes past many chunks and several 2 MiB extents: nothing lost at the
+// chunk boundaries, and finished extents are unmapped (the shim's RSS stays flat).
+TEST_F(WriterTest, ChunkAndExtentRolloverKeepsEveryRecord) {
+  WriterSession s(TracePath());
+  ASSERT_TRUE(s.Begin());
+  constexpr uint64_t kRecords = 1200000;  // ~12 MB: six extents
+  for (uint64_t k = 0; k < kRecords; ++k) {
+    fmt::IoRead r;
+    r.ts = 10 + k;
+    r.api = k % 3;
+    r.fd = static_cast<int64_t>(k % 1000);
+    r.result = static_cast<int64_t>(k);
+    r.dur = k * 7;
+    Put(r);
+  }
+  EXPECT_LE(MappingsOf(s.path()), 3) << "extent 0, the current extent and the one ahead";
+  s.End();
+  const ProcessTrace t = MustRead(s.path());
+  EXPECT_EQ(FileSize(s.path()), t.header.next_chunk_offset)
+      << "Close() trims what was reserved but unused";
+  ASSERT_EQ(t.records.IoRead.size(), kRecords);
+  for (uint64_t k = 0; k < kRecords; ++k) {
+    const auto& r = t.records.IoRead[k];
+    ASSERT_EQ(r.ts, 10 + k);
+    ASSERT_EQ(r.result, static_cast<int64_t>(k));
+    ASSERT_EQ(r.fd, static_cast<int64_t>(k % 1000));
+    ASSERT_EQ(r.dur, k * 7);
+  }
+  EXPECT_GT(t.stats.chunks, 300u) << "many chunks were used";
+  EXPECT_GT(FileSize(s.path()), 8ull << 20);
+}
+
+TEST_F(WriterTest, InterningGivesOneIdPerDistinctString) {
+  WriterSession s(TracePath());
+  ASSERT_TRUE(s.Begin());
+  uint64_t a1, a2, b, empty, a3;
+  {
+    shim::ShimScope scope;
+    a1 = shim::InternString("libcudart.so.12");
+    b = shim::InternString("libcudnn.so.9");
+    a2 = shim::InternString("libcudart.so.12");
+    empty = shim::InternString("");
+    a3 = shim::InternCString("libcudart.so.12");
+    EXPECT_EQ(shim::InternCString(nullptr), 0u);
+  }
+  EXPECT_NE(a1, 0u);
+  EXPECT_EQ(a1, a2);
+  EXPECT_EQ(a1, a3);
+  EXPECT_NE(a1, b);
+  EXPECT_NE(empty, 0u);
+  EXPECT_NE(empty, a1);
+  EXPECT_NE(empty, b);
+  // A string longer than the cap is cut, and is a different string from its prefix.
+  const std::string long_text(shim::kMaxInternedString + 500, 'x');
+  uint64_t cut, cut_again;
+  {
+    shim::ShimScope scope;
+    cut = shim::InternString(long_text);
+    cut_again = shim::InternString(long_text);
+  }
+  EXPECT_EQ(cut, cut_again);
+  // Stacks.
+  const uint64_t frames[] = {0x401000, 0x402000, 0x7f0000001234};
+  const uint64_t other[] = {0x401000, 0x402000, 0x7f0000001235};
+  uint64_t s1, s2, s3, none;
+  {
+    shim::ShimScope scope;
+    s1 = shim::InternStack(frames, 3);
+    s2 = shim::InternStack(frames, 3);
+    s3 = shim::InternStack(other, 3);
+    none = shim::InternStack(frames, 0);
+  }
+  EXPECT_NE(s1, 0u);
+  EXPECT_EQ(s1, s2);
+  EXPECT_NE(s1, s3);
+  EXPECT_EQ(none, 0u);
+  s.End();
+  const ProcessTrace t = MustRead(s.path());
+  EXPECT_EQ(t.Str(a1), "libcudart.so.12");
+  EXPECT_EQ(t.Str(b), "libcudnn.so.9");
+  EXPECT_EQ(t.Str(empty), "");
+  EXPECT_EQ(t.Str(cut), long_text.substr(0, shim::kMaxInternedString));
+  std::map<std::string, int> texts;
+  for (const auto& r : t.records.String) {
+    texts[std::string(reinterpret_cast<const char*>(r.text.data), r.text.size)]++;
+  }
+  EXPECT_EQ(texts.size(), 4u);
+  for (const auto& [text, n] : texts) EXPECT_EQ(n, 1) << "written once: " << text.substr(0, 40);
+  EXPECT_EQ(t.Stack(s1), std::vector<uint64_t>(frames, frames + 3));
+  EXPECT_EQ(t.Stack(s3), std::vector<uint64_t>(other, other + 3));
+  EXPECT_EQ(t.records.Stack.size(), 2u);
+}
+
+// More distinct strings than the table has slots: ids stay distinct and every one
+// resolves to its own text (the shim falls back to emitting without deduplication).
+TEST_F(WriterTest, InterningBeyondTheTableStaysCorrect) {
+  WriterSession s(TracePath());
+  ASSERT_TRUE(s.Begin());
+  constexpr int kStrings = 100000;
+  std::vector<uint64_t> ids(kStrings);
+  {
+    shim::ShimScope scope;
+    for (int i = 0; i < kStrings; ++i) ids[i] = shim::InternString("/data/shard-" + std::to_string(i));
+    // The first ones are still deduplicated.
+    EXPECT_EQ(shim::InternString("/data/shard-0"), ids[0]);
+  }
+  s.End();
+  const ProcessTrace t = MustRead(s.path());
+  EXPECT_EQ(std::set<uint64_t>(ids.begin(), ids.end()).size(), static_cast<size_t>(kStrings));
+  for (int i = 0; i < kStrings; ++i) {
+    ASSERT_EQ(t.Str(ids[i]), "/data/shard-" + std::to_string(i)) << i;
+  }
+}
+
+// Threads interning the same strings at once: each id they get names the right text.
+TEST_F(WriterTest, ConcurrentInterningResolvesCorrectly) {
+  WriterSession s(TracePath());
+  ASSERT_TRUE(s.Begin());
+  constexpr int kThreads = 4, kStrings = 2000;
+  std::vector<std::vector<uint64_t>> ids(kThreads, std::vector<uint64_t>(kStrings));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      shim::ShimScope scope;
+      for (int k = 0; k < kStrings; ++k) {
+        const int which = (k * 7 + i * 13) % kStrings;
+        ids[i][which] = shim::InternString("libfoo-" + std::to_string(which) + ".so");
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  s.End();
+  const ProcessTrace t = MustRead(s.path());
+  for (int i = 0; i < kThreads; ++i) {
+    for (int k = 0; k < kStrings; ++k) {
+      ASSERT_EQ(t.Str(ids[i][k]), "libfoo-" + std::to_string(k) + ".so");
+    }
+  }
+  // At most one String record per (string, thread), normally exactly one per string.
+  EXPECT_GE(t.records.String.size(), static_cast<size_t>(kStrings));
+  EXPECT_LE(t.records.String.size(), static_cast<size_t>(kStrings * kThreads));
+}
+
+// Close() refuses new chunks, trims the file to the chunks in use and marks the trace
+// ended; a thread that already holds a chunk may still finish writing into it.
+TEST_F(WriterTest, CloseTrimsTheFileAndEndsTheTrace) {
+  WriterSession s(TracePath());
+  ASSERT_TRUE(s.Begin());
+  for (int k = 0; k < 10; ++k) {
+    fmt::Exit e;
+    e.ts = 100 + k;
+    e.code = k;
+    Put(e);
+  }
+  EXPECT_GE(FileSize(s.path()), 2u << 20) << "an extent is reserved while tracing";
+  const uint64_t hwm = shim::g_trace.header()->next_chunk_offset;
+  shim::g_trace.Close();
+  EXPECT_EQ(FileSize(s.path()), hwm);
+  EXPECT_EQ(hwm, 2u * fmt::kChunkSize) << "the header slot and one chunk";
+  // The main thread still holds its chunk: this record lands.
+  fmt::Exit late;
+  late.ts = 500;
+  late.code = 77;
+  Put(late);
+  // A thread without a chunk gets none after Close.
+  std::thread([] {
+    fmt::Exit e;
+    e.ts = 600;
+    e.code = 88;
+    Put(e);
+  }).join();
+  s.End(/*close=*/false);
+  EXPECT_EQ(FileSize(s.path()), hwm);
+  const ProcessTrace t = MustRead(s.path());
+  EXPECT_TRUE(t.ended);
+  ASSERT_EQ(t.records.Exit.size(), 11u);
+  EXPECT_EQ(t.records.Exit.back().code, 77);
+  struct stat st;
+  ASSERT_EQ(stat(s.path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+// In a forked child with a small RLIMIT_FSIZE, the writer stops at the limit: the trace
+// says truncated (EFBIG), what was written before is intact, and the child is not
+// killed by SIGXFSZ.
+TEST_F(WriterTest, FileSizeLimitTruncatesWithoutSigxfsz) {
+  const std::string path = TracePath();
+  constexpr uint64_t kLimit = 5u << 20;  // two extents fit, the third does not
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    struct rlimit lim = {kLimit, kLimit};
+    if (setrlimit(RLIMIT_FSIZE, &lim) != 0) _exit(10);
+    WriterSession s(path);
+    if (!s.Begin()) _exit(11);
+    uint64_t k = 0;
+    // Write until the writer stops, then a good deal more (all dropped).
+    for (; k < 10000000; ++k) {
+      fmt::ShimNote n;
+      n.ts = k;
+      n.value = k;
+      n.code = 1;
+      shim::ShimScope scope;
+      shim::Emit(n);
+      if (shim::g_trace.header()->flags & fmt::kFlagTruncated) break;
+    }
+    for (uint64_t j = 0; j < 100000; ++j) {
+      fmt::ShimNote n;
+      n.ts = k + 1 + j;
+      n.value = k + 1 + j;
+      n.code = 2;
+      shim::ShimScope scope;
+      shim::Emit(n);
+    }
+    s.End();
+    _exit(k < 10000000 ? 0 : 12);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "child died of signal " << WTERMSIG(status);
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_LE(FileSize(path), kLimit);
+  std::string err;
+  auto t = analyzer::ReadTraceFile(path, &err);
+  ASSERT_TRUE(t) << err;
+  EXPECT_TRUE(t->truncated);
+  EXPECT_EQ(t->header.truncation_errno, static_cast<uint32_t>(EFBIG));
+  EXPECT_TRUE(t->warnings.empty());
+  // What was written is a gap-free prefix of the sequence.
+  const auto& notes = t->records.ShimNote;
+  ASSERT_GT(notes.size(), 100000u) << "at least the first extent's worth";
+  for (size_t i = 0; i < notes.size(); ++i) ASSERT_EQ(notes[i].value, i);
+}
+
+// MarkTruncated stops tracing at once: no new chunk, and the header says why.
+TEST_F(WriterTest, MarkTruncatedStopsNewChunks) {
+  WriterSession s(TracePath());
+  ASSERT_TRUE(s.Begin());
+  fmt::Exit e;
+  e.ts = 1;
+  Put(e);
+  shim::g_trace.MarkTruncated(ENOSPC);
+  EXPECT_EQ(shim::g_trace.AllocChunk(true), nullptr);
+  std::thread([] {
+    fmt::Exit x;
+    x.ts = 2;
+    Put(x);
+  }).join();
+  s.End();
+  const ProcessTrace t = MustRead(s.path());
+  EXPECT_TRUE(t.truncated);
+  EXPECT_EQ(t.header.truncation_errno, static_cast<uint32_t>(ENOSPC));
+  EXPECT_EQ(t.records.Exit.size(), 1u);
+}
+
+// A record too large for any chunk is dropped; the thread's writer keeps working.
+TEST_F(WriterTest, OversizedRecordIsDroppedAndWritingGoesOn) {
+  WriterSession s(TracePath());
+  ASSERT_TRUE(s.Begin());
+  std::vector<uint8_t> huge(fmt::kChunkSize, 0xab);
+  fmt::Stack st;
+  st.ts = 5;
+  st.id = 9;
+  st.frames = fmt::Bytes{huge.data(), static_cast<uint32_t>(huge.size())};
+  fmt::Exit before, after;
+  before.ts = 4;
+  before.code = 1;
+  after.ts = 6;
+  after.code = 2;
+  Put(before);
+  Put(st);
+  Put(after);
+  s.End();
+  const ProcessTrace t = MustRead(s.path());
+  EXPECT_TRUE(t.records.Stack.empty());
+  ASSERT_EQ(t.records.Exit.size(), 2u);
+  EXPECT_EQ(t.records.Exit[1].code, 2);
+}
+
+// The fatal-signal writer uses a chunk of its own, flagged as such.
+TEST_F(WriterTest, SignalHandlerRecordsGoToTheirOwnChunk) {
+  WriterSession s(TracePath());
+  ASSERT_TRUE(s.Begin());
+  fmt::Exit e;
+  e.ts = 10;
+  Put(e);
+  shim::ThreadState local;
+  local.signal_context = true;
+  local.tid = static_cast<uint32_t>(gettid());
+  local.generation = shim::g_generation;
+  fmt::Signal sig;
+  sig.ts = 20;
+  sig.signo = SIGSEGV;
+  sig.addr = 0x10;
+  shim::EmitFromSignalHandler(local, sig);
+  s.End();
+  const ProcessTrace t = MustRead(s.path());
+  ASSERT_EQ(t.records.Signal.size(), 1u);
+  EXPECT_EQ(t.records.Signal[0].signo, static_cast<uint64_t>(SIGSEGV));
+  EXPECT_EQ(t.records.Signal[0].addr, 0x10u);
+  EXPECT_EQ(t.stats.chunks, 2u);
+  bool flagged = false;
+  const std::vector<uint8_t> bytes = ReadBytes(s.path());
+  for (size_t off = fmt::kChunkSize; off + sizeof(fmt::ChunkHeader) <= bytes.size(); off += fmt::kChunkSize) {
+    fmt::ChunkHeader ch;
+    std::memcpy(&ch, bytes.data() + off, sizeof(ch));
+    if (ch.magic == fmt::kChunkMagic && (ch.flags & fmt::kChunkFromSignalHandler)) flagged = true;
+  }
+  EXPECT_TRUE(flagged);
+}
+
+// Create never reuses a name and never follows a symlink; a failed Create leaves no
+// file behind.
+TEST_F(WriterTest, CreateRefusesExistingNamesAndSymlinks) {
+  const std::string existing = TracePath("exists.ctrace");
+  { std::ofstream(existing) << "keep"; }
+  shim::TraceFile f;
+  EXPECT_FALSE(f.Create(existing.c_str(), 1, 0, 1, 0, 0, 0));
+  EXPECT_EQ(ReadBytes(existing), (std::vector<uint8_t>{'k', 'e', 'e', 'p'}));
+  const std::string target = TracePath("target");
+  const std::string link = TracePath("link.ctrace");
+  ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
+  EXPECT_FALSE(f.Create(link.c_str(), 1, 0, 1, 0, 0, 0));
+  EXPECT_FALSE(std::filesystem::exists(target)) << "the dangling link was not followed";
+  EXPECT_FALSE(f.is_open());
+}
+
+TEST_F(WriterTest, CreateFailureAtTheSizeLimitLeavesNoFile) {
+  const std::string path = TracePath("small.ctrace");
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    struct rlimit lim = {1u << 20, 1u << 20};  // less than one extent
+    if (setrlimit(RLIMIT_FSIZE, &lim) != 0) _exit(10);
+    shim::TraceFile f;
+    const bool ok = f.Create(path.c_str(), static_cast<uint32_t>(getpid()), 0, 1, 0, 0, 0);
+    _exit(ok ? 11 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+// The exec hand-off: the next image finds the open trace by its descriptor, adopts it
+// as image 1, and both images' records read back from the one file.
+TEST_F(WriterTest, ExecHandoffIsAdoptedAsTheNextImage) {
+  WriterSession s(TracePath());
+  ASSERT_TRUE(s.Begin());
+  fmt::ProcessStart first;
+  first.ts = 10;
+  first.pid = static_cast<uint64_t>(getpid());
+  first.image = 0;
+  Put(first);
+  shim::g_trace.PrepareExecHandoff();
+  EXPECT_TRUE(shim::g_trace.header()->flags & fmt::kFlagExecPending);
+  EXPECT_EQ(fcntl(shim::g_trace.fd(), F_GETFD) & FD_CLOEXEC, 0) << "inherited across exec";
+  // "exec": the new image starts with nothing but the descriptor.
+  const int fd = dup(shim::g_trace.fd());
+  ASSERT_GE(fd, 0);
+  s.End(/*close=*/false);
+  const int found = shim::TraceFile::FindInheritedTrace(static_cast<uint32_t>(getpid()));
+  EXPECT_GE(found, 0);
+  ASSERT_TRUE(shim::g_trace.Adopt(fd, static_cast<uint32_t>(getpid())));
+  EXPECT_EQ(shim::g_trace.image(), 1u);
+  EXPECT_EQ(shim::g_trace.header()->flags & fmt::kFlagExecPending, 0u);
+  EXPECT_EQ(shim::g_trace.header()->image_count, 2u);
+  EXPECT_NE(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+  EXPECT_EQ(shim::TraceFile::FindInheritedTrace(static_cast<uint32_t>(getpid())), -1)
+      << "no longer pending";
+  shim::g_pid = getpid();
+  __atomic_add_fetch(&shim::g_generation, 1, __ATOMIC_ACQ_REL);
+  shim::g_recording = true;
+  fmt::ProcessStart second;
+  second.ts = 20;
+  second.pid = static_cast<uint64_t>(getpid());
+  second.image = 1;
+  second.origin = static_cast<uint64_t>(fmt::ProcessOrigin::kExec);
+  Put(second);
+  s.End();
+  const ProcessTrace t = MustRead(s.path());
+  ASSERT_EQ(t.records.ProcessStart.size(), 2u);
+  EXPECT_EQ(t.records.ProcessStart[0].image, 0u);
+  EXPECT_EQ(t.records.ProcessStart[1].image, 1u);
+  EXPECT_EQ(t.records.ProcessStart[1].tid, static_cast<uint32_t>(gettid()));
+  EXPECT_EQ(t.header.image_count, 2u);
+  EXPECT_TRUE(t.ended);
+}
+
+}  // namespace
+}  // namespace colabtrace::testing

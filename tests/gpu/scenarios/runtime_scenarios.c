@@ -1,0 +1,248 @@
+/* GPU memory scenarios through the CUDA runtime API (linked against the simulated
+ * libcudart.so.13, which reaches the simulated driver by dlopen + cuGetProcAddress_v2).
+ *
+ * `gpu_runtime_scenarios NAME` runs one scenario; the device is configured by the test
+ * through SIMCUDA_* variables (tests/gpu/test_gpu_memory.py), so each scenario states the
+ * sizes it expects in its comment. Every scenario checks its own CUDA results and exits
+ * non-zero on a surprise, so the traced run's figures are known exactly. */
+#define _GNU_SOURCE
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "simcuda_test.h"
+
+#define MiB (1024ull * 1024ull)
+#define GiB (1024ull * MiB)
+
+static void *must_alloc(size_t n) {
+  void *p = NULL;
+  SIM_CHECK_EQ(cudaMalloc(&p, n), cudaSuccess);
+  SIM_CHECK(p != NULL);
+  return p;
+}
+
+/* 3 allocations (1, 2, 4 MiB), 2 frees, one memory query, the versions. */
+static void basic(void) {
+  int rt = 0, drv = 0;
+  SIM_CHECK_EQ(cudaRuntimeGetVersion(&rt), cudaSuccess);
+  SIM_CHECK_EQ(cudaDriverGetVersion(&drv), cudaSuccess);
+  void *a = must_alloc(1 * MiB), *b = must_alloc(2 * MiB), *c = must_alloc(4 * MiB);
+  size_t f = 0, t = 0;
+  SIM_CHECK_EQ(cudaMemGetInfo(&f, &t), cudaSuccess);
+  SIM_CHECK_EQ(cudaFree(a), cudaSuccess);
+  SIM_CHECK_EQ(cudaFree(b), cudaSuccess);
+  (void)c; /* 4 MiB leaked */
+  printf("runtime=%d driver=%d\n", rt, drv);
+}
+
+/* SIMCUDA_MEM_BYTES=4608M SIMCUDA_CONTEXT_BYTES=0: nine 512 MiB blocks fill the device;
+ * freeing every other one leaves 2.5 GiB free in five 512 MiB holes, so 1 GiB fails. */
+static void fragmentation_oom(void) {
+  void *p[9];
+  for (int i = 0; i < 9; i++) p[i] = must_alloc(512 * MiB);
+  for (int i = 0; i < 9; i += 2) SIM_CHECK_EQ(cudaFree(p[i]), cudaSuccess);
+  void *big = NULL;
+  SIM_CHECK_EQ(cudaMalloc(&big, 1 * GiB), cudaErrorMemoryAllocation);
+  size_t f = 0, t = 0;
+  SIM_CHECK_EQ(cudaMemGetInfo(&f, &t), cudaSuccess);
+  SIM_CHECK_EQ(f, 2560 * MiB);
+  SIM_CHECK_EQ(simcuda_largest_free(0), 512 * MiB);
+  /* blocks 1, 3, 5, 7 stay allocated (2 GiB "leaked") */
+}
+
+/* SIMCUDA_MEM_BYTES=8G (context 512 MiB): seven 1 GiB blocks, the eighth fails. */
+static void genuine_oom(void) {
+  void *p[7];
+  for (int i = 0; i < 7; i++) p[i] = must_alloc(1 * GiB);
+  void *q = NULL;
+  SIM_CHECK_EQ(cudaMalloc(&q, 1 * GiB), cudaErrorMemoryAllocation);
+  for (int i = 0; i < 7; i++) SIM_CHECK_EQ(cudaFree(p[i]), cudaSuccess);
+}
+
+/* SIMCUDA_MEM_BYTES=8G SIMCUDA_OTHER_BYTES=5G (context 512 MiB): 1 GiB fits, 2 GiB does not. */
+static void other_process_oom(void) {
+  void *a = must_alloc(1 * GiB);
+  void *q = NULL;
+  SIM_CHECK_EQ(cudaMalloc(&q, 2 * GiB), cudaErrorMemoryAllocation);
+  SIM_CHECK_EQ(cudaFree(a), cudaSuccess);
+}
+
+/* SIMCUDA_MEM_BYTES=2G SIMCUDA_CONTEXT_BYTES=900M: 600 MiB fits, a second 600 MiB does not. */
+static void context_oom(void) {
+  void *a = must_alloc(600 * MiB);
+  void *q = NULL;
+  SIM_CHECK_EQ(cudaMalloc(&q, 600 * MiB), cudaErrorMemoryAllocation);
+  SIM_CHECK_EQ(cudaFree(a), cudaSuccess);
+}
+
+/* Two allocation sites leak: leak_small 3 x 64 MiB, leak_big 1 x 256 MiB; one block is
+ * freed. */
+__attribute__((noinline)) static void *leak_small(void) { return must_alloc(64 * MiB); }
+__attribute__((noinline)) static void *leak_big(void) { return must_alloc(256 * MiB); }
+static void leaks(void) {
+  volatile int n = 3; /* a loop the compiler cannot unroll: one call site, one stack */
+  for (int i = 0; i < n; i++) leak_small();
+  leak_big();
+  SIM_CHECK_EQ(cudaFree(must_alloc(8 * MiB)), cudaSuccess);
+}
+
+/* 2000 raw allocate/free pairs of 1 MiB: caching is bypassed. */
+static void churn(void) {
+  for (int i = 0; i < 2000; i++) SIM_CHECK_EQ(cudaFree(must_alloc(1 * MiB)), cudaSuccess);
+}
+
+/* Stream-ordered allocation: 4 x 16 MiB from the default pool (2 freed), a pool of our
+ * own with 2 x 8 MiB (both freed), trimmed and destroyed. 6 allocations, 4 frees, 32 MiB
+ * still allocated at exit. */
+static void async_pools(void) {
+  void *a[4];
+  for (int i = 0; i < 4; i++) SIM_CHECK_EQ(cudaMallocAsync(&a[i], 16 * MiB, 0), cudaSuccess);
+  SIM_CHECK_EQ(cudaFreeAsync(a[0], 0), cudaSuccess);
+  SIM_CHECK_EQ(cudaFreeAsync(a[1], 0), cudaSuccess);
+  struct cudaMemPoolProps props;
+  memset(&props, 0, sizeof props);
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = 0;
+  cudaMemPool_t pool;
+  SIM_CHECK_EQ(cudaMemPoolCreate(&pool, &props), cudaSuccess);
+  void *b[2];
+  for (int i = 0; i < 2; i++) SIM_CHECK_EQ(cudaMallocFromPoolAsync(&b[i], 8 * MiB, pool, 0), cudaSuccess);
+  for (int i = 0; i < 2; i++) SIM_CHECK_EQ(cudaFreeAsync(b[i], 0), cudaSuccess);
+  SIM_CHECK_EQ(cudaStreamSynchronize(0), cudaSuccess);
+  SIM_CHECK_EQ(cudaMemPoolTrimTo(pool, 0), cudaSuccess);
+  SIM_CHECK_EQ(cudaMemPoolDestroy(pool), cudaSuccess);
+}
+
+/* Managed 32 MiB, pitched 1000 x 100 (pitch 1024: 102400 bytes), pinned host 1 MiB and
+ * 2 MiB; everything freed. */
+static void managed_and_host(void) {
+  void *m = NULL, *pitched = NULL, *h1 = NULL, *h2 = NULL;
+  size_t pitch = 0;
+  SIM_CHECK_EQ(cudaMallocManaged(&m, 32 * MiB, cudaMemAttachGlobal), cudaSuccess);
+  SIM_CHECK_EQ(cudaMallocPitch(&pitched, &pitch, 1000, 100), cudaSuccess);
+  SIM_CHECK_EQ(pitch, 1024);
+  SIM_CHECK_EQ(cudaMallocHost(&h1, 1 * MiB), cudaSuccess);
+  SIM_CHECK_EQ(cudaHostAlloc(&h2, 2 * MiB, cudaHostAllocPortable), cudaSuccess);
+  SIM_CHECK_EQ(cudaFreeHost(h1), cudaSuccess);
+  SIM_CHECK_EQ(cudaFreeHost(h2), cudaSuccess);
+  SIM_CHECK_EQ(cudaFree(m), cudaSuccess);
+  SIM_CHECK_EQ(cudaFree(pitched), cudaSuccess);
+}
+
+/* 8 threads at once, each 500 x (1 MiB alloc + free), then thread i keeps (i+1) MiB.
+ * With the warm-up pair on the main thread: 4009 allocations, 4001 frees, 36 MiB leaked. */
+static void *thread_main(void *arg) {
+  const size_t i = (size_t)arg;
+  for (int k = 0; k < 500; k++) SIM_CHECK_EQ(cudaFree(must_alloc(1 * MiB)), cudaSuccess);
+  must_alloc((i + 1) * MiB);
+  return NULL;
+}
+static void threads(void) {
+  SIM_CHECK_EQ(cudaFree(must_alloc(1 * MiB)), cudaSuccess);
+  pthread_t t[8];
+  for (size_t i = 0; i < 8; i++) SIM_CHECK_EQ(pthread_create(&t[i], NULL, thread_main, (void *)i), 0);
+  for (int i = 0; i < 8; i++) SIM_CHECK_EQ(pthread_join(t[i], NULL), 0);
+}
+
+/* Three 100 MiB blocks, then SIGKILL: the trace ends without an exit record. */
+static void killed(void) {
+  volatile int n = 3;
+  for (int i = 0; i < n; i++) must_alloc(100 * MiB);
+  fflush(stdout);
+  raise(SIGKILL);
+}
+
+/* SIMCUDA_MEM_BYTES=4G SIMCUDA_CONTEXT_BYTES=0, like a framework's cache: eight 512 MiB
+ * segments fill the device, 1 GiB fails, the "cache" releases one segment and the retry
+ * fails again (free 512 MiB < 1 GiB). */
+static void flush_retry_oom(void) {
+  void *p[8];
+  for (int i = 0; i < 8; i++) p[i] = must_alloc(512 * MiB);
+  void *q = NULL;
+  SIM_CHECK_EQ(cudaMalloc(&q, 1 * GiB), cudaErrorMemoryAllocation);
+  SIM_CHECK_EQ(cudaFree(p[3]), cudaSuccess);
+  SIM_CHECK_EQ(cudaMalloc(&q, 1 * GiB), cudaErrorMemoryAllocation);
+  for (int i = 0; i < 8; i++)
+    if (i != 3) SIM_CHECK_EQ(cudaFree(p[i]), cudaSuccess);
+}
+
+/* Same device; this time the flush frees two adjacent segments and the retry succeeds. */
+static void flush_retry_recovered(void) {
+  void *p[8];
+  for (int i = 0; i < 8; i++) p[i] = must_alloc(512 * MiB);
+  void *q = NULL;
+  SIM_CHECK_EQ(cudaMalloc(&q, 1 * GiB), cudaErrorMemoryAllocation);
+  SIM_CHECK_EQ(cudaFree(p[0]), cudaSuccess);
+  SIM_CHECK_EQ(cudaFree(p[1]), cudaSuccess);
+  SIM_CHECK_EQ(cudaMalloc(&q, 1 * GiB), cudaSuccess);
+  SIM_CHECK_EQ(cudaFree(q), cudaSuccess);
+  for (int i = 2; i < 8; i++) SIM_CHECK_EQ(cudaFree(p[i]), cudaSuccess);
+}
+
+/* The allocator setting arrives after the first allocation. */
+static void late_config(void) {
+  void *a = must_alloc(1 * MiB);
+  setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", 1);
+  void *b = must_alloc(1 * MiB);
+  SIM_CHECK_EQ(cudaFree(a), cudaSuccess);
+  SIM_CHECK_EQ(cudaFree(b), cudaSuccess);
+}
+
+/* SIMCUDA_MEM_BYTES=2G SIMCUDA_CONTEXT_BYTES=0: one block of 98% of the device. */
+static void near_capacity(void) {
+  void *a = must_alloc(2006 * MiB);
+  SIM_CHECK_EQ(cudaFree(a), cudaSuccess);
+}
+
+/* Holds HOLD_MIB MiB until stdin closes, printing "held" once it has it: another
+ * process on the same (simulated) device for the test that runs a second program. */
+static void hold(void) {
+  const char *mib = getenv("HOLD_MIB");
+  void *p = must_alloc((size_t)atoll(mib ? mib : "0") * MiB);
+  printf("held\n");
+  fflush(stdout);
+  char buf[64];
+  while (fread(buf, 1, sizeof buf, stdin) > 0) {
+  }
+  SIM_CHECK_EQ(cudaFree(p), cudaSuccess);
+}
+
+/* No driver on the library path: the runtime's own error code. Prints what it got. */
+static void no_driver(void) {
+  void *p = (void *)0x1;
+  int e = cudaMalloc(&p, 1 * MiB);
+  size_t f = 7, t = 7;
+  int m = cudaMemGetInfo(&f, &t);
+  int v = -1;
+  int d = cudaDriverGetVersion(&v);
+  printf("cudaMalloc=%d ptr=%p cudaMemGetInfo=%d free=%zu total=%zu driver=%d/%d last=%d\n", e, p, m,
+         f, t, d, v, (int)cudaGetLastError());
+}
+
+int main(int argc, char **argv) {
+  static const simcuda_scenario list[] = {
+      {"basic", basic},
+      {"fragmentation_oom", fragmentation_oom},
+      {"genuine_oom", genuine_oom},
+      {"other_process_oom", other_process_oom},
+      {"context_oom", context_oom},
+      {"leaks", leaks},
+      {"churn", churn},
+      {"async_pools", async_pools},
+      {"managed_and_host", managed_and_host},
+      {"threads", threads},
+      {"killed", killed},
+      {"flush_retry_oom", flush_retry_oom},
+      {"flush_retry_recovered", flush_retry_recovered},
+      {"late_config", late_config},
+      {"near_capacity", near_capacity},
+      {"no_driver", no_driver},
+      {"hold", hold},
+  };
+  return simcuda_run(argc, argv, list, sizeof list / sizeof *list);
+}

@@ -1,0 +1,358 @@
+// Golden tests of the GPU memory analysis on traces built inline (trace_builder.h): the
+// counters, the timeline, the verdicts and every gpu.* rule, plus hostile input.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "gpu/allocation_timeline.h"
+#include "report/report.h"
+#include "trace_builder.h"
+
+namespace colabtrace::analyzer {
+namespace {
+
+using gputest::TraceBuilder;
+using Api = format::GpuApi;
+using Why = format::GpuMemInfoWhy;
+
+constexpr uint64_t MiB = 1ull << 20, GiB = 1ull << 30;
+constexpr uint64_t kBase = 0x200000000000ull;
+
+const Json& Gpu(const Json& root, size_t i = 0) { return root["processes"].array().at(i)["gpu"]; }
+
+std::vector<const Json*> Findings(const Json& root, const std::string& id) {
+  std::vector<const Json*> out;
+  for (const Json& f : root["findings"].array()) {
+    if (f["id"].str() == id) out.push_back(&f);
+  }
+  return out;
+}
+
+std::unique_ptr<ReportBuilder> Report(std::vector<ProcessTrace>& traces) { return BuildReport(traces, {}); }
+
+TEST(GpuAnalysis, CountsPeakAndLeakOfASimpleRun) {
+  TraceBuilder b(100);
+  b.Device(0, "Test GPU", 16 * GiB);
+  b.Alloc(Api::kCudaMalloc, kBase, 10 * MiB);
+  b.Alloc(Api::kCudaMalloc, kBase + 10 * MiB, 20 * MiB);
+  b.Free(Api::kCudaFree, kBase);
+  b.Alloc(Api::kCudaMalloc, kBase, 5 * MiB);
+  b.Alloc(Api::kCudaMallocHost, 0x7f0000000000, 3 * MiB);  // pinned host: kept apart
+  b.Free(Api::kCudaFreeHost, 0x7f0000000000);
+  b.Alloc(Api::kCudaMalloc, 0, 0);  // cudaMalloc(&p, 0): success without memory
+  std::vector<ProcessTrace> traces;
+  traces.push_back(b.Finish());
+  auto r = Report(traces);
+  const Json& g = Gpu(r->root());
+  EXPECT_EQ(g["allocations"].as_int(), 3);
+  EXPECT_EQ(g["frees"].as_int(), 1);
+  EXPECT_EQ(g["failed_allocations"].as_int(), 0);
+  EXPECT_EQ(g["peak_bytes"].as_int(), static_cast<int64_t>(30 * MiB));
+  EXPECT_EQ(g["leaked_bytes"].as_int(), static_cast<int64_t>(25 * MiB));
+  EXPECT_EQ(g["zero_size_allocations"].as_int(), 1);
+  EXPECT_EQ(g["host_pinned"]["allocations"].as_int(), 1);
+  EXPECT_EQ(g["host_pinned"]["peak_bytes"].as_int(), static_cast<int64_t>(3 * MiB));
+  EXPECT_EQ(r->root()["gpu"]["peak_bytes"].as_int(), static_cast<int64_t>(30 * MiB));
+  const Json& dev = g["devices"].array().at(0);
+  EXPECT_EQ(dev["name"].str(), "Test GPU");
+  EXPECT_EQ(dev["total_bytes"].as_int(), static_cast<int64_t>(16 * GiB));
+  ASSERT_FALSE(dev["timeline"].array().empty());
+  EXPECT_EQ(dev["timeline"].array().back().array().at(1).as_int(), static_cast<int64_t>(25 * MiB));
+  ASSERT_EQ(Findings(r->root(), "gpu.leak").size(), 1u);
+  EXPECT_TRUE(Findings(r->root(), "gpu.oom").empty());
+}
+
+TEST(GpuAnalysis, FragmentationVerdictNeedsFreeAtLeastTheRequest) {
+  for (const bool fragmented : {true, false}) {
+    TraceBuilder b(101);
+    b.Device(0, "Test GPU", 4 * GiB);
+    for (int i = 0; i < 8; ++i) b.Alloc(Api::kCudaMalloc, kBase + i * 512 * MiB, 512 * MiB);
+    b.Free(Api::kCudaFree, kBase + 1 * 512 * MiB);
+    b.Free(Api::kCudaFree, kBase + 4 * 512 * MiB);
+    // Two 512 MiB holes: 1 GiB free. Ask for 1 GiB (fragmentation) or 2 GiB (not).
+    const uint64_t request = fragmented ? GiB : 2 * GiB;
+    b.FailedAlloc(Api::kCudaMalloc, request, GiB, 4 * GiB);
+    std::vector<ProcessTrace> traces;
+    traces.push_back(b.Finish());
+    auto r = Report(traces);
+    const auto frag = Findings(r->root(), "gpu.oom-fragmentation");
+    const auto oom = Findings(r->root(), "gpu.oom");
+    ASSERT_EQ(frag.size(), fragmented ? 1u : 0u);
+    ASSERT_EQ(oom.size(), fragmented ? 0u : 1u);
+    if (fragmented) {
+      const Json& ev = (*frag[0])["evidence"];
+      EXPECT_EQ(ev["largest_free_extent_bytes"].as_int(), static_cast<int64_t>(512 * MiB));
+      EXPECT_EQ(ev["free_extents"].as_int(), 2);
+      EXPECT_EQ(ev["free_outside_segments_bytes"].as_int(), 0);
+      EXPECT_EQ(ev["segments_holding_gaps"].array().size(), 4u);  // 0|2 and 3|5
+      EXPECT_DOUBLE_EQ(ev["fragmentation"].number(), 0.5);
+    } else {
+      EXPECT_EQ((*oom[0])["evidence"]["cause"].str(), "this-process");
+    }
+  }
+}
+
+TEST(GpuAnalysis, OomCauses) {
+  struct Case {
+    uint64_t total;
+    uint64_t baseline_used;  // used memory at the first reading, beyond our first block
+    uint64_t live;           // our live bytes at the failure
+    uint64_t free;           // free bytes after the failure
+    uint64_t request;
+    const char* cause;
+  } cases[] = {
+      {8 * GiB, 512 * MiB, 7 * GiB, 512 * MiB, GiB, "this-process"},
+      {8 * GiB, 5 * GiB + 512 * MiB, GiB, 1536 * MiB, 2 * GiB, "other-process"},
+      {2 * GiB, 900 * MiB, 600 * MiB, 548 * MiB, 600 * MiB, "context"},
+      {8 * GiB, 512 * MiB, GiB, 6 * GiB, 9 * GiB, "larger-than-device"},
+  };
+  for (const Case& c : cases) {
+    TraceBuilder b(102);
+    b.Device(0, "Test GPU", c.total);
+    b.Alloc(Api::kCudaMalloc, kBase, c.live);
+    b.MemInfo(c.total - c.baseline_used - c.live, c.total, Why::kFirstUse);
+    b.FailedAlloc(Api::kCudaMalloc, c.request, c.free, c.total);
+    std::vector<ProcessTrace> traces;
+    traces.push_back(b.Finish());
+    auto r = Report(traces);
+    const auto oom = Findings(r->root(), "gpu.oom");
+    ASSERT_EQ(oom.size(), 1u) << c.cause;
+    EXPECT_EQ((*oom[0])["evidence"]["cause"].str(), c.cause);
+  }
+}
+
+TEST(GpuAnalysis, FailureWithoutAReadingHasAnUnknownCause) {
+  TraceBuilder b(103);
+  b.Alloc(Api::kCuMemAlloc_v2, 0, GiB, 2, 0, 1);
+  std::vector<ProcessTrace> traces;
+  traces.push_back(b.Finish());
+  auto r = Report(traces);
+  const auto oom = Findings(r->root(), "gpu.oom");
+  ASSERT_EQ(oom.size(), 1u);
+  EXPECT_EQ((*oom[0])["evidence"]["cause"].str(), "unknown");
+  EXPECT_TRUE((*oom[0])["evidence"]["free_bytes"].is_null());
+}
+
+TEST(GpuAnalysis, NonOomFailuresAreCountedButNotJudged) {
+  TraceBuilder b(104);
+  b.Alloc(Api::kCudaMalloc, 0, MiB, 35);
+  b.Alloc(Api::kCudaMalloc, 0, MiB, 1);
+  std::vector<ProcessTrace> traces;
+  traces.push_back(b.Finish());
+  auto r = Report(traces);
+  EXPECT_EQ(Gpu(r->root())["failed_allocations"].as_int(), 2);
+  EXPECT_EQ(Gpu(r->root())["failures_by_code"]["35"].as_int(), 1);
+  EXPECT_TRUE(Findings(r->root(), "gpu.oom").empty());
+}
+
+TEST(GpuAnalysis, RetryEpisodesAndRecovery) {
+  TraceBuilder b(105);
+  b.Device(0, "Test GPU", 4 * GiB);
+  for (int i = 0; i < 8; ++i) b.Alloc(Api::kCudaMalloc, kBase + i * 512 * MiB, 512 * MiB);
+  b.FailedAlloc(Api::kCudaMalloc, GiB, 0, 4 * GiB);
+  b.Free(Api::kCudaFree, kBase);
+  b.Free(Api::kCudaFree, kBase + 512 * MiB);
+  b.Alloc(Api::kCudaMalloc, kBase, GiB);  // the retry succeeds
+  b.FailedAlloc(Api::kCudaMalloc, 2 * GiB, 0, 4 * GiB);  // a different request later
+  b.Free(Api::kCudaFree, kBase + 7 * 512 * MiB);
+  b.FailedAlloc(Api::kCudaMalloc, 2 * GiB, 512 * MiB, 4 * GiB);  // its retry fails
+  std::vector<ProcessTrace> traces;
+  traces.push_back(b.Finish());
+  auto r = Report(traces);
+  const Json& failures = Gpu(r->root())["failures"];
+  ASSERT_EQ(failures.array().size(), 3u);
+  EXPECT_TRUE(failures.array()[0]["recovered"].boolean());
+  EXPECT_FALSE(failures.array()[1]["recovered"].boolean());
+  EXPECT_EQ(failures.array()[2]["retry_of"].as_int(), 1);
+  EXPECT_EQ(failures.array()[2]["frees_before_retry"].as_int(), 1);
+  const auto oom = Findings(r->root(), "gpu.oom");
+  ASSERT_EQ(oom.size(), 1u);
+  EXPECT_EQ((*oom[0])["evidence"]["unrecovered_failures"].as_int(), 1);
+  EXPECT_EQ((*oom[0])["evidence"]["cache_flush_and_retry"]["freed_bytes_before_retry"].as_int(),
+            static_cast<int64_t>(512 * MiB));
+}
+
+TEST(GpuAnalysis, VmmMemoryReturnsWhenReleasedAndUnmapped) {
+  TraceBuilder b(106);
+  b.Vmm(Api::kCuMemAddressReserve, 0, 0x400000000000, GiB);
+  b.Vmm(Api::kCuMemCreate, 0x1111, 0, 20 * MiB);
+  b.Vmm(Api::kCuMemMap, 0x1111, 0x400000000000, 20 * MiB);
+  b.Vmm(Api::kCuMemCreate, 0x2222, 0, 20 * MiB);
+  b.Vmm(Api::kCuMemMap, 0x2222, 0x400000000000 + 20 * MiB, 20 * MiB);
+  b.Vmm(Api::kCuMemRelease, 0x1111, 0, 0);  // still mapped: memory stays
+  b.Vmm(Api::kCuMemRelease, 0x2222, 0, 0);
+  b.Vmm(Api::kCuMemUnmap, 0, 0x400000000000, 40 * MiB);  // now it goes
+  b.Vmm(Api::kCuMemCreate, 0x3333, 0, 20 * MiB);           // never released: leaked
+  b.Vmm(Api::kCuMemRelease, 0x9999, 0, 0);                 // unknown handle
+  std::vector<ProcessTrace> traces;
+  traces.push_back(b.Finish());
+  auto r = Report(traces);
+  const Json& g = Gpu(r->root());
+  EXPECT_EQ(g["allocations"].as_int(), 3);
+  EXPECT_EQ(g["frees"].as_int(), 2);
+  EXPECT_EQ(g["unmatched_frees"].as_int(), 1);
+  EXPECT_EQ(g["peak_bytes"].as_int(), static_cast<int64_t>(40 * MiB));
+  EXPECT_EQ(g["leaked_bytes"].as_int(), static_cast<int64_t>(20 * MiB));
+  const Json& tl = g["devices"].array().at(0)["timeline"];
+  std::vector<int64_t> bytes;
+  for (const Json& p : tl.array()) bytes.push_back(p.array().at(1).as_int());
+  const int64_t m20 = static_cast<int64_t>(20 * MiB);
+  EXPECT_EQ(bytes, (std::vector<int64_t>{m20, 2 * m20, m20, 0, m20}));  // the unmap frees both
+  ASSERT_EQ(Findings(r->root(), "gpu.coverage-incomplete").size(), 1u);
+}
+
+TEST(GpuAnalysis, ChurnThreshold) {
+  for (const uint64_t pairs : {999u, 1000u}) {
+    TraceBuilder b(107);
+    for (uint64_t i = 0; i < pairs; ++i) {
+      b.Alloc(Api::kCudaMalloc, kBase, MiB);
+      b.Free(Api::kCudaFree, kBase);
+    }
+    std::vector<ProcessTrace> traces;
+    traces.push_back(b.Finish());
+    auto r = Report(traces);
+    EXPECT_EQ(Findings(r->root(), "gpu.churn").size(), pairs >= 1000 ? 1u : 0u) << pairs;
+    EXPECT_EQ(Gpu(r->root())["churn"]["raw_pairs"].as_int(), static_cast<int64_t>(pairs));
+  }
+  // Stream-ordered allocations reuse a pool: they are not churn.
+  TraceBuilder b(108);
+  for (int i = 0; i < 2000; ++i) {
+    b.Alloc(Api::kCudaMallocAsync, kBase, MiB);
+    b.Free(Api::kCudaFreeAsync, kBase);
+  }
+  std::vector<ProcessTrace> traces;
+  traces.push_back(b.Finish());
+  auto r = Report(traces);
+  EXPECT_TRUE(Findings(r->root(), "gpu.churn").empty());
+}
+
+TEST(GpuAnalysis, KilledProcessLeaksWhatWasLive) {
+  TraceBuilder b(109);
+  b.Alloc(Api::kCudaMalloc, kBase, 100 * MiB);
+  std::vector<ProcessTrace> traces;
+  traces.push_back(b.Finish(/*killed=*/true));
+  auto r = Report(traces);
+  const auto leak = Findings(r->root(), "gpu.leak");
+  ASSERT_EQ(leak.size(), 1u);
+  EXPECT_EQ((*leak[0])["evidence"]["at"].str(), "kill");
+  EXPECT_EQ(Gpu(r->root())["leaked_bytes"].as_int(), static_cast<int64_t>(100 * MiB));
+}
+
+TEST(GpuAnalysis, XlaPreallocationContradictsTheSetting) {
+  for (const bool late : {false, true}) {
+    TraceBuilder b(110);
+    b.Module("/venv/lib/python3.11/site-packages/jaxlib/xla_extension.so", 0x7f0000000000, 0x1000000);
+    b.Env("XLA_PYTHON_CLIENT_PREALLOCATE", "false", format::EnvSource::kStartup);
+    b.Device(0, "Test GPU", 16 * GiB);
+    b.Alloc(Api::kCuMemAlloc_v2, kBase, 12 * GiB, 0, 0, 1);  // 75%: preallocated anyway
+    if (late) b.Env("XLA_PYTHON_CLIENT_MEM_FRACTION", ".5", format::EnvSource::kPutenv);
+    std::vector<ProcessTrace> traces;
+    traces.push_back(b.Finish());
+    auto r = Report(traces);
+    const auto f = Findings(r->root(), "gpu.allocator-config-ignored");
+    ASSERT_EQ(f.size(), 1u);
+    const Json& ev = (*f[0])["evidence"];
+    ASSERT_EQ(ev["contradicted_by_calls"].array().size(), 1u);
+    EXPECT_EQ(ev["contradicted_by_calls"].array()[0]["variable"].str(), "XLA_PYTHON_CLIENT_PREALLOCATE");
+    EXPECT_EQ(ev["set_after_first_allocation"].array().size(), late ? 1u : 0u);
+  }
+}
+
+TEST(GpuAnalysis, DriverAllocationsByLibcudartMeanTheRuntimeLayerWasBypassed) {
+  TraceBuilder b(111);
+  b.Module("/usr/lib/libcudart.so.12", 0x7f1000000000, 0x100000);
+  b.Alloc(Api::kCuMemAlloc_v2, kBase, MiB, 0, 0, /*layer=*/1, 0, /*caller=*/0x7f1000001234);
+  b.Alloc(Api::kCuMemAlloc_v2, kBase + 2 * MiB, MiB, 0, 0, 1, 0, /*caller=*/0x555500001234);
+  std::vector<ProcessTrace> traces;
+  traces.push_back(b.Finish());
+  auto r = Report(traces);
+  const auto f = Findings(r->root(), "gpu.coverage-incomplete");
+  ASSERT_EQ(f.size(), 1u);
+  const Json& cause = (*f[0])["evidence"]["causes"].array().at(0);
+  EXPECT_EQ(cause["cause"].str(), "runtime-layer-bypassed");
+  EXPECT_EQ(cause["allocations"].as_int(), 1);
+  EXPECT_EQ(cause["library"].str(), "/usr/lib/libcudart.so.12");
+}
+
+TEST(GpuAnalysis, StreamOrderedFailureCountsThePoolsCacheAsThisProcess) {
+  TraceBuilder b(112);
+  b.Device(0, "Test GPU", 8 * GiB);
+  b.Alloc(Api::kCudaMallocAsync, kBase, GiB);
+  b.MemInfo(8 * GiB - 512 * MiB - GiB, 8 * GiB, Why::kFirstUse);
+  const uint64_t ts = b.now();
+  b.FailedAlloc(Api::kCudaMallocAsync, 2 * GiB, GiB, 8 * GiB);
+  format::GpuPool p;
+  p.ts = ts;
+  p.api = static_cast<uint64_t>(Api::kPoolState);
+  p.value = 6 * GiB + 512 * MiB;  // reserved
+  p.used = GiB;
+  b.Add(p);
+  std::vector<ProcessTrace> traces;
+  traces.push_back(b.Finish());
+  auto r = Report(traces);
+  const auto f = Findings(r->root(), "gpu.oom");
+  ASSERT_EQ(f.size(), 1u);
+  const Json& ev = (*f[0])["evidence"];
+  EXPECT_EQ(ev["cause"].str(), "this-process");
+  EXPECT_EQ(ev["pool_cached_bytes"].as_int(), static_cast<int64_t>(5 * GiB + 512 * MiB));
+}
+
+TEST(GpuAnalysis, TwoProcessesOnOneDevice) {
+  TraceBuilder a(200, 1000), b(201, 1000);
+  a.Device(0, "Test GPU", 8 * GiB);
+  b.Device(0, "Test GPU", 8 * GiB);
+  a.SetNow(10'000);
+  a.Alloc(Api::kCudaMalloc, kBase, 3 * GiB);
+  b.SetNow(20'000);
+  b.Alloc(Api::kCudaMalloc, kBase, 2 * GiB);
+  b.SetNow(30'000);
+  b.FailedAlloc(Api::kCudaMalloc, 3 * GiB, 2 * GiB + 512 * MiB, 8 * GiB);
+  b.SetNow(40'000);
+  b.Free(Api::kCudaFree, kBase);
+  a.SetNow(50'000);
+  a.Free(Api::kCudaFree, kBase);
+  std::vector<ProcessTrace> traces;
+  traces.push_back(a.Finish());
+  traces.push_back(b.Finish());
+  auto r = Report(traces);
+  EXPECT_EQ(r->root()["gpu"]["peak_bytes"].as_int(), static_cast<int64_t>(5 * GiB));
+  ASSERT_EQ(r->root()["gpu"]["devices"].array().size(), 1u);
+  EXPECT_EQ(r->root()["gpu"]["devices"].array()[0]["pids"].array().size(), 2u);
+  const auto f = Findings(r->root(), "gpu.oom");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ((*f[0])["pid"].as_int(), 201);
+  const Json& ev = (*f[0])["evidence"];
+  EXPECT_EQ(ev["cause"].str(), "other-process");
+  ASSERT_EQ(ev["other_traced_processes"].array().size(), 1u);
+  EXPECT_EQ(ev["other_traced_processes"].array()[0]["pid"].as_int(), 200);
+  EXPECT_EQ(ev["other_traced_processes"].array()[0]["bytes"].as_int(), static_cast<int64_t>(3 * GiB));
+}
+
+TEST(GpuAnalysis, HostileRecordsDoNotBreakTheAnalysis) {
+  TraceBuilder b(113);
+  for (int d = 0; d < 500; ++d) b.Alloc(Api::kCudaMalloc, kBase + d * 4096, 1, 0, d * 7919 - 100);
+  b.Alloc(Api::kCudaMalloc, kBase, UINT64_MAX);           // a size no device has
+  b.Alloc(static_cast<Api>(60000), kBase, 5);             // an api code nobody knows
+  b.Free(Api::kCudaFree, 0);
+  b.Free(Api::kCudaFree, 0xdeadbeef);
+  b.Vmm(Api::kCuMemUnmap, 0, 0, UINT64_MAX);
+  b.Vmm(Api::kCuMemRelease, 0, 0, 0);
+  b.FailedAlloc(Api::kCudaMalloc, UINT64_MAX, UINT64_MAX, 0, -5);
+  format::GpuMemInfo m;
+  m.device = INT64_MIN;
+  m.free = 5;
+  m.total = 1;
+  b.Add(m);
+  std::vector<ProcessTrace> traces;
+  traces.push_back(b.Finish());
+  auto r = Report(traces);
+  const Json& g = Gpu(r->root());
+  EXPECT_LE(g["devices"].array().size(), 65u);
+  EXPECT_GE(g["allocations"].as_int(), 500);
+  EXPECT_EQ(g["unmatched_frees"].as_int(), 2);  // 0xdeadbeef and the unknown VMM handle
+}
+
+}  // namespace
+}  // namespace colabtrace::analyzer

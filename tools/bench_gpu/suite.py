@@ -1,0 +1,144 @@
+"""The GPU memory suite of tools/bench: the added cost per cudaMalloc/cudaFree against the
+simulated CUDA runtime (tests/simcuda), without stacks and with 16-frame stacks, next to
+a bare run and a no-op LD_PRELOAD library; heaptrack's cost per malloc+free as the
+reference; trace bytes per GPU event.
+
+    tools/bench --suite gpu --build build      # about 2 minutes; --quick: about 20 s
+
+Costs are the thread's CPU time (CLOCK_THREAD_CPUTIME_ID: user and kernel time spent on
+its behalf, page faults on the trace file included), the median over rounds of back-to-
+back pairs, and the lowest of several interleaved runs per mode: on a shared machine
+interference only ever adds time, and wall-clock figures there mostly measure the other
+tenants."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+NAME = "gpu"
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUDGET_NO_STACKS_NS = 100   # shared/PRODUCT.md, per cudaMalloc/cudaFree
+BUDGET_STACKS_NS = 2000
+GPU_TYPES = range(64, 96)
+
+
+def _cuda_include() -> str:
+    for d in (os.environ.get("CUDA_HOME", ""), "/usr/local/cuda"):
+        if d and os.path.exists(os.path.join(d, "include", "cuda_runtime_api.h")):
+            return os.path.join(d, "include")
+    return ""
+
+
+def _program(ctx) -> str | None:
+    built = os.path.join(ctx.build, "tests", "gpu", "bench_gpu_malloc")
+    if os.path.exists(built):
+        return built
+    inc, sim = _cuda_include(), os.path.join(ctx.build, "simcuda")
+    if not inc or not os.path.exists(os.path.join(sim, "libcudart.so.13")):
+        return None
+    return ctx.cc(os.path.join(HERE, "malloc_bench.c"), "gpu_malloc_bench", "-I" + inc, "-L" + sim,
+                  "-l:libcudart.so.13", "-Wl,-rpath," + sim)
+
+
+def _run(ctx, argv, mode, extra=None, trace_dir=None) -> dict:
+    env = ctx.env(mode, trace_dir)
+    env["LD_LIBRARY_PATH"] = os.path.join(ctx.build, "simcuda")
+    env.update(extra or {})
+    p = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
+    line = [l for l in p.stdout.splitlines() if l.startswith("{")][-1]  # heaptrack talks too
+    return json.loads(line)
+
+
+def _trace_bytes(trace_dir) -> dict:
+    script = os.path.join(os.path.dirname(HERE), "bench_io", "trace_bytes.py")
+    files = glob.glob(os.path.join(trace_dir, "*.ctrace"))
+    if not os.path.exists(script) or not files:
+        return {}
+    p = subprocess.run([sys.executable, script, *files], capture_output=True, text=True, check=True)
+    return {int(k): v for k, v in json.loads(p.stdout).items()}
+
+
+def run(ctx):
+    Section = sys.modules["__main__"].Section  # tools/bench's, which imported this file
+    prog = _program(ctx)
+    if prog is None:
+        return [Section("GPU memory", ["note"], [["skipped: no simulated CUDA runtime in the build tree"]])]
+    ctx.cc(os.path.join(HERE, "noop.c"), "libnoop.so", "-shared", "-fPIC")
+    pairs, rounds, repeats = (5000, 7, 2) if ctx.quick else (20000, 15, 5)
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") else ctx.work
+    modes = [
+        ("bare", "bare", {}, None),
+        ("no-op preload", "noop", {}, None),
+        ("colabtrace, no stacks", "colabtrace", {"COLABTRACE_STACKS": "0"}, None),
+        ("colabtrace, 16-frame stacks", "colabtrace", {"COLABTRACE_STACKS": "16"}, None),
+        ("colabtrace, no stacks, trace on tmpfs", "colabtrace", {"COLABTRACE_STACKS": "0"}, shm),
+        ("colabtrace, 16-frame stacks, trace on tmpfs", "colabtrace", {"COLABTRACE_STACKS": "16"}, shm),
+    ]
+    best: dict[str, float] = {}
+    wall: dict[str, float] = {}
+    for _ in range(repeats):
+        for label, mode, extra, where in modes:
+            trace_dir = None
+            if where is not None:
+                trace_dir = os.path.join(where, "ct-bench-gpu")
+                shutil.rmtree(trace_dir, ignore_errors=True)
+                os.makedirs(trace_dir)
+            r = _run(ctx, [prog, str(pairs), str(rounds)], mode, extra, trace_dir)
+            if trace_dir is not None:
+                shutil.rmtree(trace_dir, ignore_errors=True)
+            if label not in best or r["median_ns_per_pair"] < best[label]:
+                best[label] = r["median_ns_per_pair"]
+                wall[label] = r["median_wall_ns_per_pair"]
+    bare = best["bare"]
+    rows = []
+    for label, mode, extra, where in modes:
+        added_pair = best[label] - bare
+        budget = "" if mode != "colabtrace" else (
+            f"<= {BUDGET_STACKS_NS}" if extra.get("COLABTRACE_STACKS") == "16" else f"<= {BUDGET_NO_STACKS_NS}")
+        rows.append([label, f"{best[label]:.0f}", f"{wall[label]:.0f}",
+                     "" if label == "bare" else f"{added_pair:+.0f}",
+                     "" if label == "bare" else f"{added_pair / 2:+.0f}", budget])
+    sections = [Section(
+        "Added cost per cudaMalloc/cudaFree (simulated runtime)",
+        ["mode", "ns per pair (CPU)", "ns per pair (wall)", "added per pair", "added per call", "budget per call (ns)"],
+        rows,
+        f"{pairs} cudaMalloc(1 MiB)/cudaFree pairs per round, median of {rounds} rounds, the lowest of "
+        f"{repeats} interleaved runs per mode. A pair is two traced calls; the simulated runtime "
+        "reaches the simulated driver through the shim's cuGetProcAddress wrappers, so the "
+        "driver wrapper's bookkeeping is included. Traces go to the bench's work directory (disk) "
+        "unless marked tmpfs.")]
+    # heaptrack's cost per malloc+free, the anchor shared/PRODUCT.md quotes.
+    if ctx.have("heaptrack"):
+        heap = ctx.cc(os.path.join(HERE, "heap_bench.c"), "gpu_heap_bench")
+        hb, ht = [], []
+        for _ in range(repeats):
+            hb.append(_run(ctx, [heap, str(pairs * 5), str(rounds)], "bare")["median_ns_per_pair"])
+            out = os.path.join(ctx.work, "heaptrack.out")
+            ht.append(_run(ctx, ["heaptrack", "-o", out, heap, str(pairs * 5), str(rounds)], "bare")
+                      ["median_ns_per_pair"])
+        sections.append(Section(
+            "Reference: heaptrack per malloc + free",
+            ["tool", "ns per malloc+free pair (CPU)", "added per pair"],
+            [["bare", f"{min(hb):.0f}", ""], ["heaptrack", f"{min(ht):.0f}", f"{min(ht) - min(hb):+.0f}"]],
+            "malloc(64)/free pairs (tools/bench_gpu/heap_bench.c), thread CPU time of the traced "
+            "program (heaptrack's interpreter runs in another process and is not counted)."))
+    # Trace bytes per GPU event.
+    rows = []
+    for label, stacks in (("no stacks", "0"), ("16-frame stacks", "16")):
+        trace_dir = os.path.join(ctx.work, "gpu-bytes-" + stacks)
+        os.makedirs(trace_dir, exist_ok=True)
+        _run(ctx, [prog, str(pairs), "1"], "colabtrace", {"COLABTRACE_STACKS": stacks}, trace_dir)
+        counts = _trace_bytes(trace_dir)
+        for code, name in ((64, "gpu_alloc"), (65, "gpu_free")):
+            count, size = counts.get(code, (0, 0))
+            if count:
+                rows.append([label, name, count, f"{size / count:.2f}"])
+    if rows:
+        sections.append(Section("Trace bytes per GPU event", ["stacks", "record", "count", "bytes each (avg)"], rows,
+                                "Framed bytes as the reader counts them (tools/bench_io/trace_bytes.py); "
+                                "stacks are interned, so a repeated allocation site adds no Stack record."))
+    return sections
