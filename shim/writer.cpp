@@ -140,15 +140,21 @@ uint64_t InternTable::EmitNew(const uint8_t* data, size_t len, bool is_stack) {
   uint64_t* counter = is_stack ? &h->next_stack_id : &h->next_string_id;
   const uint64_t id = __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
   const format::Bytes bytes{data, static_cast<uint32_t>(len)};
+  // Strings and stacks have no time of their own: they reuse the thread's last
+  // timestamp, so interning inside a hook never pushes the time base past the start of
+  // the call being recorded (which would clamp that record's ts forward).
+  const uint64_t ts = t_thread.last_ts != 0 && t_thread.generation == g_generation
+                          ? t_thread.last_ts
+                          : Ticks();
   if (is_stack) {
     format::Stack rec;
-    rec.ts = Ticks();
+    rec.ts = ts;
     rec.id = id;
     rec.frames = bytes;
     Emit(rec);
   } else {
     format::String rec;
-    rec.ts = Ticks();
+    rec.ts = ts;
     rec.id = id;
     rec.text = bytes;
     Emit(rec);

@@ -29,7 +29,7 @@ struct ThreadState {
   uint8_t* pos = nullptr;    // next free byte of the current chunk
   uint8_t* end = nullptr;    // end of the current chunk
   uint8_t* chunk = nullptr;  // start of the current chunk
-  uint64_t last_ts = 0;      // ts of the last record in this chunk (delta base)
+  uint64_t last_ts = 0;      // ts of the last record in this chunk (the delta base)
   uint32_t generation = 0;   // == g_generation while pos belongs to this process's trace
   uint32_t tid = 0;
   uint32_t seq = 0;          // chunks this thread has taken
@@ -74,9 +74,9 @@ template <class R> inline void Emit(const R& rec) {
   }
   uint8_t* p = t.pos;
   const size_t n = format::EncodeRecordUncommitted(rec, t.last_ts, p);
-  __atomic_store_n(p, static_cast<uint8_t>(R::kType), __ATOMIC_RELEASE);
+  __atomic_store_n(p, format::CommittedType(rec, t.last_ts), __ATOMIC_RELEASE);
   t.pos = p + n;
-  if (rec.ts > t.last_ts) t.last_ts = rec.ts;
+  t.last_ts = rec.ts;
 }
 
 // Like Emit, but into a chunk of its own: for fatal-signal handlers, which may have
@@ -88,9 +88,9 @@ template <class R> inline void EmitFromSignalHandler(ThreadState& local, const R
   }
   uint8_t* p = local.pos;
   const size_t n = format::EncodeRecordUncommitted(rec, local.last_ts, p);
-  __atomic_store_n(p, static_cast<uint8_t>(R::kType), __ATOMIC_RELEASE);
+  __atomic_store_n(p, format::CommittedType(rec, local.last_ts), __ATOMIC_RELEASE);
   local.pos = p + n;
-  if (rec.ts > local.last_ts) local.last_ts = rec.ts;
+  local.last_ts = rec.ts;
 }
 
 class ShimScope {

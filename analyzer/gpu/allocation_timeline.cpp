@@ -59,13 +59,20 @@ class Replay {
  public:
   explicit Replay(const ProcessTrace& t) : t_(t) {
     const auto& r = t.records;
-    // Each record table is already in time order: merge them. At equal times calls come
-    // first (a reading taken after a failure carries the failed call's ts).
+    // Merge the record tables into one timeline. A block is live from the moment its
+    // allocation *returned* until its free was *called*: keying successful allocations
+    // by their return time means that when one thread frees an address and another gets
+    // it back from a concurrent allocation, the free always comes first. Everything else
+    // is keyed by its start. At equal keys, calls come first (a reading taken after a
+    // failure carries the failed call's ts), then the table order below.
     const uint64_t sizes[] = {r.GpuAlloc.size(), r.GpuFree.size(), r.GpuVmm.size(),
                               r.GpuPool.size(), r.GpuMemInfo.size(), r.GpuModule.size()};
-    auto ts_of = [&r](int type, size_t i) -> uint64_t {
+    auto key_of = [&r](int type, size_t i) -> uint64_t {
       switch (type) {
-        case kAlloc: return r.GpuAlloc[i].ts;
+        case kAlloc: {
+          const auto& a = r.GpuAlloc[i];
+          return a.rc == 0 ? a.ts + a.dur : a.ts;
+        }
         case kFree: return r.GpuFree[i].ts;
         case kVmm: return r.GpuVmm[i].ts;
         case kPool: return r.GpuPool[i].ts;
@@ -73,20 +80,16 @@ class Replay {
         default: return r.GpuModule[i].ts;
       }
     };
-    size_t next[6] = {};
     size_t total = 0;
     for (uint64_t n : sizes) total += n;
     events_.reserve(total);
-    for (size_t k = 0; k < total; ++k) {
-      int best = -1;
-      uint64_t best_ts = 0;
-      for (int type = 0; type < 6; ++type) {
-        if (next[type] >= sizes[type]) continue;
-        const uint64_t ts = ts_of(type, next[type]);
-        if (best < 0 || ts < best_ts) best = type, best_ts = ts;
+    for (int type = 0; type < 6; ++type) {
+      for (size_t i = 0; i < sizes[type]; ++i) {
+        events_.push_back({key_of(type, i), static_cast<uint8_t>(type), static_cast<uint32_t>(i)});
       }
-      events_.push_back({best_ts, static_cast<uint8_t>(best), static_cast<uint32_t>(next[best]++)});
     }
+    std::stable_sort(events_.begin(), events_.end(),
+                     [](const auto& a, const auto& b) { return a.ts < b.ts; });
     for (const auto& d : r.GpuDevice) {
       if (facts_.size() < kMaxDevices && !facts_.contains(static_cast<int64_t>(d.index))) {
         facts_[static_cast<int64_t>(d.index)] = &d;

@@ -60,8 +60,10 @@ class TraceDecoder {
     }
     uint64_t prev_ts = ch.base_ticks;
     while (p < end) {
-      const uint8_t type = *p;
-      if (type == 0) break;  // end of this chunk's records
+      const uint8_t type_byte = *p;
+      if (type_byte == 0) break;  // end of this chunk's records
+      const uint8_t type = type_byte & static_cast<uint8_t>(~format::kTypeTsBack);
+      const bool ts_back = (type_byte & format::kTypeTsBack) != 0;
       const uint8_t* q = p + 1;
       uint64_t len = 0;
       if (!format::GetVarint(&q, end, &len) || len > static_cast<uint64_t>(end - q)) {
@@ -73,7 +75,7 @@ class TraceDecoder {
       const bool known = format::DispatchRecordType(type, [&](auto tag) {
         using R = decltype(tag);
         Event<R> ev;
-        if (!format::DecodePayload(q, payload_end, prev_ts, static_cast<R*>(&ev))) return;
+        if (!format::DecodePayload(q, payload_end, prev_ts, static_cast<R*>(&ev), ts_back)) return;
         ev.tid = ch.tid;
         ev.image = ch.image;
         prev_ts = ev.ts;
@@ -84,7 +86,9 @@ class TraceDecoder {
         // A newer writer's record: skip it by length, but keep the time base.
         uint64_t delta = 0;
         const uint8_t* d = q;
-        if (format::GetVarint(&d, payload_end, &delta)) prev_ts += delta;
+        if (format::GetVarint(&d, payload_end, &delta)) {
+          prev_ts = ts_back ? (delta > prev_ts ? 0 : prev_ts - delta) : prev_ts + delta;
+        }
         ++t_.stats.unknown_records;
       } else if (!decoded) {
         Warn(static_cast<uint64_t>(p - base), "damaged record payload; rest of chunk skipped");

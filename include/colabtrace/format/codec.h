@@ -27,10 +27,21 @@ template <class R> constexpr size_t MaxEncodedSize(const R& r) {
   return n;
 }
 
-// Writes r's payload (ts delta against prev_ts, then the fields) at p; returns its end.
-// A ts earlier than prev_ts is written as delta 0.
+// Set in a committed type byte when the record's ts is *earlier* than the previous
+// record's: ts_delta is then subtracted. This happens when events nested inside a call
+// (a library the call loaded, say) are written before the call's own record, whose ts
+// is the call's start. Record type codes are all below 128.
+inline constexpr uint8_t kTypeTsBack = 0x80;
+
+// The type byte that commits r after a record with timestamp prev_ts.
+template <class R> constexpr uint8_t CommittedType(const R& r, uint64_t prev_ts) {
+  return static_cast<uint8_t>(static_cast<uint8_t>(R::kType) | (r.ts < prev_ts ? kTypeTsBack : 0));
+}
+
+// Writes r's payload (|ts - prev_ts|, then the fields) at p; returns its end. The sign of
+// the delta travels in the type byte (CommittedType).
 template <class R> uint8_t* EncodePayload(const R& r, uint64_t prev_ts, uint8_t* p) {
-  p = PutVarint(p, r.ts > prev_ts ? r.ts - prev_ts : 0);
+  p = PutVarint(p, r.ts >= prev_ts ? r.ts - prev_ts : prev_ts - r.ts);
   r.Visit([&p](const char*, auto tag, const auto& value) {
     constexpr FieldKind kKind = decltype(tag)::kind;
     if constexpr (kKind == FieldKind::kBytes) {
@@ -46,8 +57,8 @@ template <class R> uint8_t* EncodePayload(const R& r, uint64_t prev_ts, uint8_t*
   return p;
 }
 
-// Writes r framed at dst, except the type byte dst[0], which the caller stores last to
-// commit the record. dst must have MaxEncodedSize(r) bytes. Returns the framed size.
+// Writes r framed at dst, except the type byte dst[0], which the caller stores last
+// (CommittedType(r, prev_ts)) to commit the record. dst must have MaxEncodedSize(r) bytes. Returns the framed size.
 template <class R> size_t EncodeRecordUncommitted(const R& r, uint64_t prev_ts, uint8_t* dst) {
   // Assume a one-byte length; move the payload if it turns out longer.
   uint8_t* payload = dst + 2;
@@ -59,13 +70,15 @@ template <class R> size_t EncodeRecordUncommitted(const R& r, uint64_t prev_ts, 
   return 1 + len_bytes + len;
 }
 
-// Decodes a payload [p, end) into *out. Fields missing at the end stay zero; bytes past
-// the known fields are ignored. Returns false if the payload is malformed.
+// Decodes a payload [p, end) into *out. ts_back comes from the type byte
+// (kTypeTsBack): the delta is then subtracted. Fields missing at the end stay zero; bytes
+// past the known fields are ignored. Returns false if the payload is malformed.
 template <class R>
-bool DecodePayload(const uint8_t* p, const uint8_t* end, uint64_t prev_ts, R* out) {
+bool DecodePayload(const uint8_t* p, const uint8_t* end, uint64_t prev_ts, R* out,
+                   bool ts_back = false) {
   uint64_t delta = 0;
   if (!GetVarint(&p, end, &delta)) return false;
-  out->ts = prev_ts + delta;
+  out->ts = ts_back ? (delta > prev_ts ? 0 : prev_ts - delta) : prev_ts + delta;
   bool ok = true;
   out->Visit([&](const char*, auto tag, auto& value) {
     if (!ok || p == end) return;  // older writer: remaining fields stay zero

@@ -16,7 +16,8 @@
 // writer did not write with zero and ignores trailing fields it does not know.
 //
 // Type code ranges: 1-31 process and core, 32-63 file I/O, 64-95 GPU memory,
-// 96-127 libraries and ABI, 128-159 CUPTI activity.
+// 96-111 libraries and ABI, 112-127 CUPTI activity. Codes stay below 128: the type
+// byte's high bit is kTypeTsBack (see codec.h).
 #pragma once
 
 #include <cstddef>
@@ -70,7 +71,7 @@ namespace colabtrace::format {
   X(96, LibLoad, "lib_load")                \
   X(97, LibUnload, "lib_unload")            \
   X(98, LibCheck, "lib_check")              \
-  X(128, GpuActivity, "gpu_activity")
+  X(112, GpuActivity, "gpu_activity")
 
 // ---- fields of each record ----------------------------------------------------------
 // Every record also carries `ts` (absolute ticks), framed as a delta; it is not listed.

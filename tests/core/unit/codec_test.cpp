@@ -148,19 +148,25 @@ TEST(RecordCodec, EveryRecordTypeRoundTrips) {
   EXPECT_GE(types, 40);
 }
 
-TEST(RecordCodec, TimestampBeforePreviousIsWrittenAsZeroDelta) {
+TEST(RecordCodec, TimestampBeforePreviousGoesBackThroughTheTypeByte) {
   Exit e;
   e.ts = 50;
   e.code = -3;
   uint8_t buf[64];
   const size_t n = EncodeRecordUncommitted(e, 100, buf);
+  // The sign travels in the committed type byte; the payload holds |50 - 100|.
+  EXPECT_EQ(CommittedType(e, 100), static_cast<uint8_t>(Exit::kType) | kTypeTsBack);
+  EXPECT_EQ(CommittedType(e, 50), static_cast<uint8_t>(Exit::kType));
   const uint8_t* p = buf + 1;
   uint64_t len = 0;
   ASSERT_TRUE(GetVarint(&p, buf + n, &len));
   Exit out;
-  ASSERT_TRUE(DecodePayload(p, p + len, 100, &out));
-  EXPECT_EQ(out.ts, 100u);
+  ASSERT_TRUE(DecodePayload(p, p + len, 100, &out, /*ts_back=*/true));
+  EXPECT_EQ(out.ts, 50u);
   EXPECT_EQ(out.code, -3);
+  // A delta larger than the base saturates at 0 instead of wrapping.
+  ASSERT_TRUE(DecodePayload(p, p + len, 10, &out, /*ts_back=*/true));
+  EXPECT_EQ(out.ts, 0u);
 }
 
 TEST(RecordCodec, NamesAndDispatchComeFromTheTable) {

@@ -74,11 +74,16 @@ class TraceBuilder {
       NewChunk(tid_);
       n = ctf::EncodeRecordUncommitted(r, last_ts_, tmp);
     }
-    tmp[0] = static_cast<uint8_t>(R::kType);
+    tmp[0] = ctf::CommittedType(r, last_ts_);
     std::memcpy(&bytes_[pos_], tmp, n);
     pos_ += n;
-    if (r.ts > last_ts_) last_ts_ = r.ts;
-    if (r.ts >= now_) now_ = r.ts + 1;
+    last_ts_ = r.ts;
+    // Calls on one thread do not overlap: the next record starts after this call ended.
+    uint64_t end = r.ts;
+    r.Visit([&](const char*, auto tag, const auto& value) {
+      if constexpr (decltype(tag)::kind == ctf::FieldKind::kDur) end = r.ts + value;
+    });
+    if (end >= now_) now_ = end + 1;
   }
 
   // ---- GPU helpers -------------------------------------------------------------------
