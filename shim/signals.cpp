@@ -22,7 +22,13 @@
 namespace colabtrace::shim {
 namespace {
 
-constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE};
+// Crashes: always recorded (with the native stack), whoever handles them.
+constexpr int kCrashSignals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE};
+// Termination requests: recorded only when the default action is about to end the
+// process (a multiprocessing.Pool worker stopped with SIGTERM reads as "signaled", not as
+// killed with no end record). With a program handler installed they are passed on
+// untouched.
+constexpr int kTerminationSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
 constexpr int kMaxRecordedSignals = 16;
 
 struct Emulated {
@@ -33,8 +39,19 @@ Emulated g_sig[NSIG];
 int g_recorded = 0;
 int g_in_handler = 0;
 
+// The signals whose disposition the shim emulates (crashes and termination requests).
 bool IsFatal(int sig) {
-  for (int s : kFatalSignals) {
+  for (int s : kCrashSignals) {
+    if (s == sig) return true;
+  }
+  for (int s : kTerminationSignals) {
+    if (s == sig) return true;
+  }
+  return false;
+}
+
+bool IsCrash(int sig) {
+  for (int s : kCrashSignals) {
     if (s == sig) return true;
   }
   return false;
@@ -136,12 +153,13 @@ void RecordSignal(int sig, siginfo_t* info, void* uc) {
 
 void FatalHandler(int sig, siginfo_t* info, void* uc) {
   const int saved_errno = errno;
-  if (__atomic_exchange_n(&g_in_handler, 1, __ATOMIC_ACQ_REL) == 0) {
+  Emulated& e = g_sig[sig];
+  const struct sigaction app = e.app;
+  const bool dies = !IsFunction(app) && app.sa_handler == SIG_DFL;
+  if ((IsCrash(sig) || dies) && __atomic_exchange_n(&g_in_handler, 1, __ATOMIC_ACQ_REL) == 0) {
     RecordSignal(sig, info, uc);
     __atomic_store_n(&g_in_handler, 0, __ATOMIC_RELEASE);
   }
-  Emulated& e = g_sig[sig];
-  const struct sigaction app = e.app;
   if (IsFunction(app)) {
     // The program handles it: behave as if its handler were installed directly.
     if (app.sa_flags & SA_RESETHAND) {
@@ -185,7 +203,8 @@ int InstallOurs(int sig, const struct sigaction& app) {
 }  // namespace
 
 void InstallFatalSignalHandlers() {
-  for (int sig : kFatalSignals) {
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (!IsFatal(sig)) continue;
     Emulated& e = g_sig[sig];
     if (real::sigaction.get()(sig, nullptr, &e.app) != 0) continue;
     if (e.app.sa_handler == SIG_IGN && !(e.app.sa_flags & SA_SIGINFO)) continue;

@@ -68,7 +68,7 @@ class ProcessAnalysis final : public Analysis {
     const auto& traces = report.traces();
     std::string table;
     char line[512];
-    std::snprintf(line, sizeof(line), "%-8s %-8s %-10s %-6s %-10s %s\n", "pid", "ppid", "end",
+    std::snprintf(line, sizeof(line), "%-8s %-8s %-10s %-8s %-10s %s\n", "pid", "ppid", "end",
                   "code", "peak RSS", "command");
     table += line;
     for (size_t i = 0; i < traces.size(); ++i) {
@@ -80,7 +80,7 @@ class ProcessAnalysis final : public Analysis {
       const std::string code = end["code"].is_null()
                                    ? (end["signal"].is_null() ? "-" : SignalName(static_cast<int>(end["signal"].as_int())))
                                    : std::to_string(end["code"].as_int());
-      std::snprintf(line, sizeof(line), "%-8u %-8lld %-10s %-6s %-10s %s\n", t.pid(),
+      std::snprintf(line, sizeof(line), "%-8u %-8lld %-10s %-8s %-10s %s\n", t.pid(),
                     static_cast<long long>(p["ppid"].as_int()), end["kind"].str().c_str(),
                     code.c_str(), FormatBytes(f.peak_rss).c_str(), CommandLine(p["argv"]).c_str());
       table += line;
@@ -230,7 +230,11 @@ class ProcessAnalysis final : public Analysis {
       }
       report.AddFinding(std::move(fd));
     }
-    if (f.signal) {
+    // Termination requests (SIGTERM, SIGINT, ...) end the process "signaled" without a
+    // finding; only crashes are proc.fatal-signal.
+    static constexpr uint64_t kCrashes[] = {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE};
+    if (f.signal && std::find(std::begin(kCrashes), std::end(kCrashes), f.signal->signo) !=
+                        std::end(kCrashes)) {
       const auto& s = *f.signal;
       Finding fd;
       fd.id = "proc.fatal-signal";

@@ -777,7 +777,11 @@ class IoAnalysis final : public Analysis {
         const bool io_failure = f.read_errors + f.write_errors > 0 && !IsHardError(e) &&
                                 e != ENOENT && e != ENOTDIR && e != EACCES && e != EPERM && e != ELOOP &&
                                 e != EEXIST && e != ENAMETOOLONG;
-        if (IsHardError(e) || io_failure) {
+        const bool rw_failed = f.read_errors + f.write_errors > 0;
+        if ((IsHardError(e) && (data || rw_failed)) || io_failure) {
+          // Open-time errors on pseudo or system paths (ENXIO on /dev/tty without a
+          // terminal, say) are probes, not storage trouble; read/write failures count
+          // everywhere.
           file_hard += n;
         } else if (data) {
           file_lookup += n;

@@ -46,13 +46,13 @@ def train_step_allocations() -> int:
     cudart.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
     cudart.cudaFree.argtypes = [ctypes.c_void_p]
     blocks = []
-    for _ in range(7):  # 7 x 1 GiB "activations"
+    for _ in range(8):  # fill the 8 GiB device with 1 GiB "activations"
         p = ctypes.c_void_p()
         rc = cudart.cudaMalloc(ctypes.byref(p), GiB)
         if rc != 0:
             break
         blocks.append(p)
-    for p in blocks[::2]:  # free every other block: 4 GiB free, in 1 GiB holes
+    for p in blocks[::2]:  # free every other block: 4 GiB free, but only in 1 GiB holes
         cudart.cudaFree(p)
     p = ctypes.c_void_p()
     rc = cudart.cudaMalloc(ctypes.byref(p), 2 * GiB)
