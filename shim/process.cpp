@@ -456,12 +456,14 @@ void AfterForkInChild() {
   StartSampler();
 }
 
-void RecordFork(pid_t r, format::ForkHow how) {
+// ts0: when fork was called. The record carries the call's start, like every record,
+// so the child's trace (which starts inside fork) never begins before its fork record.
+void RecordFork(pid_t r, format::ForkHow how, uint64_t ts0) {
   if (r == 0 || !Recording()) return;
   ShimScope scope;
   if (!scope.entered()) return;
   format::Fork f;
-  f.ts = Now();
+  f.ts = ts0;
   f.child_pid = r > 0 ? r : -static_cast<int64_t>(errno);
   f.how = static_cast<uint64_t>(how);
   Emit(f);
@@ -707,17 +709,19 @@ void quick_exit(int code) {
 }
 
 pid_t fork(void) {
+  const uint64_t t0 = Ticks();
   const pid_t r = real::fork.get()();  // the child re-opens its trace in the atfork handler
-  RecordFork(r, colabtrace::format::ForkHow::kFork);
+  RecordFork(r, colabtrace::format::ForkHow::kFork, t0);
   return r;
 }
 
 pid_t _Fork(void) {
+  const uint64_t t0 = Ticks();
   const pid_t r = real::_Fork.get()();  // _Fork runs no atfork handlers
   if (r == 0) {
     AfterForkInChild();
   } else {
-    RecordFork(r, colabtrace::format::ForkHow::kFork);
+    RecordFork(r, colabtrace::format::ForkHow::kFork, t0);
   }
   return r;
 }
