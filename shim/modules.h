@@ -38,6 +38,10 @@ void* GpuInterposeSymbol(const char* name, void* real) __attribute__((weak, visi
 // libraries module calls it under its own lock).
 void SyncModuleMap();
 
+// The dynamic loader's load and unload counters (dl_iterate_phdr's dlpi_adds and
+// dlpi_subs): when both are unchanged, no object was loaded or unloaded.
+void ReadLoaderCounters(unsigned long long* adds, unsigned long long* subs);
+
 // Captures up to max return addresses of the calling thread, innermost first, skipping
 // `skip` frames of the shim. Returns the count. Uses libunwind; async-signal-safe.
 size_t CaptureStack(uint64_t* out, size_t max, size_t skip);

@@ -577,7 +577,7 @@ int EmitNewModule(struct dl_phdr_info* info, size_t size, void*) {
 }
 }  // namespace
 
-void SyncModuleMap() {
+void ReadLoaderCounters(unsigned long long* adds, unsigned long long* subs) {
   struct Counters {
     unsigned long long adds = 0, subs = 0;
   } c;
@@ -591,6 +591,15 @@ void SyncModuleMap() {
         return 1;
       },
       &c);
+  *adds = c.adds;
+  *subs = c.subs;
+}
+
+void SyncModuleMap() {
+  struct {
+    unsigned long long adds = 0, subs = 0;
+  } c;
+  ReadLoaderCounters(&c.adds, &c.subs);
   if (c.adds == g_seen_adds && c.subs == g_seen_subs) return;
   const bool unloaded = c.subs != g_seen_subs && g_seen_subs != ~0ull;
   g_seen_adds = c.adds;

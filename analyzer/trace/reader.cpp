@@ -2,7 +2,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <cstdio>
 
 #include "colabtrace/format/codec.h"
 #include "trace/process_trace.h"
@@ -217,12 +217,26 @@ std::optional<ProcessTrace> ParseTrace(std::vector<uint8_t> bytes, std::string n
 }
 
 std::optional<ProcessTrace> ReadTraceFile(const std::string& path, std::string* error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  // One sized read: the trace is read whole (records and strings are views into it).
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
     if (error) *error = path + ": cannot open: " + std::strerror(errno);
     return std::nullopt;
   }
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes;
+  if (std::fseek(f, 0, SEEK_END) == 0) {
+    const long size = std::ftell(f);
+    if (size > 0) bytes.reserve(static_cast<size_t>(size));
+    std::rewind(f);
+  }
+  uint8_t buf[1 << 16];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), f)) > 0;) bytes.insert(bytes.end(), buf, buf + n);
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) {
+    if (error) *error = path + ": read error";
+    return std::nullopt;
+  }
   return ParseTrace(std::move(bytes), path, error);
 }
 

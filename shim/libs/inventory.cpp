@@ -478,24 +478,6 @@ int PassBCallback(struct dl_phdr_info* info, size_t, void*) {
   return 0;
 }
 
-void ReadLoaderCounters(unsigned long long* adds, unsigned long long* subs) {
-  struct Counters {
-    unsigned long long adds = 0, subs = 0;
-  } c;
-  dl_iterate_phdr(
-      [](struct dl_phdr_info* info, size_t size, void* data) {
-        if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
-          auto* cc = static_cast<Counters*>(data);
-          cc->adds = info->dlpi_adds;
-          cc->subs = info->dlpi_subs;
-        }
-        return 1;
-      },
-      &c);
-  *adds = c.adds;
-  *subs = c.subs;
-}
-
 void RecheckFiles(format::LibCheckWhen when) {
   for (int i = 0; i < g_known_count; ++i) {
     Known& k = g_known[i];
