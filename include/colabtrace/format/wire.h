@@ -110,8 +110,13 @@ inline constexpr int64_t UnZigZag(uint64_t v) {
 // Reads a LEB128 value from [*p, end). Returns false (and leaves *p unspecified) on a
 // truncated or over-long encoding; never reads past end.
 inline bool GetVarint(const uint8_t** p, const uint8_t* end, uint64_t* out) {
-  uint64_t v = 0;
   const uint8_t* q = *p;
+  if (q < end && *q < 0x80) {  // most fields are one byte
+    *out = *q;
+    *p = q + 1;
+    return true;
+  }
+  uint64_t v = 0;
   for (int shift = 0; shift < 70; shift += 7) {
     if (q >= end) return false;
     const uint8_t b = *q++;
