@@ -72,161 +72,93 @@ inline int64_t Result(int64_t r, int err) { return r < 0 ? -static_cast<int64_t>
 
 // ---- reads and writes (hot) ---------------------------------------------------------------
 
-template <class R, class Call> inline R ReadCall(IoApi api, int fd, Call&& call) {
+// The one shape of every timed call on a descriptor: pass through unless fd is traced,
+// time the real call, then record Rec with the call's start, duration, the result
+// to_result(ret) (read right after the call, so errno is the call's) and whatever
+// fill(rec) adds. Returns what the real call returned.
+template <class Rec, class Call, class ToResult, class Fill>
+inline auto TimedFdCall(IoApi api, int fd, Call&& call, ToResult&& to_result, Fill&& fill)
+    -> decltype(call()) {
   if (!FdTracked(fd) || !Recording()) return call();
   const uint64_t t0 = Ticks();
-  const R r = call();
+  const auto r = call();
   const uint64_t t1 = Ticks();
   RecordScope scope;
   if (scope.entered()) {
-    format::IoRead rec;
+    Rec rec;
     rec.ts = t0;
     rec.api = static_cast<uint64_t>(api);
     rec.fd = fd;
-    rec.result = r < 0 ? -static_cast<int64_t>(errno) : static_cast<int64_t>(r);
+    rec.result = to_result(r);
     rec.dur = t1 - t0;
+    fill(rec);
     Emit(rec);
   }
   return r;
+}
+
+inline constexpr auto kNoFill = [](auto&) {};
+// A syscall-style result: the value, or -errno when negative.
+inline constexpr auto kSyscallResult = [](auto r) -> int64_t {
+  return r < 0 ? -static_cast<int64_t>(errno) : static_cast<int64_t>(r);
+};
+
+template <class R, class Call> inline R ReadCall(IoApi api, int fd, Call&& call) {
+  return TimedFdCall<format::IoRead>(api, fd, call, kSyscallResult, kNoFill);
 }
 
 template <class R, class Call>
 inline R ReadAtCall(IoApi api, int fd, int64_t offset, Call&& call) {
-  if (!FdTracked(fd) || !Recording()) return call();
-  const uint64_t t0 = Ticks();
-  const R r = call();
-  const uint64_t t1 = Ticks();
-  RecordScope scope;
-  if (scope.entered()) {
-    format::IoReadAt rec;
-    rec.ts = t0;
-    rec.api = static_cast<uint64_t>(api);
-    rec.fd = fd;
-    rec.result = r < 0 ? -static_cast<int64_t>(errno) : static_cast<int64_t>(r);
-    rec.dur = t1 - t0;
-    rec.offset = static_cast<uint64_t>(offset);
-    Emit(rec);
-  }
-  return r;
+  return TimedFdCall<format::IoReadAt>(api, fd, call, kSyscallResult,
+                                       [offset](auto& rec) { rec.offset = static_cast<uint64_t>(offset); });
 }
 
 template <class R, class Call>
 inline R WriteCall(IoApi api, int fd, uint64_t offset, Call&& call) {
-  if (!FdTracked(fd) || !Recording()) return call();
-  const uint64_t t0 = Ticks();
-  const R r = call();
-  const uint64_t t1 = Ticks();
-  RecordScope scope;
-  if (scope.entered()) {
-    format::IoWrite rec;
-    rec.ts = t0;
-    rec.api = static_cast<uint64_t>(api);
-    rec.fd = fd;
-    rec.result = r < 0 ? -static_cast<int64_t>(errno) : static_cast<int64_t>(r);
-    rec.dur = t1 - t0;
-    rec.offset = offset;
-    Emit(rec);
-  }
-  return r;
+  return TimedFdCall<format::IoWrite>(api, fd, call, kSyscallResult,
+                                      [offset](auto& rec) { rec.offset = offset; });
 }
 
 // stdio: bytes = what the call handed to the caller. A short or empty result with the
 // stream's error flag set is recorded as -errno; at end of file it is the byte count.
 template <class Call> inline size_t FreadCall(IoApi api, FILE* fp, size_t size, Call&& call) {
-  const int fd = FileFd(fp);
-  if (!FdTracked(fd) || !Recording()) return call();
-  const uint64_t t0 = Ticks();
-  const size_t items = call();
-  const uint64_t t1 = Ticks();
-  RecordScope scope;
-  if (scope.entered()) {
-    format::IoRead rec;
-    rec.ts = t0;
-    rec.api = static_cast<uint64_t>(api);
-    rec.fd = fd;
-    rec.result = items == 0 && (fp->_flags & kIoErrSeen) ? -static_cast<int64_t>(errno)
-                                                         : static_cast<int64_t>(items * size);
-    rec.dur = t1 - t0;
-    Emit(rec);
-  }
-  return items;
+  return TimedFdCall<format::IoRead>(
+      api, FileFd(fp), call,
+      [fp, size](size_t items) {
+        return items == 0 && (fp->_flags & kIoErrSeen) ? -static_cast<int64_t>(errno)
+                                                       : static_cast<int64_t>(items * size);
+      },
+      kNoFill);
 }
 
 template <class Call> inline char* FgetsCall(IoApi api, FILE* fp, Call&& call) {
-  const int fd = FileFd(fp);
-  if (!FdTracked(fd) || !Recording()) return call();
-  const uint64_t t0 = Ticks();
-  char* const s = call();
-  const uint64_t t1 = Ticks();
-  RecordScope scope;
-  if (scope.entered()) {
-    format::IoRead rec;
-    rec.ts = t0;
-    rec.api = static_cast<uint64_t>(api);
-    rec.fd = fd;
-    rec.result = s != nullptr              ? static_cast<int64_t>(strlen(s))
-                 : (fp->_flags & kIoErrSeen) ? -static_cast<int64_t>(errno)
+  return TimedFdCall<format::IoRead>(
+      api, FileFd(fp), call,
+      [fp](char* s) {
+        return s != nullptr                  ? static_cast<int64_t>(strlen(s))
+               : (fp->_flags & kIoErrSeen) ? -static_cast<int64_t>(errno)
                                              : 0;
-    rec.dur = t1 - t0;
-    Emit(rec);
-  }
-  return s;
+      },
+      kNoFill);
 }
 
 template <class Call> inline ssize_t GetdelimCall(IoApi api, FILE* fp, Call&& call) {
-  const int fd = FileFd(fp);
-  if (!FdTracked(fd) || !Recording()) return call();
-  const uint64_t t0 = Ticks();
-  const ssize_t r = call();
-  const uint64_t t1 = Ticks();
-  RecordScope scope;
-  if (scope.entered()) {
-    format::IoRead rec;
-    rec.ts = t0;
-    rec.api = static_cast<uint64_t>(api);
-    rec.fd = fd;
-    rec.result = r >= 0 ? r : (fp != nullptr && (fp->_flags & kIoErrSeen)) ? -static_cast<int64_t>(errno) : 0;
-    rec.dur = t1 - t0;
-    Emit(rec);
-  }
-  return r;
+  return TimedFdCall<format::IoRead>(
+      api, FileFd(fp), call,
+      [fp](ssize_t r) -> int64_t {
+        return r >= 0 ? r : (fp != nullptr && (fp->_flags & kIoErrSeen)) ? -static_cast<int64_t>(errno) : 0;
+      },
+      kNoFill);
 }
 
 template <class Call> inline size_t FwriteCall(IoApi api, FILE* fp, size_t size, Call&& call) {
-  const int fd = FileFd(fp);
-  if (!FdTracked(fd) || !Recording()) return call();
-  const uint64_t t0 = Ticks();
-  const size_t items = call();
-  const uint64_t t1 = Ticks();
-  RecordScope scope;
-  if (scope.entered()) {
-    format::IoWrite rec;
-    rec.ts = t0;
-    rec.api = static_cast<uint64_t>(api);
-    rec.fd = fd;
-    rec.result = static_cast<int64_t>(items * size);
-    rec.dur = t1 - t0;
-    Emit(rec);
-  }
-  return items;
+  return TimedFdCall<format::IoWrite>(
+      api, FileFd(fp), call, [size](size_t items) { return static_cast<int64_t>(items * size); },
+      kNoFill);
 }
 
 template <class Call> inline int FsyncCall(IoApi api, int fd, Call&& call) {
-  if (!FdTracked(fd) || !Recording()) return call();
-  const uint64_t t0 = Ticks();
-  const int r = call();
-  const uint64_t t1 = Ticks();
-  RecordScope scope;
-  if (scope.entered()) {
-    format::IoFsync rec;
-    rec.ts = t0;
-    rec.api = static_cast<uint64_t>(api);
-    rec.fd = fd;
-    rec.result = r < 0 ? -static_cast<int64_t>(errno) : r;
-    rec.dur = t1 - t0;
-    Emit(rec);
-  }
-  return r;
+  return TimedFdCall<format::IoFsync>(api, fd, call, kSyscallResult, kNoFill);
 }
 
 // ---- descriptor lifetime ------------------------------------------------------------------
