@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "../harness/trace_builder.h"
 #include "analyses/factories.h"
 #include "colabtrace/format/codec.h"
 #include "gtest/gtest.h"
@@ -24,21 +25,7 @@ using ctf::IoApi;
 // Builds a trace in memory: ticks are nanoseconds (no TSC feature bit).
 class TraceBuilder {
  public:
-  explicit TraceBuilder(uint32_t pid) : pid_(pid) {
-    bytes_.resize(ctf::kChunkSize);
-    ctf::FileHeader h{};
-    std::memcpy(h.magic, ctf::kFileMagic, sizeof(h.magic));
-    h.version_major = ctf::kVersionMajor;
-    h.version_minor = ctf::kVersionMinor;
-    h.header_size = ctf::kHeaderSize;
-    h.chunk_size = ctf::kChunkSize;
-    h.pid = pid;
-    h.start_ticks = 1000;
-    h.start_mono_ns = 1000;
-    h.ticks_per_sec_hint = 1000000000;
-    h.flags = ctf::kFlagEnded;
-    std::memcpy(bytes_.data(), &h, sizeof(h));
-    NewChunk();
+  explicit TraceBuilder(uint32_t pid) : b_(pid, 1000) {
     ctf::ProcessStart ps;
     ps.pid = pid;
     ps.ppid = 1;
@@ -49,30 +36,11 @@ class TraceBuilder {
   uint64_t now() const { return now_; }
   void Advance(uint64_t ns) { now_ += ns; }
 
-  uint64_t Str(const std::string& s) {
-    ctf::String r;
-    r.id = next_id_++;
-    r.text = ctf::Bytes{reinterpret_cast<const uint8_t*>(s.data()), static_cast<uint32_t>(s.size())};
-    Add(r);
-    return r.id;
-  }
+  uint64_t Str(const std::string& s) { return b_.AppendString(s, now_); }
 
   template <class R> void Add(R r) {
     r.ts = now_;
-    uint8_t tmp[8192];
-    const size_t n = ctf::EncodeRecordUncommitted(r, last_ts_, tmp);
-    tmp[0] = static_cast<uint8_t>(R::kType);
-    if (pos_ + n + 1 > chunk_ + ctf::kChunkSize) {
-      NewChunk();
-      const size_t n2 = ctf::EncodeRecordUncommitted(r, last_ts_, tmp);
-      tmp[0] = static_cast<uint8_t>(R::kType);
-      std::memcpy(&bytes_[pos_], tmp, n2);
-      pos_ += n2;
-    } else {
-      std::memcpy(&bytes_[pos_], tmp, n);
-      pos_ += n;
-    }
-    last_ts_ = r.ts;
+    b_.Append(r);
     ++now_;
   }
 
@@ -132,31 +100,12 @@ class TraceBuilder {
   ProcessTrace Finish() {
     ctf::Exit e;
     Add(e);
-    std::string err;
-    auto t = ParseTrace(bytes_, "inline-" + std::to_string(pid_), &err);
-    EXPECT_TRUE(t.has_value()) << err;
-    return std::move(*t);
+    return b_.Parse();
   }
 
  private:
-  void NewChunk() {
-    chunk_ = bytes_.size();
-    bytes_.resize(bytes_.size() + ctf::kChunkSize);
-    ctf::ChunkHeader ch{};
-    ch.magic = ctf::kChunkMagic;
-    ch.tid = pid_;
-    ch.base_ticks = now_;
-    ch.seq = seq_++;
-    std::memcpy(&bytes_[chunk_], &ch, sizeof(ch));
-    pos_ = chunk_ + sizeof(ch);
-    last_ts_ = now_;
-  }
-
-  uint32_t pid_;
-  std::vector<uint8_t> bytes_;
-  size_t chunk_ = 0, pos_ = 0;
-  uint64_t now_ = 2000, last_ts_ = 0, next_id_ = 1;
-  uint32_t seq_ = 0;
+  ::colabtrace::testing::TraceBytesBuilder b_;
+  uint64_t now_ = 2000;
 };
 
 const Json* FileRow(const Json& root, const std::string& path) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../harness/trace_builder.h"
 #include "abi/dlerror_text.h"
 #include "abi/library_inventory.h"
 #include "abi/library_search.h"
@@ -168,48 +169,12 @@ TEST(Runpath, ExpandsOrigin) {
 
 class TraceBuilder {
  public:
-  explicit TraceBuilder(uint32_t pid) : pid_(pid) {
-    bytes_.resize(ctf::kChunkSize);
-    ctf::FileHeader h{};
-    std::memcpy(h.magic, ctf::kFileMagic, sizeof(h.magic));
-    h.version_major = ctf::kVersionMajor;
-    h.version_minor = ctf::kVersionMinor;
-    h.header_size = ctf::kHeaderSize;
-    h.chunk_size = ctf::kChunkSize;
-    h.pid = pid;
-    h.start_ticks = 1000;
-    h.start_mono_ns = 1000;
-    h.ticks_per_sec_hint = 1000000000;
-    h.flags = ctf::kFlagEnded;
-    std::memcpy(bytes_.data(), &h, sizeof(h));
-    chunk_ = bytes_.size();
-    bytes_.resize(bytes_.size() + ctf::kChunkSize);
-    ctf::ChunkHeader ch{};
-    ch.magic = ctf::kChunkMagic;
-    ch.tid = pid;
-    ch.base_ticks = now_;
-    std::memcpy(&bytes_[chunk_], &ch, sizeof(ch));
-    pos_ = chunk_ + sizeof(ch);
-    last_ts_ = now_;
-  }
+  explicit TraceBuilder(uint32_t pid) : b_(pid, 1000) {}
   void Tick() { now_ += 1000; }
-  uint64_t Str(const std::string& s) {
-    if (s.empty()) return 0;
-    ctf::String r;
-    r.id = next_id_++;
-    r.text = ctf::Bytes{reinterpret_cast<const uint8_t*>(s.data()), static_cast<uint32_t>(s.size())};
-    Add(r);
-    return r.id;
-  }
+  uint64_t Str(const std::string& s) { return s.empty() ? 0 : b_.AppendString(s, now_); }
   template <class R> void Add(R r) {
     r.ts = now_;
-    uint8_t tmp[4096];
-    const size_t n = ctf::EncodeRecordUncommitted(r, last_ts_, tmp);
-    tmp[0] = static_cast<uint8_t>(R::kType);
-    ASSERT_LT(pos_ + n + 1, chunk_ + ctf::kChunkSize);
-    std::memcpy(&bytes_[pos_], tmp, n);
-    pos_ += n;
-    last_ts_ = r.ts;
+    b_.Append(r);
   }
   // An object record (fresh) or a call record.
   void Load(ctf::LibApi api, const std::string& path, uint64_t base, const std::string& requester,
@@ -239,18 +204,11 @@ class TraceBuilder {
     Add(u);
     Tick();
   }
-  ProcessTrace Finish() {
-    std::string err;
-    auto t = ParseTrace(bytes_, "inline-" + std::to_string(pid_), &err);
-    EXPECT_TRUE(t.has_value()) << err;
-    return std::move(*t);
-  }
+  ProcessTrace Finish() { return b_.Parse(); }
 
  private:
-  uint32_t pid_;
-  std::vector<uint8_t> bytes_;
-  size_t chunk_ = 0, pos_ = 0;
-  uint64_t now_ = 1000, last_ts_ = 0, next_id_ = 1;
+  ::colabtrace::testing::TraceBytesBuilder b_;
+  uint64_t now_ = 1000;
 };
 
 using ctf::LibApi;

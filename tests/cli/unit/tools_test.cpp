@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "../../harness/trace_builder.h"
 #include "colabtrace/format/codec.h"
 #include "gtest/gtest.h"
 #include "report/report.h"
@@ -224,64 +225,22 @@ TEST(Diff, DeltasAndFindingSides) {
 // Builds a trace in memory with the shim's encoder: ticks are nanoseconds.
 class TraceBuilder {
  public:
-  TraceBuilder(uint32_t pid, uint64_t start_ns, bool ended) : pid_(pid), now_(start_ns) {
-    bytes_.resize(ctf::kChunkSize);
-    ctf::FileHeader h{};
-    std::memcpy(h.magic, ctf::kFileMagic, sizeof(h.magic));
-    h.version_major = ctf::kVersionMajor;
-    h.version_minor = ctf::kVersionMinor;
-    h.header_size = ctf::kHeaderSize;
-    h.chunk_size = ctf::kChunkSize;
-    h.pid = pid;
-    h.start_ticks = start_ns;
-    h.start_mono_ns = start_ns;
-    h.ticks_per_sec_hint = 1000000000;
-    h.flags = ended ? ctf::kFlagEnded : 0;
-    std::memcpy(bytes_.data(), &h, sizeof(h));
-    chunk_ = bytes_.size();
-    bytes_.resize(bytes_.size() + ctf::kChunkSize);
-    ctf::ChunkHeader ch{};
-    ch.magic = ctf::kChunkMagic;
-    ch.tid = pid;
-    ch.base_ticks = now_;
-    std::memcpy(&bytes_[chunk_], &ch, sizeof(ch));
-    pos_ = chunk_ + sizeof(ch);
-    last_ts_ = now_;
-  }
+  TraceBuilder(uint32_t pid, uint64_t start_ns, bool ended) : b_(pid, start_ns, ended), now_(start_ns) {}
 
   void At(uint64_t ns) { now_ = ns; }
 
-  uint64_t Str(const std::string& s) {
-    ctf::String r;
-    r.id = next_id_++;
-    r.text = ctf::Bytes{reinterpret_cast<const uint8_t*>(s.data()), static_cast<uint32_t>(s.size())};
-    Add(r);
-    return r.id;
-  }
+  uint64_t Str(const std::string& s) { return b_.AppendString(s, now_); }
 
   template <class R> void Add(R r) {
     r.ts = now_;
-    uint8_t tmp[4096];
-    const size_t n = ctf::EncodeRecordUncommitted(r, last_ts_, tmp);
-    tmp[0] = static_cast<uint8_t>(R::kType);
-    ASSERT_LT(pos_ + n + 1, chunk_ + ctf::kChunkSize);
-    std::memcpy(&bytes_[pos_], tmp, n);
-    pos_ += n;
-    last_ts_ = r.ts;
+    b_.Append(r);
   }
 
-  ProcessTrace Finish() {
-    std::string err;
-    auto t = ParseTrace(bytes_, "inline-" + std::to_string(pid_), &err);
-    EXPECT_TRUE(t.has_value()) << err;
-    return std::move(*t);
-  }
+  ProcessTrace Finish() { return b_.Parse(); }
 
  private:
-  uint32_t pid_;
-  std::vector<uint8_t> bytes_;
-  size_t chunk_ = 0, pos_ = 0;
-  uint64_t now_, last_ts_ = 0, next_id_ = 1;
+  ::colabtrace::testing::TraceBytesBuilder b_;
+  uint64_t now_;
 };
 
 void Start(TraceBuilder& b, uint32_t pid, uint32_t ppid, uint64_t origin, const char* name) {

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "../../harness/trace_builder.h"
+
 #include "colabtrace/format/codec.h"
 #include "trace/process_trace.h"
 
@@ -20,21 +22,8 @@ using analyzer::ProcessTrace;
 
 class TraceBuilder {
  public:
-  explicit TraceBuilder(uint32_t pid, uint64_t start_ns = 1000) : pid_(pid), now_(start_ns + 1000) {
-    bytes_.resize(ctf::kChunkSize);
-    ctf::FileHeader h{};
-    std::memcpy(h.magic, ctf::kFileMagic, sizeof(h.magic));
-    h.version_major = ctf::kVersionMajor;
-    h.version_minor = ctf::kVersionMinor;
-    h.header_size = ctf::kHeaderSize;
-    h.chunk_size = ctf::kChunkSize;
-    h.pid = pid;
-    h.start_ticks = start_ns;
-    h.start_mono_ns = start_ns;
-    h.ticks_per_sec_hint = 1000000000;
-    h.flags = ctf::kFlagEnded;
-    std::memcpy(bytes_.data(), &h, sizeof(h));
-    NewChunk(pid);
+  explicit TraceBuilder(uint32_t pid, uint64_t start_ns = 1000)
+      : b_(pid, start_ns), now_(start_ns + 1000) {
     ctf::ProcessStart ps;
     ps.pid = pid;
     ps.ppid = 1;
@@ -47,38 +36,16 @@ class TraceBuilder {
   void SetNow(uint64_t ns) { now_ = ns; }
 
   // Records after this come from thread tid (a chunk of its own).
-  void Thread(uint32_t tid) { NewChunk(tid); }
+  void Thread(uint32_t tid) { b_.NewChunk(tid, now_); }
 
-  uint64_t Str(const std::string& s) {
-    ctf::String r;
-    r.id = next_id_++;
-    r.text = ctf::Bytes{reinterpret_cast<const uint8_t*>(s.data()), static_cast<uint32_t>(s.size())};
-    Add(r);
-    return r.id;
-  }
+  uint64_t Str(const std::string& s) { return Advanced(b_.AppendString(s, now_)); }
+  uint64_t Stack(const std::vector<uint64_t>& frames) { return Advanced(b_.AppendStack(frames, now_)); }
 
-  uint64_t Stack(const std::vector<uint64_t>& frames) {
-    ctf::Stack r;
-    r.id = next_stack_++;
-    r.frames = ctf::Bytes{reinterpret_cast<const uint8_t*>(frames.data()),
-                          static_cast<uint32_t>(frames.size() * sizeof(uint64_t))};
-    Add(r);
-    return r.id;
-  }
-
+  // Appends r at now (unless its ts is set). Calls on one thread do not overlap: the
+  // next record starts after this call ended.
   template <class R> void Add(R r) {
     if (r.ts == 0) r.ts = now_;
-    uint8_t tmp[8192];
-    size_t n = ctf::EncodeRecordUncommitted(r, last_ts_, tmp);
-    if (pos_ + n + 1 > chunk_ + ctf::kChunkSize) {
-      NewChunk(tid_);
-      n = ctf::EncodeRecordUncommitted(r, last_ts_, tmp);
-    }
-    tmp[0] = ctf::CommittedType(r, last_ts_);
-    std::memcpy(&bytes_[pos_], tmp, n);
-    pos_ += n;
-    last_ts_ = r.ts;
-    // Calls on one thread do not overlap: the next record starts after this call ended.
+    b_.Append(r);
     uint64_t end = r.ts;
     r.Visit([&](const char*, auto tag, const auto& value) {
       if constexpr (decltype(tag)::kind == ctf::FieldKind::kDur) end = r.ts + value;
@@ -174,38 +141,19 @@ class TraceBuilder {
       ctf::Exit e;
       Add(e);
     } else {
-      ctf::FileHeader h;
-      std::memcpy(&h, bytes_.data(), sizeof(h));
-      h.flags &= ~static_cast<uint32_t>(ctf::kFlagEnded);
-      std::memcpy(bytes_.data(), &h, sizeof(h));
+      b_.MarkNotEnded();
     }
-    std::string err;
-    auto t = ParseTrace(bytes_, "inline-" + std::to_string(pid_), &err);
-    EXPECT_TRUE(t.has_value()) << err;
-    return std::move(*t);
+    return b_.Parse();
   }
 
  private:
-  void NewChunk(uint32_t tid) {
-    tid_ = tid;
-    chunk_ = bytes_.size();
-    bytes_.resize(bytes_.size() + ctf::kChunkSize);
-    ctf::ChunkHeader ch{};
-    ch.magic = ctf::kChunkMagic;
-    ch.tid = tid;
-    ch.base_ticks = now_;
-    ch.seq = seq_++;
-    std::memcpy(&bytes_[chunk_], &ch, sizeof(ch));
-    pos_ = chunk_ + sizeof(ch);
-    last_ts_ = now_;
+  uint64_t Advanced(uint64_t id) {
+    if (now_ <= b_.last_ts()) now_ = b_.last_ts() + 1;
+    return id;
   }
 
-  uint32_t pid_;
-  uint32_t tid_ = 0;
-  std::vector<uint8_t> bytes_;
-  size_t chunk_ = 0, pos_ = 0;
-  uint64_t now_, last_ts_ = 0, next_id_ = 1, next_stack_ = 1;
-  uint32_t seq_ = 0;
+  ::colabtrace::testing::TraceBytesBuilder b_;
+  uint64_t now_;
 };
 
 }  // namespace colabtrace::gputest

@@ -1,0 +1,118 @@
+// TraceBytesBuilder: builds a .ctrace file in memory with the shim's own encoder, for
+// unit and golden tests of the analyzer. It owns only the framing (file header, chunks,
+// encode and commit); each test area keeps its own timing policy and domain helpers on
+// top. Ticks are nanoseconds (ticks_per_sec_hint = 1e9, no Clock records needed).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "colabtrace/format/codec.h"
+#include "trace/process_trace.h"
+
+namespace colabtrace::testing {
+
+class TraceBytesBuilder {
+ public:
+  // A trace of pid whose clock starts at start_ns; `ended` sets the clean-exit flag.
+  TraceBytesBuilder(uint32_t pid, uint64_t start_ns, bool ended = true) : pid_(pid) {
+    bytes_.resize(format::kChunkSize);
+    format::FileHeader h{};
+    std::memcpy(h.magic, format::kFileMagic, sizeof(h.magic));
+    h.version_major = format::kVersionMajor;
+    h.version_minor = format::kVersionMinor;
+    h.header_size = format::kHeaderSize;
+    h.chunk_size = format::kChunkSize;
+    h.pid = pid;
+    h.start_ticks = start_ns;
+    h.start_mono_ns = start_ns;
+    h.ticks_per_sec_hint = 1000000000;
+    h.flags = ended ? format::kFlagEnded : 0;
+    std::memcpy(bytes_.data(), &h, sizeof(h));
+    NewChunk(pid, start_ns);
+  }
+
+  // Records after this go to a new chunk of thread tid whose time base is base_ticks.
+  void NewChunk(uint32_t tid, uint64_t base_ticks) {
+    tid_ = tid;
+    chunk_ = bytes_.size();
+    bytes_.resize(bytes_.size() + format::kChunkSize);
+    format::ChunkHeader ch{};
+    ch.magic = format::kChunkMagic;
+    ch.tid = tid;
+    ch.base_ticks = base_ticks;
+    ch.seq = seq_++;
+    std::memcpy(&bytes_[chunk_], &ch, sizeof(ch));
+    pos_ = chunk_ + sizeof(ch);
+    last_ts_ = base_ticks;
+  }
+
+  // Appends r (its ts as set) the way the shim's Emit does, continuing in a new chunk of
+  // the same thread when this one is full.
+  template <class R> void Append(const R& r) {
+    uint8_t tmp[8192];
+    ASSERT_LE(format::MaxEncodedSize(r), sizeof(tmp));
+    size_t n = format::EncodeRecordUncommitted(r, last_ts_, tmp);
+    if (pos_ + n + 1 > chunk_ + format::kChunkSize) {
+      NewChunk(tid_, last_ts_);
+      n = format::EncodeRecordUncommitted(r, last_ts_, tmp);
+    }
+    tmp[0] = format::CommittedType(r, last_ts_);
+    std::memcpy(&bytes_[pos_], tmp, n);
+    pos_ += n;
+    last_ts_ = r.ts;
+  }
+
+  // A String record with the next id, at time ts; returns the id.
+  uint64_t AppendString(const std::string& s, uint64_t ts) {
+    format::String r;
+    r.ts = ts;
+    r.id = next_string_id_++;
+    r.text = format::Bytes{reinterpret_cast<const uint8_t*>(s.data()), static_cast<uint32_t>(s.size())};
+    Append(r);
+    return r.id;
+  }
+
+  // A Stack record with the next id, at time ts; returns the id.
+  uint64_t AppendStack(const std::vector<uint64_t>& frames, uint64_t ts) {
+    format::Stack r;
+    r.ts = ts;
+    r.id = next_stack_id_++;
+    r.frames = format::Bytes{reinterpret_cast<const uint8_t*>(frames.data()),
+                             static_cast<uint32_t>(frames.size() * sizeof(uint64_t))};
+    Append(r);
+    return r.id;
+  }
+
+  // Clears the clean-exit flag (a trace whose process was killed).
+  void MarkNotEnded() {
+    format::FileHeader h;
+    std::memcpy(&h, bytes_.data(), sizeof(h));
+    h.flags &= ~static_cast<uint32_t>(format::kFlagEnded);
+    std::memcpy(bytes_.data(), &h, sizeof(h));
+  }
+
+  uint64_t last_ts() const { return last_ts_; }
+
+  // Decodes the bytes with the real reader (the test fails if they do not parse).
+  analyzer::ProcessTrace Parse() const {
+    std::string err;
+    auto t = analyzer::ParseTrace(bytes_, "inline-" + std::to_string(pid_), &err);
+    EXPECT_TRUE(t.has_value()) << err;
+    return t ? std::move(*t) : analyzer::ProcessTrace{};
+  }
+
+ private:
+  uint32_t pid_;
+  uint32_t tid_ = 0;
+  std::vector<uint8_t> bytes_;
+  size_t chunk_ = 0, pos_ = 0;
+  uint64_t last_ts_ = 0, next_string_id_ = 1, next_stack_id_ = 1;
+  uint32_t seq_ = 0;
+};
+
+}  // namespace colabtrace::testing
