@@ -61,22 +61,6 @@ bool OpenChunk(ThreadState& t, size_t need, uint64_t ts) {
 // ---- interning --------------------------------------------------------------------------
 namespace {
 
-uint64_t HashBytes(const uint8_t* p, size_t n) {
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xff51afd7ed558ccdull);
-  while (n >= 8) {
-    uint64_t w;
-    std::memcpy(&w, p, 8);
-    h = (h ^ w) * 0xff51afd7ed558ccdull;
-    h ^= h >> 32;
-    p += 8;
-    n -= 8;
-  }
-  uint64_t tail = 0;
-  std::memcpy(&tail, p, n);
-  h = (h ^ tail) * 0xc4ceb9fe1a85ec53ull;
-  h ^= h >> 29;
-  return h | 1;  // 0 marks an empty slot
-}
 
 struct InternSlot {
   uint64_t hash;  // 0: empty. Claimed by CAS.
@@ -183,7 +167,7 @@ uint64_t InternTable::EmitNew(const uint8_t* data, size_t len, bool is_stack) {
 
 uint64_t InternTable::Intern(const uint8_t* data, size_t len, bool is_stack) {
   if (!EnsureInit()) return EmitNew(data, len, is_stack);
-  const uint64_t hash = HashBytes(data, len);
+  const uint64_t hash = HashBytes(data, len) | 1;  // 0 marks an empty slot
   for (size_t probe = 0; probe < kMaxProbes; ++probe) {
     InternSlot& slot = slots_[(hash + probe) & (kSlots - 1)];
     uint64_t seen = __atomic_load_n(&slot.hash, __ATOMIC_ACQUIRE);

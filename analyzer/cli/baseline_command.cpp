@@ -2,7 +2,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
-#include <regex>
 
 #include "cli/command.h"
 #include "tools/budget.h"
@@ -94,9 +93,7 @@ class BaselineCommand final : public Command {
         policy.time_slack_ns = static_cast<uint64_t>(std::llround(*secs * 1e9));
       } else if (r.Is("--gpu-arch")) {
         auto v = r.Value();
-        if (!v || !std::regex_match(*v, std::regex("sm_[0-9]{2,3}[af]?"))) {
-          return UsageError(name(), "--gpu-arch takes an architecture like sm_75, sm_80 or sm_90a");
-        }
+        if (!v || !IsGpuArch(*v)) return UsageError(name(), kGpuArchUsage);
         options.gpu_arch = *v;
       } else {
         return UsageError(name(), "unknown option '" + r.arg() + "'");

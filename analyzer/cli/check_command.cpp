@@ -3,7 +3,6 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
-#include <regex>
 #include <sstream>
 
 #include "cli/command.h"
@@ -66,9 +65,7 @@ class CheckCommand final : public Command {
         fail_on = *s;
       } else if (r.Is("--gpu-arch")) {
         auto v = r.Value();
-        if (!v || !std::regex_match(*v, std::regex("sm_[0-9]{2,3}[af]?"))) {
-          return UsageError(name(), "--gpu-arch takes an architecture like sm_75, sm_80 or sm_90a");
-        }
+        if (!v || !IsGpuArch(*v)) return UsageError(name(), kGpuArchUsage);
         options.gpu_arch = *v;
       } else {
         return UsageError(name(), "unknown option '" + r.arg() + "'");

@@ -33,6 +33,13 @@ int UsageError(std::string_view cmd, std::string_view msg);
 // True if the arguments ask for help (-h or --help anywhere before "--").
 bool WantsHelp(const std::vector<std::string>& args);
 
+// True for a --gpu-arch value: sm_ and two or three digits, optionally 'a' or 'f'
+// (sm_75, sm_90a, sm_100f). Every subcommand that takes --gpu-arch checks it with this
+// and reports kGpuArchUsage otherwise.
+bool IsGpuArch(std::string_view v);
+inline constexpr std::string_view kGpuArchUsage =
+    "--gpu-arch takes an architecture like sm_75, sm_80 or sm_90a";
+
 // True when stdout/stderr is a terminal and NO_COLOR is unset.
 bool UseColor(int fd);
 

@@ -1,6 +1,5 @@
 // colabtrace diff: two runs side by side.
 #include <iostream>
-#include <regex>
 
 #include "cli/command.h"
 #include "tools/flag_reader.h"
@@ -48,9 +47,7 @@ class DiffCommand final : public Command {
         output = *v;
       } else if (r.Is("--gpu-arch")) {
         auto v = r.Value();
-        if (!v || !std::regex_match(*v, std::regex("sm_[0-9]{2,3}[af]?"))) {
-          return UsageError(name(), "--gpu-arch takes an architecture like sm_75, sm_80 or sm_90a");
-        }
+        if (!v || !IsGpuArch(*v)) return UsageError(name(), kGpuArchUsage);
         options.gpu_arch = *v;
       } else {
         return UsageError(name(), "unknown option '" + r.arg() + "'");

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <regex>
 
 #include "cli/command.h"
 
@@ -33,6 +34,11 @@ bool WantsHelp(const std::vector<std::string>& args) {
     if (a == "-h" || a == "--help") return true;
   }
   return false;
+}
+
+bool IsGpuArch(std::string_view v) {
+  static const std::regex kArch("sm_[0-9]{2,3}[af]?");
+  return std::regex_match(v.begin(), v.end(), kArch);
 }
 
 bool UseColor(int fd) {

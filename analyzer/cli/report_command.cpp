@@ -2,7 +2,6 @@
 #include <unistd.h>
 
 #include <iostream>
-#include <regex>
 
 #include "cli/command.h"
 #include "report/report.h"
@@ -61,9 +60,7 @@ class ReportCommand final : public Command {
         output = *v;
       } else if (is("--gpu-arch")) {
         auto v = value("--gpu-arch");
-        if (!v || !std::regex_match(*v, std::regex("sm_[0-9]{2,3}[af]?"))) {
-          return UsageError(name(), "--gpu-arch takes an architecture like sm_75, sm_80 or sm_90a");
-        }
+        if (!v || !IsGpuArch(*v)) return UsageError(name(), kGpuArchUsage);
         options.gpu_arch = *v;
       } else if (is("--fail-on")) {
         auto v = value("--fail-on");

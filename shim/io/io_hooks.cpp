@@ -100,7 +100,7 @@ inline auto TimedFdCall(IoApi api, int fd, Call&& call, ToResult&& to_result, Fi
 inline constexpr auto kNoFill = [](auto&) {};
 // A syscall-style result: the value, or -errno when negative.
 inline constexpr auto kSyscallResult = [](auto r) -> int64_t {
-  return r < 0 ? -static_cast<int64_t>(errno) : static_cast<int64_t>(r);
+  return Result(static_cast<int64_t>(r), errno);
 };
 
 template <class R, class Call> inline R ReadCall(IoApi api, int fd, Call&& call) {

@@ -77,21 +77,6 @@ class Arena {
 
 Arena g_arena;
 
-uint64_t Hash(const char* p, size_t n) {
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xff51afd7ed558ccdull);
-  while (n >= 8) {
-    uint64_t w;
-    std::memcpy(&w, p, 8);
-    h = (h ^ w) * 0xff51afd7ed558ccdull;
-    h ^= h >> 32;
-    p += 8;
-    n -= 8;
-  }
-  uint64_t tail = 0;
-  std::memcpy(&tail, p, n);
-  h = (h ^ tail) * 0xc4ceb9fe1a85ec53ull;
-  return h ^ (h >> 29);
-}
 
 // ---- the mount table ------------------------------------------------------------------
 
@@ -358,7 +343,7 @@ uint64_t MountOf(std::string_view p, bool exists) {
   size_t dirlen = p.size();
   while (dirlen > 0 && p[dirlen - 1] != '/') --dirlen;
   if (dirlen > 1) --dirlen;  // drop the slash, except for the root directory
-  const uint64_t key = (Hash(p.data(), dirlen) >> 24) | 1;
+  const uint64_t key = (HashBytes(p.data(), dirlen) >> 24) | 1;
   uint64_t* const cache = g_dir_cache;
   size_t slot = key & (kDirSlots - 1);
   for (size_t i = 0; i < kDirProbes; ++i, slot = (slot + 1) & (kDirSlots - 1)) {

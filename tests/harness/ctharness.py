@@ -76,32 +76,40 @@ def dump(trace: str) -> list[str]:
     return [l for l in p.stdout.splitlines() if not l.startswith("#")]
 
 
+def parse_dump_line(line: str) -> tuple[str, dict] | None:
+    """One `colabtrace dump` record line as (record name, fields). Fields map to raw text
+    values (quoted strings decoded); `tid` is an int. None for lines that are not records."""
+    parts = line.split(" ", 3)
+    if len(parts) < 3 or not parts[1].startswith("tid="):
+        return None
+    fields = {"tid": int(parts[1][4:])}
+    rest = parts[3] if len(parts) > 3 else ""
+    i = 0
+    while i < len(rest):
+        eq = rest.index("=", i)
+        key = rest[i:eq]
+        j = eq + 1
+        if j < len(rest) and rest[j] == '"':
+            val, end = json.JSONDecoder().raw_decode(rest[j:])
+            j += end
+        else:
+            end = rest.find(" ", j)
+            end = len(rest) if end < 0 else end
+            val = rest[j:end]
+            j = end
+        fields[key] = val
+        i = j + 1
+    return parts[2], fields
+
+
 def records(trace: str, name: str) -> list[dict]:
     """Records of one type from `colabtrace dump`, as dicts of field -> raw text value
     (strings keep their JSON quotes removed)."""
     out = []
     for line in dump(trace):
-        parts = line.split(" ", 3)
-        if len(parts) < 3 or parts[2] != name:
-            continue
-        fields = {"tid": int(parts[1][4:])}
-        rest = parts[3] if len(parts) > 3 else ""
-        i = 0
-        while i < len(rest):
-            eq = rest.index("=", i)
-            key = rest[i:eq]
-            j = eq + 1
-            if j < len(rest) and rest[j] == '"':
-                val, end = json.JSONDecoder().raw_decode(rest[j:])
-                j += end
-            else:
-                end = rest.find(" ", j)
-                end = len(rest) if end < 0 else end
-                val = rest[j:end]
-                j = end
-            fields[key] = val
-            i = j + 1
-        out.append(fields)
+        parsed = parse_dump_line(line)
+        if parsed is not None and parsed[0] == name:
+            out.append(parsed[1])
     return out
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import re
 
-from ctharness import BUILD, dump
+from ctharness import BUILD, dump, parse_dump_line
 
 _RECORDS_H = os.path.join(os.path.dirname(__file__), "..", "..", "include", "colabtrace",
                           "format", "records.h")
@@ -26,27 +26,10 @@ def io_records(trace: str) -> list[dict]:
     """Every io_* and mount record of a trace, in dump order, as dicts (type in 'rec')."""
     out = []
     for line in dump(trace):
-        parts = line.split(" ", 3)
-        if len(parts) < 3 or not (parts[2].startswith("io_") or parts[2] == "mount"):
+        parsed = parse_dump_line(line)
+        if parsed is None or not (parsed[0].startswith("io_") or parsed[0] == "mount"):
             continue
-        rec = {"rec": parts[2], "tid": int(parts[1][4:])}
-        rest = parts[3] if len(parts) > 3 else ""
-        i = 0
-        import json
-        while i < len(rest):
-            eq = rest.index("=", i)
-            key = rest[i:eq]
-            j = eq + 1
-            if j < len(rest) and rest[j] == '"':
-                val, end = json.JSONDecoder().raw_decode(rest[j:])
-                j += end
-            else:
-                end = rest.find(" ", j)
-                end = len(rest) if end < 0 else end
-                val = rest[j:end]
-                j = end
-            rec[key] = val
-            i = j + 1
+        rec = {"rec": parsed[0], **parsed[1]}
         if "api" in rec:
             rec["api_name"] = API_NAME.get(int(rec["api"]), rec["api"])
         out.append(rec)
