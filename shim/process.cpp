@@ -277,6 +277,19 @@ void FingerprintEnvironment() {
     }
   }
   EmitHostInfo("glibc", gnu_get_libc_version());
+  // Which machine and boot this trace comes from: the analyzer reads the files a trace
+  // names only when it runs on the same host (disk checks, abi.stale-library).
+  static const struct { const char* key; const char* path; } kHostIds[] = {
+      {"boot_id", "/proc/sys/kernel/random/boot_id"}, {"machine_id", "/etc/machine-id"}};
+  for (const auto& [key, path] : kHostIds) {
+    char id[64];
+    const long n = raw::ReadSmallFile(path, id, sizeof(id));
+    if (n <= 0) continue;
+    size_t len = 0;
+    while (len < static_cast<size_t>(n) && len + 1 < sizeof(id) && id[len] != '\n' && id[len] != '\0') ++len;
+    id[len] = '\0';
+    if (len > 0) EmitHostInfo(key, id);
+  }
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0) EmitHostNum("cpu_count", CPU_COUNT(&set));
   EmitHostNum("cpu_online", static_cast<uint64_t>(sysconf(_SC_NPROCESSORS_ONLN)));
