@@ -45,6 +45,10 @@ namespace colabtrace::format {
   X(16, Spawn, "spawn")                     \
   X(17, ShimNote, "shim_note")              \
   X(18, Module, "module")                   \
+  X(23, WaitStatus, "wait_status")          \
+  X(24, ProcSample, "proc_sample")          \
+  X(25, RunInfo, "run_info")                \
+  X(26, CgroupSample, "cgroup_sample")      \
   X(32, IoOpen, "io_open")                  \
   X(33, IoRead, "io_read")                  \
   X(34, IoReadAt, "io_read_at")             \
@@ -109,6 +113,26 @@ namespace colabtrace::format {
 #define CT_FIELDS_ShimNote(F) F(U, code) F(Str, text) F(U, value)
 // Module map entry for offline symbolization.
 #define CT_FIELDS_Module(F) F(Str, path) F(Hex, base) F(U, size) F(Bytes, build_id)
+// A child reaped by this process (wait, waitpid, wait3, wait4, waitid; or `colabtrace
+// run` reaping its command). ts: when the call returned. status: the wait status word
+// (waitid's si_code/si_status are converted to it: exited -> code << 8, killed -> signo,
+// dumped -> signo | 0x80). api: WaitApi. Only reaps are recorded: no WNOHANG "nothing
+// yet", no WNOWAIT peeks, no stopped/continued reports.
+#define CT_FIELDS_WaitStatus(F) F(I, pid) F(U, status) F(U, api)
+// Written by `colabtrace run` only: one process of the traced tree sampled from outside
+// (/proc/PID/status and smaps_rollup). Bytes; UINT64_MAX when unknown. cgroup: the
+// process's cgroup path (a CgroupSample of the same round carries its figures).
+// shim: 1 when libcolabtrace.so is mapped in the process (it should write a trace).
+#define CT_FIELDS_ProcSample(F) \
+  F(U, pid) F(U, ppid) F(U, rss_bytes) F(U, pss_bytes) F(U, uss_bytes) F(U, swap_bytes) \
+  F(U, threads) F(Str, cgroup) F(Str, comm) F(U, shim)
+// The role marker of a `colabtrace run` wrapper's own trace (never a job process):
+// child_pid is the command it ran, sample_ms its sampling period.
+#define CT_FIELDS_RunInfo(F) F(U, child_pid) F(U, sample_ms)
+// Written by `colabtrace run`: one cgroup v2 (or v1 memory controller) reading.
+// current/max/oom_kill: memory.current, memory.max (UINT64_MAX: no limit) and
+// memory.events oom_kill; UINT64_MAX when unknown.
+#define CT_FIELDS_CgroupSample(F) F(Str, path) F(U, current) F(U, max) F(U, oom_kill)
 
 // ---- file I/O (issue: I/O tracing) ----
 // api: IoApi (below): which libc entry point the program called. Results are what the
@@ -302,6 +326,9 @@ enum class ExitHow : uint8_t {
   kReturnFromMain = 0, kExit = 1, kUnderscoreExit = 2, kQuickExit = 3, kDestructor = 4
 };
 enum class ForkHow : uint8_t { kFork = 0, kVfork = 1 };
+enum class WaitApi : uint8_t {
+  kWait = 0, kWaitpid = 1, kWait3 = 2, kWait4 = 3, kWaitid = 4, kRun = 5  // kRun: colabtrace run
+};
 enum class LibApi : uint8_t {
   kStartup = 0,     // mapped before the program ran (executable, DT_NEEDED, preloads)
   kDlopen = 1,      // a dlopen call
