@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <unordered_map>
 
 namespace colabtrace::analyzer::abi {
 namespace {
@@ -184,18 +185,37 @@ LibraryInventory LibraryInventory::Of(const ProcessTrace& t) {
     }
   }
   // RTLD_DEEPBIND reaches the dependencies a deep-bound load brought in with it (their
-  // records may precede the call's: the shim writes the call last).
-  for (LoadedLibrary& o : inv.objects) o.deepbind = (o.flags & RTLD_DEEPBIND) != 0;
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (LoadedLibrary& o : inv.objects) {
-      if (o.deepbind || o.api != LibApi::kDependency) continue;
-      for (const LoadedLibrary& p : inv.objects) {
-        if (p.deepbind && p.path == o.loaded_by && (!p.unloaded_ns || *p.unloaded_ns >= o.loaded_ns)) {
-          o.deepbind = true;
-          changed = true;
-          break;
-        }
+  // records may precede the call's: the shim writes the call last), and theirs in turn.
+  // A breadth-first walk over "loaded_by" edges; each requester path's dependencies are
+  // sorted by load time and consumed once, so the walk is O(n log n) on any trace.
+  std::unordered_map<std::string_view, std::vector<size_t>> deps_of;  // requester path -> deps
+  for (size_t i = 0; i < inv.objects.size(); ++i) {
+    LoadedLibrary& o = inv.objects[i];
+    o.deepbind = (o.flags & RTLD_DEEPBIND) != 0;
+    if (o.api == LibApi::kDependency) deps_of[o.loaded_by].push_back(i);
+  }
+  for (auto& [path, deps] : deps_of) {
+    std::stable_sort(deps.begin(), deps.end(), [&](size_t a, size_t b) {
+      return inv.objects[a].loaded_ns < inv.objects[b].loaded_ns;
+    });
+  }
+  std::unordered_map<std::string_view, size_t> consumed;  // requester path -> deps walked
+  std::vector<size_t> queue;
+  for (size_t i = 0; i < inv.objects.size(); ++i) {
+    if (inv.objects[i].deepbind) queue.push_back(i);
+  }
+  while (!queue.empty()) {
+    const LoadedLibrary& p = inv.objects[queue.back()];
+    queue.pop_back();
+    auto it = deps_of.find(p.path);
+    if (it == deps_of.end()) continue;
+    const uint64_t end = p.unloaded_ns.value_or(UINT64_MAX);
+    size_t& next = consumed[p.path];
+    while (next < it->second.size() && inv.objects[it->second[next]].loaded_ns <= end) {
+      const size_t d = it->second[next++];
+      if (!inv.objects[d].deepbind) {
+        inv.objects[d].deepbind = true;
+        queue.push_back(d);
       }
     }
   }

@@ -55,7 +55,7 @@ std::string CommandLine(const Json& argv) {
   std::string s;
   for (const Json& a : argv.array()) {
     if (!s.empty()) s += ' ';
-    s += a.str();
+    s += EscapeForTerminal(a.str());
   }
   return s.size() > 120 ? s.substr(0, 117) + "..." : s;
 }

@@ -66,6 +66,7 @@ class ExportCommand final : public Command {
 
     analyzer::TraceSet set = analyzer::LoadTraces(inputs);
     for (const auto& e : set.errors) std::cerr << "colabtrace export: " << e << "\n";
+    for (const auto& e : set.skipped) std::cerr << "colabtrace export: warning: skipped " << e << "\n";
     if (set.traces.empty()) {
       std::cerr << "colabtrace export: no readable trace\n";
       return kExitUsage;

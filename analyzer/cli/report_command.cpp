@@ -82,13 +82,16 @@ class ReportCommand final : public Command {
     analyzer::TraceSet set = analyzer::LoadTraces(inputs);
     if (progress) std::cerr << "                              \r" << std::flush;
     for (const auto& e : set.errors) std::cerr << "colabtrace report: " << e << "\n";
+    for (const auto& e : set.skipped) std::cerr << "colabtrace report: warning: skipped " << e << "\n";
     if (set.traces.empty()) {
       // Each unreadable input already has its one line; say more only if none did.
-      if (set.errors.empty()) std::cerr << "colabtrace report: no readable trace\n";
+      if (set.errors.empty() && set.skipped.empty()) std::cerr << "colabtrace report: no readable trace\n";
       return kExitUsage;
     }
     auto report = analyzer::BuildReport(set.traces, options);
     for (const auto& e : set.errors) report->AddWarning("unreadable input: " + e);
+    // Unreadable files inside a directory: named, and the rest is reported as usual.
+    for (const auto& e : set.skipped) report->AddWarning("skipped unreadable trace: " + e);
     std::string text;
     if (format == "json") {
       text = analyzer::RenderJson(*report);

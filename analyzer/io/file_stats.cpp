@@ -157,10 +157,13 @@ size_t IoModel::FileIndex(const std::string& normalized) {
 
 int32_t IoModel::MountIndex(const format::Mount& m, std::string_view fstype, std::string_view mp,
                             std::string_view source) {
-  for (size_t i = 0; i < mounts.size(); ++i) {
-    const MountRow& r = mounts[i];
-    if (r.id == m.id && r.mountpoint == mp && r.fstype == fstype) return static_cast<int32_t>(i);
-  }
+  std::string key = std::to_string(m.id);
+  key += '\0';
+  key.append(mp);
+  key += '\0';
+  key.append(fstype);
+  const auto [it, fresh] = mount_by_key_.emplace(std::move(key), static_cast<int32_t>(mounts.size()));
+  if (!fresh) return it->second;
   MountRow r;
   r.id = m.id;
   r.dev = m.dev;
@@ -185,7 +188,8 @@ class ProcessReplay {
       const int32_t idx = m_.MountIndex(mnt, t_.Str(mnt.fstype), t_.Str(mnt.mountpoint),
                                         t_.Str(mnt.source));
       mount_by_id_.emplace(mnt.id, idx);
-      local_mounts_.push_back(idx);
+      // The later of two mounts on one point wins (it hides the earlier one).
+      mount_by_point_[m_.mounts[static_cast<size_t>(idx)].mountpoint] = idx;
     }
     // Descriptor events in time order. An open counts from when it returned, a close
     // from when it started, so a descriptor number reused across threads is never
@@ -306,7 +310,7 @@ class ProcessReplay {
       ++f.open_errors;
       ++p_.open_errors;
       f.open_ns += o.dur;
-      AddError(f, static_cast<int>(-o.fd), "open");
+      AddError(f, ErrnoOfResult(o.fd), "open");
       return;
     }
     if (api == IoApi::kInherited) {
@@ -329,7 +333,7 @@ class ProcessReplay {
       ++f.read_errors;
       ++p_.read_errors;
       f.read_ns += dur;
-      AddError(f, static_cast<int>(-result), "read");
+      AddError(f, ErrnoOfResult(result), "read");
       return;
     }
     ++f.reads;
@@ -380,7 +384,7 @@ class ProcessReplay {
     f.write_ns += e.dur;
     if (e.result < 0) {
       ++f.write_errors;
-      AddError(f, static_cast<int>(-e.result), "write");
+      AddError(f, ErrnoOfResult(e.result), "write");
       return;
     }
     ++f.writes;
@@ -468,7 +472,7 @@ class ProcessReplay {
       ++f.dir_scans;
       ++p_.dir_scans;
       if (e.result < 0) {
-        AddError(f, static_cast<int>(-e.result), "opendir");
+        AddError(f, ErrnoOfResult(e.result), "opendir");
         return;
       }
       if (api != IoApi::kOpendir) f.dir_entries += static_cast<uint64_t>(e.result);
@@ -500,18 +504,21 @@ class ProcessReplay {
       f.mount = it->second;
       return;
     }
-    int32_t best = -1;
-    size_t best_len = 0;
-    for (int32_t mi : local_mounts_) {
-      const std::string& mp = m_.mounts[static_cast<size_t>(mi)].mountpoint;
-      if (mp.empty() || !f.path.starts_with(mp)) continue;
-      if (!(mp.size() == 1 || f.path.size() == mp.size() || f.path[mp.size()] == '/')) continue;
-      if (best < 0 || mp.size() >= best_len) {
-        best = mi;
-        best_len = mp.size();
+    // The path itself, then each parent directory up to "/": one hash lookup each, so
+    // files x mounts never multiply. Paths past PATH_MAX are not resolved.
+    constexpr size_t kPathMax = 4096;
+    if (f.path.size() > kPathMax) return;
+    std::string_view prefix = f.path;
+    for (;;) {
+      if (auto m = mount_by_point_.find(absl::string_view(prefix.data(), prefix.size()));
+          m != mount_by_point_.end()) {
+        f.mount = m->second;
+        return;
       }
+      if (prefix.size() <= 1) return;
+      const size_t slash = prefix.rfind('/');
+      prefix = prefix.substr(0, slash == 0 ? 1 : slash);
     }
-    f.mount = best;
   }
 
   IoModel& m_;
@@ -524,7 +531,7 @@ class ProcessReplay {
   absl::flat_hash_map<int64_t, size_t> unknown_fd_files_;
   absl::flat_hash_map<uint64_t, int32_t> mount_by_id_;
   absl::flat_hash_map<std::string, int32_t> learned_dirs_;
-  std::vector<int32_t> local_mounts_;
+  absl::flat_hash_map<std::string, int32_t> mount_by_point_;  // this process's mount table
   absl::flat_hash_set<size_t> touched_;
 };
 

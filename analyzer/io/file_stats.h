@@ -116,6 +116,7 @@ class IoModel {
   int32_t MountIndex(const format::Mount& m, std::string_view fstype, std::string_view mp,
                      std::string_view source);
   absl::flat_hash_map<std::string, size_t> by_path_;
+  absl::flat_hash_map<std::string, int32_t> mount_by_key_;  // id, mount point, type -> mounts[]
 };
 
 // "a//b/./c/../d" -> "a/b/d" (lexical; ".." at the root stays at the root).

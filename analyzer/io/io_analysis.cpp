@@ -51,8 +51,8 @@ constexpr double kMetadataPerRead = 5.0;
 
 // io.errors: any failed read or write (EINTR/EAGAIN aside), or an open failing with a
 // storage error (EIO, ESTALE, ENOTCONN, ...) or a limit (EMFILE, ENOSPC, ...). Lookup
-// failures (ENOENT, EACCES, ENOTDIR, ...) on data paths count from 10 on, since programs
-// probe for optional files all the time.
+// failures (ENOENT, EACCES, ENOTDIR, ...) of opens on data paths count from 10 on, since
+// programs probe for optional files all the time (failed stats and opendirs never count).
 constexpr uint64_t kLookupErrorsMin = 10;
 
 bool IsHardError(int e) {
@@ -783,8 +783,10 @@ class IoAnalysis final : public Analysis {
           // terminal, say) are probes, not storage trouble; read/write failures count
           // everywhere.
           file_hard += n;
-        } else if (data) {
-          file_lookup += n;
+        } else if (data && f.open_errors > 0) {
+          // Only failed opens of files: a failed stat or opendir is a probe (pyenv's
+          // hook directories, Python's import path), not a missing data file.
+          file_lookup += std::min<uint64_t>(n, f.open_errors);
         } else {
           continue;
         }

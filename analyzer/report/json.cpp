@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 
 namespace colabtrace::analyzer {
 
@@ -25,12 +26,26 @@ int64_t Json::as_int() const {
   return 0;
 }
 
+size_t Json::IndexOf(std::string_view key) const {
+  const auto& obj = std::get<Object>(v_);
+  if (obj.size() < kIndexedSize) {
+    for (size_t i = 0; i < obj.size(); ++i) {
+      if (obj[i].first == key) return i;
+    }
+    return std::string_view::npos;
+  }
+  if (!index_) index_ = std::make_unique<KeyIndex>();
+  for (; index_->covered < obj.size(); ++index_->covered) {
+    index_->position.emplace(obj[index_->covered].first, index_->covered);
+  }
+  auto it = index_->position.find(std::string(key));
+  return it == index_->position.end() ? std::string_view::npos : it->second;
+}
+
 Json& Json::operator[](std::string_view key) {
   if (is_null()) v_ = Object{};
   auto& obj = std::get<Object>(v_);
-  for (auto& [k, v] : obj) {
-    if (k == key) return v;
-  }
+  if (const size_t i = IndexOf(key); i != std::string_view::npos) return obj[i].second;
   obj.emplace_back(std::string(key), Json());
   return obj.back().second;
 }
@@ -43,10 +58,8 @@ const Json& Json::operator[](std::string_view key) const {
 
 const Json* Json::Find(std::string_view key) const {
   if (!is_object()) return nullptr;
-  for (const auto& [k, v] : std::get<Object>(v_)) {
-    if (k == key) return &v;
-  }
-  return nullptr;
+  const size_t i = IndexOf(key);
+  return i == std::string_view::npos ? nullptr : &std::get<Object>(v_)[i].second;
 }
 
 Json& Json::Append(Json v) {
@@ -55,6 +68,53 @@ Json& Json::Append(Json v) {
   arr.push_back(std::move(v));
   return arr.back();
 }
+
+size_t Utf8SequenceLength(std::string_view s) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(0);
+  size_t len = 0;
+  unsigned char lo = 0x80, hi = 0xbf;  // allowed range of the second byte
+  if (c >= 0xc2 && c <= 0xdf) {
+    len = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    len = 3;
+    if (c == 0xe0) lo = 0xa0;  // overlong
+    if (c == 0xed) hi = 0x9f;  // surrogates
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    len = 4;
+    if (c == 0xf0) lo = 0x90;  // overlong
+    if (c == 0xf4) hi = 0x8f;  // past U+10FFFF
+  } else {
+    return 0;
+  }
+  if (s.size() < len || b(1) < lo || b(1) > hi) return 0;
+  for (size_t k = 2; k < len; ++k) {
+    if ((b(k) & 0xc0) != 0x80) return 0;
+  }
+  return len;
+}
+
+namespace {
+
+void AppendUtf8(std::string& s, unsigned cp) {
+  if (cp < 0x80) {
+    s += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    s += static_cast<char>(0xc0 | (cp >> 6));
+    s += static_cast<char>(0x80 | (cp & 0x3f));
+  } else if (cp < 0x10000) {
+    s += static_cast<char>(0xe0 | (cp >> 12));
+    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    s += static_cast<char>(0x80 | (cp & 0x3f));
+  } else {
+    s += static_cast<char>(0xf0 | (cp >> 18));
+    s += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    s += static_cast<char>(0x80 | (cp & 0x3f));
+  }
+}
+
+}  // namespace
 
 void AppendJsonString(std::string& out, std::string_view s) {
   out += '"';
@@ -78,19 +138,14 @@ void AppendJsonString(std::string& out, std::string_view s) {
       out += static_cast<char>(c);
       continue;
     }
-    // Validate a UTF-8 sequence; escape stray bytes so the output is always valid.
-    size_t len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    bool ok = len != 0 && i + len <= s.size();
-    for (size_t k = 1; ok && k < len; ++k) {
-      ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
-    }
-    if (ok) {
+    // A valid UTF-8 sequence (RFC 3629: no overlong forms, no surrogates, at most
+    // U+10FFFF) is copied; any other byte becomes U+FFFD.
+    const size_t len = Utf8SequenceLength(s.substr(i));
+    if (len != 0) {
       out.append(s.substr(i, len));
       i += len - 1;
     } else {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
+      out += "\\ufffd";
     }
   }
   out += '"';
@@ -201,19 +256,20 @@ class Parser {
         case 'b': s += '\b'; break;
         case 'f': s += '\f'; break;
         case 'u': {
-          if (pos_ + 4 > t_.size()) return std::nullopt;
-          const unsigned cp = static_cast<unsigned>(std::strtoul(std::string(t_.substr(pos_, 4)).c_str(), nullptr, 16));
-          pos_ += 4;
-          if (cp < 0x80) {
-            s += static_cast<char>(cp);
-          } else if (cp < 0x800) {
-            s += static_cast<char>(0xc0 | (cp >> 6));
-            s += static_cast<char>(0x80 | (cp & 0x3f));
-          } else {
-            s += static_cast<char>(0xe0 | (cp >> 12));
-            s += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-            s += static_cast<char>(0x80 | (cp & 0x3f));
+          std::optional<unsigned> cp = Hex4();
+          if (!cp) return std::nullopt;
+          if (*cp >= 0xd800 && *cp <= 0xdbff && t_.substr(pos_, 2) == "\\u") {
+            const size_t save = pos_;
+            pos_ += 2;
+            const std::optional<unsigned> lo = Hex4();
+            if (lo && *lo >= 0xdc00 && *lo <= 0xdfff) {
+              cp = 0x10000 + ((*cp - 0xd800) << 10) + (*lo - 0xdc00);
+            } else {
+              pos_ = save;
+            }
           }
+          if (*cp >= 0xd800 && *cp <= 0xdfff) cp = 0xfffd;  // a lone surrogate
+          AppendUtf8(s, *cp);
           break;
         }
         default: s += c;
@@ -222,6 +278,20 @@ class Parser {
     if (pos_ >= t_.size()) return std::nullopt;
     ++pos_;
     return s;
+  }
+  // Four hex digits at pos_ (consumed), or nullopt.
+  std::optional<unsigned> Hex4() {
+    if (pos_ + 4 > t_.size()) return std::nullopt;
+    unsigned v = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      const char h = t_[pos_ + k];
+      const int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                  : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+      if (d < 0) return std::nullopt;
+      v = v * 16 + static_cast<unsigned>(d);
+    }
+    pos_ += 4;
+    return v;
   }
   std::optional<Json> Value(int depth) {
     if (depth > 200) return Fail("nesting too deep");

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -37,6 +38,18 @@ class Json {
   Json(std::string_view v) : v_(std::string(v)) {}
   Json(Array v) : v_(std::move(v)) {}
   Json(Object v) : v_(std::move(v)) {}
+  // Copies share no key index (it is rebuilt on demand).
+  Json(const Json& o) : v_(o.v_) {}
+  Json(Json&&) noexcept = default;
+  Json& operator=(const Json& o) {
+    if (this != &o) {
+      v_ = o.v_;
+      index_.reset();
+    }
+    return *this;
+  }
+  Json& operator=(Json&&) noexcept = default;
+  ~Json() = default;
 
   static Json MakeObject() { return Json(Object{}); }
   static Json MakeArray() { return Json(Array{}); }
@@ -48,7 +61,9 @@ class Json {
   bool is_number() const;
 
   // Object access: operator[] inserts a null member when missing (turning a null value
-  // into an object first). Find returns nullptr when missing.
+  // into an object first). Find returns nullptr when missing. Both are O(1) on large
+  // objects (a key index is built past kIndexedSize members), so objects keyed by
+  // trace-controlled strings stay linear to build.
   Json& operator[](std::string_view key);
   const Json* Find(std::string_view key) const;
   // Const access: a shared null for a missing member.
@@ -71,12 +86,25 @@ class Json {
   static std::optional<Json> Parse(std::string_view text, std::string* error = nullptr);
 
  private:
+  static constexpr size_t kIndexedSize = 16;
+  struct KeyIndex {
+    std::unordered_map<std::string, size_t> position;  // key -> first position in Object
+    size_t covered = 0;                                // members indexed so far
+  };
+  // The position of `key` in this object, or npos.
+  size_t IndexOf(std::string_view key) const;
   void DumpTo(std::string& out, int indent, int depth) const;
   std::variant<std::monostate, bool, int64_t, uint64_t, double, std::string, Array, Object> v_;
+  mutable std::unique_ptr<KeyIndex> index_;  // for objects of kIndexedSize members or more
 };
 
-// Appends s to out as a JSON string literal (quotes, escapes, \u00XX for controls and
-// invalid UTF-8 bytes).
+// Appends s to out as a JSON string literal: quotes, escapes, \u00XX for control
+// characters, and U+FFFD for each byte that is not part of valid UTF-8 (overlong forms,
+// surrogates and code points past U+10FFFF included), so the output is always valid.
 void AppendJsonString(std::string& out, std::string_view s);
+
+// The length of the valid UTF-8 sequence that starts s (its first byte >= 0x80), or 0
+// when it is not one (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF).
+size_t Utf8SequenceLength(std::string_view s);
 
 }  // namespace colabtrace::analyzer

@@ -103,6 +103,51 @@ std::string FormatHex(uint64_t v) {
   return buf;
 }
 
+namespace {
+
+// Appends a control or stray byte as \n, \r, \t or \xNN.
+void AppendEscaped(std::string& out, unsigned char c) {
+  switch (c) {
+    case '\n': out += "\\n"; return;
+    case '\r': out += "\\r"; return;
+    case '\t': out += "\\t"; return;
+    default: break;
+  }
+  static const char kHex[] = "0123456789abcdef";
+  out += "\\x";
+  out += kHex[c >> 4];
+  out += kHex[c & 15];
+}
+
+// EscapeForTerminal, keeping the newlines of preformatted multi-line text.
+std::string EscapeBody(std::string_view s, bool keep_newlines) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c == '\n' && keep_newlines) {
+      out += '\n';
+    } else if (c < 0x20 || c == 0x7f) {
+      AppendEscaped(out, c);
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+    } else if (const size_t len = Utf8SequenceLength(s.substr(i)); len == 0) {
+      AppendEscaped(out, c);
+    } else if (c == 0xc2 && static_cast<unsigned char>(s[i + 1]) < 0xa0) {
+      AppendEscaped(out, static_cast<unsigned char>(s[i + 1]));  // a C1 control (U+0080..U+009F)
+      ++i;
+    } else {
+      out.append(s.substr(i, len));
+      i += len - 1;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string EscapeForTerminal(std::string_view s) { return EscapeBody(s, /*keep_newlines=*/false); }
+
 std::string SignalName(int signo) {
   if (const char* abbrev = sigabbrev_np(signo)) return std::string("SIG") + abbrev;
   return "signal " + std::to_string(signo);
@@ -128,10 +173,13 @@ std::string RenderText(const ReportBuilder& report, bool color) {
   const char* bold = color ? "\033[1m" : "";
   const char* reset = color ? "\033[0m" : "";
   out += std::string(bold) + "colabtrace report" + reset + "\n";
-  for (const auto& w : report.warnings()) out += "warning: " + w + "\n";
+  // Every string here may hold trace text: escaped (sections keep their line breaks;
+  // a trace string with a newline in a section is escaped where the section is built).
+  for (const auto& w : report.warnings()) out += "warning: " + EscapeForTerminal(w) + "\n";
   out += "\n";
   for (const TextSection& s : report.sections()) {
-    out += std::string(bold) + "== " + s.title + " ==" + reset + "\n" + s.body;
+    out += std::string(bold) + "== " + EscapeForTerminal(s.title) + " ==" + reset + "\n" +
+           EscapeBody(s.body, /*keep_newlines=*/true);
     if (!s.body.empty() && s.body.back() != '\n') out += "\n";
     out += "\n";
   }
@@ -141,8 +189,8 @@ std::string RenderText(const ReportBuilder& report, bool color) {
     out += color ? SeverityColor(f.severity) : "";
     out += std::string(SeverityName(f.severity)) + reset + " " + f.id;
     if (f.pid != 0) out += " [pid " + std::to_string(f.pid) + "]";
-    out += ": " + f.summary + "\n";
-    if (!f.advice.empty()) out += "    advice: " + f.advice + "\n";
+    out += ": " + EscapeForTerminal(f.summary) + "\n";
+    if (!f.advice.empty()) out += "    advice: " + EscapeForTerminal(f.advice) + "\n";
   }
   return out;
 }

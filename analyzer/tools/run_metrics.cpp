@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
-#include <regex>
+#include <cctype>
 
 namespace colabtrace::analyzer {
 namespace {
@@ -16,12 +16,34 @@ std::string_view Basename(std::string_view path) {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
-// Programs whose first non-option argument names the real job.
+// `s` without a leading run of characters from `chars`.
+std::string_view SkipAll(std::string_view s, std::string_view chars) {
+  const size_t n = s.find_first_not_of(chars);
+  return n == std::string_view::npos ? std::string_view() : s.substr(n);
+}
+
+// Programs whose first non-option argument names the real job: python, pypy and the
+// others below, with an optional version ("python3.11", "perl5.36"). Hand-written
+// matching, not std::regex: argv comes from the trace and may be hostile.
 bool IsInterpreter(std::string_view exe) {
-  static const std::regex kInterpreters(
-      "(python|pypy)[0-9.]*m?(-dbg)?|(ba|da|z|k|mk|c|tc)?sh|node(js)?|perl[0-9.]*|ruby[0-9.]*|"
-      "Rscript|julia|lua[0-9.]*|php[0-9.]*");
-  return std::regex_match(exe.begin(), exe.end(), kInterpreters);
+  constexpr std::string_view kVersion = "0123456789.";
+  auto versioned = [&](std::string_view name, std::string_view base) {
+    return name.starts_with(base) && SkipAll(name.substr(base.size()), kVersion).empty();
+  };
+  for (std::string_view py : {"python", "pypy"}) {
+    if (!exe.starts_with(py)) continue;
+    std::string_view rest = SkipAll(exe.substr(py.size()), kVersion);
+    if (rest.starts_with("m")) rest.remove_prefix(1);
+    if (rest.empty() || rest == "-dbg") return true;
+  }
+  for (std::string_view sh : {"sh", "bash", "dash", "zsh", "ksh", "mksh", "csh", "tcsh", "node",
+                              "nodejs", "Rscript", "julia"}) {
+    if (exe == sh) return true;
+  }
+  for (std::string_view base : {"perl", "ruby", "lua", "php"}) {
+    if (versioned(exe, base)) return true;
+  }
+  return false;
 }
 
 // Options of python and the shells that take a separate argument.
@@ -32,10 +54,21 @@ bool OptionTakesValue(std::string_view opt) {
 
 // "from multiprocessing.spawn import spawn_main; ..." -> "multiprocessing.spawn".
 std::string LauncherModule(std::string_view code) {
-  static const std::regex kFrom("^\\s*from\\s+([A-Za-z_][A-Za-z0-9_.]*)\\s+import\\b");
-  std::match_results<std::string_view::const_iterator> m;
-  if (std::regex_search(code.begin(), code.end(), m, kFrom)) return m[1].str();
-  return {};
+  constexpr std::string_view kSpace = " \t\n\r\f\v";
+  std::string_view s = SkipAll(code, kSpace);
+  if (!s.starts_with("from") || s.size() < 5 || kSpace.find(s[4]) == std::string_view::npos) return {};
+  s = SkipAll(s.substr(4), kSpace);
+  auto ident_start = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
+  auto ident_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; };
+  if (s.empty() || !ident_start(s[0])) return {};
+  size_t n = 1;
+  while (n < s.size() && ident_char(s[n])) ++n;
+  const std::string_view module = s.substr(0, n);
+  std::string_view rest = s.substr(n);
+  if (rest.empty() || kSpace.find(rest[0]) == std::string_view::npos) return {};
+  rest = SkipAll(rest, kSpace);
+  if (!rest.starts_with("import") || (rest.size() > 6 && (ident_char(rest[6]) && rest[6] != '.'))) return {};
+  return std::string(module);
 }
 
 std::string InterpreterJob(const std::vector<std::string>& argv) {
@@ -202,6 +235,8 @@ std::optional<RunMetrics> MeasureInputs(const std::vector<std::string>& inputs,
     if (errors->empty()) errors->push_back("no readable trace");
     return std::nullopt;
   }
+  // Unreadable files inside a directory are named and skipped, as `report` does.
+  for (const auto& e : set.skipped) std::fprintf(stderr, "colabtrace: warning: skipped %s\n", e.c_str());
   auto report = BuildReport(set.traces, options);
   return MeasureRun(*report);
 }

@@ -19,6 +19,12 @@
 
 namespace colabtrace::analyzer {
 
+// The errno of a failed call's "-errno" result field. Trace values are untrusted: a value
+// outside -4095..-1 (never a kernel errno, and -INT64_MIN would overflow) gives 0.
+inline int ErrnoOfResult(int64_t result) {
+  return result < 0 && result >= -4095 ? static_cast<int>(-result) : 0;
+}
+
 // A decoded record plus where it came from.
 template <class R> struct Event : R {
   uint32_t tid = 0;    // the thread that wrote it
@@ -82,9 +88,13 @@ std::optional<ProcessTrace> ParseTrace(std::vector<uint8_t> bytes, std::string n
 std::optional<ProcessTrace> ReadTraceFile(const std::string& path, std::string* error);
 
 // All traces named on a command line: files, and directories (every *.ctrace inside).
+// A file named on the command line that cannot be read is an error (exit 2); a file
+// found in a named directory that cannot be read (a zero-filled or foreign *.ctrace
+// among thousands) is skipped with a warning naming it, and the rest is reported.
 struct TraceSet {
   std::vector<ProcessTrace> traces;
-  std::vector<std::string> errors;  // inputs that could not be read, one line each
+  std::vector<std::string> errors;   // inputs that could not be read, one line each
+  std::vector<std::string> skipped;  // unreadable files inside directories, one line each
 };
 TraceSet LoadTraces(const std::vector<std::string>& paths);
 

@@ -1,3 +1,7 @@
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -240,31 +244,75 @@ std::optional<ProcessTrace> ParseTrace(std::vector<uint8_t> bytes, std::string n
   return t;
 }
 
+namespace {
+
+// The end of the file's last data extent (SEEK_DATA/SEEK_HOLE), so that a sparse file
+// costs what it holds, not its apparent size; the apparent size where the filesystem
+// cannot tell.
+uint64_t DataEnd(int fd, uint64_t size) {
+  uint64_t end = 0;
+  for (off_t at = 0; static_cast<uint64_t>(at) < size;) {
+    const off_t data = lseek(fd, at, SEEK_DATA);
+    if (data < 0) return errno == ENXIO ? end : size;  // ENXIO: no data past `at`
+    const off_t hole = lseek(fd, data, SEEK_HOLE);
+    if (hole < 0 || hole <= data) return size;
+    end = static_cast<uint64_t>(hole);
+    at = hole;
+  }
+  return std::min(end, size);
+}
+
+}  // namespace
+
 std::optional<ProcessTrace> ReadTraceFile(const std::string& path, std::string* error) {
-  // One sized read: the trace is read whole (records and strings are views into it).
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    if (error) *error = path + ": cannot open: " + std::strerror(errno);
+  auto fail = [&](std::string why) -> std::optional<ProcessTrace> {
+    if (error) *error = path + ": " + why;
     return std::nullopt;
-  }
+  };
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail(std::string("cannot open: ") + std::strerror(errno));
+  struct stat st {};
   std::vector<uint8_t> bytes;
-  long size = 0;
-  if (std::fseek(f, 0, SEEK_END) == 0 && (size = std::ftell(f)) > 0) {
-    std::rewind(f);
-    bytes.resize(static_cast<size_t>(size));
-    bytes.resize(std::fread(bytes.data(), 1, bytes.size(), f));
-  } else {  // not seekable (a pipe): read in pieces
-    std::rewind(f);
+  std::string read_error;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    // One sized read of the data the file holds; holes read as the zeros they are.
+    const uint64_t size = DataEnd(fd, static_cast<uint64_t>(st.st_size));
+    try {
+      bytes.resize(size);
+    } catch (const std::exception&) {  // bad_alloc, length_error: a huge sparse file
+      close(fd);
+      return fail("too large to read (" + std::to_string(size) + " bytes of data)");
+    }
+    size_t got = 0;
+    while (got < bytes.size()) {
+      const ssize_t n = pread(fd, bytes.data() + got, bytes.size() - got, static_cast<off_t>(got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) read_error = std::strerror(errno);
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    bytes.resize(got);  // a file that shrank while being read: what was there
+  } else if (S_ISDIR(st.st_mode)) {
+    close(fd);
+    return fail("is a directory");
+  } else {  // a pipe or a device: read in pieces
     uint8_t buf[1 << 16];
-    for (size_t n; (n = std::fread(buf, 1, sizeof(buf), f)) > 0;) bytes.insert(bytes.end(), buf, buf + n);
+    for (;;) {
+      const ssize_t n = read(fd, buf, sizeof(buf));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) read_error = std::strerror(errno);
+      if (n <= 0) break;
+      bytes.insert(bytes.end(), buf, buf + n);
+    }
   }
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) {
-    if (error) *error = path + ": read error";
-    return std::nullopt;
+  close(fd);
+  if (!read_error.empty() && bytes.size() < sizeof(FileHeader)) return fail("read error: " + read_error);
+  std::optional<ProcessTrace> t = ParseTrace(std::move(bytes), path, error);
+  if (t && !read_error.empty()) {
+    t->warnings.push_back(path + ": read error after " + std::to_string(t->stats.record_bytes) +
+                          " record bytes (" + read_error + "); the rest of the file is lost");
   }
-  return ParseTrace(std::move(bytes), path, error);
+  return t;
 }
 
 TraceSet LoadTraces(const std::vector<std::string>& paths) {
@@ -273,7 +321,8 @@ TraceSet LoadTraces(const std::vector<std::string>& paths) {
   for (const std::string& p : paths) {
     std::error_code ec;
     std::vector<std::string> files;
-    if (fs::is_directory(p, ec)) {
+    const bool dir = fs::is_directory(p, ec);
+    if (dir) {
       for (const auto& e : fs::directory_iterator(p, ec)) {
         if (e.path().extension() == ".ctrace") files.push_back(e.path().string());
       }
@@ -287,7 +336,7 @@ TraceSet LoadTraces(const std::vector<std::string>& paths) {
       if (auto t = ReadTraceFile(f, &err)) {
         set.traces.push_back(std::move(*t));
       } else {
-        set.errors.push_back(err);
+        (dir ? set.skipped : set.errors).push_back(err);
       }
     }
   }

@@ -97,6 +97,7 @@ class TraceBytesBuilder {
   }
 
   uint64_t last_ts() const { return last_ts_; }
+  const std::vector<uint8_t>& bytes() const { return bytes_; }
 
   // Decodes the bytes with the real reader (the test fails if they do not parse).
   analyzer::ProcessTrace Parse() const {

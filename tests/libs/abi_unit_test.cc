@@ -12,6 +12,7 @@
 #include "../harness/trace_builder.h"
 #include "abi/dlerror_text.h"
 #include "abi/library_inventory.h"
+#include "abi/library_model.h"
 #include "abi/library_search.h"
 #include "colabtrace/format/codec.h"
 #include "gtest/gtest.h"
@@ -379,6 +380,89 @@ TEST(Findings, LoadFailedIsAWarningWhenAFallbackLoaded) {
   ASSERT_EQ(f.size(), 1u);  // the RTLD_NOLOAD probe is not a failure
   EXPECT_EQ(f[0].severity, colabtrace::analyzer::Severity::kWarning);
   EXPECT_EQ(f[0].evidence["loaded_later"].str(), "/x/libcudart.so.13");
+}
+
+TEST(Findings, DriverTooOldComparesCudaMajors) {
+  auto versions = [](int64_t runtime, int64_t driver, int64_t failed_rc) {
+    TraceBuilder b(10);
+    ctf::GpuVersion v;
+    v.runtime = runtime;
+    v.driver = driver;
+    b.Add(v);
+    if (failed_rc != 0) {
+      ctf::GpuError e;
+      e.api = static_cast<uint64_t>(ctf::GpuApi::kCudaMalloc);
+      e.rc = failed_rc;
+      b.Add(e);
+    }
+    std::vector<ProcessTrace> traces;
+    traces.push_back(b.Finish());
+    return FindingsOf(traces, "abi.driver-too-old").size();
+  };
+  EXPECT_EQ(versions(12060, 12040, 0), 0u);  // a cu126 wheel on a 12.4 driver works
+  EXPECT_EQ(versions(12090, 12000, 0), 0u);
+  EXPECT_EQ(versions(13000, 12090, 0), 1u);  // a newer major does not
+  EXPECT_EQ(versions(12060, 12040, 222), 1u);  // unless a call actually failed for it
+  EXPECT_EQ(versions(12060, 12040, 804), 1u);
+  EXPECT_EQ(versions(12060, 12040, 2), 0u);  // out of memory says nothing about the driver
+}
+
+TEST(Findings, VendoredCopiesAreNotDuplicatesButCudaOnesAre) {
+  TraceBuilder b(10);
+  b.Load(LibApi::kStartup, "/bin/prog", 0x1000, "");
+  b.Load(LibApi::kDlopen, "/sp/numpy.libs/libgfortran-040039e1.so.5.0.0", 0x2000, "/bin/prog", 1, RTLD_NOW, 1);
+  b.Load(LibApi::kDlopen, "/sp/scipy.libs/libgfortran-1a2b3c4d.so.5.0.0", 0x3000, "/bin/prog", 1, RTLD_NOW, 2);
+  b.Load(LibApi::kDlopen, "/usr/lib/libgomp.so.1", 0x4000, "/bin/prog", 1, RTLD_NOW, 3);
+  b.Load(LibApi::kDlopen, "/sp/torch/lib/libgomp-a34b3233.so.1", 0x5000, "/bin/prog", 1, RTLD_NOW, 4);
+  b.Load(LibApi::kDlopen, "/sp/x.libs/libcudart-1a2b3c4d.so.12", 0x6000, "/bin/prog", 1, RTLD_NOW, 5);
+  b.Load(LibApi::kDlopen, "/sp/nvidia/cuda_runtime/lib/libcudart.so.12", 0x7000, "/bin/prog", 1, RTLD_NOW, 6);
+  std::vector<ProcessTrace> traces;
+  traces.push_back(b.Finish());
+  const auto f = FindingsOf(traces, "abi.duplicate-library");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].evidence["library"].str(), "cudart");
+}
+
+TEST(Findings, DuplicateCopiesOverlapInTime) {
+  // a (file 1) [t1, t3), b (file 2) [t4, -), c (file 1) [t5, -): b and c overlap, a overlaps
+  // nothing of another file.
+  TraceBuilder b(10);
+  b.Load(LibApi::kDlopen, "/a/libfoo.so.1", 0x2000, "/bin/prog", 1, RTLD_NOW, 1);
+  b.Unmap(0x2000);
+  b.Load(LibApi::kDlopen, "/b/libfoo.so.1", 0x3000, "/bin/prog", 1, RTLD_NOW, 2);
+  b.Load(LibApi::kDlopen, "/a/libfoo.so.1", 0x4000, "/bin/prog", 1, RTLD_NOW, 1);
+  std::vector<ProcessTrace> traces;
+  traces.push_back(b.Finish());
+  const auto f = FindingsOf(traces, "abi.duplicate-library");
+  ASSERT_EQ(f.size(), 1u);
+  ASSERT_EQ(f[0].evidence["copies"].array().size(), 2u);
+  EXPECT_EQ(f[0].evidence["copies"].array()[0]["path"].str(), "/b/libfoo.so.1");
+  EXPECT_EQ(f[0].evidence["copies"].array()[1]["path"].str(), "/a/libfoo.so.1");
+}
+
+TEST(HostOrigin, BootIdThenMachineIdThenHostname) {
+  auto trace = [](std::vector<std::pair<std::string, std::string>> info) {
+    TraceBuilder b(10);
+    for (const auto& [k, v] : info) {
+      ctf::HostInfo h;
+      h.key = b.Str(k);
+      h.value = b.Str(v);
+      b.Add(h);
+    }
+    return b.Finish();
+  };
+  using colabtrace::analyzer::abi::HostOriginOf;
+  using colabtrace::analyzer::abi::LocalHost;
+  const LocalHost here{"boot-1", "machine-1", "colab"};
+  EXPECT_TRUE(HostOriginOf(trace({{"boot_id", "boot-1"}, {"machine_id", "machine-1"}}), here).same_host);
+  const auto rebooted = HostOriginOf(trace({{"boot_id", "boot-2"}, {"machine_id", "machine-1"}}), here);
+  EXPECT_FALSE(rebooted.same_host);
+  EXPECT_EQ(rebooted.why, "boot_id");
+  EXPECT_EQ(HostOriginOf(trace({{"machine_id", "machine-2"}}), here).why, "machine_id");
+  EXPECT_EQ(HostOriginOf(trace({{"hostname", "laptop"}}), here).why, "hostname");
+  EXPECT_TRUE(HostOriginOf(trace({{"hostname", "colab"}}), here).same_host);
+  EXPECT_TRUE(HostOriginOf(trace({}), here).same_host);  // nothing recorded: assume here
+  EXPECT_EQ(rebooted.DiskChecksLabel(), "skipped: trace from another host (boot_id differs)");
 }
 
 }  // namespace

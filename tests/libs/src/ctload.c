@@ -7,9 +7,12 @@
 //   call:PATH:SYMBOL                                  call a `const char* (void)` symbol
 //   fork                                              fork; the child runs the remaining ops
 //   sleep:MS
+//   exit:N                                            exit(N) here
+//   killself                                          SIGKILL itself (no exit record)
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +102,10 @@ int main(int argc, char** argv) {
     } else if (!strcmp(op, "sleep")) {
       struct timespec ts = {atoi(arg) / 1000, (atoi(arg) % 1000) * 1000000L};
       nanosleep(&ts, NULL);
+    } else if (!strcmp(op, "exit")) {
+      exit(atoi(arg));
+    } else if (!strcmp(op, "killself")) {
+      kill(getpid(), SIGKILL);
     } else {
       fprintf(stderr, "ctload: unknown op %s\n", op);
       return 2;

@@ -1,0 +1,77 @@
+// abi.driver-too-old (error)
+//
+// Rule: a GpuVersion record whose runtime's CUDA major is newer than the driver's (both
+// > 0); or a CUDA call (GpuError, GpuModule, or an allocation) that failed with one of
+// kDriverTooOldErrors.
+//
+// Majors, not minors: since CUDA 11, a runtime runs on any driver of the same major
+// (minor-version compatibility), so a cu126 wheel on a 12.4 driver works. Only features
+// newer than the driver (PTX of a newer ISA, some APIs) then fail, and they fail with one
+// of the codes below, which is the evidence this rule reports for the same-major case.
+#include "abi/rules/rules.h"
+
+namespace colabtrace::analyzer::abi {
+namespace {
+
+// 35 cudaErrorInsufficientDriver, 222 cudaErrorUnsupportedPtxVersion,
+// 803 cudaErrorSystemDriverMismatch, 804 cudaErrorCompatNotSupportedOnDevice.
+constexpr std::initializer_list<int64_t> kDriverTooOldErrors = {35, 222, 803, 804};
+
+int64_t Major(int64_t version) { return version / 1000; }  // 12040 -> 12
+
+}  // namespace
+
+void DriverTooOldRule(const ProcessLibraries& p, ReportBuilder& report) {
+  const ProcessTrace& t = *p.trace;
+  Json versions = Json::MakeArray();
+  bool too_old = false;
+  int64_t runtime = 0, driver = 0;
+  std::string runtime_lib;
+  constexpr size_t kMaxVersions = 16;  // a trace repeats the record per library; list a few
+  for (const auto& v : t.records.GpuVersion) {
+    if (versions.array().size() < kMaxVersions) {
+      Json j = Json::MakeObject();
+      j["runtime"] = CudaVersionText(v.runtime);
+      j["driver"] = CudaVersionText(v.driver);
+      j["runtime_lib"] = std::string(t.Str(v.runtime_lib));
+      j["driver_lib"] = std::string(t.Str(v.driver_lib));
+      versions.Append(std::move(j));
+    }
+    if (v.runtime > 0 && v.driver > 0 && Major(v.runtime) > Major(v.driver)) {
+      too_old = true;
+      runtime = v.runtime;
+      driver = v.driver;
+      runtime_lib = std::string(t.Str(v.runtime_lib));
+    }
+  }
+  Json errors = GpuErrors(t, kDriverTooOldErrors);
+  if (!too_old && errors.array().empty()) return;
+  Finding f;
+  f.id = "abi.driver-too-old";
+  f.severity = Severity::kError;
+  f.pid = t.pid();
+  f.evidence["versions"] = std::move(versions);
+  f.evidence["errors"] = std::move(errors);
+  f.evidence["compared"] = "CUDA major (minor-version compatibility)";
+  for (size_t i = 0; i < p.inv.objects.size(); ++i) {
+    if (p.family[i].family == "cuda-driver") {
+      f.evidence["driver_library"] = p.inv.objects[i].path;
+      break;
+    }
+  }
+  if (too_old) {
+    f.summary = "the CUDA runtime " + CudaVersionText(runtime) +
+                (runtime_lib.empty() ? "" : " (" + Basename(runtime_lib) + ")") +
+                " is newer than the driver supports (CUDA " + CudaVersionText(driver) + ")";
+  } else {
+    f.summary = "CUDA calls failed because the driver is too old for the loaded runtime or its PTX";
+  }
+  f.advice =
+      "The installed NVIDIA driver supports an older CUDA than the libraries this process "
+      "loaded. Install wheels built for a CUDA major the driver supports (e.g. torch "
+      "+cu12x for a CUDA 12 driver; `nvidia-smi` shows the driver's CUDA version), or "
+      "upgrade the driver (on data-center GPUs the cuda-compat package also works).";
+  report.AddFinding(std::move(f));
+}
+
+}  // namespace colabtrace::analyzer::abi

@@ -1,0 +1,111 @@
+// abi.no-kernel-image (error)
+//
+// Rule: for each GPU architecture of the process (the --gpu-arch what-if when given,
+// else each GpuDevice's compute capability), every loaded library that carries device
+// code (.nv_fatbin / __nv_relfatbin) is checked with colabtrace_elf's CanRunOn: a cubin
+// runs on the same major with an equal or higher minor, an 'a' cubin only on its exact
+// SM, an 'f' cubin within its family, PTX JITs to an equal or higher SM. A library with
+// nothing that runs is reported (one finding per process and architecture, listing the
+// libraries). Also reported: a CUDA call (GpuError, GpuModule, allocation) that failed
+// with 209 (no kernel image) or 98 (invalid device function), naming the caller.
+#include <set>
+
+#include "abi/rules/rules.h"
+#include "elf/coverage.h"
+
+namespace colabtrace::analyzer::abi {
+
+void NoKernelImageRule(const ProcessLibraries& p, RuleContext& ctx, ReportBuilder& report) {
+  const ProcessTrace& t = *p.trace;
+  std::vector<std::pair<elf::GpuArch, std::string>> targets;  // arch, source
+  if (ctx.what_if) {
+    targets.push_back({*ctx.what_if, "--gpu-arch"});
+  } else {
+    std::set<int> seen;
+    for (const auto& d : t.records.GpuDevice) {
+      const int sm = static_cast<int>(d.cc_major * 10 + d.cc_minor);
+      if (sm > 0 && sm < 10000 && seen.insert(sm).second && seen.size() <= 16) {
+        targets.push_back({elf::GpuArch{sm, elf::ArchVariant::kNone},
+                           "device " + std::to_string(d.index) + " (" + std::string(t.Str(d.name)) + ")"});
+      }
+    }
+  }
+  Json errors = GpuErrors(t, {209, 98});
+  bool reported_errors = false;
+  for (const auto& [arch, source] : targets) {
+    Json libs = Json::MakeArray();
+    Json covered = Json::MakeArray();
+    std::string names;
+    size_t checked = 0;
+    for (size_t i = 0; i < p.inv.objects.size(); ++i) {
+      FileFacts* fi = p.files[i];
+      const LoadedLibrary& o = p.inv.objects[i];
+      if (fi == nullptr || !fi->image || o.unloaded_ns || !SameAsLoaded(o, *fi)) continue;
+      const elf::FatbinListing& fb = ctx.files.Fatbin(*fi);
+      if (fb.entries.empty()) continue;
+      ++checked;
+      const elf::Coverage c = elf::CanRunOn(fb.entries, arch);
+      if (c.covered()) {
+        Json j = Json::MakeObject();
+        j["path"] = o.path;
+        j["via"] = std::string(elf::CoverageKindName(c.kind)) + " " +
+                   elf::FormatArch(c.via, c.kind == elf::CoverageKind::kPtxJit);
+        covered.Append(std::move(j));
+        continue;
+      }
+      std::set<std::string> archs;
+      for (const elf::FatbinEntry& e : fb.entries) {
+        if (e.kind != elf::FatbinKind::kOther) archs.insert(elf::DescribeArch(e));
+      }
+      Json j = LibJson(o);
+      Json have = Json::MakeArray();
+      for (const std::string& a : archs) have.Append(a);
+      j["device_code"] = std::move(have);
+      j["explanation"] = c.explanation;
+      libs.Append(std::move(j));
+      if (!names.empty()) names += ", ";
+      names += NameOf(o);
+    }
+    if (libs.array().empty()) continue;
+    Finding f;
+    f.id = "abi.no-kernel-image";
+    f.severity = Severity::kError;
+    f.pid = t.pid();
+    const std::string arch_name = elf::FormatArch(arch);
+    f.evidence["gpu_arch"] = arch_name;
+    f.evidence["arch_source"] = source;
+    f.evidence["libraries"] = std::move(libs);
+    f.evidence["covered_libraries"] = std::move(covered);
+    f.evidence["libraries_with_device_code"] = static_cast<uint64_t>(checked);
+    f.evidence["errors"] = errors;
+    if (!p.host.same_host) f.evidence["disk_checks"] = p.host.DiskChecksLabel() + "; build-id-verified files only";
+    reported_errors = true;
+    f.summary = "no kernel image for " + arch_name + " in " + names +
+                ": no cubin runs on it and no PTX can be JIT-compiled for it";
+    f.advice =
+        "These libraries were compiled without code for this GPU, so their kernels fail with "
+        "\"no kernel image is available for execution on the device\". Install a build that "
+        "includes " + arch_name + " (newer GPUs need newer wheels; older GPUs such as sm_70 "
+        "are dropped by CUDA 13 builds: use the CUDA 12 wheels), or rebuild with "
+        "TORCH_CUDA_ARCH_LIST / -gencode including it.";
+    report.AddFinding(std::move(f));
+  }
+  if (!reported_errors && !errors.array().empty()) {
+    Finding f;
+    f.id = "abi.no-kernel-image";
+    f.severity = Severity::kError;
+    f.pid = t.pid();
+    f.evidence["errors"] = errors;
+    std::string caller = errors.array()[0]["caller"].is_string() ? errors.array()[0]["caller"].str() : "";
+    f.summary = "a kernel had no image for this GPU (CUDA error " +
+                std::to_string(errors.array()[0]["rc"].as_int()) + ")" +
+                (caller.empty() ? "" : " in " + Basename(caller));
+    f.advice =
+        "The calling library has no cubin for this GPU and no PTX the driver can JIT. Install "
+        "a build that supports this GPU's compute capability (check with "
+        "`colabtrace report --gpu-arch sm_XY`).";
+    report.AddFinding(std::move(f));
+  }
+}
+
+}  // namespace colabtrace::analyzer::abi

@@ -1,0 +1,46 @@
+// abi.system-vs-pip (warning)
+//
+// Rule: one library family (colabtrace_elf's ClassifyLibrary; glibc excluded) has loaded
+// files both under site-packages/dist-packages ("pip") and under system directories
+// (/usr, /lib, /lib64, /opt, /etc, including apt's /usr/lib/python3/dist-packages) in one
+// process.
+#include <map>
+
+#include "abi/rules/rules.h"
+
+namespace colabtrace::analyzer::abi {
+
+void SystemVsPipRule(const ProcessLibraries& p, ReportBuilder& report) {
+  std::map<std::string, std::pair<std::vector<size_t>, std::vector<size_t>>> fams;
+  for (size_t i = 0; i < p.inv.objects.size(); ++i) {
+    const std::string& fam = p.family[i].family;
+    if (fam.empty() || fam == "glibc" || p.inv.objects[i].is_executable) continue;
+    const std::string_view origin = Origin(p.inv.objects[i].path);
+    if (origin == "pip") fams[fam].first.push_back(i);
+    if (origin == "system") fams[fam].second.push_back(i);
+  }
+  for (const auto& [fam, sides] : fams) {
+    if (sides.first.empty() || sides.second.empty()) continue;
+    Finding f;
+    f.id = "abi.system-vs-pip";
+    f.severity = Severity::kWarning;
+    f.pid = p.trace->pid();
+    f.evidence["family"] = fam;
+    Json pip = Json::MakeArray(), sys = Json::MakeArray();
+    for (size_t i : sides.first) pip.Append(LibJson(p.inv.objects[i]));
+    for (size_t i : sides.second) sys.Append(LibJson(p.inv.objects[i]));
+    f.evidence["pip"] = std::move(pip);
+    f.evidence["system"] = std::move(sys);
+    f.summary = fam + " libraries come both from site-packages (" + p.inv.objects[sides.first[0]].path +
+                ") and from the system (" + p.inv.objects[sides.second[0]].path + ")";
+    f.advice =
+        "Parts of one library family come from a pip wheel and from a system install, which "
+        "are usually different versions. On Colab this is typically LD_LIBRARY_PATH pointing "
+        "at /usr/local/cuda or /usr/lib64-nvidia: remove the system directory from "
+        "LD_LIBRARY_PATH (or uninstall the wheel) so that one copy serves everything, then "
+        "restart the runtime.";
+    report.AddFinding(std::move(f));
+  }
+}
+
+}  // namespace colabtrace::analyzer::abi

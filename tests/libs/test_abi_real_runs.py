@@ -1,0 +1,187 @@
+"""The abi.* findings on real runs (issue 9): no false alarms, exact causes.
+
+Real programs load real libraries under the shim; `colabtrace report --format json` is
+checked exactly: auditwheel-vendored copies are not duplicates (a CUDA library or
+libstdc++ still is), abi.load-failed is info for an optional load the program handled and
+an error when it matters, and a trace analyzed on another host gets no disk-based
+evidence (COLABTRACE_ANALYZER_HOST_ID makes the analyzer another host, test-only)."""
+import json
+import os
+import shutil
+import subprocess
+import unittest
+
+import ctharness as h
+
+LIBS = os.path.join(h.BUILD, "tests", "libs")
+CTLOAD = h.test_bin("libs", "ctload")
+VEND = os.path.join(LIBS, "vendored")
+PLAIN = os.path.join(VEND, "ct_vend", "libct_vend.so.1")
+HASHED_A = os.path.join(VEND, "ct_vend-a34b3233", "libct_vend-a34b3233.so.1")
+HASHED_B = os.path.join(VEND, "ct_vend-040039e1", "libct_vend-040039e1.so.1")
+FAKE_CUDART12 = os.path.join(LIBS, "fakecuda12", "libcudart.so.12")
+VENDORED_CUDART = os.path.join(VEND, "cudart", "libcudart-1a2b3c4d.so.12")
+DEP = os.path.join(LIBS, "origin", "deps", "libct_dep.so")
+LOCALDEP = os.path.join(LIBS, "origin", "deps", "libct_localdep.so")
+PLUGIN = os.path.join(LIBS, "origin", "libct_plugin.so")  # needs libct_localdep.so via $ORIGIN/deps
+LIBSTDCXX = "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"
+MISSING = "cannot open shared object file: No such file or directory"
+
+
+def pyenv_shim():
+    """The pyenv `python3` shim on PATH (a bash script), or None."""
+    p = shutil.which("python3")
+    if not p:
+        return None
+    with open(p, "rb") as f:
+        head = f.read(4096)
+    return p if head.startswith(b"#!") and b"pyenv" in head else None
+
+
+class RealRunsTest(h.TempDirTest):
+    def load(self, *ops, rc=0):
+        r = h.run_traced([CTLOAD, *ops])
+        self.assertEqual(r.returncode, rc, r.stderr)
+        return r, h.report(*r.traces)
+
+    def errors(self, rep):
+        return [(f["id"], f["summary"]) for f in rep["findings"] if f["severity"] == "error"]
+
+    # ---- abi.duplicate-library -----------------------------------------------------------
+
+    def test_vendored_copies_are_not_duplicates(self):
+        r, rep = self.load(f"open:{PLAIN}", f"open:{HASHED_A}", f"open:{HASHED_B}",
+                           f"call:{PLAIN}:ct_which", f"call:{HASHED_A}:ct_which", f"call:{HASHED_B}:ct_which")
+        # Three different files, all mapped at once, each answering for itself.
+        self.assertEqual(r.stdout, f"open {PLAIN}: ok\nopen {HASHED_A}: ok\nopen {HASHED_B}: ok\n"
+                         "call ct_which: ct_vend\ncall ct_which: ct_vend-a34b3233\ncall ct_which: ct_vend-040039e1\n")
+        sonames = {l["path"]: l["soname"] for l in rep["libraries"] if l["ok"]}
+        self.assertEqual([sonames[p] for p in (PLAIN, HASHED_A, HASHED_B)],
+                         ["libct_vend.so.1", "libct_vend-a34b3233.so.1", "libct_vend-040039e1.so.1"])
+        self.assertEqual(h.findings(rep, "abi.duplicate-library"), [])
+        self.assertEqual(self.errors(rep), [])
+
+    def test_vendored_cuda_copy_is_still_a_duplicate(self):
+        r, rep = self.load(f"open:{FAKE_CUDART12}", f"open:{VENDORED_CUDART}")
+        self.assertEqual(r.stdout, f"open {FAKE_CUDART12}: ok\nopen {VENDORED_CUDART}: ok\n")
+        fs = h.findings(rep, "abi.duplicate-library")
+        self.assertEqual(len(fs), 1, fs)
+        self.assertEqual(fs[0]["severity"], "error")
+        self.assertEqual((fs[0]["evidence"]["family"], fs[0]["evidence"]["library"]), ("cudart", "cudart"))
+        self.assertEqual([c["path"] for c in fs[0]["evidence"]["copies"]], [FAKE_CUDART12, VENDORED_CUDART])
+
+    @unittest.skipUnless(os.path.exists(LIBSTDCXX), "needs the system libstdc++")
+    def test_vendored_libstdcxx_copy_is_still_a_duplicate(self):
+        copy = os.path.join(self.tmp, "libstdc++-1a2b3c4d.so.6")
+        shutil.copy(LIBSTDCXX, copy)
+        r, rep = self.load(f"open:{LIBSTDCXX}", f"open:{copy}")
+        self.assertEqual(r.stdout, f"open {LIBSTDCXX}: ok\nopen {copy}: ok\n")
+        fs = h.findings(rep, "abi.duplicate-library")
+        self.assertEqual(len(fs), 1, fs)
+        self.assertEqual(fs[0]["evidence"]["family"], "libstdc++")
+        self.assertEqual(sorted(c["path"] for c in fs[0]["evidence"]["copies"]), sorted([LIBSTDCXX, copy]))
+
+    # ---- abi.load-failed severity ------------------------------------------------------------
+
+    def test_optional_load_in_a_run_that_went_on_is_info(self):
+        r, rep = self.load("open:libct_optional_plugin.so.1", f"open:{DEP}")
+        self.assertEqual(r.stdout, f"open libct_optional_plugin.so.1: error libct_optional_plugin.so.1: {MISSING}\n"
+                         f"open {DEP}: ok\n")
+        f = h.findings(rep, "abi.load-failed")
+        self.assertEqual([(x["severity"], x["evidence"]["requested"]) for x in f],
+                         [("info", "libct_optional_plugin.so.1")])
+        self.assertEqual(f[0]["evidence"]["severity_reason"],
+                         "an optional load: the process went on and ended normally")
+        self.assertEqual(self.errors(rep), [])
+
+    def test_optional_load_then_the_process_failed_is_an_error(self):
+        r, rep = self.load("open:libct_optional_plugin.so.1", "exit:3", rc=3)
+        f = h.findings(rep, "abi.load-failed")
+        self.assertEqual([x["severity"] for x in f], ["error"])
+        self.assertEqual(f[0]["evidence"]["severity_reason"], "the process failed after this load failed")
+
+    def test_missing_dt_needed_dependency_is_an_error(self):
+        # The plugin is found, its DT_NEEDED libct_localdep.so is not (no deps/ beside it).
+        plugin = os.path.join(self.tmp, "libct_plugin.so")
+        shutil.copy(PLUGIN, plugin)
+        r, rep = self.load(f"open:{plugin}")
+        self.assertEqual(r.stdout, f"open {plugin}: error libct_localdep.so: {MISSING}\n")
+        f = h.findings(rep, "abi.load-failed")
+        self.assertEqual([x["severity"] for x in f], ["error"])
+        self.assertEqual(f[0]["evidence"]["severity_reason"],
+                         "the library was found but its dependency (DT_NEEDED) libct_localdep.so is missing")
+
+    def test_cuda_family_load_is_an_error_and_the_driver_probe_on_a_cpu_host_is_info(self):
+        r, rep = self.load("open:libcudnn.so.1234", "open:libcuda.so.1234")
+        by_req = {x["evidence"]["requested"]: x for x in h.findings(rep, "abi.load-failed")}
+        self.assertEqual(sorted(by_req), ["libcuda.so.1234", "libcudnn.so.1234"])
+        self.assertEqual(by_req["libcudnn.so.1234"]["severity"], "error")
+        self.assertEqual(by_req["libcuda.so.1234"]["severity"], "info")
+        self.assertEqual(by_req["libcuda.so.1234"]["evidence"]["severity_reason"],
+                         "no CUDA driver on this host and no GPU use recorded: a CPU-only run")
+
+    @unittest.skipUnless(pyenv_shim(), "needs pyenv's python3 shim on PATH")
+    def test_pyenv_shim_python3_has_no_error_findings(self):
+        r = h.run_traced(["python3", "-c", "pass"])
+        self.assertEqual((r.returncode, r.stdout), (0, ""), r.stderr)
+        rep = h.report(*r.traces)
+        self.assertEqual(self.errors(rep), [])
+        # bash's `enable -f .../pyenv-realpath.dylib` fails and pyenv falls back: info, with
+        # the real error text.
+        lf = h.findings(rep, "abi.load-failed")
+        self.assertTrue(all(f["severity"] == "info" for f in lf), lf)
+        self.assertTrue(any("pyenv-realpath.dylib" in f["evidence"]["requested"] for f in lf), lf)
+
+    # ---- another host ------------------------------------------------------------------------
+
+    def report_as(self, host_id, *traces):
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+        if host_id:
+            env["COLABTRACE_ANALYZER_HOST_ID"] = host_id
+        p = subprocess.run([h.CLI, "report", "--format", "json", *traces], capture_output=True, text=True,
+                           env=env, timeout=120)
+        self.assertIn(p.returncode, (0, 1), p.stderr)
+        return json.loads(p.stdout)
+
+    def test_disk_checks_are_skipped_for_a_trace_from_another_host(self):
+        lib = os.path.join(self.tmp, "libct_swapped.so")
+        shutil.copy(DEP, lib)
+        # The file is swapped during the run and the process is killed before it exits, so
+        # the shim never re-checks it: only the file on disk tells (changed during the run).
+        r = h.run_traced([CTLOAD, f"open:{lib}", f"replace:{LOCALDEP}:{lib}", "sleep:300", "killself"],
+                         env={"COLABTRACE_SAMPLE_MS": "50"})
+        self.assertEqual(r.returncode, -9, r.stderr)
+        self.assertEqual(h.records(r.traces[0], "lib_check"), [])
+        host = {x["key"]: x["value"] for x in h.records(r.traces[0], "host_info")}
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            self.assertEqual(host["boot_id"], f.read().strip())
+        if os.path.exists("/etc/machine-id"):
+            with open("/etc/machine-id") as f:
+                self.assertEqual(host["machine_id"], f.read().strip())
+        # Analyzed here: the swap is a true abi.stale-library.
+        here = self.report_as(None, *r.traces)
+        stale = h.findings(here, "abi.stale-library")
+        self.assertEqual([f["evidence"]["path"] for f in stale], [lib])
+        self.assertEqual([l["on_disk"] for l in here["libraries"] if l["path"] == lib], ["changed during the run"])
+        self.assertNotIn("disk_checks", here["processes"][0]["libraries"])
+        # Analyzed on "another host": this machine's file says nothing about the traced one.
+        there = self.report_as("another-host-0123", *r.traces)
+        self.assertEqual(h.findings(there, "abi.stale-library"), [])
+        self.assertEqual([l["on_disk"] for l in there["libraries"] if l["path"] == lib], ["unknown"])
+        self.assertEqual(there["processes"][0]["libraries"]["disk_checks"],
+                         "skipped: trace from another host (boot_id differs)")
+
+    def test_load_failed_searches_no_disk_for_a_trace_from_another_host(self):
+        d = os.path.join(self.tmp, "late")
+        os.makedirs(d)
+        shutil.copy(DEP, os.path.join(d, "libct_late.so.3"))
+        r = h.run_traced([CTLOAD, f"setenv:LD_LIBRARY_PATH={d}", "open:libct_late.so.3"])
+        here = h.findings(self.report_as(None, *r.traces), "abi.load-failed")
+        self.assertEqual([c["path"] for c in here[0]["evidence"]["copies_found"]], [os.path.join(d, "libct_late.so.3")])
+        there = h.findings(self.report_as("another-host-0123", *r.traces), "abi.load-failed")
+        self.assertEqual(there[0]["evidence"]["copies_found"], [])
+        self.assertEqual(there[0]["evidence"]["disk_checks"], "skipped: trace from another host (boot_id differs)")
+
+
+if __name__ == "__main__":
+    unittest.main()
