@@ -265,6 +265,7 @@ class Replay {
     b.tid = a.tid;
     b.stack = a.stack;
     b.caller = a.caller;
+    b.py_stack = PyStackOf(a);
     if (cls.kind == MemKind::kHostPinned) {
       if (a.rc != 0) {
         ++out_->host.failed_allocations;

@@ -26,6 +26,16 @@ namespace colabtrace::analyzer::gpu {
 inline constexpr uint64_t kSegmentGranularity = 2ull << 20;
 
 // One allocation (a live segment, a VMM physical handle, a pinned host buffer).
+// The Python stack (String id) of an allocation record; 0 for records written before the
+// field existed (the Python-attribution work adds GpuAlloc.py_stack).
+template <class R> uint64_t PyStackOf(const R& r) {
+  if constexpr (requires { r.py_stack; }) {
+    return r.py_stack;
+  } else {
+    return 0;
+  }
+}
+
 struct Block {
   uint64_t addr = 0;   // address (or, for VMM, the handle)
   uint64_t size = 0;   // requested bytes
@@ -37,6 +47,7 @@ struct Block {
   uint32_t tid = 0;
   uint64_t stack = 0;   // Stack id (0: none)
   uint64_t caller = 0;  // return address, when there is no stack
+  uint64_t py_stack = 0;  // the Python stack's String id (0: none recorded)
 };
 
 // Free extents between this process's segments on one device.

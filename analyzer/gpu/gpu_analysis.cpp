@@ -12,6 +12,11 @@
 //   failed_allocations  device-memory allocation calls that returned an error (any code).
 //   peak_bytes          the highest sum of live requested sizes (device memory).
 //   leaked_bytes        device memory still allocated when the process exited or was killed.
+//   leak_growth_bytes   the part of it that kept growing after warm-up (gpu.leak; the rule
+//                       is in leak_growth.h). `check` keys on this one: it is 0 for a run
+//                       whose caches merely hold memory at exit.
+//   held_at_exit_bytes  leaked_bytes - leak_growth_bytes: memory held at the end without
+//                       growing (framework caches, pools): context, not a warning.
 // Pinned host memory has the same figures under host_pinned.
 #include <algorithm>
 #include <cmath>
@@ -21,6 +26,8 @@
 #include "analyses/factories.h"
 #include "gpu/allocation_timeline.h"
 #include "gpu/gpu_findings.h"
+#include "gpu/cupti_merge.h"
+#include "gpu/leak_growth.h"
 #include "report/report.h"
 
 namespace colabtrace::analyzer {
@@ -181,11 +188,15 @@ class GpuAnalysis final : public Analysis {
  private:
   static Json ProcessJson(const ProcessTrace& t, const AllocationTimeline& g) {
     Json j = Json::MakeObject();
-    j["allocations"] = g.allocations;
+    const gpu::CuptiSummary cupti = gpu::SummarizeCupti(t);
+    j["allocations"] = g.allocations + cupti.only_allocations;  // cupti_merge.h
     j["frees"] = g.frees;
     j["failed_allocations"] = g.failed_allocations;
     j["peak_bytes"] = g.peak_bytes;
     j["leaked_bytes"] = g.leaked_bytes;
+    const gpu::LeakGrowth lg = gpu::FindLeakGrowth(g, t.end_ns());
+    j["leak_growth_bytes"] = lg.growth_bytes;
+    j["held_at_exit_bytes"] = lg.held_at_exit_bytes;
     j["peak_at_ns"] = g.peak_bytes > 0 ? Json(Rel(g.peak_ts, t.start_ns())) : Json();
     j["unmatched_frees"] = g.unmatched_frees;
     j["zero_size_allocations"] = g.zero_size_allocations;
@@ -198,6 +209,21 @@ class GpuAnalysis final : public Analysis {
       kinds[gpu::MemKindName(k)] = std::move(o);
     }
     j["by_kind"] = std::move(kinds);
+    if (cupti.seen) {
+      Json c = Json::MakeObject();
+      c["state"] = cupti.state;
+      c["rc"] = cupti.rc;
+      c["injected"] = cupti.injected;
+      c["activity_records"] = cupti.activity_records;
+      c["dropped_records"] = cupti.dropped;
+      c["merged_allocations"] = cupti.merged_allocations;
+      c["cupti_only_allocations"] = cupti.only_allocations;
+      c["cupti_only_bytes"] = cupti.only_bytes;
+      Json archs = Json::MakeArray();
+      for (const std::string& a : cupti.module_archs) archs.Append(a);
+      c["module_archs"] = std::move(archs);
+      j["cupti"] = std::move(c);
+    }
     Json codes = Json::MakeObject();
     for (const auto& [rc, n] : g.failures_by_code) codes[std::to_string(rc)] = n;
     j["failures_by_code"] = std::move(codes);
@@ -304,7 +330,7 @@ class GpuAnalysis final : public Analysis {
   static Json TotalsJson(const std::vector<ProcessTrace>& traces,
                          const std::vector<AllocationTimeline>& tl, uint64_t run_start) {
     Json j = Json::MakeObject();
-    uint64_t allocations = 0, frees = 0, failed = 0, leaked = 0;
+    uint64_t allocations = 0, frees = 0, failed = 0, leaked = 0, growth = 0, held = 0;
     gpu::HostPinned host;
     std::vector<Series> all;
     struct Shared {
@@ -315,10 +341,13 @@ class GpuAnalysis final : public Analysis {
     std::map<std::string, Shared> devices;
     for (size_t i = 0; i < tl.size(); ++i) {
       const AllocationTimeline& g = tl[i];
-      allocations += g.allocations;
+      allocations += g.allocations + gpu::SummarizeCupti(traces[i]).only_allocations;
       frees += g.frees;
       failed += g.failed_allocations;
       leaked += g.leaked_bytes;
+      const gpu::LeakGrowth lg = gpu::FindLeakGrowth(g, traces[i].end_ns());
+      growth += lg.growth_bytes;
+      held += lg.held_at_exit_bytes;
       host.allocations += g.host.allocations;
       host.frees += g.host.frees;
       host.failed_allocations += g.host.failed_allocations;
@@ -338,6 +367,8 @@ class GpuAnalysis final : public Analysis {
     j["failed_allocations"] = failed;
     j["peak_bytes"] = peak;
     j["leaked_bytes"] = leaked;
+    j["leak_growth_bytes"] = growth;
+    j["held_at_exit_bytes"] = held;
     j["peak_at_ns"] = peak > 0 ? Json(Rel(peak_ts, run_start)) : Json();
     Json devs = Json::MakeArray();
     for (auto& [key, s] : devices) {
@@ -386,14 +417,16 @@ class GpuAnalysis final : public Analysis {
     if (g.allocations == 0 && g.failed_allocations == 0 && g.host.allocations == 0) return "";
     char line[512];
     std::string s;
+    const gpu::LeakGrowth lg = gpu::FindLeakGrowth(g, t.end_ns());
     std::snprintf(line, sizeof(line),
                   "pid %u: %llu allocations, %llu frees, %llu failed; peak %s at +%.3f s; %s still "
-                  "allocated at the end\n",
+                  "allocated at the end (%s of it growing, %s held)\n",
                   t.pid(), static_cast<unsigned long long>(g.allocations),
                   static_cast<unsigned long long>(g.frees),
                   static_cast<unsigned long long>(g.failed_allocations), FormatBytes(g.peak_bytes).c_str(),
                   static_cast<double>(Rel(g.peak_ts, t.start_ns())) / 1e9,
-                  FormatBytes(g.leaked_bytes).c_str());
+                  FormatBytes(g.leaked_bytes).c_str(), FormatBytes(lg.growth_bytes).c_str(),
+                  FormatBytes(lg.held_at_exit_bytes).c_str());
     s += line;
     for (const auto& [index, d] : g.devices) {
       const double pct = d.total > 0 ? 100.0 * static_cast<double>(d.peak_bytes) / static_cast<double>(d.total) : 0;

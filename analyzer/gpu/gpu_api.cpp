@@ -66,7 +66,7 @@ std::string_view MemKindName(MemKind k) {
 }
 
 std::string_view GpuErrorName(int64_t rc, bool runtime) {
-  // The codes a memory report meets; both layers share the numbers for these.
+  // The codes a memory or launch report meets; both layers share the numbers for these.
   switch (rc) {
     case 0: return runtime ? "cudaSuccess" : "CUDA_SUCCESS";
     case 1: return runtime ? "cudaErrorInvalidValue" : "CUDA_ERROR_INVALID_VALUE";
@@ -77,10 +77,20 @@ std::string_view GpuErrorName(int64_t rc, bool runtime) {
     case 35: return runtime ? "cudaErrorInsufficientDriver" : "";
     case 100: return runtime ? "cudaErrorNoDevice" : "CUDA_ERROR_NO_DEVICE";
     case 101: return runtime ? "cudaErrorInvalidDevice" : "CUDA_ERROR_INVALID_DEVICE";
+    case 9: return runtime ? "cudaErrorInvalidConfiguration" : "";
+    case 98: return runtime ? "cudaErrorInvalidDeviceFunction" : "";
+    case 200: return runtime ? "cudaErrorInvalidKernelImage" : "CUDA_ERROR_INVALID_IMAGE";
     case 201: return runtime ? "cudaErrorDeviceUninitialized" : "CUDA_ERROR_INVALID_CONTEXT";
     case 209: return runtime ? "cudaErrorNoKernelImageForDevice" : "CUDA_ERROR_NO_BINARY_FOR_GPU";
+    case 218: return runtime ? "cudaErrorInvalidPtx" : "CUDA_ERROR_INVALID_PTX";
     case 222: return runtime ? "cudaErrorUnsupportedPtxVersion" : "CUDA_ERROR_UNSUPPORTED_PTX_VERSION";
+    case 400: return runtime ? "cudaErrorInvalidResourceHandle" : "CUDA_ERROR_INVALID_HANDLE";
     case 500: return runtime ? "cudaErrorSymbolNotFound" : "CUDA_ERROR_NOT_FOUND";
+    case 700: return runtime ? "cudaErrorIllegalAddress" : "CUDA_ERROR_ILLEGAL_ADDRESS";
+    case 701: return runtime ? "cudaErrorLaunchOutOfResources" : "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES";
+    case 702: return runtime ? "cudaErrorLaunchTimeout" : "CUDA_ERROR_LAUNCH_TIMEOUT";
+    case 719: return runtime ? "cudaErrorLaunchFailure" : "CUDA_ERROR_LAUNCH_FAILED";
+    case 720: return runtime ? "cudaErrorCooperativeLaunchTooLarge" : "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE";
     case 801: return runtime ? "cudaErrorNotSupported" : "CUDA_ERROR_NOT_SUPPORTED";
     case 999: return runtime ? "cudaErrorUnknown" : "CUDA_ERROR_UNKNOWN";
     default: return "";

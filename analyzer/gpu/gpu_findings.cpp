@@ -8,6 +8,8 @@
 
 #include "analyses/process_facts.h"
 #include "analyses/symbolize.h"
+#include "gpu/cupti_merge.h"
+#include "gpu/leak_growth.h"
 
 namespace colabtrace::analyzer::gpu {
 namespace {
@@ -325,57 +327,56 @@ void AddOomFindings(ReportBuilder& report, const ProcessTrace& t, const Allocati
 
 // ---- gpu.leak ------------------------------------------------------------------------------
 
+// The rule is in leak_growth.h: never-freed allocations from one site that keep coming
+// after warm-up. Memory merely held at exit (caches, pools) is not reported here.
 void AddLeakFinding(ReportBuilder& report, const ProcessTrace& t, const AllocationTimeline& g) {
-  if (g.leaked_bytes == 0) return;
+  const LeakGrowth lg = FindLeakGrowth(g, t.end_ns());
+  if (lg.groups.empty()) return;
   const bool killed = ProcessFacts::Of(t).end_kind == EndKind::kKilled;
-  struct Group {
-    uint64_t bytes = 0, count = 0;
-    uint16_t api = 0;
-    MemKind kind = MemKind::kNone;
-    std::vector<std::string> stack;
-  };
-  std::map<std::vector<std::string>, Group> groups;
-  for (const Block& b : g.leaked) {
-    std::vector<std::string> st = BlockStack(t, b.stack, b.caller);
-    Group& gr = groups[st];
-    gr.bytes += b.size;
-    ++gr.count;
-    gr.api = b.api;
-    gr.kind = b.kind;
-    gr.stack = std::move(st);
-  }
-  std::vector<const Group*> sorted;
-  for (const auto& [k, gr] : groups) sorted.push_back(&gr);
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const Group* a, const Group* b) { return a->bytes > b->bytes; });
+  double rate = 0;
+  for (const LeakGroup& gr : lg.groups) rate += gr.rate_bytes_per_s;
   Finding fd;
   fd.id = "gpu.leak";
   fd.severity = Severity::kWarning;
   fd.pid = t.pid();
   Json& ev = fd.evidence;
+  ev["growth_bytes"] = lg.growth_bytes;
+  ev["allocations"] = lg.growth_allocations;
+  ev["growth_rate_bytes_per_s"] = static_cast<uint64_t>(std::llround(rate));
+  ev["held_at_exit_bytes"] = lg.held_at_exit_bytes;
   ev["leaked_bytes"] = g.leaked_bytes;
-  ev["allocations"] = static_cast<uint64_t>(g.leaked.size());
+  ev["warmup_end_ns"] = Rel(t, lg.warmup_end);
   ev["at"] = killed ? "kill" : "exit";
-  ev["groups"] = static_cast<uint64_t>(groups.size());
+  ev["groups"] = static_cast<uint64_t>(lg.groups.size());
   Json arr = Json::MakeArray();
-  for (size_t i = 0; i < sorted.size() && i < kMaxLeakGroups; ++i) {
+  for (size_t i = 0; i < lg.groups.size() && i < kMaxLeakGroups; ++i) {
+    const LeakGroup& gr = lg.groups[i];
     Json j = Json::MakeObject();
-    j["bytes"] = sorted[i]->bytes;
-    j["count"] = sorted[i]->count;
-    j["api"] = GpuApiLabel(sorted[i]->api);
-    j["kind"] = std::string(MemKindName(sorted[i]->kind));
-    j["stack"] = StackJson(sorted[i]->stack);
+    j["bytes"] = gr.bytes;
+    j["count"] = gr.count;
+    j["after_warmup_count"] = gr.after_warmup_count;
+    j["rate_bytes_per_s"] = static_cast<uint64_t>(std::llround(gr.rate_bytes_per_s));
+    j["first_at_ns"] = Rel(t, gr.first_ts);
+    j["last_at_ns"] = Rel(t, gr.last_ts);
+    j["api"] = GpuApiLabel(gr.api);
+    j["kind"] = std::string(MemKindName(gr.kind));
+    if (gr.py_stack != 0) j["python_stack"] = std::string(t.Str(gr.py_stack));
+    j["stack"] = StackJson(BlockStack(t, gr.stack, gr.caller));
     arr.Append(std::move(j));
   }
   ev["by_stack"] = std::move(arr);
-  fd.summary = std::to_string(g.leaked.size()) + " GPU allocation(s), " + FormatBytes(g.leaked_bytes) +
-               ", were still allocated " + (killed ? "when the process was killed" : "at exit") +
-               " (" + std::to_string(groups.size()) + " allocation stack(s))";
+  char rate_text[64];
+  std::snprintf(rate_text, sizeof(rate_text), "%s/s", FormatBytes(static_cast<uint64_t>(rate)).c_str());
+  fd.summary = "GPU memory kept growing: " + std::to_string(lg.growth_allocations) +
+               " allocation(s), " + FormatBytes(lg.growth_bytes) + ", from " +
+               std::to_string(lg.groups.size()) + " allocation site(s) were never freed (about " +
+               rate_text + ") and still allocated " +
+               (killed ? "when the process was killed" : "at exit");
   fd.advice =
-      "Free what you allocate (cudaFree, or drop the last reference to a tensor). A framework "
-      "cache kept until exit shows up here too; that is harmless unless these bytes grow with "
-      "each step or experiment: compare the stacks, and in notebooks release models between "
-      "runs (del model; gc.collect(); torch.cuda.empty_cache()).";
+      "These sites allocate again and again after warm-up and never free: free what you "
+      "allocate (cudaFree, or drop the last reference to a tensor: a list that collects "
+      "losses or outputs without .item()/.detach() keeps them alive). Memory a framework "
+      "cache merely holds at exit is not counted here (held_at_exit_bytes).";
   report.AddFinding(std::move(fd));
 }
 
@@ -616,6 +617,36 @@ void AddCoverageFinding(ReportBuilder& report, const ProcessTrace& t, const Allo
     if (!summary.empty()) summary += "; ";
     summary += std::to_string(unwrapped) + " driver entry point(s) could not be wrapped";
   }
+  const CuptiSummary cupti = SummarizeCupti(t);
+  if (cupti.only_allocations > 0) {
+    Json c = Json::MakeObject();
+    c["cause"] = "allocations-seen-only-by-cupti";
+    c["allocations"] = cupti.only_allocations;
+    c["bytes"] = cupti.only_bytes;
+    causes.Append(std::move(c));
+    if (!summary.empty()) summary += "; ";
+    summary += std::to_string(cupti.only_allocations) + " allocation(s), " +
+               FormatBytes(cupti.only_bytes) +
+               ", seen only by CUPTI (a statically linked CUDA runtime the hooks cannot see; "
+               "counted, but without stacks)";
+  }
+  if (cupti.dropped > 0) {
+    Json c = Json::MakeObject();
+    c["cause"] = "cupti-records-dropped";
+    c["records"] = cupti.dropped;
+    causes.Append(std::move(c));
+    if (!summary.empty()) summary += "; ";
+    summary += "CUPTI dropped " + std::to_string(cupti.dropped) + " activity record(s)";
+  }
+  if (cupti.state == "backed-off") {
+    Json c = Json::MakeObject();
+    c["cause"] = "cupti-has-another-subscriber";
+    c["rc"] = cupti.rc;
+    causes.Append(std::move(c));
+    if (!summary.empty()) summary += "; ";
+    summary += "CUPTI was requested but another tool (a profiler) already subscribed, so the "
+               "shim stepped back";
+  }
   if (causes.array().empty()) return;
   Finding fd;
   fd.id = "gpu.coverage-incomplete";
@@ -637,6 +668,7 @@ void AddGpuFindings(ReportBuilder& report, const ProcessTrace& t, const Allocati
                     const OthersOnDevice& others) {
   AddOomFindings(report, t, g, others);
   AddLeakFinding(report, t, g);
+  AddLaunchFailedFindings(report, t);
   AddChurnFinding(report, t, g);
   AddNearCapacity(report, t, g);
   AddConfigFindings(report, t, g);

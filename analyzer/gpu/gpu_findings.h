@@ -7,7 +7,9 @@
 //   gpu.oom                any other out-of-memory failure that was not recovered; the
 //                          cause is whichever holds the most: this process's segments,
 //                          other processes, or the CUDA context.
-//   gpu.leak               device memory still allocated at exit or kill (> 0 bytes).
+//   gpu.leak               never-freed allocations from one site that keep growing after
+//                          warm-up (leak_growth.h); memory merely held at exit is not one.
+//   gpu.launch-failed      kernel launches that returned an error (launch_failures.cpp).
 //   gpu.churn              >= 1000 raw segment allocate/free pairs at >= 100 per second.
 //   gpu.near-capacity      a device's peak >= 95% of its memory.
 //   gpu.allocator-config-ignored  an allocator variable set after the first allocation,
@@ -48,6 +50,10 @@ struct FailureVerdict {
 
 FailureVerdict JudgeFailure(const Failure& f, const DeviceMemory* device,
                             const OthersOnDevice& others);
+
+// gpu.launch-failed: one finding per (kernel, error) of the process's failed launches
+// (launch_failures.cpp).
+void AddLaunchFailedFindings(ReportBuilder& report, const ProcessTrace& t);
 
 // Adds the process's gpu.* findings.
 void AddGpuFindings(ReportBuilder& report, const ProcessTrace& t, const AllocationTimeline& g,

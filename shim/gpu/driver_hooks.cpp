@@ -8,8 +8,6 @@
 // failures, pools and VMM calls are recorded at any depth.
 #include "entry_points.h"
 
-#if defined(COLABTRACE_HAVE_CUDA_HEADERS)
-
 namespace colabtrace::shim::gpu {
 namespace {
 
@@ -396,15 +394,130 @@ CUresult L_cuLibraryLoadFromFile(decltype(&::cuLibraryLoadFromFile) real, const 
                 [&] { return real(lib, file, jo, jv, nj, lo, lv, nl); });
 }
 
+// ---- kernel launches and kernel names --------------------------------------------------------------
+// A launch that succeeds costs one comparison of its result; a failed one is recorded
+// (or, inside a runtime call, left for the runtime's record). Kernel handles are mapped
+// to names when the program asks the driver for them.
+
+namespace {
+template <class Run>
+__attribute__((always_inline)) inline CUresult Launch(GpuApi api, const void* caller,
+                                                      const void* real, CUfunction f, CUstream s,
+                                                      Run&& run) {
+  const CUresult r = run();
+  if (__builtin_expect(r != CUDA_SUCCESS, 0)) {
+    LaunchFailed(api, GpuLayer::kDriver, caller, real, r, f, U(s));
+  }
+  return r;
+}
+}  // namespace
+
+CUresult L_cuLaunchKernel(decltype(&::cuLaunchKernel) real, const void* caller, CUfunction f,
+                          unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                          unsigned bz, unsigned shmem, CUstream s, void** params, void** extra) {
+  if (real == nullptr) return kNoRealDriver;
+  return Launch(GpuApi::kCuLaunchKernel, caller, Addr(real), f, s,
+                [&] { return real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra); });
+}
+CUresult L_cuLaunchKernel_ptsz(decltype(&::cuLaunchKernel_ptsz) real, const void* caller,
+                               CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                               unsigned by, unsigned bz, unsigned shmem, CUstream s,
+                               void** params, void** extra) {
+  if (real == nullptr) return kNoRealDriver;
+  return Launch(GpuApi::kCuLaunchKernel_ptsz, caller, Addr(real), f, s,
+                [&] { return real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra); });
+}
+CUresult L_cuLaunchKernelEx(decltype(&::cuLaunchKernelEx) real, const void* caller,
+                            const CUlaunchConfig* config, CUfunction f, void** params,
+                            void** extra) {
+  if (real == nullptr) return kNoRealDriver;
+  return Launch(GpuApi::kCuLaunchKernelEx, caller, Addr(real), f,
+                config != nullptr ? config->hStream : nullptr,
+                [&] { return real(config, f, params, extra); });
+}
+CUresult L_cuLaunchKernelEx_ptsz(decltype(&::cuLaunchKernelEx_ptsz) real, const void* caller,
+                                 const CUlaunchConfig* config, CUfunction f, void** params,
+                                 void** extra) {
+  if (real == nullptr) return kNoRealDriver;
+  return Launch(GpuApi::kCuLaunchKernelEx_ptsz, caller, Addr(real), f,
+                config != nullptr ? config->hStream : nullptr,
+                [&] { return real(config, f, params, extra); });
+}
+CUresult L_cuLaunchCooperativeKernel(decltype(&::cuLaunchCooperativeKernel) real,
+                                     const void* caller, CUfunction f, unsigned gx, unsigned gy,
+                                     unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                                     unsigned shmem, CUstream s, void** params) {
+  if (real == nullptr) return kNoRealDriver;
+  return Launch(GpuApi::kCuLaunchCooperativeKernel, caller, Addr(real), f, s,
+                [&] { return real(f, gx, gy, gz, bx, by, bz, shmem, s, params); });
+}
+CUresult L_cuLaunchCooperativeKernel_ptsz(decltype(&::cuLaunchCooperativeKernel_ptsz) real,
+                                          const void* caller, CUfunction f, unsigned gx,
+                                          unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                          unsigned bz, unsigned shmem, CUstream s,
+                                          void** params) {
+  if (real == nullptr) return kNoRealDriver;
+  return Launch(GpuApi::kCuLaunchCooperativeKernel_ptsz, caller, Addr(real), f, s,
+                [&] { return real(f, gx, gy, gz, bx, by, bz, shmem, s, params); });
+}
+
+CUresult L_cuModuleGetFunction(decltype(&::cuModuleGetFunction) real, const void* caller,
+                               CUfunction* f, CUmodule m, const char* name) {
+  if (real == nullptr) return kNoRealDriver;
+  const CUresult r = real(f, m, name);
+  if (r == CUDA_SUCCESS && f != nullptr && name != nullptr && Recording()) {
+    ShimScope scope;
+    if (scope.entered()) {
+      const uint64_t now = Ticks();
+      RecordFunction(Call{GpuApi::kCuModuleGetFunction, GpuLayer::kDriver, caller, Addr(real),
+                          now, now, 0},
+                     U(*f), U(m), name);
+    }
+  }
+  return r;
+}
+CUresult L_cuLibraryGetKernel(decltype(&::cuLibraryGetKernel) real, const void* caller,
+                              CUkernel* k, CUlibrary lib, const char* name) {
+  if (real == nullptr) return kNoRealDriver;
+  const CUresult r = real(k, lib, name);
+  if (r == CUDA_SUCCESS && k != nullptr && name != nullptr && Recording()) {
+    ShimScope scope;
+    if (scope.entered()) {
+      const uint64_t now = Ticks();
+      RecordFunction(Call{GpuApi::kCuLibraryGetKernel, GpuLayer::kDriver, caller, Addr(real),
+                          now, now, 0},
+                     U(*k), U(lib), name);
+    }
+  }
+  return r;
+}
+CUresult L_cuFuncGetName(decltype(&::cuFuncGetName) real, const void* caller, const char** name,
+                         CUfunction f) {
+  if (real == nullptr) return kNoRealDriver;
+  const CUresult r = real(name, f);
+  if (r == CUDA_SUCCESS && name != nullptr && *name != nullptr && Recording()) {
+    ShimScope scope;
+    if (scope.entered()) {
+      const uint64_t now = Ticks();
+      RecordFunction(Call{GpuApi::kCuFuncGetName, GpuLayer::kDriver, caller, Addr(real), now,
+                          now, 0},
+                     U(f), 0, *name);
+    }
+  }
+  return r;
+}
+
 // ---- initialisation and entry points ----------------------------------------------------------------
 
 CUresult L_cuInit(decltype(&::cuInit) real, const void* caller, unsigned int flags) {
   if (real == nullptr) return kNoRealDriver;
   if (!Recording()) return real(flags);
-  return TracedDriver(GpuApi::kCuInit, false, caller, Addr(real), [&] { return real(flags); },
-                      [&](const Call& c, CUresult r) {
-                        if (r != CUDA_SUCCESS) RecordError(c);
-                      });
+  const CUresult r = TracedDriver(GpuApi::kCuInit, false, caller, Addr(real),
+                                  [&] { return real(flags); }, [&](const Call& c, CUresult rc) {
+                                    if (rc != CUDA_SUCCESS) RecordError(c);
+                                  });
+  if (r == CUDA_SUCCESS) CuptiAfterInit();
+  return r;
 }
 
 // cuGetProcAddress hands out wrappers for the entry points above; everything else (and
@@ -511,6 +624,38 @@ CUresult cuLibraryLoadFromFile(CUlibrary* lib, const char* file, CUjit_option* j
   CT_GPU_EXPORT(cuLibraryLoadFromFile, lib, file, jo, jv, nj, lo, lv, nl);
 }
 CUresult cuInit(unsigned int flags) { CT_GPU_EXPORT(cuInit, flags); }
+CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                        unsigned by, unsigned bz, unsigned sh, CUstream s, void** p, void** e) {
+  CT_GPU_EXPORT(cuLaunchKernel, f, gx, gy, gz, bx, by, bz, sh, s, p, e);
+}
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                             unsigned by, unsigned bz, unsigned sh, CUstream s, void** p,
+                             void** e) {
+  CT_GPU_EXPORT(cuLaunchKernel_ptsz, f, gx, gy, gz, bx, by, bz, sh, s, p, e);
+}
+CUresult cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void** p, void** e) {
+  CT_GPU_EXPORT(cuLaunchKernelEx, c, f, p, e);
+}
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* c, CUfunction f, void** p, void** e) {
+  CT_GPU_EXPORT(cuLaunchKernelEx_ptsz, c, f, p, e);
+}
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                   unsigned bx, unsigned by, unsigned bz, unsigned sh, CUstream s,
+                                   void** p) {
+  CT_GPU_EXPORT(cuLaunchCooperativeKernel, f, gx, gy, gz, bx, by, bz, sh, s, p);
+}
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                        unsigned bx, unsigned by, unsigned bz, unsigned sh,
+                                        CUstream s, void** p) {
+  CT_GPU_EXPORT(cuLaunchCooperativeKernel_ptsz, f, gx, gy, gz, bx, by, bz, sh, s, p);
+}
+CUresult cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) {
+  CT_GPU_EXPORT(cuModuleGetFunction, f, m, name);
+}
+CUresult cuLibraryGetKernel(CUkernel* k, CUlibrary lib, const char* name) {
+  CT_GPU_EXPORT(cuLibraryGetKernel, k, lib, name);
+}
+CUresult cuFuncGetName(const char** name, CUfunction f) { CT_GPU_EXPORT(cuFuncGetName, name, f); }
 CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) {
   CT_GPU_EXPORT(cuGetProcAddress, symbol, pfn, version, flags);
 }
@@ -522,4 +667,3 @@ CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint
 }  // extern "C"
 #pragma GCC visibility pop
 
-#endif  // COLABTRACE_HAVE_CUDA_HEADERS

@@ -17,8 +17,6 @@
 #include "call_site_cache.h"
 #include "gpu_module.h"
 
-#if defined(COLABTRACE_HAVE_CUDA_HEADERS)
-
 #include "gpu_hooks.def"
 
 namespace colabtrace::shim::gpu {
@@ -103,4 +101,3 @@ void* MapProcAddress(const char* symbol, void* p, int version, uint64_t flags,
 
 }  // namespace colabtrace::shim::gpu
 
-#endif  // COLABTRACE_HAVE_CUDA_HEADERS

@@ -38,6 +38,8 @@ struct GpuThread {
   uint16_t inner_api = 0;  // the last traced allocation-family driver call made inside the
   int32_t inner_rc = 0;    // current runtime call, and its result
   const void* inner_real = nullptr;  // the real driver function of the last wrapped call in it
+  const void* inner_func = nullptr;  // the CUfunction of a driver launch that failed in it
+  const void* inner_launch_real = nullptr;  // and that driver launch's real function
 };
 extern constinit thread_local GpuThread t_gpu CT_TLS;
 
@@ -49,8 +51,6 @@ bool IsShimText(const void* addr);
 uint64_t CaptureGpuStack();
 
 // ---- the CUDA libraries of the process -----------------------------------------------
-
-#if defined(COLABTRACE_HAVE_CUDA_HEADERS)
 
 enum class LibKind : uint8_t { kRuntime = 1, kDriver = 2 };
 
@@ -74,6 +74,7 @@ struct CudaLib {
   CUresult (*cu_device_total_mem)(size_t*, CUdevice);
   CUresult (*cu_device_mem_pool)(CUmemoryPool*, CUdevice);
   CUresult (*cu_pool_attribute)(CUmemoryPool, CUmemPool_attribute, void*);
+  CUresult (*cu_func_get_name)(const char**, CUfunction);
 };
 
 // The registered library holding addr, registering it (reading that object's dynamic
@@ -123,8 +124,24 @@ struct VmmFacts {
 void RecordVmm(const Call& c, const VmmFacts& v);
 void RecordModule(const Call& c, uint64_t handle, const void* image, const char* path);
 void RecordError(const Call& c);
+// A kernel launch that returned an error (successful launches are never recorded).
+// func: the runtime's host stub or the driver's CUfunction; stream as passed.
+void RecordLaunchFailure(const Call& c, const void* func, uint64_t stream);
+// The launch hooks' failure path (out of line, cold): a driver launch inside a runtime
+// call leaves its function for the runtime's record; anything else is recorded.
+__attribute__((noinline, cold)) void LaunchFailed(GpuApi api, GpuLayer layer, const void* caller,
+                                                  const void* real, int64_t rc, const void* func,
+                                                  uint64_t stream);
+// A kernel handle the driver handed out (cuModuleGetFunction, cuLibraryGetKernel) or
+// named (cuFuncGetName).
+void RecordFunction(const Call& c, uint64_t handle, uint64_t module, const char* name);
 
-#endif  // COLABTRACE_HAVE_CUDA_HEADERS
+
+// CUPTI (cupti.cpp; COLABTRACE_CUPTI=1): start the subscriber after a successful cuInit
+// (once per process), and flush activity buffers when due (called from slow paths; one
+// load when CUPTI is off).
+void CuptiAfterInit();
+void CuptiMaybeFlush();
 
 // Forgets the per-process facts (a fork child starts a new trace).
 void ResetGpuFacts();

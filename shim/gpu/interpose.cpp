@@ -22,8 +22,6 @@
 #include "modules.h"
 #include "elf_symbols.h"
 
-#if defined(COLABTRACE_HAVE_CUDA_HEADERS)
-
 namespace colabtrace::shim::gpu {
 
 CallSiteCacheType g_site_cache;
@@ -96,6 +94,15 @@ constexpr Variant kVariants[] = {
     {ApiOf("cuInit"), "cuInit", 2000, false},
     {ApiOf("cuGetProcAddress"), "cuGetProcAddress", 11030, false},
     {ApiOf("cuGetProcAddress_v2"), "cuGetProcAddress", 12000, false},
+    {ApiOf("cuLaunchKernel"), "cuLaunchKernel", 4000, false},
+    {ApiOf("cuLaunchKernel_ptsz"), "cuLaunchKernel", 7000, true},
+    {ApiOf("cuLaunchKernelEx"), "cuLaunchKernelEx", 11060, false},
+    {ApiOf("cuLaunchKernelEx_ptsz"), "cuLaunchKernelEx", 11060, true},
+    {ApiOf("cuLaunchCooperativeKernel"), "cuLaunchCooperativeKernel", 9000, false},
+    {ApiOf("cuLaunchCooperativeKernel_ptsz"), "cuLaunchCooperativeKernel", 9000, true},
+    {ApiOf("cuModuleGetFunction"), "cuModuleGetFunction", 2000, false},
+    {ApiOf("cuLibraryGetKernel"), "cuLibraryGetKernel", 12000, false},
+    {ApiOf("cuFuncGetName"), "cuFuncGetName", 12030, false},
 };
 
 // Every driver hook has a variant entry, and every variant is a hook.
@@ -201,7 +208,7 @@ int IdentifyBySymbol(const char* symbol, const void* p) {
 // The driver's own selection rule, for builds of the driver whose entry points are not
 // exported symbols. Only for versions these headers describe.
 uint16_t IdentifyByRule(const char* symbol, int version, uint64_t flags) {
-  if (version > CUDA_VERSION) return 0;
+  if (version > kCtCudaApiVersion) return 0;
   const bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
   const Variant* best = nullptr;
   for (const Variant& v : kVariants) {
@@ -283,10 +290,3 @@ void* GpuInterposeSymbol(const char* name, void* real) {
 
 }  // namespace colabtrace::shim
 
-#else  // !COLABTRACE_HAVE_CUDA_HEADERS
-
-namespace colabtrace::shim {
-void* GpuInterposeSymbol(const char*, void* real) { return real; }
-}  // namespace colabtrace::shim
-
-#endif  // COLABTRACE_HAVE_CUDA_HEADERS

@@ -80,9 +80,6 @@ void ResetGpuFacts() {
 
 }  // namespace colabtrace::shim::gpu
 
-// Without the CUDA headers the module has no hooks; only the weak module interface.
-#if defined(COLABTRACE_HAVE_CUDA_HEADERS)
-
 namespace colabtrace::shim::gpu {
 namespace {
 
@@ -136,6 +133,7 @@ void FillLib(CudaLib& lib, const void* handle) {
     Bind(handle, "cuDeviceGetMemPool", &lib.cu_device_mem_pool);
     Bind(handle, "cuMemPoolGetAttribute", &lib.cu_pool_attribute);
   }
+    Bind(handle, "cuFuncGetName", &lib.cu_func_get_name);
 }
 
 }  // namespace
@@ -447,6 +445,7 @@ void RecordAlloc(const Call& c, const AllocFacts& a) {
   }
 }
 
+  CuptiMaybeFlush();
 void RecordFree(const Call& c, uint64_t addr, uint64_t stream) {
   EnsureVersion(c.t0, LibsOf(c));
   format::GpuFree r;
@@ -542,7 +541,76 @@ void RecordError(const Call& c) {
 
 }  // namespace colabtrace::shim::gpu
 
-#endif  // COLABTRACE_HAVE_CUDA_HEADERS
+void RecordLaunchFailure(const Call& c, const void* func, uint64_t stream) {
+  // Launch hooks do not reset t_gpu on success (that would cost more than the one
+  // comparison they make), so only a driver launch that failed inside this very runtime
+  // call (left in inner_func/inner_launch_real, consumed here) names the driver.
+  Libs libs;
+  const void* inner_func = nullptr;
+  if (c.layer == GpuLayer::kRuntime) {
+    libs.rt = LibOf(c.real, LibKind::kRuntime);
+    inner_func = t_gpu.inner_func;
+    if (inner_func != nullptr) libs.drv = LibOf(t_gpu.inner_launch_real, LibKind::kDriver);
+    t_gpu.inner_func = nullptr;
+    t_gpu.inner_launch_real = nullptr;
+  } else {
+    libs.drv = LibOf(c.real, LibKind::kDriver);
+  }
+  format::GpuLaunchFailed r;
+  r.ts = c.t0;
+  r.api = static_cast<uint64_t>(c.api);
+  r.layer = static_cast<uint64_t>(c.layer);
+  r.rc = c.rc;
+  r.func = reinterpret_cast<uint64_t>(func);
+  // The driver names its own handles; a bad handle (CUDA_ERROR_INVALID_HANDLE) is never
+  // passed back to it. Runtime stubs are named offline from the module map.
+  const CudaLib* d = libs.drv;
+  if (c.layer == GpuLayer::kDriver && func != nullptr && c.rc != CUDA_ERROR_INVALID_HANDLE &&
+      d != nullptr && d->cu_func_get_name != nullptr) {
+    const char* name = nullptr;
+    if (d->cu_func_get_name(&name, static_cast<CUfunction>(const_cast<void*>(func))) ==
+            CUDA_SUCCESS &&
+        name != nullptr) {
+      r.name = InternCString(name);
+    }
+  }
+  // Asking the runtime is safe after the image errors (not sticky, the query succeeds);
+  // after others (700, ...) a failing query could replace the program's last error.
+  const bool image_error = c.rc == cudaErrorNoKernelImageForDevice ||
+                           c.rc == cudaErrorInvalidDeviceFunction;
+  r.device = CurrentDevice(libs, image_error);
+  r.stream = stream;
+  r.stack = CaptureGpuStack();
+  r.caller = r.stack == 0 ? reinterpret_cast<uint64_t>(c.caller) : 0;
+  r.inner_func = reinterpret_cast<uint64_t>(inner_func);
+  Emit(r);
+}
+
+void LaunchFailed(GpuApi api, GpuLayer layer, const void* caller, const void* real, int64_t rc,
+                  const void* func, uint64_t stream) {
+  if (layer == GpuLayer::kDriver && t_thread.runtime_depth > 0) {
+    t_gpu.inner_func = func;
+    t_gpu.inner_launch_real = real;
+    return;
+  }
+  if (!Recording()) return;
+  ShimScope scope;  // keeps errno
+  if (!scope.entered()) return;
+  const uint64_t now = Ticks();
+  const Call c{api, layer, caller, real, now, now, rc};
+  RecordLaunchFailure(c, func, stream);
+}
+
+void RecordFunction(const Call& c, uint64_t handle, uint64_t module, const char* name) {
+  format::GpuFunction r;
+  r.ts = c.t0;
+  r.api = static_cast<uint64_t>(c.api);
+  r.handle = handle;
+  r.module = module;
+  r.name = InternCString(name);
+  Emit(r);
+}
+
 
 namespace colabtrace::shim {
 

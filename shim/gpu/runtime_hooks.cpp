@@ -6,8 +6,6 @@
 // @libcudart.so.13 alike, and call the definition the caller would have bound to.
 #include "entry_points.h"
 
-#if defined(COLABTRACE_HAVE_CUDA_HEADERS)
-
 namespace colabtrace::shim::gpu {
 namespace {
 
@@ -220,6 +218,73 @@ cudaError_t L_cudaDriverGetVersion(decltype(&::cudaDriverGetVersion) real, const
                        [&](const Call& c, cudaError_t) { RecordVersionQuery(c); });
 }
 
+// ---- kernel launches -----------------------------------------------------------------------------
+// A launch that succeeds costs one comparison of its result (plus the runtime_depth
+// counter that keeps a driver launch wrapped underneath from recording the same failure):
+// no record, no clock read. A failed one is recorded with its host stub.
+
+namespace {
+template <class Run>
+__attribute__((always_inline)) inline cudaError_t Launch(GpuApi api, const void* caller,
+                                                         const void* real, const void* func,
+                                                         cudaStream_t stream, Run&& run) {
+  ThreadState& t = t_thread;
+  ++t.runtime_depth;
+  const cudaError_t r = run();
+  --t.runtime_depth;
+  if (__builtin_expect(r != cudaSuccess, 0)) {
+    LaunchFailed(api, GpuLayer::kRuntime, caller, real, r, func, U(stream));
+  }
+  return r;
+}
+}  // namespace
+
+cudaError_t L_cudaLaunchKernel(decltype(&::cudaLaunchKernel) real, const void* caller,
+                               const void* func, dim3 grid, dim3 block, void** args, size_t shmem,
+                               cudaStream_t stream) {
+  if (real == nullptr) return kNoRealRuntime;
+  return Launch(GpuApi::kCudaLaunchKernel, caller, Addr(real), func, stream,
+                [&] { return real(func, grid, block, args, shmem, stream); });
+}
+cudaError_t L_cudaLaunchKernel_ptsz(decltype(&::cudaLaunchKernel_ptsz) real, const void* caller,
+                                    const void* func, dim3 grid, dim3 block, void** args,
+                                    size_t shmem, cudaStream_t stream) {
+  if (real == nullptr) return kNoRealRuntime;
+  return Launch(GpuApi::kCudaLaunchKernel_ptsz, caller, Addr(real), func, stream,
+                [&] { return real(func, grid, block, args, shmem, stream); });
+}
+cudaError_t L_cudaLaunchKernelExC(decltype(&::cudaLaunchKernelExC) real, const void* caller,
+                                  const cudaLaunchConfig_t* config, const void* func, void** args) {
+  if (real == nullptr) return kNoRealRuntime;
+  return Launch(GpuApi::kCudaLaunchKernelExC, caller, Addr(real), func,
+                config != nullptr ? config->stream : nullptr,
+                [&] { return real(config, func, args); });
+}
+cudaError_t L_cudaLaunchKernelExC_ptsz(decltype(&::cudaLaunchKernelExC_ptsz) real,
+                                       const void* caller, const cudaLaunchConfig_t* config,
+                                       const void* func, void** args) {
+  if (real == nullptr) return kNoRealRuntime;
+  return Launch(GpuApi::kCudaLaunchKernelExC_ptsz, caller, Addr(real), func,
+                config != nullptr ? config->stream : nullptr,
+                [&] { return real(config, func, args); });
+}
+cudaError_t L_cudaLaunchCooperativeKernel(decltype(&::cudaLaunchCooperativeKernel) real,
+                                          const void* caller, const void* func, dim3 grid,
+                                          dim3 block, void** args, size_t shmem,
+                                          cudaStream_t stream) {
+  if (real == nullptr) return kNoRealRuntime;
+  return Launch(GpuApi::kCudaLaunchCooperativeKernel, caller, Addr(real), func, stream,
+                [&] { return real(func, grid, block, args, shmem, stream); });
+}
+cudaError_t L_cudaLaunchCooperativeKernel_ptsz(decltype(&::cudaLaunchCooperativeKernel_ptsz) real,
+                                               const void* caller, const void* func, dim3 grid,
+                                               dim3 block, void** args, size_t shmem,
+                                               cudaStream_t stream) {
+  if (real == nullptr) return kNoRealRuntime;
+  return Launch(GpuApi::kCudaLaunchCooperativeKernel_ptsz, caller, Addr(real), func, stream,
+                [&] { return real(func, grid, block, args, shmem, stream); });
+}
+
 }  // namespace colabtrace::shim::gpu
 
 // ---- exported entry points -----------------------------------------------------------------------
@@ -259,8 +324,28 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
 }
 cudaError_t cudaRuntimeGetVersion(int* v) { CT_GPU_EXPORT(cudaRuntimeGetVersion, v); }
 cudaError_t cudaDriverGetVersion(int* v) { CT_GPU_EXPORT(cudaDriverGetVersion, v); }
+cudaError_t cudaLaunchKernel(const void* f, dim3 g, dim3 b, void** a, size_t sh, cudaStream_t s) {
+  CT_GPU_EXPORT(cudaLaunchKernel, f, g, b, a, sh, s);
+}
+cudaError_t cudaLaunchKernel_ptsz(const void* f, dim3 g, dim3 b, void** a, size_t sh,
+                                  cudaStream_t s) {
+  CT_GPU_EXPORT(cudaLaunchKernel_ptsz, f, g, b, a, sh, s);
+}
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* c, const void* f, void** a) {
+  CT_GPU_EXPORT(cudaLaunchKernelExC, c, f, a);
+}
+cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* c, const void* f, void** a) {
+  CT_GPU_EXPORT(cudaLaunchKernelExC_ptsz, c, f, a);
+}
+cudaError_t cudaLaunchCooperativeKernel(const void* f, dim3 g, dim3 b, void** a, size_t sh,
+                                        cudaStream_t s) {
+  CT_GPU_EXPORT(cudaLaunchCooperativeKernel, f, g, b, a, sh, s);
+}
+cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* f, dim3 g, dim3 b, void** a, size_t sh,
+                                             cudaStream_t s) {
+  CT_GPU_EXPORT(cudaLaunchCooperativeKernel_ptsz, f, g, b, a, sh, s);
+}
 
 }  // extern "C"
 #pragma GCC visibility pop
 
-#endif  // COLABTRACE_HAVE_CUDA_HEADERS

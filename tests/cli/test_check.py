@@ -13,7 +13,7 @@ from cli_runs import (CHUNK, HAVE_GPU_HOOKS, HAVE_IO_HOOKS, HAVE_SIMCUDA, MIB, N
                       has_gpu_analysis, load_json, report_findings, save_json, workload)
 
 METRICS = ["processes", "duration_ns", "peak_rss_bytes", "gpu.allocations", "gpu.frees",
-           "gpu.failed_allocations", "gpu.peak_bytes", "gpu.leaked_bytes", "io.opens", "io.reads",
+           "gpu.failed_allocations", "gpu.peak_bytes", "gpu.leak_growth_bytes", "io.opens", "io.reads",
            "io.bytes_read"]
 ROLE = "cli_workload"
 SECOND = 10**9
@@ -63,7 +63,7 @@ class BaselineTest(BudgetTest):
             self.assertEqual(scope["duration_ns"], {"value": dur, "max": plus10(dur) + SECOND})
             # No GPU calls: zero, and exact limits stay zero.
             for m in ("gpu.allocations", "gpu.frees", "gpu.failed_allocations", "gpu.peak_bytes",
-                      "gpu.leaked_bytes"):
+                      "gpu.leak_growth_bytes"):
                 self.assertEqual(scope[m], {"value": 0, "max": 0}, m)
 
     @unittest.skipUnless(HAVE_IO_HOOKS, WAITS_ON_IO)
@@ -293,7 +293,7 @@ class GpuBudgetTest(BudgetTest):
             self.assertEqual(scope["gpu.frees"], {"value": 4, "max": 4})
             self.assertEqual(scope["gpu.failed_allocations"], {"value": 0, "max": 0})
             self.assertEqual(scope["gpu.peak_bytes"], {"value": 16 * MIB, "max": plus10(16 * MIB)})
-            self.assertEqual(scope["gpu.leaked_bytes"], {"value": 0, "max": 0})
+            self.assertEqual(scope["gpu.leak_growth_bytes"], {"value": 0, "max": 0})
         self.check(budget, gpu_workload(self.tmp, "again", allocs=4, size=4 * MIB).out_dir, rc=0)
 
         more = gpu_workload(self.tmp, "more", allocs=8, size=4 * MIB)
@@ -302,11 +302,14 @@ class GpuBudgetTest(BudgetTest):
             (s, m) for s in ("total", self.ROLE) for m in ("gpu.allocations", "gpu.frees", "gpu.peak_bytes")))
         self.assertEqual(metrics[("total", "gpu.peak_bytes")]["now"], 32 * MIB)
 
+        # One buffer still held at exit is not a leak (issue 9: gpu.leak and the check's
+        # gpu.leak_growth_bytes need growth after warm-up; tests/gpu/test_gpu_runtime.py
+        # checks a growing leak regresses): the check passes.
         leak = gpu_workload(self.tmp, "leak", allocs=4, size=4 * MIB, leak=1)
-        metrics, findings = check_table(self.check(budget, leak.out_dir, rc=1).stdout)
-        self.assertEqual(self.regressions(metrics), [(self.ROLE, "gpu.leaked_bytes"), ("total", "gpu.leaked_bytes")])
-        self.assertEqual(metrics[("total", "gpu.leaked_bytes")]["now"], 4 * MIB)
-        self.assertEqual(findings["gpu.leak"]["verdict"], "REGRESSION")
+        metrics, findings = check_table(self.check(budget, leak.out_dir, rc=0).stdout)
+        self.assertEqual(self.regressions(metrics), [])
+        self.assertEqual(metrics[("total", "gpu.leak_growth_bytes")]["now"], 0)
+        self.assertNotIn("gpu.leak", findings)
 
         oom = gpu_workload(self.tmp, "oom", allocs=4, size=4 * MIB, fail=1)
         metrics, findings = check_table(self.check(budget, oom.out_dir, rc=1).stdout)

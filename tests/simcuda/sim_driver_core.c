@@ -2,6 +2,7 @@
  * initialization, devices, contexts, streams and error strings. See README.md. */
 #include "sim_driver_internal.h" /* first: defines _GNU_SOURCE */
 
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,7 +183,43 @@ CUresult CUDAAPI cuGetExportTable(const void **ppExportTable, const CUuuid *id) 
   return rc;
 }
 
+/* ---- the tool interface (sim_tool.h) and CUDA_INJECTION64_PATH ---------------------------- */
+static sim_tool_fn g_tool;
+SIM_EXPORT void simcuda_debug_tool_attach(sim_tool_fn fn) { __atomic_store_n(&g_tool, fn, __ATOMIC_RELEASE); }
+void sim_tool(const sim_tool_data *d) {
+  sim_tool_fn fn = __atomic_load_n(&g_tool, __ATOMIC_ACQUIRE);
+  if (fn) fn(d);
+}
+void sim_tool_api(uint32_t cbid, const void *params, void *ctx) {
+  sim_tool_data d = {.event = SIM_TOOL_API_EXIT, .cbid = cbid, .params = params, .ctx = ctx, .device = -1};
+  sim_tool(&d);
+}
+void sim_tool_memory(int op, uint64_t addr, uint64_t bytes, int device, uint64_t pool) {
+  sim_tool_data d = {.event = SIM_TOOL_MEMORY, .op = op, .addr = addr, .bytes = bytes, .device = device,
+                     .pool = pool};
+  sim_tool(&d);
+}
+
+/* Like the real driver, the first successful cuInit loads the library CUDA_INJECTION64_PATH
+ * names and calls its InitializeInjection (outside the driver's lock: the tool calls back). */
+static void load_injection(void) {
+  const char *path = getenv("CUDA_INJECTION64_PATH");
+  if (!path || !*path) return;
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
+  int rc = init ? init() : -1;
+  sim_log("injection %s -> %s %d", path, h ? (init ? "called" : "no InitializeInjection") : "not loaded", rc);
+}
+
+static CUresult init_locked(unsigned int flags, int *first);
 CUresult CUDAAPI cuInit(unsigned int flags) {
+  int first = 0;
+  CUresult r = init_locked(flags, &first);
+  if (first) load_injection();
+  return r;
+}
+
+static CUresult init_locked(unsigned int flags, int *first) {
   sim_config_once();
   SIM_LOCKED;
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
@@ -198,6 +235,7 @@ CUresult CUDAAPI cuInit(unsigned int flags) {
       G.init_result = CUDA_ERROR_OUT_OF_MEMORY;
   }
   G.initialized = G.init_result == CUDA_SUCCESS;
+  *first = G.initialized;
   sim_log("cuInit -> %d (devices=%d)", (int)G.init_result, G.ndev);
   return G.init_result;
 }
@@ -328,6 +366,8 @@ static CUresult ctx_activate(struct CUctx_st *c) {
   if (G.context_bytes && !sim_range_alloc_top(&d->heap, G.context_bytes, K_CTX, c, &at))
     return CUDA_ERROR_OUT_OF_MEMORY;
   c->active = 1;
+  sim_tool_data t = {.event = SIM_TOOL_CONTEXT_CREATED, .ctx = c, .device = c->dev};
+  sim_tool(&t);
   return CUDA_SUCCESS;
 }
 

@@ -74,6 +74,13 @@ CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsign
                                      unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
                                      unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
                                      void **kernelParams, void **extra);
+CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+                                       void **extra);
+CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                                unsigned int gridDimZ, unsigned int blockDimX,
+                                                unsigned int blockDimY, unsigned int blockDimZ,
+                                                unsigned int sharedMemBytes, CUstream hStream,
+                                                void **kernelParams);
 
 #define SIM_EXPORT __attribute__((visibility("default")))
 /* Export exactly the table's symbols: the library is compiled with -fvisibility=hidden and every
@@ -165,6 +172,13 @@ extern _Thread_local struct CUctx_st *sim_tls_ctx;
 
 void sim_config_once(void); /* reads SIMCUDA_* env once */
 void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The tool interface (sim_tool.h): sim_tool() hands one event to the attached tool, if any. */
+#include "sim_tool.h"
+void sim_tool(const sim_tool_data *d);
+/* A driver API call returned successfully: its CUPTI callback id and parameter block. */
+void sim_tool_api(uint32_t cbid, const void *params, void *ctx);
+void sim_tool_memory(int op, uint64_t addr, uint64_t bytes, int device, uint64_t pool);
 int sim_lock_guard(void);
 void sim_unlock_guard(int *);
 #define SIM_LOCKED int sim__lk __attribute__((cleanup(sim_unlock_guard), unused)) = sim_lock_guard()

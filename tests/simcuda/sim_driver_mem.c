@@ -145,13 +145,27 @@ static CUresult heap_alloc(struct CUctx_st *c, uint64_t bytes, int kind, size_t 
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
+static CUresult mem_alloc(CUdeviceptr *dptr, size_t bytesize) {
   SIM_LOCKED;
   struct CUctx_st *c;
   CUresult r = sim_current_ctx(&c);
   if (r != CUDA_SUCCESS) return r;
   if (!dptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
-  return heap_alloc(c, bytesize, K_MEM, bytesize, dptr);
+  r = heap_alloc(c, bytesize, K_MEM, bytesize, dptr);
+  if (r == CUDA_SUCCESS) {
+    struct { CUdeviceptr *dptr; size_t bytesize; } params = {dptr, bytesize};
+    sim_tool_memory(1, *dptr, bytesize, c->dev, 0);
+    sim_tool_api(243, &params, c); /* CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2 */
+  }
+  return r;
+}
+CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) { return mem_alloc(dptr, bytesize); }
+
+/* What a statically linked cudart does: allocate through the driver's internal entry (its
+ * export table), never through an exported symbol an LD_PRELOAD shim could interpose. The
+ * tool interface still sees it, as CUPTI does. */
+SIM_EXPORT CUresult simcuda_debug_internal_alloc(CUdeviceptr *dptr, size_t bytesize) {
+  return mem_alloc(dptr, bytesize);
 }
 
 CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t width, size_t height,
@@ -165,7 +179,13 @@ CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t wi
   uint64_t pitch = sim_round_up(width, SIM_PITCH_ALIGN);
   if (height > UINT64_MAX / pitch) return CUDA_ERROR_OUT_OF_MEMORY;
   r = heap_alloc(c, pitch * height, K_MEM, pitch * height, dptr);
-  if (r == CUDA_SUCCESS) *pPitch = pitch;
+  if (r == CUDA_SUCCESS) {
+    *pPitch = pitch;
+    struct { CUdeviceptr *dptr; size_t *pPitch; size_t w, h; unsigned int e; } params = {dptr, pPitch, width,
+                                                                                        height, elemSize};
+    sim_tool_memory(1, *dptr, pitch * height, c->dev, 0);
+    sim_tool_api(244, &params, c); /* cuMemAllocPitch_v2 */
+  }
   return r;
 }
 
@@ -177,7 +197,13 @@ CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned 
   if (r != CUDA_SUCCESS) return r;
   if (!dptr || bytesize == 0 || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))
     return CUDA_ERROR_INVALID_VALUE;
-  return heap_alloc(c, bytesize, K_MANAGED, bytesize, dptr);
+  r = heap_alloc(c, bytesize, K_MANAGED, bytesize, dptr);
+  if (r == CUDA_SUCCESS) {
+    struct { CUdeviceptr *dptr; size_t bytesize; unsigned int flags; } params = {dptr, bytesize, flags};
+    sim_tool_memory(1, *dptr, bytesize, c->dev, 0);
+    sim_tool_api(371, &params, c); /* cuMemAllocManaged */
+  }
+  return r;
 }
 
 static void pool_free_sub(struct CUmemPoolHandle_st *p, sim_chunk *ch, size_t j);
@@ -209,7 +235,13 @@ CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
   struct CUctx_st *c;
   CUresult r = sim_current_ctx(&c);
   if (r != CUDA_SUCCESS) return r;
-  return free_device_ptr(dptr);
+  r = free_device_ptr(dptr);
+  if (r == CUDA_SUCCESS) {
+    struct { CUdeviceptr dptr; } params = {dptr};
+    sim_tool_memory(2, dptr, 0, c->dev, 0);
+    sim_tool_api(245, &params, c); /* cuMemFree_v2 */
+  }
+  return r;
 }
 
 void sim_ctx_free_memory(struct CUctx_st *c) {
@@ -492,7 +524,14 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytes, struct CUmemPoolHan
   if (r != CUDA_SUCCESS) return r;
   if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   if (pool && !known_pool(pool)) return CUDA_ERROR_INVALID_VALUE;
-  return pool_alloc(pool ? pool : default_pool(c->dev), bytes, dptr);
+  struct CUmemPoolHandle_st *p = pool ? pool : default_pool(c->dev);
+  r = pool_alloc(p, bytes, dptr);
+  if (r == CUDA_SUCCESS) {
+    struct { CUdeviceptr *dptr; size_t bytesize; CUstream hStream; } params = {dptr, bytes, s};
+    sim_tool_memory(1, *dptr, bytes, c->dev, (uint64_t)(uintptr_t)p);
+    if (!pool) sim_tool_api(598, &params, c); /* cuMemAllocAsync */
+  }
+  return r;
 }
 CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *d, size_t n, CUstream s) { return alloc_async(d, n, NULL, s); }
 CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *d, size_t n, CUstream s) { return alloc_async(d, n, NULL, s); }
@@ -508,7 +547,13 @@ CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream s) {
   struct CUctx_st *c;
   CUresult r = sim_stream_ctx(s, &c);
   if (r != CUDA_SUCCESS) return r;
-  return free_device_ptr(dptr);
+  r = free_device_ptr(dptr);
+  if (r == CUDA_SUCCESS) {
+    struct { CUdeviceptr dptr; CUstream hStream; } params = {dptr, s};
+    sim_tool_memory(2, dptr, 0, c->dev, 0);
+    sim_tool_api(600, &params, c); /* cuMemFreeAsync */
+  }
+  return r;
 }
 CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s) { return cuMemFreeAsync(dptr, s); }
 
@@ -524,6 +569,9 @@ CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props
   struct CUmemPoolHandle_st *p = pool_new(props->location.id, 0);
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
   *pool = p;
+  sim_tool_data t = {.event = SIM_TOOL_POOL, .op = 1, .pool = (uint64_t)(uintptr_t)p, .bytes = props->maxSize,
+                     .device = props->location.id};
+  sim_tool(&t);
   return CUDA_SUCCESS;
 }
 
@@ -536,6 +584,8 @@ CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool) {
   sim_device *d = &G.dev[pool->dev];
   if (d->current_pool == pool) d->current_pool = d->default_pool;
   pool->destroyed = 1;
+  sim_tool_data t = {.event = SIM_TOOL_POOL, .op = 2, .pool = (uint64_t)(uintptr_t)pool, .device = pool->dev};
+  sim_tool(&t);
   pool_maybe_delete(pool);
   return CUDA_SUCCESS;
 }
@@ -545,6 +595,9 @@ CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
   SIM_NEED_INIT();
   if (!known_pool(pool)) return CUDA_ERROR_INVALID_VALUE;
   pool_trim(pool, minBytesToKeep);
+  sim_tool_data t = {.event = SIM_TOOL_POOL, .op = 3, .pool = (uint64_t)(uintptr_t)pool, .bytes = minBytesToKeep,
+                     .device = pool->dev};
+  sim_tool(&t);
   return CUDA_SUCCESS;
 }
 

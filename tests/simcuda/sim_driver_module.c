@@ -21,6 +21,7 @@
 struct CUmod_st {
   struct CUctx_st *ctx; /* NULL for libraries (context-independent) */
   int launch_error, any_name;
+  uint32_t id; /* the module id CUPTI's RESOURCE callbacks carry */
   unsigned char *img; /* copy of the image, searched for function names */
   size_t len;
   struct CUfunc_st *funcs;
@@ -159,6 +160,11 @@ static CUresult load(void **out, const void *image, size_t len, int library) {
   }
   m->next = g_mods, g_mods = m;
   *out = m;
+  static uint32_t next_id;
+  m->id = ++next_id;
+  sim_tool_data t = {.event = SIM_TOOL_MODULE_LOADED, .ctx = c, .device = c ? c->dev : 0, .module_id = m->id,
+                     .image = m->img, .image_size = m->len};
+  sim_tool(&t);
   return CUDA_SUCCESS;
 }
 
@@ -203,6 +209,9 @@ static CUresult unload(const void *h, int library) {
   SIM_NEED_INIT();
   struct CUmod_st *m = find_mod(h);
   if (!m || (m->ctx == NULL) != library) return CUDA_ERROR_INVALID_HANDLE;
+  sim_tool_data t = {.event = SIM_TOOL_MODULE_UNLOADING, .ctx = m->ctx, .device = -1, .module_id = m->id,
+                     .image = m->img, .image_size = m->len};
+  sim_tool(&t);
   mod_free(m);
   return CUDA_SUCCESS;
 }
@@ -223,15 +232,16 @@ static int has_name(const struct CUmod_st *m, const char *name) {
   return 0;
 }
 
-CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name) {
+/* The function `name` of a module (library: 1 for a CUlibrary handle), created on first use. */
+static CUresult get_func(const void *handle, int library, const char *name, struct CUfunc_st **out) {
   SIM_LOCKED;
   SIM_NEED_INIT();
-  struct CUmod_st *m = find_mod(hmod);
-  if (!m || !m->ctx) return CUDA_ERROR_INVALID_HANDLE;
-  if (!hfunc || !name) return CUDA_ERROR_INVALID_VALUE;
+  struct CUmod_st *m = find_mod(handle);
+  if (!m || (m->ctx == NULL) != library) return CUDA_ERROR_INVALID_HANDLE;
+  if (!out || !name) return CUDA_ERROR_INVALID_VALUE;
   for (struct CUfunc_st *f = m->funcs; f; f = f->next)
     if (strcmp(f->name, name) == 0) {
-      *hfunc = f;
+      *out = f;
       return CUDA_SUCCESS;
     }
   if (!*name || !has_name(m, name)) return CUDA_ERROR_NOT_FOUND;
@@ -239,8 +249,12 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const cha
   if (!f) return CUDA_ERROR_OUT_OF_MEMORY;
   f->mod = m, f->next = m->funcs, m->funcs = f;
   strcpy(f->name, name);
-  *hfunc = f;
+  *out = f;
   return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name) {
+  return get_func(hmod, 0, name, hfunc);
 }
 
 static int known_func(const struct CUfunc_st *f) {
@@ -263,6 +277,43 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, 
     return CUDA_ERROR_INVALID_VALUE;
   return f->mod->launch_error ? (CUresult)f->mod->launch_error : CUDA_SUCCESS;
 }
+/* cuLaunchKernelEx: the config's grid, block, shared memory and stream; attributes are ignored. */
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params, void **extra) {
+  if (!config) return CUDA_ERROR_INVALID_VALUE;
+  return cuLaunchKernel(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+                        config->blockDimY, config->blockDimZ, config->sharedMemBytes, config->hStream, params,
+                        extra);
+}
+CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **params,
+                                       void **extra) {
+  return cuLaunchKernelEx(config, f, params, extra);
+}
+CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                           unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
+                                           CUstream s, void **params) {
+  return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, s, params, NULL);
+}
+CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                                unsigned int bx, unsigned int by, unsigned int bz,
+                                                unsigned int shmem, CUstream s, void **params) {
+  return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, s, params, NULL);
+}
+
+/* Library kernels are the library's functions: a CUkernel is a CUfunction of the library's module
+ * (the real driver also accepts a CUkernel wherever a CUfunction goes). */
+CUresult CUDAAPI cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name) {
+  return get_func(library, 1, name, (struct CUfunc_st **)pKernel);
+}
+
+CUresult CUDAAPI cuFuncGetName(const char **name, CUfunction hfunc) {
+  SIM_LOCKED;
+  SIM_NEED_INIT();
+  if (!name || !hfunc) return CUDA_ERROR_INVALID_VALUE;
+  if (!known_func(hfunc)) return CUDA_ERROR_INVALID_HANDLE;
+  *name = hfunc->name;
+  return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
                                      unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
                                      CUstream s, void **params, void **extra) {

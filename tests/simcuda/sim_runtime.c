@@ -77,7 +77,12 @@
   X(cuMemcpyHtoD, 3020) \
   X(cuMemcpyDtoH, 3020) \
   X(cuMemcpyDtoD, 3020) \
-  X(cuMemsetD8, 3020)
+  X(cuMemsetD8, 3020) \
+  X(cuModuleLoadData, 2000) \
+  X(cuModuleGetFunction, 2000) \
+  X(cuLaunchKernel, 4000) \
+  X(cuLaunchKernelEx, 11060) \
+  X(cuLaunchCooperativeKernel, 9000)
 
 static struct {
 #define X(name, version) PFN_##name##_v##version p_##name;
@@ -486,4 +491,135 @@ cudaError_t cudaDeviceSetMemPool(int dev, cudaMemPool_t pool) {
   RT_CTX();
   if (dev < 0 || dev >= g_ndev) return ret(cudaErrorInvalidDevice);
   return ret(DRV(cuDeviceSetMemPool, dev, (CUmemoryPool)pool));
+}
+
+/* ---- kernels: registration and launches ----------------------------------------------------
+ * What nvcc's host code does: a constructor registers the object's fatbin
+ * (__cudaRegisterFatBinary with the wrapper {0x466243b1, 1, image, NULL}) and each kernel's host
+ * stub with its device name (__cudaRegisterFunction). A launch names the kernel by its stub. Like
+ * the real runtime (lazy loading, the default since CUDA 12.2) the image is loaded into the
+ * current context at the first launch of one of its kernels: a load failure is that launch's
+ * error (CUDA_ERROR_NO_BINARY_FOR_GPU 209 -> cudaErrorNoKernelImageForDevice 209), and is tried
+ * again at the next launch. A stub that was never registered is cudaErrorInvalidDeviceFunction
+ * (98). */
+#define SIM_RT_MAX_FATBINS 64
+#define SIM_RT_MAX_KERNELS 512
+struct sim_fatbin_wrapper { int magic, version; const void *data; void *filename_or_fatbins; };
+static struct { const void *image; CUmodule mod; CUcontext ctx; int live; } g_fatbins[SIM_RT_MAX_FATBINS];
+static struct { const void *stub; int fatbin; const char *name; CUfunction f; CUcontext ctx; } g_kernels[SIM_RT_MAX_KERNELS];
+static int g_nkernels;
+
+void **__cudaRegisterFatBinary(void *wrapper) {
+  const struct sim_fatbin_wrapper *w = wrapper;
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < SIM_RT_MAX_FATBINS; i++)
+    if (!g_fatbins[i].live) {
+      g_fatbins[i].live = 1;
+      g_fatbins[i].image = w && w->magic == 0x466243b1 ? w->data : NULL;
+      g_fatbins[i].mod = NULL;
+      pthread_mutex_unlock(&g_mu);
+      return (void **)&g_fatbins[i];
+    }
+  pthread_mutex_unlock(&g_mu);
+  return NULL;
+}
+void __cudaRegisterFatBinaryEnd(void **handle) { (void)handle; }
+void __cudaUnregisterFatBinary(void **handle) {
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < SIM_RT_MAX_FATBINS; i++)
+    if ((void **)&g_fatbins[i] == handle) g_fatbins[i].live = 0;
+  pthread_mutex_unlock(&g_mu);
+}
+void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun, const char *deviceName,
+                            int thread_limit, void *tid, void *bid, void *bDim, void *gDim, int *wSize) {
+  (void)deviceFun, (void)thread_limit, (void)tid, (void)bid, (void)bDim, (void)gDim, (void)wSize;
+  pthread_mutex_lock(&g_mu);
+  int fb = -1;
+  for (int i = 0; i < SIM_RT_MAX_FATBINS; i++)
+    if ((void **)&g_fatbins[i] == handle) fb = i;
+  if (fb >= 0 && g_nkernels < SIM_RT_MAX_KERNELS) {
+    g_kernels[g_nkernels].stub = hostFun;
+    g_kernels[g_nkernels].fatbin = fb;
+    g_kernels[g_nkernels].name = deviceName;
+    g_kernels[g_nkernels].f = NULL;
+    g_nkernels++;
+  }
+  pthread_mutex_unlock(&g_mu);
+}
+
+/* The CUfunction of a registered stub in the current context, loading its image on first use. */
+static cudaError_t rt_kernel(const void *stub, CUfunction *out) {
+  cudaError_t e = rt_ctx();
+  if (e != cudaSuccess) return e;
+  CUcontext cur = NULL;
+  if ((e = DRV(cuCtxGetCurrent, &cur)) != cudaSuccess) return e;
+  pthread_mutex_lock(&g_mu);
+  int k = -1;
+  for (int i = 0; i < g_nkernels; i++)
+    if (g_kernels[i].stub == stub && g_fatbins[g_kernels[i].fatbin].live) k = i;
+  if (k < 0) {
+    pthread_mutex_unlock(&g_mu);
+    return cudaErrorInvalidDeviceFunction;
+  }
+  if (g_kernels[k].f && g_kernels[k].ctx == cur) {
+    *out = g_kernels[k].f;
+    pthread_mutex_unlock(&g_mu);
+    return cudaSuccess;
+  }
+  int fb = g_kernels[k].fatbin;
+  if (!g_fatbins[fb].mod || g_fatbins[fb].ctx != cur) {
+    g_fatbins[fb].mod = NULL;
+    e = g_fatbins[fb].image ? DRV(cuModuleLoadData, &g_fatbins[fb].mod, g_fatbins[fb].image)
+                            : cudaErrorInvalidKernelImage;
+    if (e == cudaSuccess) g_fatbins[fb].ctx = cur;
+  }
+  if (e == cudaSuccess) e = DRV(cuModuleGetFunction, &g_kernels[k].f, g_fatbins[fb].mod, g_kernels[k].name);
+  if (e == cudaSuccess) g_kernels[k].ctx = cur, *out = g_kernels[k].f;
+  /* the real runtime reports a kernel its image lacks as an invalid device function */
+  if (e == (cudaError_t)CUDA_ERROR_NOT_FOUND) e = cudaErrorInvalidDeviceFunction;
+  pthread_mutex_unlock(&g_mu);
+  return e;
+}
+
+static cudaError_t rt_launch(const void *func, dim3 g, dim3 b, void **args, size_t shmem, cudaStream_t s,
+                             int cooperative) {
+  CUfunction f = NULL;
+  cudaError_t e = rt_kernel(func, &f);
+  if (e != cudaSuccess) return ret(e);
+  if (cooperative)
+    return ret(DRV(cuLaunchCooperativeKernel, f, g.x, g.y, g.z, b.x, b.y, b.z, (unsigned)shmem, (CUstream)s, args));
+  return ret(DRV(cuLaunchKernel, f, g.x, g.y, g.z, b.x, b.y, b.z, (unsigned)shmem, (CUstream)s, args, NULL));
+}
+
+cudaError_t cudaLaunchKernel(const void *func, dim3 g, dim3 b, void **args, size_t shmem, cudaStream_t s) {
+  return rt_launch(func, g, b, args, shmem, s, 0);
+}
+cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 g, dim3 b, void **args, size_t shmem, cudaStream_t s) {
+  return rt_launch(func, g, b, args, shmem, s, 0);
+}
+cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 g, dim3 b, void **args, size_t shmem,
+                                        cudaStream_t s) {
+  return rt_launch(func, g, b, args, shmem, s, 1);
+}
+cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 g, dim3 b, void **args, size_t shmem,
+                                             cudaStream_t s) {
+  return rt_launch(func, g, b, args, shmem, s, 1);
+}
+/* Each exported launch entry point calls only static helpers: the library is not linked
+ * -Bsymbolic, so one export calling another would pass through an LD_PRELOAD shim twice. */
+static cudaError_t rt_launch_ex(const cudaLaunchConfig_t *config, const void *func, void **args) {
+  if (!config) return ret(cudaErrorInvalidValue);
+  CUfunction f = NULL;
+  cudaError_t e = rt_kernel(func, &f);
+  if (e != cudaSuccess) return ret(e);
+  CUlaunchConfig c = {config->gridDim.x, config->gridDim.y, config->gridDim.z, config->blockDim.x,
+                      config->blockDim.y, config->blockDim.z, (unsigned)config->dynamicSmemBytes,
+                      (CUstream)config->stream, NULL, 0};
+  return ret(DRV(cuLaunchKernelEx, &c, f, args, NULL));
+}
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args) {
+  return rt_launch_ex(config, func, args);
+}
+cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func, void **args) {
+  return rt_launch_ex(config, func, args);
 }

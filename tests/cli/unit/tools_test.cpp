@@ -72,7 +72,7 @@ TEST(DefaultLimit, ToleranceRoundsDownExactly) {
   EXPECT_EQ(DefaultLimit(Spec("io.reads"), 0, p), 0u);
   EXPECT_EQ(DefaultLimit(Spec("io.bytes_read"), 1000000000000ull, p), 1100000000000ull);
   EXPECT_EQ(DefaultLimit(Spec("gpu.failed_allocations"), 3, p), 3u);
-  EXPECT_EQ(DefaultLimit(Spec("gpu.leaked_bytes"), 4096, p), 4096u);
+  EXPECT_EQ(DefaultLimit(Spec("gpu.leak_growth_bytes"), 4096, p), 4096u);
   EXPECT_EQ(DefaultLimit(Spec("processes"), 5, p), 5u);
   EXPECT_EQ(DefaultLimit(Spec("duration_ns"), 2000, p), 2200u + 1000000000u);
   p.tolerance_percent = 12.5;

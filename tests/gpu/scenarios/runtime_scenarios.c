@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "simcuda_test.h"
 
@@ -81,13 +82,34 @@ static void context_oom(void) {
 
 /* Two allocation sites leak: leak_small 3 x 64 MiB, leak_big 1 x 256 MiB; one block is
  * freed. */
-__attribute__((noinline)) static void *leak_small(void) { return must_alloc(64 * MiB); }
-__attribute__((noinline)) static void *leak_big(void) { return must_alloc(256 * MiB); }
+/* A training loop that leaks: 12 steps of 200 ms, each leaking two 8 MiB blocks (leak_small)
+ * and one 32 MiB block (leak_big) and freeing a transient 8 MiB one. 48 allocations, 12
+ * frees; 576 MiB never freed, growing all run long; peak 584 MiB (the last transient). */
+__attribute__((noinline)) static void *leak_small(void) { return must_alloc(8 * MiB); }
+__attribute__((noinline)) static void *leak_big(void) { return must_alloc(32 * MiB); }
+static void step_pause(void) { usleep(10 * 1000); }
+static void long_step_pause(void) { usleep(200 * 1000); }
 static void leaks(void) {
-  volatile int n = 3; /* a loop the compiler cannot unroll: one call site, one stack */
-  for (int i = 0; i < n; i++) leak_small();
-  leak_big();
-  SIM_CHECK_EQ(cudaFree(must_alloc(8 * MiB)), cudaSuccess);
+  volatile int steps = 12, small = 2; /* loops the compiler cannot unroll: one site each */
+  for (int s = 0; s < steps; s++) {
+    for (int i = 0; i < small; i++) leak_small();
+    leak_big();
+    SIM_CHECK_EQ(cudaFree(must_alloc(8 * MiB)), cudaSuccess);
+    long_step_pause();
+  }
+}
+
+/* A caching allocator: four 64 MiB segments at warm-up, then 12 steps of 10 ms that
+ * allocate and free 8 MiB; the segments are still held at exit. 16 allocations, 12 frees,
+ * 256 MiB held at exit and nothing growing: no leak. */
+__attribute__((noinline)) static void *cache_segment(void) { return must_alloc(64 * MiB); }
+static void cache_like(void) {
+  volatile int segments = 4, steps = 12;
+  for (int i = 0; i < segments; i++) cache_segment();
+  for (int s = 0; s < steps; s++) {
+    SIM_CHECK_EQ(cudaFree(must_alloc(8 * MiB)), cudaSuccess);
+    step_pause();
+  }
 }
 
 /* 2000 raw allocate/free pairs of 1 MiB: caching is bypassed. */
@@ -149,10 +171,14 @@ static void threads(void) {
   for (int i = 0; i < 8; i++) SIM_CHECK_EQ(pthread_join(t[i], NULL), 0);
 }
 
-/* Three 100 MiB blocks, then SIGKILL: the trace ends without an exit record. */
+/* Ten steps of 200 ms, each leaking a 32 MiB block, then SIGKILL: the trace ends without
+ * an exit record, 320 MiB live. */
 static void killed(void) {
-  volatile int n = 3;
-  for (int i = 0; i < n; i++) must_alloc(100 * MiB);
+  volatile int n = 10;
+  for (int i = 0; i < n; i++) {
+    must_alloc(32 * MiB);
+    long_step_pause();
+  }
   fflush(stdout);
   raise(SIGKILL);
 }
@@ -232,6 +258,7 @@ int main(int argc, char **argv) {
       {"other_process_oom", other_process_oom},
       {"context_oom", context_oom},
       {"leaks", leaks},
+      {"cache_like", cache_like},
       {"churn", churn},
       {"async_pools", async_pools},
       {"managed_and_host", managed_and_host},

@@ -1,0 +1,36 @@
+/* The simulated driver's tool interface: what the real driver tells CUPTI, the simulated driver
+ * tells the one tool attached with simcuda_debug_tool_attach (the simulated libcupti.so, sim_cupti.c).
+ * Events are delivered on the thread that made the call, after it succeeded, with the driver's
+ * lock held: a tool must not call back into the driver. */
+#ifndef SIMCUDA_SIM_TOOL_H
+#define SIMCUDA_SIM_TOOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+  SIM_TOOL_API_EXIT = 1,         /* a driver API call returned: cbid, params, result */
+  SIM_TOOL_CONTEXT_CREATED = 2,  /* ctx, device */
+  SIM_TOOL_MODULE_LOADED = 3,    /* module_id, image, image_size */
+  SIM_TOOL_MODULE_UNLOADING = 4, /* module_id, image, image_size */
+  SIM_TOOL_MEMORY = 5,           /* op (1 allocation, 2 release), addr, bytes, device, pool */
+  SIM_TOOL_POOL = 6,             /* op (1 created, 2 destroyed, 3 trimmed), pool, bytes, device */
+} sim_tool_event;
+
+typedef struct {
+  sim_tool_event event;
+  uint32_t cbid;        /* CUPTI driver callback id (cupti_driver_cbid.h) */
+  const void *params;   /* the call's parameter block (generated_cuda_meta.h layout) */
+  int result;           /* CUresult */
+  void *ctx;            /* CUcontext */
+  int device;
+  int op;
+  uint64_t addr, bytes, pool;
+  uint32_t module_id;
+  const void *image;
+  size_t image_size;
+} sim_tool_data;
+
+typedef void (*sim_tool_fn)(const sim_tool_data *);
+
+#endif
