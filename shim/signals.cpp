@@ -17,6 +17,7 @@
 #include "core_hooks.h"
 #include "modules.h"
 #include "raw.h"
+#include "python/python_stack.h"
 #include "writer.h"
 
 namespace colabtrace::shim {
@@ -148,6 +149,9 @@ void RecordSignal(int sig, siginfo_t* info, void* uc) {
     rec.stack = st.id;
   }
   if (sig == SIGBUS || sig == SIGSEGV) rec.shm_mapping = FindShmMapping(w, rec.addr);
+  char py[2048];  // the Python stack, read with checked copies (shim/python)
+  const size_t py_len = python::CapturePythonStackTextSafe(py, sizeof(py));
+  if (py_len > 0) rec.py_stack = EmitStringHere(w, py, py_len);
   EmitFromSignalHandler(w, rec);
 }
 

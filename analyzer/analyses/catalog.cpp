@@ -8,7 +8,7 @@ namespace colabtrace::analyzer {
 std::vector<std::unique_ptr<Analysis>> MakeAllAnalyses() {
   std::vector<std::unique_ptr<Analysis>> all;
   all.push_back(MakeProcessAnalysis());
-  for (auto factory : {&MakeIoAnalysis, &MakeGpuAnalysis, &MakeLibraryAnalysis}) {
+  for (auto factory : {&MakeIoAnalysis, &MakeGpuAnalysis, &MakeLibraryAnalysis, &MakePythonAnalysis}) {
     if (factory != nullptr) all.push_back(factory());
   }
   all.push_back(MakeHostAnalysis());

@@ -15,6 +15,9 @@ std::unique_ptr<Analysis> MakeIoAnalysis() __attribute__((weak));
 std::unique_ptr<Analysis> MakeGpuAnalysis() __attribute__((weak));
 // analyzer/abi/: libraries[] and the abi.* findings.
 std::unique_ptr<Analysis> MakeLibraryAnalysis() __attribute__((weak));
+// analyzer/python/: python.packages[], processes[].python (packages, PyTorch snapshot),
+// the Python stack of each crash.
+std::unique_ptr<Analysis> MakePythonAnalysis() __attribute__((weak));
 // Whole-run host findings that need every process (host.memory-pressure, host.shm-small).
 // Runs last.
 std::unique_ptr<Analysis> MakeHostAnalysis();

@@ -11,6 +11,7 @@
 #include "analyses/factories.h"
 #include "analyses/process_facts.h"
 #include "analyses/symbolize.h"
+#include "python/python_stack.h"
 #include "report/report.h"
 
 namespace colabtrace::analyzer {
@@ -249,6 +250,8 @@ class ProcessAnalysis final : public Analysis {
       Json stack = Json::MakeArray();
       for (const std::string& frame : SymbolizeStack(t, t.Stack(s.stack))) stack.Append(frame);
       ev["stack"] = std::move(stack);
+      ev["python_stack"] = PythonStackJson(t, s.py_stack);  // innermost Python frame first
+      if (const auto py = PythonStackFrames(t, s.py_stack); !py.empty()) fd.summary += " at " + py.front();
       const std::string shm(t.Str(s.shm_mapping));
       ev["shm_mapping"] = shm.empty() ? Json() : Json(shm);
       fd.summary = who + " died of " + SignalName(static_cast<int>(s.signo)) +

@@ -117,6 +117,7 @@ class RunCommand final : public Command {
       sigaction(SIGQUIT, &old_quit, nullptr);
       setenv("LD_PRELOAD", preload.c_str(), 1);
       setenv("COLABTRACE_OUT", (abs_dir + "/").c_str(), 1);
+      setenv("COLABTRACE_PYTHON", "1", 0);  // the Python start-up hook (shim/python)
       execvp(argv[0], argv.data());
       std::cerr << "colabtrace run: cannot run " << argv[0] << ": " << std::strerror(errno) << "\n";
       _exit(127);

@@ -1,0 +1,23 @@
+// Python stacks in traces: the text the shim records (shim/python) and its JSON form.
+//
+// A py_stack field (Signal, GpuAlloc, GpuFree, PySample) is a String id whose text is
+// one "path:line in function" per line, innermost first.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "report/json.h"
+#include "trace/process_trace.h"
+
+namespace colabtrace::analyzer {
+
+// The frames of py_stack string `id`, innermost first; empty for 0 or an unknown id.
+std::vector<std::string> PythonStackFrames(const ProcessTrace& t, uint64_t id);
+
+// The same as a JSON array of strings (the `python_stack` evidence field); null when
+// the record carries no Python stack.
+Json PythonStackJson(const ProcessTrace& t, uint64_t id);
+
+}  // namespace colabtrace::analyzer

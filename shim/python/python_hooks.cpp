@@ -1,0 +1,138 @@
+// The Python module's start-up and the entry points the Python start-up hook calls.
+//
+// Start-up (after the core opened the trace): find the interpreter for Python stacks,
+// and, with COLABTRACE_PYTHON=1 in a Python process, put the start-up hook's directory
+// in front of PYTHONPATH so that Python imports its sitecustomize. That is the only
+// change the shim makes to a program's environment, and the hook undoes it as soon as
+// it runs (os.environ and sys.path are restored to what they would have been), so the
+// program and its children see the environment they were given. Under `python -E` or
+// `-I` Python ignores PYTHONPATH: the hook does not run, and the variable keeps the
+// extra entry for children.
+//
+// Entry points (python_hooks.def), called through ctypes:
+//   int colabtrace_trace_path(char* buf, size_t n)   the trace file's path; its length
+//                                                   or -1 (no trace).
+//   int colabtrace_python_package(name, version, modules)   a PyPackage record; 0 or -1.
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "config.h"
+#include "python_stack.h"
+#include "raw.h"
+#include "real.h"
+#include "writer.h"
+
+namespace colabtrace::shim::python {
+namespace {
+
+// The start-up hook's folder, relative to this library: the installed package keeps the
+// shim in colabtrace/_lib/ next to colabtrace/_startup/; a build tree has lib/ next to
+// python/colabtrace/_startup/.
+bool FindHookDir(char* out, size_t cap) {
+  Dl_info self;
+  if (dladdr(reinterpret_cast<void*>(&FindHookDir), &self) == 0 || self.dli_fname == nullptr) return false;
+  const char* slash = std::strrchr(self.dli_fname, '/');
+  if (slash == nullptr) return false;
+  const int dir_len = static_cast<int>(slash - self.dli_fname);
+  static constexpr const char* kCandidates[] = {"/../_startup", "/../python/colabtrace/_startup"};
+  for (const char* rel : kCandidates) {
+    char path[1024];
+    const int n = std::snprintf(path, sizeof(path), "%.*s%s/sitecustomize.py", dir_len, self.dli_fname, rel);
+    if (n <= 0 || static_cast<size_t>(n) >= sizeof(path)) continue;
+    struct stat st;
+    if (raw::Syscall6(SYS_newfstatat, AT_FDCWD, reinterpret_cast<long>(path), reinterpret_cast<long>(&st), 0) != 0) {
+      continue;
+    }
+    char* real = realpath(path, nullptr);  // start-up, not a hot path
+    if (real == nullptr) continue;
+    const size_t len = std::strlen(real) - std::strlen("/sitecustomize.py");
+    const bool fits = len < cap;
+    if (fits) {
+      std::memcpy(out, real, len);
+      out[len] = '\0';
+    }
+    std::free(real);
+    if (fits) return true;
+  }
+  return false;
+}
+
+void InstallStartupHook() {
+  const char* flag = getenv("COLABTRACE_PYTHON");
+  if (flag == nullptr || std::strcmp(flag, "1") != 0) return;
+  if (RealDlsym()(RTLD_DEFAULT, "Py_Initialize") == nullptr) {  // not a Python process
+    dlerror();
+    return;
+  }
+  char dir[1024];
+  if (!FindHookDir(dir, sizeof(dir))) {
+    Say("COLABTRACE_PYTHON=1 but the Python start-up hook was not found next to the shim");
+    return;
+  }
+  // The hook removes exactly this prefix again: "DIR" alone means PYTHONPATH was unset.
+  const char* old = getenv("PYTHONPATH");
+  char value[8192];
+  const int n = old == nullptr ? std::snprintf(value, sizeof(value), "%s", dir)
+                               : std::snprintf(value, sizeof(value), "%s:%s", dir, old);
+  if (n <= 0 || static_cast<size_t>(n) >= sizeof(value)) return;
+  setenv("PYTHONPATH", value, 1);  // inside our ShimScope: the env hook does not record it
+}
+
+// The trace's path. TraceFile keeps its path (path()) now that it holds no descriptor
+// while the program runs; older cores kept the descriptor (fd()). Both compile here
+// until every core in flight has path(); then the fd() branch can go.
+template <class Trace> int TracePath(const Trace& trace, char* buf, size_t n) {
+  if constexpr (requires { trace.path(); }) {
+    const size_t len = std::strlen(trace.path());
+    if (len == 0 || len >= n) return -1;
+    std::memcpy(buf, trace.path(), len + 1);
+    return static_cast<int>(len);
+  } else {
+    char link[64];
+    std::snprintf(link, sizeof(link), "/proc/self/fd/%d", trace.fd());
+    const long len = raw::Readlink(link, buf, n - 1);
+    if (len <= 0) return -1;
+    buf[len] = '\0';
+    return static_cast<int>(len);
+  }
+}
+
+__attribute__((constructor(102))) void PythonModuleInit() {
+  if (!g_recording) return;
+  ShimScope scope;
+  InitPythonStacks();
+  InstallStartupHook();
+}
+
+}  // namespace
+}  // namespace colabtrace::shim::python
+
+using namespace colabtrace::shim;  // NOLINT
+
+#pragma GCC visibility push(default)
+extern "C" {
+
+int colabtrace_trace_path(char* buf, size_t n) {
+  if (buf == nullptr || n == 0 || !g_trace.is_open()) return -1;
+  return colabtrace::shim::python::TracePath(g_trace, buf, n);
+}
+
+int colabtrace_python_package(const char* name, const char* version, const char* modules) {
+  if (name == nullptr || !Recording()) return -1;
+  ShimScope scope;
+  if (!scope.entered()) return -1;
+  colabtrace::format::PyPackage r;
+  r.ts = Ticks();
+  r.name = InternCString(name);
+  r.version = InternCString(version);
+  r.modules = InternCString(modules);
+  Emit(r);
+  return 0;
+}
+
+}  // extern "C"
+#pragma GCC visibility pop

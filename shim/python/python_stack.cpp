@@ -1,0 +1,352 @@
+// Python stacks from the interpreter's own frame structures. See python_stack.h.
+//
+// Layouts (offsets into CPython's private structures, x86-64 and aarch64 LP64) are
+// checked against each version's headers by tests/python/test_python_layouts.py, which
+// compiles offsetof() against the installed interpreter's internal headers.
+#include "python_stack.h"
+
+#include <dlfcn.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+
+#include <cstring>
+
+#include "raw.h"
+#include "real.h"
+#include "writer.h"
+
+namespace colabtrace::shim::python {
+namespace {
+
+// ---- the interpreter ----------------------------------------------------------------
+
+// Where CPython keeps what a stack walk needs. One entry per supported version.
+struct Layout {
+  uint32_t version;             // (major << 8) | minor, e.g. 0x030B for 3.11
+  size_t tstate_cframe;         // PyThreadState.cframe (a _PyCFrame*)
+  size_t cframe_current_frame;  // _PyCFrame.current_frame (a _PyInterpreterFrame*)
+  size_t frame_code;            // _PyInterpreterFrame.f_code
+  size_t frame_previous;        // _PyInterpreterFrame.previous
+  size_t frame_prev_instr;      // _PyInterpreterFrame.prev_instr
+  size_t frame_owner;           // _PyInterpreterFrame.owner (a char)
+  size_t frame_size;            // bytes copied per frame (covers the fields above)
+  size_t code_filename;         // PyCodeObject.co_filename
+  size_t code_name;             // PyCodeObject.co_name (3.11: co_qualname is later)
+  size_t code_linetable;        // PyCodeObject.co_linetable (a bytes object)
+  size_t code_firsttraceable;   // PyCodeObject._co_firsttraceable (int)
+  size_t code_instructions;     // PyCodeObject.co_code_adaptive (first code unit)
+  size_t unicode_length;        // PyASCIIObject.length
+  size_t unicode_state;         // PyASCIIObject.state (bit field)
+  size_t ascii_data;            // sizeof(PyASCIIObject): compact ASCII text follows
+  size_t compact_data;          // sizeof(PyCompactUnicodeObject): other compact text
+  int owner_generator;          // FRAME_OWNED_BY_GENERATOR
+};
+
+// CPython 3.11 (Include/internal/pycore_frame.h, Include/cpython/code.h,
+// Include/cpython/unicodeobject.h of 3.11.0-3.11.x; verified on 3.11.2 and 3.11.7).
+constexpr Layout kLayouts[] = {
+    {0x030B, 56, 8, 32, 48, 56, 69, 80, 112, 120, 136, 168, 184, 16, 32, 48, 72, 1},
+};
+
+constexpr size_t kObType = 8;         // PyObject.ob_type
+constexpr size_t kVarSize = 16;       // PyVarObject.ob_size
+constexpr size_t kBytesData = 32;     // PyBytesObject.ob_sval
+constexpr size_t kMaxCodeHeader = 192;
+constexpr size_t kMaxNameChars = 1024;
+
+using GetThreadStateFn = void* (*)();
+using Addr2LineFn = int (*)(void*, int);
+
+struct Interpreter {
+  const Layout* layout = nullptr;
+  GetThreadStateFn this_thread_state = nullptr;
+  Addr2LineFn addr2line = nullptr;
+  uintptr_t code_type = 0;   // &PyCode_Type
+  uintptr_t bytes_type = 0;  // &PyBytes_Type
+  bool checked_reads = false;  // process_vm_readv works here (seccomp may forbid it)
+};
+Interpreter g_py;
+int g_init_state = 0;  // 0 not yet, 1 done
+
+void* Lookup(const char* name) {
+  void* p = RealDlsym()(RTLD_DEFAULT, name);
+  if (p == nullptr) dlerror();  // leave no error behind for the program to read
+  return p;
+}
+
+// ---- reading memory -------------------------------------------------------------------
+
+// Plain loads: the hot path, reading the calling thread's own live (or suspended)
+// frames, which the interpreter keeps consistent.
+struct DirectRead {
+  static bool Read(void* dst, uintptr_t src, size_t n) {
+    if (src < 4096) return false;
+    std::memcpy(dst, reinterpret_cast<const void*>(src), n);
+    return true;
+  }
+};
+
+// Checked copies for signal handlers: process_vm_readv on ourselves fails with EFAULT
+// instead of faulting. Without it (a seccomp filter), plain loads of pointers that
+// passed the sanity checks, as faulthandler does.
+struct CheckedRead {
+  static bool Read(void* dst, uintptr_t src, size_t n) {
+    if (src < 4096) return false;
+    if (!g_py.checked_reads) return DirectRead::Read(dst, src, n);
+    struct iovec local = {dst, n};
+    struct iovec remote = {reinterpret_cast<void*>(src), n};
+    const long r = raw::Syscall6(SYS_process_vm_readv, g_pid, reinterpret_cast<long>(&local), 1,
+                                 reinterpret_cast<long>(&remote), 1, 0);
+    return r == static_cast<long>(n);
+  }
+};
+
+template <class T> T Load(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+template <class R> bool Word(uintptr_t at, uintptr_t* out) {
+  return R::Read(out, at, sizeof(*out));
+}
+
+// ---- walking frames ---------------------------------------------------------------------
+
+struct FrameRef {
+  uintptr_t code;
+  int lasti;  // index of the last instruction started, in code units
+};
+
+// Collects up to max frames of the calling thread, innermost first. Incomplete frames
+// (being set up or torn down, not yet at their first traceable instruction) are skipped,
+// as CPython's own tracebacks do.
+template <class R> size_t CollectFrames(FrameRef* out, size_t max) {
+  const Layout& L = *g_py.layout;
+  const auto tstate = reinterpret_cast<uintptr_t>(g_py.this_thread_state());
+  if (tstate == 0) return 0;
+  uintptr_t cframe = 0, frame = 0;
+  if (!Word<R>(tstate + L.tstate_cframe, &cframe) ||
+      !Word<R>(cframe + L.cframe_current_frame, &frame)) {
+    return 0;
+  }
+  size_t n = 0;
+  uint8_t fb[128];
+  uint8_t cb[kMaxCodeHeader];
+  for (int guard = 0; frame != 0 && n < max && guard < 4096; ++guard) {
+    if (!R::Read(fb, frame, L.frame_size)) break;
+    const auto code = Load<uintptr_t>(fb + L.frame_code);
+    const auto prev_instr = Load<uintptr_t>(fb + L.frame_prev_instr);
+    const int owner = static_cast<signed char>(fb[L.frame_owner]);
+    frame = Load<uintptr_t>(fb + L.frame_previous);
+    if (!R::Read(cb, code, L.code_instructions)) break;
+    if (Load<uintptr_t>(cb + kObType) != g_py.code_type) break;  // not a code object
+    const uintptr_t first = code + L.code_instructions;
+    const int firsttraceable = Load<int>(cb + L.code_firsttraceable);
+    if (owner != L.owner_generator && prev_instr < first + 2 * static_cast<uintptr_t>(firsttraceable)) {
+      continue;  // incomplete frame
+    }
+    const intptr_t units = (static_cast<intptr_t>(prev_instr) - static_cast<intptr_t>(first)) / 2;
+    out[n++] = FrameRef{code, units < 0 ? -1 : static_cast<int>(units)};
+  }
+  return n;
+}
+
+// ---- text -------------------------------------------------------------------------------
+
+struct TextBuf {
+  char* p;
+  size_t len;
+  size_t cap;
+  bool Put(const char* s, size_t n) {
+    if (len + n > cap) return false;
+    std::memcpy(p + len, s, n);
+    len += n;
+    return true;
+  }
+  bool PutChar(char c) { return Put(&c, 1); }
+  bool PutNum(int64_t v) {
+    char tmp[24];
+    size_t k = 0;
+    const bool neg = v < 0;
+    uint64_t u = neg ? static_cast<uint64_t>(-v) : static_cast<uint64_t>(v);
+    do {
+      tmp[k++] = static_cast<char>('0' + u % 10);
+      u /= 10;
+    } while (u != 0);
+    if (neg) tmp[k++] = '-';
+    if (len + k > cap) return false;
+    while (k > 0) p[len++] = tmp[--k];
+    return true;
+  }
+  // One code point as UTF-8 (lone surrogates and bad values become '?').
+  bool PutCodePoint(uint32_t c) {
+    char u[4];
+    size_t k;
+    if (c < 0x80) {
+      u[0] = static_cast<char>(c), k = 1;
+    } else if (c < 0x800) {
+      u[0] = static_cast<char>(0xC0 | (c >> 6)), u[1] = static_cast<char>(0x80 | (c & 0x3F)), k = 2;
+    } else if (c < 0x10000 && (c < 0xD800 || c > 0xDFFF)) {
+      u[0] = static_cast<char>(0xE0 | (c >> 12)), u[1] = static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+      u[2] = static_cast<char>(0x80 | (c & 0x3F)), k = 3;
+    } else if (c >= 0x10000 && c < 0x110000) {
+      u[0] = static_cast<char>(0xF0 | (c >> 18)), u[1] = static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+      u[2] = static_cast<char>(0x80 | ((c >> 6) & 0x3F)), u[3] = static_cast<char>(0x80 | (c & 0x3F));
+      k = 4;
+    } else {
+      u[0] = '?', k = 1;
+    }
+    return Put(u, k);
+  }
+};
+
+// Appends the text of a str object (compact strings only, which code objects' names
+// and file names always are); "?" for anything else.
+template <class R> bool PutUnicode(TextBuf& b, uintptr_t obj) {
+  const Layout& L = *g_py.layout;
+  uint8_t hdr[80];
+  if (obj == 0 || !R::Read(hdr, obj, L.compact_data)) return b.PutChar('?');
+  const uint32_t state = Load<uint32_t>(hdr + L.unicode_state);
+  const unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+  int64_t length = Load<int64_t>(hdr + L.unicode_length);
+  if (!compact || length < 0) return b.PutChar('?');
+  if (length > static_cast<int64_t>(kMaxNameChars)) length = kMaxNameChars;
+  if (ascii) {
+    if (b.len + static_cast<size_t>(length) > b.cap) return false;
+    if (!R::Read(b.p + b.len, obj + L.ascii_data, static_cast<size_t>(length))) return b.PutChar('?');
+    b.len += static_cast<size_t>(length);
+    return true;
+  }
+  if (kind != 1 && kind != 2 && kind != 4) return b.PutChar('?');
+  const uintptr_t data = obj + L.compact_data;
+  uint8_t chunk[256];
+  const size_t per = sizeof(chunk) / kind;
+  for (int64_t i = 0; i < length;) {
+    const size_t take = static_cast<size_t>(length - i) < per ? static_cast<size_t>(length - i) : per;
+    if (!R::Read(chunk, data + static_cast<uintptr_t>(i) * kind, take * kind)) return b.PutChar('?');
+    for (size_t j = 0; j < take; ++j) {
+      const uint32_t c = kind == 1   ? chunk[j]
+                         : kind == 2 ? Load<uint16_t>(chunk + 2 * j)
+                                     : Load<uint32_t>(chunk + 4 * j);
+      if (!b.PutCodePoint(c)) return false;
+    }
+    i += static_cast<int64_t>(take);
+  }
+  return true;
+}
+
+// The line of frame f. With checked reads the line table must be a readable bytes
+// object before PyCode_Addr2Line (which only reads) may walk it.
+template <class R> int LineOf(const FrameRef& f) {
+  if (f.lasti < 0) return -1;
+  const Layout& L = *g_py.layout;
+  uintptr_t table = 0, type = 0;
+  int64_t size = 0;
+  if (!Word<R>(f.code + L.code_linetable, &table) || !Word<R>(table + kObType, &type) ||
+      type != g_py.bytes_type || !R::Read(&size, table + kVarSize, sizeof(size)) || size < 0) {
+    return -1;
+  }
+  uint8_t last;
+  if (size > 0 && !R::Read(&last, table + kBytesData + static_cast<uintptr_t>(size) - 1, 1)) return -1;
+  return g_py.addr2line(reinterpret_cast<void*>(f.code), f.lasti * 2);
+}
+
+// "path:line in function", one frame per line; stops at a frame that does not fit.
+template <class R> size_t FormatFrames(const FrameRef* frames, size_t n, char* out, size_t cap) {
+  const Layout& L = *g_py.layout;
+  TextBuf b{out, 0, cap};
+  for (size_t i = 0; i < n; ++i) {
+    const size_t mark = b.len;
+    uintptr_t filename = 0, name = 0;
+    Word<R>(frames[i].code + L.code_filename, &filename);
+    Word<R>(frames[i].code + L.code_name, &name);
+    const bool ok = (i == 0 || b.PutChar('\n')) && PutUnicode<R>(b, filename) && b.PutChar(':') &&
+                    b.PutNum(LineOf<R>(frames[i])) && b.Put(" in ", 4) && PutUnicode<R>(b, name);
+    if (!ok) {
+      b.len = mark;
+      break;
+    }
+  }
+  return b.len;
+}
+
+// ---- the stack cache ----------------------------------------------------------------------
+
+// Frame chain hash -> interned String id, so a stack seen before costs one walk, one
+// hash and one probe. Each slot is one word (tag in the high half, id in the low half),
+// written and read atomically, so racing threads never see a torn entry. The tag mixes
+// in the trace generation: a fork child's new trace never reuses its parent's ids.
+constexpr size_t kCacheSlots = 4096;
+uint64_t g_cache[kCacheSlots];
+
+uint64_t HashFrames(const FrameRef* f, size_t n) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(g_generation) << 32) ^ n;
+  for (size_t i = 0; i < n; ++i) {
+    h = (h ^ f[i].code) * 0xff51afd7ed558ccdull;
+    h = (h ^ static_cast<uint32_t>(f[i].lasti)) * 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
+}  // namespace
+
+bool InitPythonStacks() {
+  if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) != 0) return g_py.layout != nullptr;
+  Interpreter py;
+  const auto* version = static_cast<const unsigned long*>(Lookup("Py_Version"));
+  if (version != nullptr) {
+    const uint32_t major_minor = static_cast<uint32_t>(*version >> 16) & 0xFFFF;
+    for (const Layout& l : kLayouts) {
+      if (l.version == major_minor) py.layout = &l;
+    }
+  }
+  if (py.layout != nullptr) {
+    py.this_thread_state = reinterpret_cast<GetThreadStateFn>(Lookup("PyGILState_GetThisThreadState"));
+    py.addr2line = reinterpret_cast<Addr2LineFn>(Lookup("PyCode_Addr2Line"));
+    py.code_type = reinterpret_cast<uintptr_t>(Lookup("PyCode_Type"));
+    py.bytes_type = reinterpret_cast<uintptr_t>(Lookup("PyBytes_Type"));
+    if (py.this_thread_state == nullptr || py.addr2line == nullptr || py.code_type == 0 ||
+        py.bytes_type == 0) {
+      py.layout = nullptr;
+    }
+  }
+  // Probe checked reads once.
+  uint64_t probe = 0x5A5A, copy = 0;
+  struct iovec local = {&copy, sizeof(copy)};
+  struct iovec remote = {&probe, sizeof(probe)};
+  py.checked_reads = raw::Syscall6(SYS_process_vm_readv, raw::Getpid(), reinterpret_cast<long>(&local), 1,
+                                   reinterpret_cast<long>(&remote), 1, 0) == sizeof(copy) &&
+                     copy == probe;
+  g_py = py;
+  __atomic_store_n(&g_init_state, 1, __ATOMIC_RELEASE);
+  return g_py.layout != nullptr;
+}
+
+uint64_t CapturePythonStackId() {
+  if (__builtin_expect(g_py.layout == nullptr, 1)) return 0;
+  FrameRef frames[kMaxPythonFrames];
+  const size_t n = CollectFrames<DirectRead>(frames, kMaxPythonFrames);
+  if (n == 0) return 0;
+  const uint64_t h = HashFrames(frames, n);
+  const uint64_t tag = (h >> 32) | 1;
+  uint64_t& slot = g_cache[h & (kCacheSlots - 1)];
+  const uint64_t seen = __atomic_load_n(&slot, __ATOMIC_RELAXED);
+  if ((seen >> 32) == tag) return seen & 0xFFFFFFFFu;
+  char text[kMaxPythonStackText];
+  const size_t len = FormatFrames<DirectRead>(frames, n, text, sizeof(text));
+  if (len == 0) return 0;
+  const uint64_t id = InternString(std::string_view(text, len));
+  if (id != 0 && id <= 0xFFFFFFFFu) __atomic_store_n(&slot, (tag << 32) | id, __ATOMIC_RELAXED);
+  return id;
+}
+
+size_t CapturePythonStackTextSafe(char* out, size_t cap) {
+  if (g_py.layout == nullptr || out == nullptr) return 0;
+  FrameRef frames[kMaxPythonFrames];
+  const size_t n = CollectFrames<CheckedRead>(frames, kMaxPythonFrames);
+  return n == 0 ? 0 : FormatFrames<CheckedRead>(frames, n, out, cap);
+}
+
+}  // namespace colabtrace::shim::python

@@ -1,0 +1,46 @@
+// Python stacks: the `path:line in function` frames of the calling thread's Python code.
+//
+// The shim never links against Python. At start-up it looks the interpreter up among
+// the process's dynamic symbols (the python executable's, or a loaded libpython's):
+// `Py_Version`, `PyGILState_GetThisThreadState`, `PyCode_Addr2Line` and `PyCode_Type`.
+// Frames are walked by reading the interpreter's own structures with a per-version
+// layout table (CPython 3.11 today); any other version, or no Python at all, gives no
+// Python stack, never a crash.
+//
+// Whose frames: the calling thread's own thread state (the one CPython keeps in
+// thread-specific storage for the thread), whether or not the thread holds the GIL
+// right now. ctypes (and any C extension that releases the GIL around a foreign call)
+// calls cudaMalloc with the GIL released; the thread's Python frames are then suspended
+// at the call and cannot change until the call returns and the thread takes the GIL
+// back, so they are exactly the right attribution and safe to read. Threads created in
+// C with no Python thread state get no Python stack.
+//
+// The text is one frame per line, innermost first, at most kMaxPythonFrames frames and
+// kMaxPythonStackText bytes (cut at a frame boundary).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace colabtrace::shim::python {
+
+inline constexpr size_t kMaxPythonFrames = 32;
+inline constexpr size_t kMaxPythonStackText = 4096;
+
+// Looks the interpreter up (once; later calls return at once). Cheap to call early: it
+// runs from a constructor. Returns true when a supported CPython is in the process.
+bool InitPythonStacks();
+
+// The interned String id of the calling thread's Python stack, 0 when the thread runs
+// no Python code (or the interpreter is unknown). For hooks (GPU allocations): repeated
+// stacks cost one hash of the frame chain and one table probe. Call inside a ShimScope.
+uint64_t CapturePythonStackId();
+
+// Writes the calling thread's Python stack text into out (no terminating NUL) and
+// returns its length (0: none). Async-signal-safe: it never allocates, takes no lock and
+// calls nothing in Python except PyCode_Addr2Line on a validated code object (what
+// faulthandler does); every structure is first copied with a checked read, so a
+// damaged interpreter state yields a shorter or empty stack instead of a second fault.
+size_t CapturePythonStackTextSafe(char* out, size_t cap);
+
+}  // namespace colabtrace::shim::python

@@ -1,0 +1,175 @@
+"""Python stacks recorded by the shim (shim/python), end to end with real CPython.
+
+Each test runs a real Python program under the shim and compares the recorded
+`path:line in function` frames with the program's own source lines.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import textwrap
+import unittest
+
+import ctharness as h
+
+SIMCUDA_DIR = os.environ.get("SIMCUDA_DIR", os.path.join(h.BUILD, "simcuda"))
+CUDART = os.path.join(SIMCUDA_DIR, "libcudart.so.13")
+NATIVE_THREAD = os.path.join(h.BUILD, "tests", "python", "libpython_native_thread.so")
+# CPython 3.11 builds available here: Debian's and pyenv's (the binary, not its wrapper).
+PYTHONS = [p for p in ("/usr/bin/python3.11", "/root/.pyenv/versions/3.11.7/bin/python3.11")
+           if os.path.exists(p)]
+
+
+def line_of(path: str, marker: str) -> int:
+    """The 1-based line of the unique line containing marker."""
+    with open(path, encoding="utf-8") as f:
+        lines = [i + 1 for i, l in enumerate(f) if marker in l]
+    assert len(lines) == 1, (marker, lines)
+    return lines[0]
+
+
+def frames(text: str) -> list[str]:
+    return text.split("\n") if text and text != "-" else []
+
+
+class PythonStackTest(h.TempDirTest):
+    def write(self, name: str, source: str) -> str:
+        path = os.path.join(self.tmp, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(textwrap.dedent(source))
+        return path
+
+    def frame(self, path, marker, func):
+        return f"{path}:{line_of(path, marker)} in {func}"
+
+
+@unittest.skipUnless(PYTHONS, "no CPython 3.11 here")
+class FatalSignalTest(PythonStackTest):
+    SCRIPT = """\
+        import ctypes
+
+        def inner():
+            return ctypes.string_at(0)  # FAULT
+
+        def middle():
+            return inner()  # CALL-INNER
+
+        def outer():
+            middle()  # CALL-MIDDLE
+
+        outer()  # CALL-OUTER
+        """
+
+    def test_null_read_in_nested_functions(self):
+        script = self.write("crash.py", self.SCRIPT)
+        for python in PYTHONS:
+            with self.subTest(python=python):
+                run = h.run_traced([python, script])
+                self.assertEqual(run.returncode, -11, run.stderr)
+                self.assertEqual(len(run.traces), 1)
+                # The innermost frame is ctypes' own string_at, at its call of _string_at.
+                ctypes_file = subprocess.run(
+                    [python, "-c", "import ctypes; print(ctypes.__file__)"],
+                    capture_output=True, text=True, check=True).stdout.strip()
+                string_at = f"{ctypes_file}:{line_of(ctypes_file, 'return _string_at(ptr, size)')} in string_at"
+                want = [string_at,
+                        self.frame(script, "# FAULT", "inner"),
+                        self.frame(script, "# CALL-INNER", "middle"),
+                        self.frame(script, "# CALL-MIDDLE", "outer"),
+                        self.frame(script, "# CALL-OUTER", "<module>")]
+                sig = h.records(run.traces[0], "signal")
+                self.assertEqual(len(sig), 1)
+                self.assertEqual(frames(sig[0]["py_stack"]), want)
+                rep = h.report(run.traces[0])
+                (f,) = h.findings(rep, "proc.fatal-signal")
+                self.assertEqual(f["evidence"]["python_stack"], want)
+                self.assertIn(" at " + string_at, f["summary"])
+                text = h.cli("report", run.traces[0]).stdout
+                self.assertIn("Python stack at SIGSEGV", text)
+                self.assertIn("  " + want[1] + "\n", text)
+
+    def test_not_python_has_no_python_stack(self):
+        run = h.run_traced(["/bin/sh", "-c", "kill -SEGV $$"])
+        self.assertEqual(run.returncode, -11)
+        (f,) = h.findings(h.report(*run.traces), "proc.fatal-signal")
+        self.assertIsNone(f["evidence"]["python_stack"])
+
+
+@unittest.skipUnless(PYTHONS and os.path.exists(CUDART), "needs CPython 3.11 and the simulated cudart")
+class GpuAllocationTest(PythonStackTest):
+    SCRIPT = """\
+        import ctypes, os, sys, threading
+
+        rt = ctypes.CDLL(sys.argv[1])
+        native = ctypes.CDLL(sys.argv[2])
+        native.alloc_in_native_thread.restype = ctypes.c_void_p
+        native.alloc_in_native_thread.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+
+        def alloc(n):
+            p = ctypes.c_void_p()
+            assert rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(n)) == 0  # MALLOC
+            return p
+
+        def release(p):
+            rt.cudaFree(p)  # FREE
+
+        def step():
+            a = alloc(1 << 20)  # STEP-ALLOC
+            release(a)  # STEP-FREE
+
+        def worker():
+            release(alloc(3 << 20))  # WORKER
+
+        for _ in range(3):
+            step()  # LOOP
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+        # A thread created in C: no Python thread state, so no Python stack.
+        fn = ctypes.cast(rt.cudaMalloc, ctypes.c_void_p).value
+        assert native.alloc_in_native_thread(fn, 2 << 20)  # NATIVE
+        pid = os.fork()
+        if pid == 0:
+            step()  # CHILD
+            os._exit(0)
+        os.waitpid(pid, 0)
+        """
+
+    def test_allocations_threads_and_fork(self):
+        script = self.write("gpu.py", self.SCRIPT)
+        for python in PYTHONS:
+            with self.subTest(python=python):
+                run = h.run_traced([python, script, CUDART, NATIVE_THREAD],
+                                   env={"LD_LIBRARY_PATH": SIMCUDA_DIR})
+                self.assertEqual(run.returncode, 0, run.stderr)
+                self.assertEqual(len(run.traces), 2, run.traces)
+                parent, child = sorted(run.traces, key=lambda t: len(h.records(t, "fork")) == 0)
+                malloc = self.frame(script, "# MALLOC", "alloc")
+                free = self.frame(script, "# FREE", "release")
+                loop = self.frame(script, "# LOOP", "<module>")
+                step_alloc = [malloc, self.frame(script, "# STEP-ALLOC", "step")]
+                step_free = [free, self.frame(script, "# STEP-FREE", "step")]
+
+                allocs = h.records(parent, "gpu_alloc")
+                by_size = {}
+                for a in allocs:
+                    by_size.setdefault(int(a["size"]), []).append(frames(a["py_stack"]))
+                # The main thread, with the GIL released by ctypes around each call.
+                self.assertEqual(by_size[1 << 20], [step_alloc + [loop]] * 3)
+                # A Python thread: its own frames, ending in threading's bootstrap.
+                (worker,) = by_size[3 << 20]
+                self.assertEqual(worker[:2], [malloc, self.frame(script, "# WORKER", "worker")])
+                self.assertTrue(worker[-1].endswith(" in _bootstrap"), worker)
+                # The native thread.
+                self.assertEqual(by_size[2 << 20], [[]])
+                frees = [frames(f["py_stack"]) for f in h.records(parent, "gpu_free")]
+                self.assertEqual(frees[:3], [step_free + [loop]] * 3)
+                self.assertEqual(frees[3][:2], [free, self.frame(script, "# WORKER", "worker")])
+                # The fork child records its own stacks in its own trace (the parent's
+                # interned ids mean nothing there).
+                child_allocs = [frames(a["py_stack"]) for a in h.records(child, "gpu_alloc")]
+                self.assertEqual(child_allocs, [step_alloc + [self.frame(script, "# CHILD", "<module>")]])
+
+
+if __name__ == "__main__":
+    unittest.main()
