@@ -11,6 +11,7 @@
 
 #include <cstring>
 
+#include "config.h"
 #include "raw.h"
 #include "real.h"
 #include "writer.h"
@@ -325,7 +326,7 @@ bool InitPythonStacks() {
 }
 
 uint64_t CapturePythonStackId() {
-  if (__builtin_expect(g_py.layout == nullptr, 1)) return 0;
+  if (__builtin_expect(g_py.layout == nullptr, 1) || g_config.stack_depth <= 0) return 0;
   FrameRef frames[kMaxPythonFrames];
   const size_t n = CollectFrames<DirectRead>(frames, kMaxPythonFrames);
   if (n == 0) return 0;

@@ -33,7 +33,8 @@ bool InitPythonStacks();
 
 // The interned String id of the calling thread's Python stack, 0 when the thread runs
 // no Python code (or the interpreter is unknown). For hooks (GPU allocations): repeated
-// stacks cost one hash of the frame chain and one table probe. Call inside a ShimScope.
+// stacks cost one hash of the frame chain and one table probe. COLABTRACE_STACKS=0 turns
+// these off with the native stacks. Call inside a ShimScope.
 uint64_t CapturePythonStackId();
 
 // Writes the calling thread's Python stack text into out (no terminating NUL) and
