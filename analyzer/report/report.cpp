@@ -32,7 +32,13 @@ ReportBuilder::ReportBuilder(const std::vector<ProcessTrace>& traces, ReportOpti
 
 Json& ReportBuilder::process(size_t index) { return root_["processes"].array().at(index); }
 
+void ReportBuilder::AddWarning(std::string w) {
+  if (finished_) root_["warnings"].Append(w);
+  warnings_.push_back(std::move(w));
+}
+
 const Json& ReportBuilder::Finish() {
+  finished_ = true;
   std::stable_sort(findings_.begin(), findings_.end(), [](const Finding& a, const Finding& b) {
     if (a.severity != b.severity) return a.severity > b.severity;
     if (a.id != b.id) return a.id < b.id;

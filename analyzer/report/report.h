@@ -58,8 +58,9 @@ class ReportBuilder {
   void AddText(std::string title, std::string body) {
     sections_.push_back({std::move(title), std::move(body)});
   }
-  // Notes for the reader of the report (e.g. where reading stopped).
-  void AddWarning(std::string w) { warnings_.push_back(std::move(w)); }
+  // Notes for the reader of the report (e.g. where reading stopped). Also after Finish
+  // (the CLI adds the inputs it skipped): they reach the JSON document too.
+  void AddWarning(std::string w);
 
   const std::vector<Finding>& findings() const { return findings_; }
   const std::vector<TextSection>& sections() const { return sections_; }
@@ -76,6 +77,7 @@ class ReportBuilder {
   std::vector<Finding> findings_;
   std::vector<TextSection> sections_;
   std::vector<std::string> warnings_;
+  bool finished_ = false;
 };
 
 // An analysis turns traces into report fields, text sections and findings.
