@@ -133,8 +133,8 @@ void FillLib(CudaLib& lib, const void* handle) {
     Bind(handle, "cuDeviceTotalMem_v2", &lib.cu_device_total_mem);
     Bind(handle, "cuDeviceGetMemPool", &lib.cu_device_mem_pool);
     Bind(handle, "cuMemPoolGetAttribute", &lib.cu_pool_attribute);
-  }
     Bind(handle, "cuFuncGetName", &lib.cu_func_get_name);
+  }
 }
 
 }  // namespace
@@ -445,9 +445,9 @@ void RecordAlloc(const Call& c, const AllocFacts& a) {
   } else if (first) {
     EmitMemInfo(c.t1, dev, libs, format::GpuMemInfoWhy::kFirstUse, true);
   }
+  CuptiMaybeFlush();
 }
 
-  CuptiMaybeFlush();
 void RecordFree(const Call& c, uint64_t addr, uint64_t stream) {
   EnsureVersion(c.t0, LibsOf(c));
   format::GpuFree r;
@@ -542,8 +542,6 @@ void RecordError(const Call& c) {
   Emit(e);
 }
 
-}  // namespace colabtrace::shim::gpu
-
 void RecordLaunchFailure(const Call& c, const void* func, uint64_t stream) {
   // Launch hooks do not reset t_gpu on success (that would cost more than the one
   // comparison they make), so only a driver launch that failed inside this very runtime
@@ -613,6 +611,8 @@ void RecordFunction(const Call& c, uint64_t handle, uint64_t module, const char*
   r.name = InternCString(name);
   Emit(r);
 }
+
+}  // namespace colabtrace::shim::gpu
 
 
 namespace colabtrace::shim {

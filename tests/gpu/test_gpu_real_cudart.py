@@ -24,7 +24,8 @@ TRACED_BASES = {
     "cuMemAddressReserve", "cuMemAddressFree", "cuMemGetInfo", "cuMemAllocHost",
     "cuMemHostAlloc", "cuMemFreeHost", "cuModuleLoad", "cuModuleLoadData", "cuModuleLoadDataEx",
     "cuModuleLoadFatBinary", "cuLibraryLoadData", "cuLibraryLoadFromFile", "cuInit",
-    "cuGetProcAddress"}
+    "cuGetProcAddress", "cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel",
+    "cuModuleGetFunction", "cuLibraryGetKernel", "cuFuncGetName"}
 
 
 def sim_entries():

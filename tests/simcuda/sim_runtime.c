@@ -17,7 +17,7 @@
  *    every driver result;
  *  - a driver older than 13000 gives cudaErrorInsufficientDriver and cuInit is never called.
  * Differences: the real runtime looks up ~440 variants (per-thread ones too, with flags 2) and needs
- * private export tables (cuGetExportTable); this one looks up only the 40 it uses, flags 0.
+ * private export tables (cuGetExportTable); this one looks up only the 45 it uses, flags 0.
  * The runtime uses the context current on the thread if there is one, else it retains the
  * primary context of the thread's device (cudaSetDevice, default 0) and makes it current.
  */
