@@ -74,17 +74,10 @@ namespace colabtrace::format {
   X(73, GpuInterpose, "gpu_interpose")      \
   X(74, GpuLaunchFailed, "gpu_launch_failed") \
   X(75, GpuFunction, "gpu_function")        \
-  X(74, GpuLaunchFailed, "gpu_launch_failed") \
-  X(75, GpuFunction, "gpu_function")        \
   X(96, LibLoad, "lib_load")                \
   X(97, LibUnload, "lib_unload")            \
   X(98, LibCheck, "lib_check")              \
-  X(99, PyPackage, "py_package")            \
-  X(100, PySample, "py_sample")             \
   X(112, GpuActivity, "gpu_activity")      \
-  X(113, CuptiState, "cupti_state")         \
-  X(114, CuptiMemory, "cupti_memory")       \
-  X(115, CuptiModule, "cupti_module")      \
   X(113, CuptiState, "cupti_state")         \
   X(114, CuptiMemory, "cupti_memory")       \
   X(115, CuptiModule, "cupti_module")
@@ -114,8 +107,7 @@ namespace colabtrace::format {
 // A fatal signal caught by the shim. addr is si_addr; shm_mapping names the /dev/shm
 // file when a SIGBUS address lies inside one.
 #define CT_FIELDS_Signal(F) \
-  F(U, signo) F(I, si_code) F(Hex, addr) F(U, tid) F(Stack, stack) F(Str, shm_mapping) \
-  F(Str, py_stack)
+  F(U, signo) F(I, si_code) F(Hex, addr) F(U, tid) F(Stack, stack) F(Str, shm_mapping)
 // In the parent. how: ForkHow. child_pid < 0 is -errno.
 #define CT_FIELDS_Fork(F) F(I, child_pid) F(U, how)
 // Written just before an exec; if it succeeds the next image continues this file.
@@ -256,11 +248,10 @@ constexpr const char* IoApiName(uint64_t code) {
 #define CT_FIELDS_GpuAlloc(F)                                                          \
   F(U, api) F(U, layer) F(I, device) F(Hex, stream) F(Hex, addr) F(U, size) F(I, rc) \
   F(Dur, dur) F(Stack, stack) F(U, flags) F(Hex, pool) F(U, driver_api) F(I, driver_rc) \
-  F(Hex, caller) F(U, pitch) F(Str, py_stack)
+  F(Hex, caller) F(U, pitch)
 #define CT_FIELDS_GpuFree(F)                                                \
   F(U, api) F(U, layer) F(I, device) F(Hex, stream) F(Hex, addr) F(I, rc) \
-  F(Dur, dur) F(Stack, stack) F(Hex, caller) F(U, driver_api) F(I, driver_rc) \
-  F(Str, py_stack)
+  F(Dur, dur) F(Stack, stack) F(Hex, caller) F(U, driver_api) F(I, driver_rc)
 // why: GpuMemInfoWhy. A reading taken after a failed allocation (why 1) has the same
 // tid and ts as the failed call's record. layer: which API answered (0 runtime, 1 driver).
 #define CT_FIELDS_GpuMemInfo(F) \
@@ -310,20 +301,6 @@ constexpr const char* IoApiName(uint64_t code) {
 // (api: cuModuleGetFunction, cuLibraryGetKernel, cuFuncGetName). module: the CUmodule or
 // CUlibrary it came from (0: unknown, cuFuncGetName).
 #define CT_FIELDS_GpuFunction(F) F(U, api) F(Hex, handle) F(Hex, module) F(Str, name)
-// A kernel launch that failed (successful launches are not recorded). api: the launch
-// entry point; layer 0 runtime, 1 driver. func: the runtime's host stub address (the
-// analyzer names it from the module map and the object's symbols) or the driver's
-// CUfunction/CUkernel handle. name: the kernel name when the shim could learn it (driver:
-// cuFuncGetName through the same driver), else "" (see GpuFunction). module: the
-// CUmodule/CUlibrary of func when known. inner_func: at runtime level, the CUfunction the
-// runtime launched underneath when that call passed through the shim (0: not seen).
-#define CT_FIELDS_GpuLaunchFailed(F)                                                     \
-  F(U, api) F(U, layer) F(I, rc) F(Hex, func) F(Str, name) F(Hex, module) F(I, device)  \
-  F(Hex, stream) F(Stack, stack) F(Hex, caller) F(Hex, inner_func)
-// A kernel handle and its name, recorded when the program asks the driver for one
-// (api: cuModuleGetFunction, cuLibraryGetKernel, cuFuncGetName). module: the CUmodule or
-// CUlibrary it came from (0: unknown, cuFuncGetName).
-#define CT_FIELDS_GpuFunction(F) F(U, api) F(Hex, handle) F(Hex, module) F(Str, name)
 
 // ---- libraries (issue: library loads and ABI) ----
 // One record per object that appears in the process (api kStartup, kDependency,
@@ -349,39 +326,10 @@ constexpr const char* IoApiName(uint64_t code) {
 #define CT_FIELDS_LibCheck(F) \
   F(Str, path) F(Hex, base) F(U, dev) F(U, ino) F(U, size) F(U, mtime_ns) F(I, err) F(U, when)
 
-// ---- Python (issue: Python-level attribution; codes 99-111, shared with libraries) ----
-// py_stack fields (Signal, GpuAlloc, GpuFree, PySample) are String ids whose text is the
-// Python stack of the recording thread, one "path:line in function" per line, innermost
-// first (0: no Python stack). See shim/python/python_stack.h.
-// PyPackage: the distribution behind imported top-level modules, written at exit by the
-// start-up hook (python/colabtrace/_startup). modules: the top-level module names it
-// provides that were imported, comma-separated.
-#define CT_FIELDS_PyPackage(F) F(Str, name) F(Str, version) F(Str, modules)
-// PySample: the last Python position of a thread, taken by the resource sampler (for
-// processes that end killed). tid: the sampled thread.
-#define CT_FIELDS_PySample(F) F(U, tid) F(Str, py_stack)
-
 // ---- CUPTI ----
 #define CT_FIELDS_GpuActivity(F)                                               \
   F(U, kind) F(I, device) F(U, start_ns) F(U, end_ns) F(U, bytes) F(Str, name) \
   F(Hex, addr) F(U, correlation)
-// What the shim's CUPTI subscriber did (COLABTRACE_CUPTI=1). state: CuptiStateCode; rc:
-// the CUptiResult behind it. records/dropped: activity records decoded / dropped by
-// CUPTI, counted since the previous CuptiState record.
-#define CT_FIELDS_CuptiState(F) F(U, state) F(I, rc) F(U, records) F(U, dropped)
-// One CUPTI_ACTIVITY_KIND_MEMORY2 or MEMORY_POOL activity record. op: the record's
-// memoryOperationType (1 allocation, 2 release) or, for pools, memoryPoolOperationType
-// (pool_record 1). memory_kind: CUpti_ActivityMemoryKind. start_ns: CUPTI's timestamp
-// (the analyzer matches by address and order, not time). source: 1 activity buffer,
-// 2 driver-API callback. correlation: CUPTI's correlation id.
-#define CT_FIELDS_CuptiMemory(F)                                                      \
-  F(U, op) F(U, pool_record) F(Hex, addr) F(U, bytes) F(I, device) F(U, memory_kind) \
-  F(U, start_ns) F(Hex, pc) F(U, correlation) F(Hex, pool) F(U, source)
-// CUPTI's RESOURCE domain. event: CuptiModuleEvent (1 context created, 2 module loaded,
-// 3 module unloading). archs: the SM numbers of the module's cubin(s), comma-separated
-// ("80,90"), read from their ELF headers.
-#define CT_FIELDS_CuptiModule(F) \
-  F(U, event) F(U, module_id) F(U, cubin_size) F(Str, archs) F(I, device) F(U, context_id)
 // What the shim's CUPTI subscriber did (COLABTRACE_CUPTI=1). state: CuptiStateCode; rc:
 // the CUptiResult behind it. records/dropped: activity records decoded / dropped by
 // CUPTI, counted since the previous CuptiState record.
@@ -460,12 +408,6 @@ enum class ShimNoteCode : uint8_t {
   X(20, kCudaLaunchKernelExC_ptsz, "cudaLaunchKernelExC_ptsz")         \
   X(21, kCudaLaunchCooperativeKernel, "cudaLaunchCooperativeKernel")   \
   X(22, kCudaLaunchCooperativeKernel_ptsz, "cudaLaunchCooperativeKernel_ptsz") \
-  X(17, kCudaLaunchKernel, "cudaLaunchKernel")                         \
-  X(18, kCudaLaunchKernel_ptsz, "cudaLaunchKernel_ptsz")               \
-  X(19, kCudaLaunchKernelExC, "cudaLaunchKernelExC")                   \
-  X(20, kCudaLaunchKernelExC_ptsz, "cudaLaunchKernelExC_ptsz")         \
-  X(21, kCudaLaunchCooperativeKernel, "cudaLaunchCooperativeKernel")   \
-  X(22, kCudaLaunchCooperativeKernel_ptsz, "cudaLaunchCooperativeKernel_ptsz") \
   X(64, kCuMemAlloc_v2, "cuMemAlloc_v2")                               \
   X(65, kCuMemFree_v2, "cuMemFree_v2")                                 \
   X(66, kCuMemAllocManaged, "cuMemAllocManaged")                       \
@@ -507,15 +449,6 @@ enum class ShimNoteCode : uint8_t {
   X(102, kCuModuleGetFunction, "cuModuleGetFunction")                 \
   X(103, kCuLibraryGetKernel, "cuLibraryGetKernel")                   \
   X(104, kCuFuncGetName, "cuFuncGetName")                             \
-  X(96, kCuLaunchKernel, "cuLaunchKernel")                             \
-  X(97, kCuLaunchKernel_ptsz, "cuLaunchKernel_ptsz")                   \
-  X(98, kCuLaunchKernelEx, "cuLaunchKernelEx")                         \
-  X(99, kCuLaunchKernelEx_ptsz, "cuLaunchKernelEx_ptsz")               \
-  X(100, kCuLaunchCooperativeKernel, "cuLaunchCooperativeKernel")      \
-  X(101, kCuLaunchCooperativeKernel_ptsz, "cuLaunchCooperativeKernel_ptsz") \
-  X(102, kCuModuleGetFunction, "cuModuleGetFunction")                 \
-  X(103, kCuLibraryGetKernel, "cuLibraryGetKernel")                   \
-  X(104, kCuFuncGetName, "cuFuncGetName")                             \
   X(250, kPoolState, "PoolState")
 
 enum class GpuApi : uint16_t {
@@ -541,17 +474,6 @@ enum class GpuLayer : uint8_t { kRuntime = 0, kDriver = 1 };
 enum class GpuMemInfoWhy : uint8_t { kFirstUse = 0, kAfterFailure = 1, kProgramAsked = 2 };
 enum class GpuInterposeVia : uint8_t {
   kDlsym = 0, kGetProcAddress = 1, kGetProcAddressV2 = 2
-};
-enum class CuptiStateCode : uint8_t {
-  kSubscribed = 1,   // callbacks and activity enabled
-  kBackedOff = 2,    // another subscriber (a profiler) holds CUPTI (rc 39): nothing enabled
-  kLoadFailed = 3,   // libcupti could not be loaded or lacks an entry point
-  kFailed = 4,       // another CUPTI call failed (rc)
-  kFlushed = 5,      // activity buffers flushed (records/dropped since the last state)
-  kInjected = 6,     // CUDA called the shim's InitializeInjection
-};
-enum class CuptiModuleEvent : uint8_t {
-  kContextCreated = 1, kModuleLoaded = 2, kModuleUnloading = 3
 };
 enum class CuptiStateCode : uint8_t {
   kSubscribed = 1,   // callbacks and activity enabled
