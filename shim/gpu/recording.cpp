@@ -9,6 +9,7 @@
 #include "elf_symbols.h"
 #include "gpu_module.h"
 #include "modules.h"
+#include "python/python_stack.h"
 
 namespace colabtrace::shim::gpu {
 
@@ -428,6 +429,7 @@ void RecordAlloc(const Call& c, const AllocFacts& a) {
   r.rc = c.rc;
   r.dur = c.t1 - c.t0;
   r.stack = CaptureGpuStack();
+  r.py_stack = python::CapturePythonStackId();
   r.flags = a.flags;
   r.pool = a.pool;
   r.caller = r.stack == 0 ? reinterpret_cast<uint64_t>(c.caller) : 0;  // else the stack's frame 0
@@ -458,6 +460,7 @@ void RecordFree(const Call& c, uint64_t addr, uint64_t stream) {
   r.rc = c.rc;
   r.dur = c.t1 - c.t0;
   r.stack = CaptureGpuStack();
+  r.py_stack = python::CapturePythonStackId();
   r.caller = r.stack == 0 ? reinterpret_cast<uint64_t>(c.caller) : 0;
   if (c.layer == GpuLayer::kRuntime) {
     r.driver_api = t_gpu.inner_api;

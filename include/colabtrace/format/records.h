@@ -77,6 +77,8 @@ namespace colabtrace::format {
   X(96, LibLoad, "lib_load")                \
   X(97, LibUnload, "lib_unload")            \
   X(98, LibCheck, "lib_check")              \
+  X(99, PyPackage, "py_package")            \
+  X(100, PySample, "py_sample")             \
   X(112, GpuActivity, "gpu_activity")      \
   X(113, CuptiState, "cupti_state")         \
   X(114, CuptiMemory, "cupti_memory")       \
@@ -107,7 +109,8 @@ namespace colabtrace::format {
 // A fatal signal caught by the shim. addr is si_addr; shm_mapping names the /dev/shm
 // file when a SIGBUS address lies inside one.
 #define CT_FIELDS_Signal(F) \
-  F(U, signo) F(I, si_code) F(Hex, addr) F(U, tid) F(Stack, stack) F(Str, shm_mapping)
+  F(U, signo) F(I, si_code) F(Hex, addr) F(U, tid) F(Stack, stack) F(Str, shm_mapping) \
+  F(Str, py_stack)
 // In the parent. how: ForkHow. child_pid < 0 is -errno.
 #define CT_FIELDS_Fork(F) F(I, child_pid) F(U, how)
 // Written just before an exec; if it succeeds the next image continues this file.
@@ -248,10 +251,11 @@ constexpr const char* IoApiName(uint64_t code) {
 #define CT_FIELDS_GpuAlloc(F)                                                          \
   F(U, api) F(U, layer) F(I, device) F(Hex, stream) F(Hex, addr) F(U, size) F(I, rc) \
   F(Dur, dur) F(Stack, stack) F(U, flags) F(Hex, pool) F(U, driver_api) F(I, driver_rc) \
-  F(Hex, caller) F(U, pitch)
+  F(Hex, caller) F(U, pitch) F(Str, py_stack)
 #define CT_FIELDS_GpuFree(F)                                                \
   F(U, api) F(U, layer) F(I, device) F(Hex, stream) F(Hex, addr) F(I, rc) \
-  F(Dur, dur) F(Stack, stack) F(Hex, caller) F(U, driver_api) F(I, driver_rc)
+  F(Dur, dur) F(Stack, stack) F(Hex, caller) F(U, driver_api) F(I, driver_rc) \
+  F(Str, py_stack)
 // why: GpuMemInfoWhy. A reading taken after a failed allocation (why 1) has the same
 // tid and ts as the failed call's record. layer: which API answered (0 runtime, 1 driver).
 #define CT_FIELDS_GpuMemInfo(F) \
@@ -325,6 +329,18 @@ constexpr const char* IoApiName(uint64_t code) {
 // when: LibCheckWhen.
 #define CT_FIELDS_LibCheck(F) \
   F(Str, path) F(Hex, base) F(U, dev) F(U, ino) F(U, size) F(U, mtime_ns) F(I, err) F(U, when)
+
+// ---- Python (issue: Python-level attribution; codes 99-111, shared with libraries) ----
+// py_stack fields (Signal, GpuAlloc, GpuFree, PySample) are String ids whose text is the
+// Python stack of the recording thread, one "path:line in function" per line, innermost
+// first (0: no Python stack). See shim/python/python_stack.h.
+// PyPackage: the distribution behind imported top-level modules, written at exit by the
+// start-up hook (python/colabtrace/_startup). modules: the top-level module names it
+// provides that were imported, comma-separated.
+#define CT_FIELDS_PyPackage(F) F(Str, name) F(Str, version) F(Str, modules)
+// PySample: the last Python position of a thread, taken by the resource sampler (for
+// processes that end killed). tid: the sampled thread.
+#define CT_FIELDS_PySample(F) F(U, tid) F(Str, py_stack)
 
 // ---- CUPTI ----
 #define CT_FIELDS_GpuActivity(F)                                               \
