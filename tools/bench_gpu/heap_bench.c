@@ -8,16 +8,9 @@
 #include <stdlib.h>
 #include <time.h>
 
-static double cpu_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
+#include "bench_clock.h"
 
-static int cmp(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
+static double cpu_ns(void) { return bench_ns(CLOCK_THREAD_CPUTIME_ID); }
 
 int main(int argc, char **argv) {
   const long pairs = argc > 1 ? atol(argv[1]) : 100000;
@@ -32,7 +25,7 @@ int main(int argc, char **argv) {
     }
     per[r] = (cpu_ns() - t0) / (double)pairs;
   }
-  qsort(per, (size_t)rounds, sizeof *per, cmp);
+  qsort(per, (size_t)rounds, sizeof *per, bench_cmp);
   printf("{\"pairs\": %ld, \"rounds\": %d, \"median_ns_per_pair\": %.1f}\n", pairs, rounds, per[rounds / 2]);
   return 0;
 }

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench_clock.h"
+
 struct fatbin_wrapper { int magic, version; const void *data; void *filename_or_fatbins; };
 extern void **__cudaRegisterFatBinary(void *wrapper);
 extern void __cudaRegisterFatBinaryEnd(void **handle);
@@ -23,16 +25,6 @@ extern void __cudaRegisterFunction(void **handle, const char *hostFun, char *dev
                                    void *bDim, void *gDim, int *wSize);
 static const struct fatbin_wrapper kWrap = {0x466243b1, 1, "SIMCUBIN sm_80 fn=bench_kernel", NULL};
 void bench_kernel(void) {}
-
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-static int cmp(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv) {
   const long n = argc > 1 ? atol(argv[1]) : 200000;
@@ -53,16 +45,14 @@ int main(int argc, char **argv) {
     return 1;
   double rt[1000], drv[1000];
   for (int r = 0; r < rounds; r++) {
-    double t0 = now_ns();
+    double t0 = bench_ns(CLOCK_THREAD_CPUTIME_ID);
     for (long i = 0; i < n; i++) cudaLaunchKernel(stub, grid, block, NULL, 0, NULL);
-    rt[r] = (now_ns() - t0) / (double)n;
-    t0 = now_ns();
+    rt[r] = (bench_ns(CLOCK_THREAD_CPUTIME_ID) - t0) / (double)n;
+    t0 = bench_ns(CLOCK_THREAD_CPUTIME_ID);
     for (long i = 0; i < n; i++) cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
-    drv[r] = (now_ns() - t0) / (double)n;
+    drv[r] = (bench_ns(CLOCK_THREAD_CPUTIME_ID) - t0) / (double)n;
   }
-  qsort(rt, (size_t)rounds, sizeof *rt, cmp);
-  qsort(drv, (size_t)rounds, sizeof *drv, cmp);
   printf("{\"launches\": %ld, \"rounds\": %d, \"runtime_median_ns\": %.2f, \"driver_median_ns\": %.2f}\n", n,
-         rounds, rt[rounds / 2], drv[rounds / 2]);
+         rounds, bench_median(rt, rounds), bench_median(drv, rounds));
   return 0;
 }

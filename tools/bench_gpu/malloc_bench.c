@@ -14,16 +14,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-static double now_ns(clockid_t clock) {
-  struct timespec ts;
-  clock_gettime(clock, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
+#include "bench_clock.h"
 
 int main(int argc, char **argv) {
   const long pairs = argc > 1 ? atol(argv[1]) : 20000;
@@ -36,16 +27,16 @@ int main(int argc, char **argv) {
   }
   double cpu[1000], wall[1000];
   for (int r = 0; r < rounds; r++) {
-    const double c0 = now_ns(CLOCK_THREAD_CPUTIME_ID), w0 = now_ns(CLOCK_MONOTONIC);
+    const double c0 = bench_ns(CLOCK_THREAD_CPUTIME_ID), w0 = bench_ns(CLOCK_MONOTONIC);
     for (long i = 0; i < pairs; i++) {
       cudaMalloc(&p, bytes);
       cudaFree(p);
     }
-    wall[r] = (now_ns(CLOCK_MONOTONIC) - w0) / (double)pairs;
-    cpu[r] = (now_ns(CLOCK_THREAD_CPUTIME_ID) - c0) / (double)pairs;
+    wall[r] = (bench_ns(CLOCK_MONOTONIC) - w0) / (double)pairs;
+    cpu[r] = (bench_ns(CLOCK_THREAD_CPUTIME_ID) - c0) / (double)pairs;
   }
-  qsort(cpu, (size_t)rounds, sizeof *cpu, cmp);
-  qsort(wall, (size_t)rounds, sizeof *wall, cmp);
+  qsort(cpu, (size_t)rounds, sizeof *cpu, bench_cmp);
+  qsort(wall, (size_t)rounds, sizeof *wall, bench_cmp);
   printf("{\"pairs\": %ld, \"rounds\": %d, \"bytes\": %zu, \"median_ns_per_pair\": %.1f, "
          "\"min_ns_per_pair\": %.1f, \"max_ns_per_pair\": %.1f, \"median_wall_ns_per_pair\": %.1f}\n",
          pairs, rounds, bytes, cpu[rounds / 2], cpu[0], cpu[rounds - 1], wall[rounds / 2]);
