@@ -10,6 +10,7 @@
 #include "analyses/symbolize.h"
 #include "gpu/cupti_merge.h"
 #include "gpu/leak_growth.h"
+#include "python/torch_snapshot.h"
 
 namespace colabtrace::analyzer::gpu {
 namespace {
@@ -162,6 +163,7 @@ namespace {
 
 void AddOomFindings(ReportBuilder& report, const ProcessTrace& t, const AllocationTimeline& g,
                     const OthersOnDevice& others) {
+  const std::optional<TorchSnapshot> torch = FindTorchSnapshot(t);  // PyTorch's own view
   struct Pick {
     const Failure* f = nullptr;
     FailureVerdict v;
@@ -321,6 +323,7 @@ void AddOomFindings(ReportBuilder& report, const ProcessTrace& t, const Allocati
             "so the free memory at the failure is recorded.";
       }
     }
+    ApplyTorchAccounting(fd, torch, f.device);  // its verdict wins when it exists
     report.AddFinding(std::move(fd));
   }
 }

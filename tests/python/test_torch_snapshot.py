@@ -70,5 +70,53 @@ class TorchSnapshotTest(h.TempDirTest):
         self.assertNotIn("python", proc)
 
 
+SIMCUDA_DIR = os.environ.get("SIMCUDA_DIR", os.path.join(h.BUILD, "simcuda"))
+CUDART = os.path.join(SIMCUDA_DIR, "libcudart.so.13")
+OOM_PROGRAM = """
+import ctypes, sys
+rt = ctypes.CDLL(sys.argv[1])
+p = ctypes.c_void_p()
+for _ in range(3):
+    assert rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(20 << 20)) == 0
+assert rt.cudaMalloc(ctypes.byref(p), ctypes.c_size_t(40 << 20)) != 0
+"""
+
+
+@unittest.skipUnless(os.path.exists(CUDART) and os.path.exists("/usr/bin/python3.11"),
+                     "needs the simulated cudart and CPython 3.11")
+class OomVerdictTest(h.TempDirTest):
+    """gpu.oom / gpu.oom-fragmentation rest on PyTorch's accounting when a snapshot exists."""
+
+    def oom_finding(self, fixture):
+        env = {"LD_LIBRARY_PATH": SIMCUDA_DIR, "SIMCUDA_MEM_BYTES": str(64 << 20),
+               "SIMCUDA_CONTEXT_BYTES": "0", "SIMCUDA_OTHER_BYTES": "0"}
+        run = h.run_traced(["/usr/bin/python3.11", "-c", OOM_PROGRAM, CUDART], env=env)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        (trace,) = run.traces
+        if fixture:
+            shutil.copy(os.path.join(HERE, "fixtures", fixture), trace[: -len(".ctrace")] + ".torch-snapshot.json")
+        rep = h.report(trace)
+        found = h.findings(rep, "gpu.oom") + h.findings(rep, "gpu.oom-fragmentation")
+        self.assertEqual(len(found), 1, found)
+        return found[0]
+
+    def test_segment_level_without_snapshot(self):
+        f = self.oom_finding(None)
+        self.assertEqual(f["id"], "gpu.oom")
+        self.assertEqual(f["evidence"]["accounting"], "segments (no PyTorch snapshot)")
+
+    def test_snapshot_says_fragmentation(self):
+        f = self.oom_finding("snapshot_fragmented.json")
+        self.assertEqual(f["id"], "gpu.oom-fragmentation")
+        self.assertEqual(f["evidence"]["accounting"], "pytorch-snapshot")
+        self.assertEqual(f["evidence"]["torch_snapshot"]["largest_free_block"], 14 * MiB)
+        self.assertIn("expandable_segments:True", f["advice"])
+
+    def test_snapshot_says_out_of_memory(self):
+        f = self.oom_finding("snapshot_exhausted.json")
+        self.assertEqual(f["id"], "gpu.oom")
+        self.assertEqual(f["evidence"]["torch_snapshot"]["verdict"], "out-of-memory")
+
+
 if __name__ == "__main__":
     unittest.main()
