@@ -6,13 +6,17 @@
 // change the shim makes to a program's environment, and the hook undoes it as soon as
 // it runs (os.environ and sys.path are restored to what they would have been), so the
 // program and its children see the environment they were given. Under `python -E` or
-// `-I` Python ignores PYTHONPATH: the hook does not run, and the variable keeps the
-// extra entry for children.
+// `-I` Python ignores PYTHONPATH, and under `-S` it imports no sitecustomize: the hook
+// does not run, and the variable keeps the extra entry for children (with `-S`, sys.path
+// too).
 //
 // Entry points (python_hooks.def), called through ctypes:
 //   int colabtrace_trace_path(char* buf, size_t n)   the trace file's path; its length
 //                                                   or -1 (no trace).
 //   int colabtrace_python_package(name, version, modules)   a PyPackage record; 0 or -1.
+//   int colabtrace_python_quiet(int on)   on=1: the calling thread's calls are not
+//                                         recorded (the hook's own work: scanning the
+//                                         installed distributions at exit); on=0: again.
 #include <dlfcn.h>
 #include <sys/stat.h>
 
@@ -119,6 +123,18 @@ extern "C" {
 int colabtrace_trace_path(char* buf, size_t n) {
   if (buf == nullptr || n == 0 || !g_trace.is_open()) return -1;
   return colabtrace::shim::python::TracePath(g_trace, buf, n);
+}
+
+int colabtrace_python_quiet(int on) {
+  // The re-entry flag ShimScope sets: every hook on this thread passes straight through.
+  ThreadState& t = t_thread;
+  if (on != 0) {
+    if (t.busy != 0) return -1;
+    t.busy = 1;
+  } else {
+    t.busy = 0;
+  }
+  return 0;
 }
 
 int colabtrace_python_package(const char* name, const char* version, const char* modules) {

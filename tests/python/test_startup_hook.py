@@ -175,6 +175,9 @@ class StartupHookTest(h.TempDirTest):
         rep = h.report(trace)
         pkgs = {p["name"]: p for p in rep["python"]["packages"]}
         self.assertEqual(pkgs["numpy"]["version"], import_version)
+        # The hook's own scan of the installed distributions is not recorded as the
+        # program's I/O (it reads every *.dist-info/METADATA it finds).
+        self.assertEqual([l for l in h.dump(trace) if ".dist-info" in l], [])
 
     def test_real_cpu_torch_output_identical(self):
         code = "import torch; x = torch.arange(6).reshape(2, 3); print(x.sum().item(), torch.cuda.is_available())"

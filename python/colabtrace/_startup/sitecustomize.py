@@ -62,6 +62,7 @@ def _shim():
 
         lib = ctypes.CDLL(None)
         lib.colabtrace_trace_path.restype = ctypes.c_int
+        lib.colabtrace_python_quiet.restype = ctypes.c_int
         lib.colabtrace_python_package.restype = ctypes.c_int
         return lib
     except (OSError, AttributeError, ImportError):
@@ -178,26 +179,33 @@ def _on_oom(torch, device, alloc, device_alloc, device_free):
 
 def _record_packages():
     try:
-        import importlib.metadata as metadata
-
         top = {name.partition(".")[0] for name in list(sys.modules)}
-        by_dist = {}
-        for module, dists in metadata.packages_distributions().items():
-            if module in top:
-                for dist in dists:
-                    by_dist.setdefault(dist, set()).add(module)
-        if not by_dist:
-            return
         lib = _shim()
         if lib is None:
             return
-        for dist in sorted(by_dist):
-            try:
-                version = metadata.version(dist)
-            except Exception:  # noqa: BLE001
-                version = ""
-            lib.colabtrace_python_package(dist.encode(), (version or "").encode(),
-                                          ",".join(sorted(by_dist[dist])).encode())
+        # The scan of installed distributions is the hook's work, not the program's: the
+        # shim does not record this thread's calls meanwhile.
+        quiet = lib.colabtrace_python_quiet(1) == 0
+        try:
+            import importlib.metadata as metadata
+
+            by_dist = {}
+            for module, dists in metadata.packages_distributions().items():
+                if module in top:
+                    for dist in dists:
+                        by_dist.setdefault(dist, set()).add(module)
+            rows = []
+            for dist in sorted(by_dist):
+                try:
+                    version = metadata.version(dist)
+                except Exception:  # noqa: BLE001
+                    version = ""
+                rows.append((dist, version or "", ",".join(sorted(by_dist[dist]))))
+        finally:
+            if quiet:
+                lib.colabtrace_python_quiet(0)
+        for dist, version, modules in rows:
+            lib.colabtrace_python_package(dist.encode(), version.encode(), modules.encode())
     except Exception:  # noqa: BLE001
         pass
 

@@ -1,0 +1,78 @@
+"""The shim's CPython frame layouts (shim/python/python_stack.cpp, kLayouts) against the
+real headers: for each CPython here with its internal headers installed, compile
+offsetof() of every field the walker reads and compare with the table's row."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SOURCE = os.path.join(ROOT, "shim", "python", "python_stack.cpp")
+INCLUDES = {  # version -> include dirs of the interpreters installed here
+    0x030B: ["/usr/include/python3.11", "/root/.pyenv/versions/3.11.7/include/python3.11"],
+}
+
+PROBE = r"""
+#define Py_BUILD_CORE 1
+#include <Python.h>
+#include <stddef.h>
+#include <stdio.h>
+#include "internal/pycore_frame.h"
+#include "internal/pycore_code.h"
+int main(void) {
+  printf("%zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %d\n",
+         offsetof(PyThreadState, cframe), offsetof(_PyCFrame, current_frame),
+         offsetof(_PyInterpreterFrame, f_code), offsetof(_PyInterpreterFrame, previous),
+         offsetof(_PyInterpreterFrame, prev_instr), offsetof(_PyInterpreterFrame, owner),
+         sizeof(_PyInterpreterFrame), offsetof(PyCodeObject, co_filename),
+         offsetof(PyCodeObject, co_name), offsetof(PyCodeObject, co_linetable),
+         offsetof(PyCodeObject, _co_firsttraceable), offsetof(PyCodeObject, co_code_adaptive),
+         offsetof(PyASCIIObject, length), offsetof(PyASCIIObject, state),
+         sizeof(PyASCIIObject), sizeof(PyCompactUnicodeObject), (int)FRAME_OWNED_BY_GENERATOR);
+  return 0;
+}
+"""
+
+
+def table_row(version: int) -> list[int]:
+    with open(SOURCE, encoding="utf-8") as f:
+        text = f.read()
+    m = re.search(r"\{0x%04X,([^}]*)\}" % version, text)
+    assert m, f"no layout row for 0x{version:04X}"
+    return [int(x) for x in m.group(1).split(",")]
+
+
+class LayoutTest(unittest.TestCase):
+    def test_layouts_match_headers(self):
+        if shutil.which("cc") is None:
+            self.skipTest("no C compiler")
+        checked = 0
+        for version, dirs in INCLUDES.items():
+            row = table_row(version)
+            for inc in dirs:
+                if not os.path.exists(os.path.join(inc, "internal", "pycore_frame.h")):
+                    continue
+                with self.subTest(include=inc), tempfile.TemporaryDirectory() as tmp:
+                    src, exe = os.path.join(tmp, "probe.c"), os.path.join(tmp, "probe")
+                    with open(src, "w") as f:
+                        f.write(PROBE)
+                    subprocess.run(["cc", "-I" + inc, src, "-o", exe], check=True)
+                    got = [int(x) for x in subprocess.run([exe], capture_output=True, text=True,
+                                                          check=True).stdout.split()]
+                    # The table's frame_size is what the walker copies; it must cover the
+                    # frame's fields (the header's sizeof is the struct's full size).
+                    self.assertEqual(row[:6], got[:6])
+                    self.assertGreaterEqual(row[6], got[4] + 8)
+                    self.assertEqual(row[7:], got[7:])
+                    checked += 1
+        if checked == 0:
+            self.skipTest("no CPython internal headers installed")
+
+
+if __name__ == "__main__":
+    unittest.main()
