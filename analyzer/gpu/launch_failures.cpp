@@ -41,24 +41,32 @@ Named FromSymbolized(const std::string& line) {
   return n;
 }
 
-std::string ModuleLibrary(const ProcessTrace& t, uint64_t module) {
-  if (module == 0) return "";
+// The file a module came from (cuModuleLoad/cuLibraryLoadFromFile), else the object that
+// loaded it; by handle, the last successful load.
+std::map<uint64_t, std::string> ModuleLibraries(const ProcessTrace& t) {
+  std::map<uint64_t, std::string> out;
   for (const auto& m : t.records.GpuModule) {
-    if (m.handle != module || m.rc != 0) continue;
+    if (m.handle == 0 || m.rc != 0) continue;
     const std::string_view path = t.Str(m.path);
-    if (!path.empty()) return std::string(path);
-    const std::string_view caller = t.Str(m.caller);
-    if (!caller.empty()) return std::string(caller);
+    out[m.handle] = std::string(path.empty() ? t.Str(m.caller) : path);
   }
-  return "";
+  return out;
 }
 
 }  // namespace
 
 void AddLaunchFailedFindings(ReportBuilder& report, const ProcessTrace& t) {
   if (t.records.GpuLaunchFailed.empty()) return;
+  // Lookups are by handle and by stub, each resolved once: a trace may hold millions of
+  // failed launches (the file's symbol table is read once per stub, not per record).
   std::map<uint64_t, const format::GpuFunction*> functions;  // the last name of each handle
   for (const auto& f : t.records.GpuFunction) functions[f.handle] = &f;
+  const std::map<uint64_t, std::string> modules = ModuleLibraries(t);
+  auto module_library = [&](uint64_t handle) {
+    auto it = modules.find(handle);
+    return it != modules.end() ? it->second : std::string();
+  };
+  std::map<uint64_t, Named> stubs;
   struct Group {
     Named named;
     int64_t rc = 0;
@@ -76,16 +84,20 @@ void AddLaunchFailedFindings(ReportBuilder& report, const ProcessTrace& t) {
     if (n.kernel.empty() && handle != 0) {
       if (auto it = functions.find(handle); it != functions.end()) {
         n.kernel = std::string(t.Str(it->second->name));
-        n.library = ModuleLibrary(t, it->second->module);
+        n.library = module_library(it->second->module);
       }
     }
     if (runtime && l.func != 0) {
-      const std::vector<std::string> sym = SymbolizeStack(t, {l.func});
-      const Named stub = sym.empty() ? Named{} : FromSymbolized(sym[0]);
+      auto [sit, fresh_stub] = stubs.try_emplace(l.func);
+      if (fresh_stub) {
+        const std::vector<std::string> sym = SymbolizeStack(t, {l.func});
+        if (!sym.empty()) sit->second = FromSymbolized(sym[0]);
+      }
+      const Named& stub = sit->second;
       if (n.kernel.empty()) n.kernel = stub.kernel;
       n.library = stub.library.empty() ? n.library : stub.library;
     }
-    if (!runtime && n.library.empty()) n.library = ModuleLibrary(t, l.module);
+    if (!runtime && n.library.empty()) n.library = module_library(l.module);
     if (n.kernel.empty()) n.kernel = FormatHex(l.func);
     const auto key = std::make_tuple(n.kernel, l.rc);
     auto [it, fresh] = groups.try_emplace(key);
