@@ -213,6 +213,7 @@ class ProcessAnalysis final : public Analysis {
       ev["oom_kill_after"] = after == UINT64_MAX ? Json() : Json(after);
       ev["oom_kill_rose"] = known ? Json(rose) : Json();
       ev["last_event_after_start_ns"] = t.end_ns() - t.start_ns();
+      ev["last_python_sample"] = LastPythonSampleJson(t);  // where Python last was, if known
       fd.summary = who + " was killed: its trace ends with no exit record";
       if (rose) {
         fd.summary += "; the cgroup's oom_kill count rose from " + std::to_string(before) +

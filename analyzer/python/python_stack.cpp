@@ -24,4 +24,18 @@ Json PythonStackJson(const ProcessTrace& t, uint64_t id) {
   return out;
 }
 
+Json LastPythonSampleJson(const ProcessTrace& t) {
+  const auto& samples = t.records.PySample;
+  for (auto it = samples.rbegin(); it != samples.rend(); ++it) {
+    Json stack = PythonStackJson(t, it->py_stack);
+    if (stack.is_null()) continue;
+    Json j = Json::MakeObject();
+    j["tid"] = it->tid;
+    j["after_start_ns"] = it->ts >= t.start_ns() ? it->ts - t.start_ns() : 0;
+    j["python_stack"] = std::move(stack);
+    return j;
+  }
+  return Json();
+}
+
 }  // namespace colabtrace::analyzer

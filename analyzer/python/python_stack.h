@@ -20,4 +20,9 @@ std::vector<std::string> PythonStackFrames(const ProcessTrace& t, uint64_t id);
 // the record carries no Python stack.
 Json PythonStackJson(const ProcessTrace& t, uint64_t id);
 
+// The last Python position recorded in t (its latest py_sample record):
+// {"tid", "after_start_ns", "python_stack": [...]}; null when there is none. Evidence for
+// proc.killed.
+Json LastPythonSampleJson(const ProcessTrace& t);
+
 }  // namespace colabtrace::analyzer

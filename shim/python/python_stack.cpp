@@ -343,6 +343,16 @@ uint64_t CapturePythonStackId() {
   return id;
 }
 
+void EmitPythonSample(uint64_t ts) {
+  const uint64_t id = CapturePythonStackId();
+  if (id == 0) return;
+  format::PySample r;
+  r.ts = ts;
+  r.tid = static_cast<uint64_t>(raw::Gettid());
+  r.py_stack = id;
+  Emit(r);
+}
+
 size_t CapturePythonStackTextSafe(char* out, size_t cap) {
   if (g_py.layout == nullptr || out == nullptr) return 0;
   FrameRef frames[kMaxPythonFrames];

@@ -44,4 +44,10 @@ uint64_t CapturePythonStackId();
 // damaged interpreter state yields a shorter or empty stack instead of a second fault.
 size_t CapturePythonStackTextSafe(char* out, size_t cap);
 
+// Emits a PySample record with the calling thread's Python stack (nothing when it runs
+// no Python code). The periodic resource sample calls it, on whichever program thread
+// took the sample, so a process that is killed leaves its last Python position behind.
+// Inside a ShimScope.
+void EmitPythonSample(uint64_t ts);
+
 }  // namespace colabtrace::shim::python

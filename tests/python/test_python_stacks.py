@@ -95,6 +95,34 @@ class FatalSignalTest(PythonStackTest):
         self.assertIsNone(f["evidence"]["python_stack"])
 
 
+@unittest.skipUnless(PYTHONS, "no CPython 3.11 here")
+class KilledTest(PythonStackTest):
+    SCRIPT = """\
+        import os, time
+
+        def busy(deadline):
+            while time.monotonic() < deadline:
+                os.stat("/etc/hostname")  # STAT
+
+        def main():
+            busy(time.monotonic() + 0.3)  # BUSY
+            os.kill(os.getpid(), 9)
+
+        main()  # MAIN
+        """
+
+    def test_last_python_position_of_a_killed_process(self):
+        script = self.write("killed.py", self.SCRIPT)
+        run = h.run_traced([PYTHONS[0], script], env={"COLABTRACE_SAMPLE_MS": "20"})
+        self.assertEqual(run.returncode, -9)
+        (f,) = h.findings(h.report(*run.traces), "proc.killed")
+        sample = f["evidence"]["last_python_sample"]
+        self.assertEqual(sample["python_stack"], [self.frame(script, "# STAT", "busy"),
+                                                  self.frame(script, "# BUSY", "main"),
+                                                  self.frame(script, "# MAIN", "<module>")])
+        self.assertGreaterEqual(len(h.records(run.traces[0], "py_sample")), 2)
+
+
 @unittest.skipUnless(PYTHONS and os.path.exists(CUDART), "needs CPython 3.11 and the simulated cudart")
 class GpuAllocationTest(PythonStackTest):
     SCRIPT = """\

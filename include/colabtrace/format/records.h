@@ -338,8 +338,8 @@ constexpr const char* IoApiName(uint64_t code) {
 // start-up hook (python/colabtrace/_startup). modules: the top-level module names it
 // provides that were imported, comma-separated.
 #define CT_FIELDS_PyPackage(F) F(Str, name) F(Str, version) F(Str, modules)
-// PySample: the last Python position of a thread, taken by the resource sampler (for
-// processes that end killed). tid: the sampled thread.
+// PySample: a thread's Python position, taken with each periodic resource sample on the
+// thread that took it (for processes that end killed). tid: that thread.
 #define CT_FIELDS_PySample(F) F(U, tid) F(Str, py_stack)
 
 // ---- CUPTI ----
