@@ -12,6 +12,7 @@ std::vector<std::unique_ptr<Analysis>> MakeAllAnalyses() {
     if (factory != nullptr) all.push_back(factory());
   }
   all.push_back(MakeHostAnalysis());
+  all.push_back(MakeRunWrapperAnalysis());
   return all;
 }
 

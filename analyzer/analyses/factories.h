@@ -18,8 +18,10 @@ std::unique_ptr<Analysis> MakeLibraryAnalysis() __attribute__((weak));
 // analyzer/python/: python.packages[], processes[].python (packages, PyTorch snapshot),
 // the Python stack of each crash.
 std::unique_ptr<Analysis> MakePythonAnalysis() __attribute__((weak));
-// Whole-run host findings that need every process (host.memory-pressure, host.shm-small).
-// Runs last.
+// Whole-run host findings that need every process (host.memory-pressure, host.shm-small),
+// per host. Runs after the area analyses.
 std::unique_ptr<Analysis> MakeHostAnalysis();
+// Moves `colabtrace run`'s own trace out of processes[] into "run". Runs after all others.
+std::unique_ptr<Analysis> MakeRunWrapperAnalysis();
 
 }  // namespace colabtrace::analyzer

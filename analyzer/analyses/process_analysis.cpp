@@ -1,5 +1,10 @@
 // The process table and how each process ended (proc.killed, proc.fatal-signal), plus
 // the whole-run host findings (host.memory-pressure, host.shm-small).
+//
+// How a process ended comes, in this order, from its reaper's wait status (a traced
+// parent's wait* call, or `colabtrace run`), its own signal record, its own exit record;
+// with none of them it was killed. `colabtrace run`'s own trace (IsRunWrapper) adds
+// outside samples (RSS, PSS, USS, cgroup) and is reported under "run", not processes[].
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
@@ -13,6 +18,7 @@
 #include "analyses/symbolize.h"
 #include "python/python_stack.h"
 #include "report/report.h"
+#include "tools/run_metrics.h"
 
 namespace colabtrace::analyzer {
 namespace {
@@ -56,9 +62,133 @@ std::string CommandLine(const Json& argv) {
   std::string s;
   for (const Json& a : argv.array()) {
     if (!s.empty()) s += ' ';
-    s += EscapeForTerminal(a.str());
+    s += EscapeForTerminal(a.str());  // argv is untrusted: no raw newlines or escapes
   }
   return s.size() > 120 ? s.substr(0, 117) + "..." : s;
+}
+
+// Past this many processes the text table groups them by role (command and how they
+// started), with counts; JSON always lists each one.
+constexpr size_t kProcessRowsBeforeGrouping = 40;
+
+std::string EndCell(const Json& end) {
+  if (!end["code"].is_null()) return std::to_string(end["code"].as_int());
+  if (!end["signal"].is_null()) return SignalName(static_cast<int>(end["signal"].as_int()));
+  return "-";
+}
+
+// "exited 0" / "signaled SIGPIPE" / "killed SIGKILL" / "killed".
+std::string EndSummary(const Json& end) {
+  std::string s = end["kind"].is_string() ? end["kind"].str() : "unknown";
+  const std::string cell = EndCell(end);
+  if (cell != "-") s += " " + cell;
+  return s;
+}
+
+// The text table: one row per process, or one per role past kProcessRowsBeforeGrouping.
+std::string ProcessTable(const std::vector<const Json*>& procs) {
+  std::string table;
+  char line[512];
+  if (procs.size() <= kProcessRowsBeforeGrouping) {
+    std::snprintf(line, sizeof(line), "%-8s %-8s %-10s %-8s %-10s %s\n", "pid", "ppid", "end",
+                  "code", "peak RSS", "command");
+    table += line;
+    for (const Json* p : procs) {
+      const Json& end = (*p)["end"];
+      std::snprintf(line, sizeof(line), "%-8lld %-8lld %-10s %-8s %-10s %s\n",
+                    static_cast<long long>((*p)["pid"].as_int()),
+                    static_cast<long long>((*p)["ppid"].as_int()), end["kind"].str().c_str(),
+                    EndCell(end).c_str(),
+                    FormatBytes(static_cast<uint64_t>((*p)["peak_rss_bytes"].as_int())).c_str(),
+                    CommandLine((*p)["argv"]).c_str());
+      table += line;
+    }
+    return table;
+  }
+  struct Group {
+    size_t count = 0;
+    uint64_t peak_rss = 0;
+    std::map<std::string, size_t> ends;  // EndSummary -> count
+    std::vector<int64_t> pids;
+    std::string example;                 // the first member's command line
+  };
+  std::map<std::string, Group> groups;
+  for (const Json* p : procs) {
+    Group& g = groups[ProcessRole(*p)];
+    if (g.count++ == 0) g.example = CommandLine((*p)["argv"]);
+    g.peak_rss = std::max(g.peak_rss, static_cast<uint64_t>((*p)["peak_rss_bytes"].as_int()));
+    ++g.ends[EndSummary((*p)["end"])];
+    g.pids.push_back((*p)["pid"].as_int());
+  }
+  // Largest groups first; ties by role.
+  std::vector<std::pair<std::string, const Group*>> order;
+  for (const auto& [role, g] : groups) order.emplace_back(role, &g);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.second->count > b.second->count; });
+  table += std::to_string(procs.size()) + " processes in " + std::to_string(groups.size()) +
+           " groups (by command and role; `report --format json` lists each process)\n";
+  std::snprintf(line, sizeof(line), "%-6s %-10s %-32s %-22s %s\n", "count", "peak RSS", "role",
+                "ends", "pids");
+  table += line;
+  for (const auto& [role, g] : order) {
+    std::string ends;
+    for (const auto& [e, n] : g->ends) {
+      if (!ends.empty()) ends += ", ";
+      ends += std::to_string(n) + " " + e;
+    }
+    std::string pids;
+    for (size_t k = 0; k < g->pids.size() && k < 3; ++k) {
+      pids += (k ? " " : "") + std::to_string(g->pids[k]);
+    }
+    if (g->pids.size() > 3) pids += " ...";
+    std::snprintf(line, sizeof(line), "%-6zu %-10s %-32s %-22s %s\n", g->count,
+                  FormatBytes(g->peak_rss).c_str(), role.substr(0, 64).c_str(), ends.c_str(),
+                  pids.c_str());
+    table += line;
+  }
+  return table;
+}
+
+// The latest oom_kill reading a process could not take itself: from the samples of the
+// processes that outlived it on its host, and from `colabtrace run`'s cgroup readings.
+struct OomEvidence {
+  uint64_t before = UINT64_MAX, after = UINT64_MAX;
+  std::string source;  // who saw the later reading
+};
+
+OomEvidence OomKillAround(const ProcessTrace& t, const std::vector<ProcessTrace>& all,
+                          const LifecycleModel& model, const std::string& host) {
+  OomEvidence e;
+  // Before: the earliest reading at or after its start, its own or anyone's on the host.
+  auto note_before = [&](uint64_t ts, uint64_t v) {
+    if (v == UINT64_MAX || ts < t.start_ns() || ts > t.end_ns()) return;
+    if (e.before == UINT64_MAX || v < e.before) e.before = v;
+  };
+  auto note_after = [&](uint64_t ts, uint64_t v, const std::string& who) {
+    if (v == UINT64_MAX || ts < t.end_ns()) return;
+    if (e.after == UINT64_MAX || v > e.after) {
+      e.after = v;
+      e.source = who;
+    }
+  };
+  for (const auto& s : t.records.Sample) {
+    note_before(s.ts, s.oom_kill);
+    note_after(s.ts, s.oom_kill, "its own last sample");
+  }
+  for (const auto& other : all) {
+    if (&other == &t || HostKey(other) != host) continue;
+    for (const auto& s : other.records.Sample) {
+      note_before(s.ts, s.oom_kill);
+      note_after(s.ts, s.oom_kill, "the samples of pid " + std::to_string(other.pid()) +
+                                       ", which outlived it");
+    }
+  }
+  for (const CgroupReading& c : model.CgroupReadings(host)) {
+    note_before(c.ts, c.oom_kill);
+    note_after(c.ts, c.oom_kill,
+               "colabtrace run's cgroup samples (pid " + std::to_string(c.wrapper_pid) + ")");
+  }
+  return e;
 }
 
 class ProcessAnalysis final : public Analysis {
@@ -67,36 +197,30 @@ class ProcessAnalysis final : public Analysis {
 
   void Run(ReportBuilder& report) override {
     const auto& traces = report.traces();
-    std::string table;
-    char line[512];
-    std::snprintf(line, sizeof(line), "%-8s %-8s %-10s %-8s %-10s %s\n", "pid", "ppid", "end",
-                  "code", "peak RSS", "command");
-    table += line;
+    const LifecycleModel model(traces);
+    std::vector<size_t> jobs;
     for (size_t i = 0; i < traces.size(); ++i) {
       const ProcessTrace& t = traces[i];
-      const ProcessFacts f = ProcessFacts::Of(t);
+      const ProcessFacts f = ProcessFacts::Of(t, &model);
       Json& p = report.process(i);
       FillProcess(t, f, p);
-      const Json& end = p["end"];
-      const std::string code = end["code"].is_null()
-                                   ? (end["signal"].is_null() ? "-" : SignalName(static_cast<int>(end["signal"].as_int())))
-                                   : std::to_string(end["code"].as_int());
-      std::snprintf(line, sizeof(line), "%-8u %-8lld %-10s %-8s %-10s %s\n", t.pid(),
-                    static_cast<long long>(p["ppid"].as_int()), end["kind"].str().c_str(),
-                    code.c_str(), FormatBytes(f.peak_rss).c_str(), CommandLine(p["argv"]).c_str());
-      table += line;
       if (t.truncated) {
         report.AddWarning(t.file + ": tracing stopped early (" + std::string(std::strerror(
                               static_cast<int>(t.header.truncation_errno))) +
                           "); events after that point are missing");
       }
-      AddEndFindings(report, t, f, p, traces);
+      if (f.run_wrapper) continue;
+      jobs.push_back(i);
+      AddEndFindings(report, t, f, p, traces, model);
     }
-    report.AddText("Processes", table);
+    std::vector<const Json*> procs;
+    for (size_t i : jobs) procs.push_back(&report.process(i));
+    report.AddText("Processes", ProcessTable(procs));
   }
 
  private:
   static void FillProcess(const ProcessTrace& t, const ProcessFacts& f, Json& p) {
+    if (f.run_wrapper) p["role"] = "colabtrace-run";
     p["pid"] = t.pid();
     p["ppid"] = f.start ? static_cast<int64_t>(f.start->ppid) : 0;
     p["exe"] = f.job ? std::string(t.Str(f.job->exe)) : std::string();
@@ -123,8 +247,10 @@ class ProcessAnalysis final : public Analysis {
     Json end = Json::MakeObject();
     end["kind"] = std::string(EndKindName(f.end_kind));
     end["code"] = f.exit_code ? Json(*f.exit_code) : Json();
-    end["signal"] = f.signal ? Json(static_cast<int64_t>(f.signal->signo)) : Json();
-    if (f.signal) end["signal_name"] = SignalName(static_cast<int>(f.signal->signo));
+    end["signal"] = f.end_signal ? Json(*f.end_signal) : Json();
+    if (f.end_signal) end["signal_name"] = SignalName(static_cast<int>(*f.end_signal));
+    end["reaped_by"] = f.reap ? Json(static_cast<int64_t>(f.reap->reaper_pid)) : Json();
+    if (f.reap) end["reaped_by_run"] = f.reap->by_run;
     if (f.end_kind == EndKind::kExecUntraced && !t.records.ExecStart.empty()) {
       end["exec_untraced"] = std::string(t.Str(t.records.ExecStart.back().path));
     }
@@ -180,224 +306,439 @@ class ProcessAnalysis final : public Analysis {
   }
 
   static void AddEndFindings(ReportBuilder& report, const ProcessTrace& t, const ProcessFacts& f,
-                             const Json& p, const std::vector<ProcessTrace>& all) {
+                             const Json& p, const std::vector<ProcessTrace>& all,
+                             const LifecycleModel& model) {
     const std::string who = "pid " + std::to_string(t.pid()) + " (" + CommandLine(p.Find("argv") ? *p.Find("argv") : Json::MakeArray()) + ")";
+    const std::string host = HostKey(t);
     if (f.end_kind == EndKind::kKilled) {
       Finding fd;
       fd.id = "proc.killed";
       fd.severity = Severity::kError;
       fd.pid = t.pid();
       Json& ev = fd.evidence;
+      // The last RSS: its own last sample, or colabtrace run's later one.
       const auto& samples = t.records.Sample;
-      const uint64_t last_rss = samples.empty() ? 0 : samples.back().rss_bytes;
+      uint64_t last_rss = 0, last_rss_ts = 0;
+      if (!samples.empty()) last_rss = samples.back().rss_bytes, last_rss_ts = samples.back().ts;
+      for (const OutsideSample* s : model.SamplesOf(t)) {
+        if (s->rss != UINT64_MAX && s->ts >= last_rss_ts) last_rss = s->rss, last_rss_ts = s->ts;
+      }
       ev["last_rss_bytes"] = last_rss;
       ev["peak_rss_bytes"] = f.peak_rss;
-      ev["cgroup_memory_max"] = f.cgroup_max == UINT64_MAX ? Json("max") : Json(f.cgroup_max);
-      const uint64_t cur = samples.empty() ? UINT64_MAX : samples.back().cgroup_current;
+      // The cgroup: colabtrace run's last reading before the end, else the process's own.
+      uint64_t cg_max = f.cgroup_max;
+      uint64_t cur = samples.empty() ? UINT64_MAX : samples.back().cgroup_current;
+      uint64_t cur_ts = samples.empty() ? 0 : samples.back().ts;
+      const uint64_t end_ts = f.reap ? f.reap->ts : t.end_ns();
+      for (const CgroupReading& c : model.CgroupReadings(host)) {
+        if (c.ts > end_ts || c.ts < cur_ts) continue;
+        if (c.current != UINT64_MAX) cur = c.current, cur_ts = c.ts;
+        if (c.max != UINT64_MAX) cg_max = c.max;
+      }
+      ev["cgroup_memory_max"] = cg_max == UINT64_MAX ? Json("max") : Json(cg_max);
       ev["cgroup_memory_current"] = cur == UINT64_MAX ? Json() : Json(cur);
       // The killed process cannot see its own OOM kill; the processes that outlive it
-      // (its parent, siblings) sample the same cgroup afterwards.
-      const uint64_t before = samples.empty() ? UINT64_MAX : samples.front().oom_kill;
-      uint64_t after = samples.empty() ? UINT64_MAX : samples.back().oom_kill;
-      for (const auto& other : all) {
-        for (const auto& s : other.records.Sample) {
-          if (s.ts >= t.end_ns() && s.oom_kill != UINT64_MAX &&
-              (after == UINT64_MAX || s.oom_kill > after)) {
-            after = s.oom_kill;
-          }
-        }
-      }
-      const bool known = before != UINT64_MAX && after != UINT64_MAX;
-      const bool rose = known && after > before;
-      ev["oom_kill_before"] = before == UINT64_MAX ? Json() : Json(before);
-      ev["oom_kill_after"] = after == UINT64_MAX ? Json() : Json(after);
+      // (its parent, siblings) and colabtrace run read the same cgroup afterwards.
+      const OomEvidence oom = OomKillAround(t, all, model, host);
+      const bool known = oom.before != UINT64_MAX && oom.after != UINT64_MAX;
+      const bool rose = known && oom.after > oom.before;
+      ev["oom_kill_before"] = oom.before == UINT64_MAX ? Json() : Json(oom.before);
+      ev["oom_kill_after"] = oom.after == UINT64_MAX ? Json() : Json(oom.after);
       ev["oom_kill_rose"] = known ? Json(rose) : Json();
+      ev["oom_kill_seen_by"] = oom.source.empty() ? Json() : Json(oom.source);
       ev["last_event_after_start_ns"] = t.end_ns() - t.start_ns();
       ev["last_python_sample"] = LastPythonSampleJson(t);  // where Python last was, if known
-      fd.summary = who + " was killed: its trace ends with no exit record";
+      ev["signal"] = f.end_signal ? Json(*f.end_signal) : Json();
+      ev["reaped_by"] = f.reap ? Json(static_cast<int64_t>(f.reap->reaper_pid)) : Json();
+      if (f.reap) {
+        fd.summary = who + " was killed by SIGKILL (its wait status, reaped by " +
+                     (f.reap->by_run ? "colabtrace run" : "its parent") + ", pid " +
+                     std::to_string(f.reap->reaper_pid) + ")";
+      } else {
+        fd.summary = who + " was killed: its trace ends with no exit record";
+      }
       if (rose) {
-        fd.summary += "; the cgroup's oom_kill count rose from " + std::to_string(before) +
-                      " to " + std::to_string(after) + ", so the OOM killer took it";
+        fd.summary += "; the cgroup's oom_kill count rose from " + std::to_string(oom.before) +
+                      " to " + std::to_string(oom.after) + " (seen in " + oom.source +
+                      "), so the OOM killer took it";
         fd.advice =
             "The kernel's OOM killer ended it. Lower host memory use: fewer DataLoader "
             "workers, a smaller batch or prefetch_factor, pin_memory=False, or load the "
             "dataset lazily; `dmesg` names the victim and its RSS.";
       } else {
-        fd.summary += " (SIGKILL, the OOM killer, or the machine stopped); last RSS " +
-                      FormatBytes(last_rss);
+        fd.summary += f.reap ? "; last RSS " + FormatBytes(last_rss)
+                             : " (SIGKILL, the OOM killer, or the machine stopped); last RSS " +
+                                   FormatBytes(last_rss);
         fd.advice =
-            "Something sent SIGKILL: the OOM killer (check `dmesg` and the cgroup's "
-            "memory.events), a job timeout, or the notebook runtime restarting. If memory "
-            "was high, reduce DataLoader workers or batch size.";
+            f.reap && !f.reap->by_run
+                ? "Its parent reaped it after a SIGKILL: usually the parent (or a timeout "
+                  "it runs) killed it on purpose; otherwise check `dmesg` and the cgroup's "
+                  "memory.events for the OOM killer."
+                : "Something sent SIGKILL: the OOM killer (check `dmesg` and the cgroup's "
+                  "memory.events), a job timeout, or the notebook runtime restarting. If "
+                  "memory was high, reduce DataLoader workers or batch size.";
       }
       report.AddFinding(std::move(fd));
     }
-    // Termination requests (SIGTERM, SIGINT, ...) end the process "signaled" without a
-    // finding; only crashes are proc.fatal-signal.
-    static constexpr uint64_t kCrashes[] = {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE};
-    if (f.signal && std::find(std::begin(kCrashes), std::end(kCrashes), f.signal->signo) !=
-                        std::end(kCrashes)) {
-      const auto& s = *f.signal;
-      Finding fd;
-      fd.id = "proc.fatal-signal";
-      fd.severity = Severity::kError;
-      fd.pid = t.pid();
-      Json& ev = fd.evidence;
-      ev["signal"] = s.signo;
-      ev["signal_name"] = SignalName(static_cast<int>(s.signo));
-      ev["si_code"] = s.si_code;
-      ev["fault_address"] = FormatHex(s.addr);
-      ev["tid"] = s.tid;
-      Json stack = Json::MakeArray();
-      for (const std::string& frame : SymbolizeStack(t, t.Stack(s.stack))) stack.Append(frame);
-      ev["stack"] = std::move(stack);
-      ev["python_stack"] = PythonStackJson(t, s.py_stack);  // innermost Python frame first
-      if (const auto py = PythonStackFrames(t, s.py_stack); !py.empty()) fd.summary += " at " + py.front();
-      const std::string shm(t.Str(s.shm_mapping));
-      ev["shm_mapping"] = shm.empty() ? Json() : Json(shm);
-      fd.summary = who + " died of " + SignalName(static_cast<int>(s.signo)) +
-                   " (fault address " + FormatHex(s.addr) + ")";
-      if (!shm.empty() && s.signo == SIGBUS) {
-        fd.summary += " inside the /dev/shm mapping " + shm;
-        fd.advice =
-            "A SIGBUS in a /dev/shm mapping means shared memory ran out. Enlarge /dev/shm "
-            "(docker run --shm-size=8g, or a bigger tmpfs), or use fewer DataLoader workers.";
-      } else if (s.signo == SIGABRT) {
-        fd.advice =
-            "The program aborted (an assertion, std::terminate, or a C++ exception nobody "
-            "caught). The stack shows where; run under gdb for the message.";
+    // Termination requests (SIGTERM, SIGINT, SIGPIPE, ...) end the process "signaled"
+    // without a finding; only crashes are proc.fatal-signal.
+    static constexpr int64_t kCrashes[] = {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE};
+    if (f.end_kind != EndKind::kSignaled || !f.end_signal ||
+        std::find(std::begin(kCrashes), std::end(kCrashes), *f.end_signal) == std::end(kCrashes)) {
+      return;
+    }
+    const int signo = static_cast<int>(*f.end_signal);
+    Finding fd;
+    fd.id = "proc.fatal-signal";
+    fd.severity = Severity::kError;
+    fd.pid = t.pid();
+    Json& ev = fd.evidence;
+    ev["signal"] = signo;
+    ev["signal_name"] = SignalName(signo);
+    ev["reaped_by"] = f.reap ? Json(static_cast<int64_t>(f.reap->reaper_pid)) : Json();
+    std::string shm;
+    fd.summary = who + " died of " + SignalName(signo);
+    if (const auto* s = f.signal) {
+      ev["si_code"] = s->si_code;
+      ev["tid"] = s->tid;
+      if (s->si_code > 0) {
+        // The kernel raised it for a fault: si_addr is the faulting address.
+        ev["fault_address"] = FormatHex(s->addr);
+        fd.summary += " (fault address " + FormatHex(s->addr) + ")";
       } else {
-        fd.advice =
-            "A native crash. The stack names the library that crashed; a mismatched "
-            "extension or CUDA library build is a common cause (see abi.* findings).";
+        // Sent by kill/raise/tgkill/sigqueue: the siginfo holds si_pid (low 32 bits of
+        // the si_addr slot) and si_uid (high 32), not an address.
+        const uint64_t sender = s->addr & 0xffffffffu;
+        ev["sender_pid"] = sender;
+        ev["sender_uid"] = s->addr >> 32;
+        fd.summary += sender == t.pid() ? " that it sent itself (raise, abort or kill)"
+                                        : " sent by pid " + std::to_string(sender);
       }
-      report.AddFinding(std::move(fd));
+      Json stack = Json::MakeArray();
+      for (const std::string& frame : SymbolizeStack(t, t.Stack(s->stack))) stack.Append(frame);
+      ev["stack"] = std::move(stack);
+      ev["python_stack"] = PythonStackJson(t, s->py_stack);  // innermost Python frame first
+      if (const auto py = PythonStackFrames(t, s->py_stack); !py.empty()) fd.summary += " at " + py.front();
+      shm = std::string(t.Str(s->shm_mapping));
+    } else {
+      ev["stack"] = Json::MakeArray();
+      fd.summary += " (from its wait status; its own trace has no signal record)";
     }
+    ev["shm_mapping"] = shm.empty() ? Json() : Json(shm);
+    if (!shm.empty() && signo == SIGBUS) {
+      fd.summary += " inside the /dev/shm mapping " + shm;
+      fd.advice =
+          "A SIGBUS in a /dev/shm mapping means shared memory ran out. Enlarge /dev/shm "
+          "(docker run --shm-size=8g, or a bigger tmpfs), or use fewer DataLoader workers.";
+    } else if (signo == SIGABRT) {
+      fd.advice =
+          "The program aborted (an assertion, std::terminate, or a C++ exception nobody "
+          "caught). The stack shows where; run under gdb for the message.";
+    } else if (f.signal && f.signal->si_code <= 0) {
+      fd.advice =
+          "The signal was sent, not caused by a fault: find the sender (sender_pid) and why "
+          "it sent it (a test of crash handling, a watchdog, a supervisor).";
+    } else {
+      fd.advice =
+          "A native crash. The stack names the library that crashed; a mismatched "
+          "extension or CUDA library build is a common cause (see abi.* findings).";
+    }
+    report.AddFinding(std::move(fd));
   }
 };
 
-// host.memory-pressure and host.shm-small need every process at once.
+// host.memory-pressure and host.shm-small need every process of a host at once. Hosts
+// (hostname + boot_id) are never merged: a directory may hold traces of several machines.
 class HostAnalysis final : public Analysis {
  public:
   std::string_view name() const override { return "host"; }
 
   void Run(ReportBuilder& report) override {
     const auto& traces = report.traces();
-    MemoryPressure(report, traces);
-    ShmSmall(report, traces);
+    const LifecycleModel model(traces);
+    std::map<std::string, std::vector<const ProcessTrace*>> by_host;
+    for (const auto& t : traces) by_host[HostKey(t)].push_back(&t);
+    Json hosts = Json::MakeArray();
+    for (const auto& [host, members] : by_host) {
+      Json mem = MemoryPressure(report, host, members, model, by_host.size() > 1);
+      if (!mem.is_null()) hosts.Append(std::move(mem));
+      ShmSmall(report, host, members, by_host.size() > 1);
+    }
+    // The tree's peak memory per host, whether or not it raised a finding.
+    Json memory = Json::MakeObject();
+    memory["hosts"] = std::move(hosts);
+    report.root()["memory"] = std::move(memory);
   }
 
  private:
-  static void MemoryPressure(ReportBuilder& report, const std::vector<ProcessTrace>& traces) {
+  // A worker's private memory (USS) "keeps growing" when it rose by at least this much
+  // and in most of its samples.
+  static constexpr uint64_t kGrowthBytes = 64ull << 20;
+  static constexpr double kRisingShare = 0.7;
+  static constexpr size_t kMinSamples = 5;
+
+  static std::string HostName(const std::string& key) { return key.substr(0, key.find('/')); }
+
+  // Workers (processes whose parent is sampled too) whose USS keeps growing.
+  static Json GrowingWorkers(const std::map<uint32_t, std::vector<OutsideSample>>& samples) {
+    Json out = Json::MakeArray();
+    for (const auto& [pid, v] : samples) {
+      if (v.size() < kMinSamples || !samples.contains(v.back().ppid)) continue;
+      std::vector<const OutsideSample*> known;
+      for (const auto& s : v) {
+        if (s.uss != UINT64_MAX) known.push_back(&s);
+      }
+      if (known.size() < kMinSamples) continue;
+      const uint64_t first = known.front()->uss, last = known.back()->uss;
+      if (last < first + kGrowthBytes) continue;
+      size_t rising = 0;
+      for (size_t k = 1; k < known.size(); ++k) rising += known[k]->uss >= known[k - 1]->uss;
+      if (static_cast<double>(rising) < kRisingShare * static_cast<double>(known.size() - 1)) continue;
+      const uint64_t span = known.back()->ts - known.front()->ts;
+      Json w = Json::MakeObject();
+      w["pid"] = pid;
+      w["ppid"] = v.back().ppid;
+      w["uss_first_bytes"] = first;
+      w["uss_last_bytes"] = last;
+      w["growth_bytes_per_s"] =
+          span == 0 ? 0.0 : static_cast<double>(last - first) * 1e9 / static_cast<double>(span);
+      out.Append(std::move(w));
+    }
+    return out;
+  }
+
+  // Returns the host's memory summary (null without a known limit); adds the finding.
+  static Json MemoryPressure(ReportBuilder& report, const std::string& host,
+                             const std::vector<const ProcessTrace*>& members,
+                             const LifecycleModel& model, bool multi_host) {
     uint64_t cgroup_max = UINT64_MAX, mem_total = UINT64_MAX;
-    struct Point {
-      uint64_t ts;
-      size_t proc;
-      uint64_t rss;
-    };
-    std::vector<Point> points;
-    for (size_t i = 0; i < traces.size(); ++i) {
-      const ProcessFacts f = ProcessFacts::Of(traces[i]);
+    for (const ProcessTrace* t : members) {
+      const ProcessFacts f = ProcessFacts::Of(*t);
       cgroup_max = std::min(cgroup_max, f.cgroup_max);
       mem_total = std::min(mem_total, f.mem_total);
-      for (const auto& s : traces[i].records.Sample) points.push_back({s.ts, i, s.rss_bytes});
-      points.push_back({traces[i].end_ns() + 1, i, 0});  // gone after its last event
     }
+    const auto& cgroups = model.CgroupReadings(host);
+    for (const CgroupReading& c : cgroups) cgroup_max = std::min(cgroup_max, c.max);
     const bool use_cgroup = cgroup_max != UINT64_MAX && cgroup_max < mem_total;
     const uint64_t limit = use_cgroup ? cgroup_max : mem_total;
-    if (limit == UINT64_MAX || limit == 0 || points.empty()) return;
-    std::stable_sort(points.begin(), points.end(),
-                     [](const Point& a, const Point& b) { return a.ts < b.ts; });
-    std::vector<uint64_t> current(traces.size(), 0);
-    uint64_t sum = 0, peak = 0, peak_ts = 0;
-    std::vector<uint64_t> at_peak;
-    for (const Point& pt : points) {
-      sum = sum - current[pt.proc] + pt.rss;
-      current[pt.proc] = pt.rss;
-      if (sum > peak) {
-        peak = sum;
-        peak_ts = pt.ts;
-        at_peak = current;
+    if (limit == UINT64_MAX || limit == 0) return Json();
+
+    // 1. The tree's PSS, per round of colabtrace run's samples: shared pages counted once.
+    struct Round {
+      uint64_t pss = 0;
+      std::vector<std::pair<uint32_t, const OutsideSample*>> procs;
+    };
+    std::map<std::pair<uint32_t, uint64_t>, Round> rounds;  // (wrapper, ts)
+    const auto& outside = model.OutsideSamples(host);
+    for (const auto& [pid, v] : outside) {
+      // RSS stands in for PSS only for a process whose PSS could never be read
+      // (permissions); otherwise a sample without PSS is one taken as it exited.
+      const bool pss_readable =
+          std::any_of(v.begin(), v.end(), [](const OutsideSample& s) { return s.pss != UINT64_MAX; });
+      for (const OutsideSample& s : v) {
+        const uint64_t m = s.pss != UINT64_MAX ? s.pss : pss_readable ? UINT64_MAX : s.rss;
+        if (m == UINT64_MAX) continue;
+        Round& r = rounds[{s.wrapper, s.ts}];
+        r.pss += m;
+        r.procs.emplace_back(pid, &s);
       }
     }
-    if (static_cast<double>(peak) < 0.9 * static_cast<double>(limit)) return;
+    uint64_t peak = 0, peak_ts = 0;
+    const Round* peak_round = nullptr;
+    for (const auto& [key, r] : rounds) {
+      if (r.pss > peak) peak = r.pss, peak_ts = key.second, peak_round = &r;
+    }
+    std::string basis = "pss";
+    // 2. With a cgroup limit, memory.current is what the OOM killer compares.
+    if (use_cgroup) {
+      uint64_t cur_peak = 0, cur_ts = 0;
+      for (const CgroupReading& c : cgroups) {
+        if (c.current != UINT64_MAX && c.current > cur_peak) cur_peak = c.current, cur_ts = c.ts;
+      }
+      for (const ProcessTrace* t : members) {
+        for (const auto& s : t->records.Sample) {
+          if (s.cgroup_current != UINT64_MAX && s.cgroup_current > cur_peak) {
+            cur_peak = s.cgroup_current, cur_ts = s.ts;
+          }
+        }
+      }
+      if (cur_peak > 0) peak = cur_peak, peak_ts = cur_ts, peak_round = nullptr, basis = "cgroup memory.current";
+    }
+    // 3. Without outside samples or a cgroup: the processes' own RSS samples, leaving out
+    //    fork children that never exec'd (their RSS is mostly pages shared copy-on-write
+    //    with the parent; counting them is how a healthy DataLoader reads as 120%).
+    std::vector<std::pair<uint32_t, uint64_t>> rss_at_peak;
+    if (rounds.empty() && basis == "pss") {
+      basis = "rss, fork children excluded";
+      struct Point {
+        uint64_t ts;
+        size_t proc;
+        uint64_t rss;
+      };
+      std::vector<Point> points;
+      for (size_t i = 0; i < members.size(); ++i) {
+        const ProcessTrace& t = *members[i];
+        if (IsRunWrapper(t)) continue;
+        const ProcessFacts f = ProcessFacts::Of(t);
+        const bool forked = f.start && f.start->origin == static_cast<uint64_t>(format::ProcessOrigin::kForkChild);
+        if (forked && f.job == f.start) continue;
+        for (const auto& s : t.records.Sample) points.push_back({s.ts, i, s.rss_bytes});
+        points.push_back({t.end_ns() + 1, i, 0});  // gone after its last event
+      }
+      std::stable_sort(points.begin(), points.end(),
+                       [](const Point& a, const Point& b) { return a.ts < b.ts; });
+      std::vector<uint64_t> current(members.size(), 0), at_peak;
+      uint64_t sum = 0;
+      for (const Point& pt : points) {
+        sum = sum - current[pt.proc] + pt.rss;
+        current[pt.proc] = pt.rss;
+        if (sum > peak) peak = sum, peak_ts = pt.ts, at_peak = current;
+      }
+      for (size_t i = 0; i < at_peak.size(); ++i) {
+        if (at_peak[i] != 0) rss_at_peak.emplace_back(members[i]->pid(), at_peak[i]);
+      }
+    }
+    const double percent = 100.0 * static_cast<double>(peak) / static_cast<double>(limit);
+    Json summary = Json::MakeObject();
+    summary["host"] = HostName(host);
+    summary["basis"] = basis;
+    summary["peak_bytes"] = peak;
+    summary["limit_bytes"] = limit;
+    summary["limit_source"] = use_cgroup ? "cgroup memory.max" : "MemTotal";
+    summary["percent_of_limit"] = percent;
+    if (peak_round != nullptr) {
+      // What a sum of RSS would have said at the same moment (shared pages counted once
+      // per process): the figure never to judge by.
+      uint64_t rss_sum = 0;
+      for (const auto& [pid, smp] : peak_round->procs) rss_sum += smp->rss == UINT64_MAX ? 0 : smp->rss;
+      summary["rss_sum_at_peak_bytes"] = rss_sum;
+      summary["processes_at_peak"] = static_cast<uint64_t>(peak_round->procs.size());
+    }
+    if (peak == 0 || percent < 90.0) return summary;
     Finding fd;
     fd.id = "host.memory-pressure";
     fd.severity = Severity::kWarning;
+    fd.evidence = summary;  // the figures, then what the finding adds
     Json& ev = fd.evidence;
-    ev["peak_tree_rss_bytes"] = peak;
-    ev["limit_bytes"] = limit;
-    ev["limit_source"] = use_cgroup ? "cgroup memory.max" : "MemTotal";
-    ev["percent_of_limit"] = 100.0 * static_cast<double>(peak) / static_cast<double>(limit);
     uint64_t first = UINT64_MAX;
-    for (const auto& t : traces) first = std::min(first, t.start_ns());
+    for (const ProcessTrace* t : members) first = std::min(first, t->start_ns());
     ev["at_ns_after_start"] = peak_ts >= first ? peak_ts - first : 0;
     Json procs = Json::MakeArray();
-    for (size_t i = 0; i < traces.size(); ++i) {
-      if (at_peak[i] == 0) continue;
+    if (peak_round != nullptr) {
+      for (const auto& [pid, s] : peak_round->procs) {
+        Json p = Json::MakeObject();
+        p["pid"] = pid;
+        p["pss_bytes"] = s->pss == UINT64_MAX ? Json() : Json(s->pss);
+        p["rss_bytes"] = s->rss == UINT64_MAX ? Json() : Json(s->rss);
+        p["uss_bytes"] = s->uss == UINT64_MAX ? Json() : Json(s->uss);
+        procs.Append(std::move(p));
+      }
+    }
+    for (const auto& [pid, rss] : rss_at_peak) {
       Json p = Json::MakeObject();
-      p["pid"] = traces[i].pid();
-      p["rss_bytes"] = at_peak[i];
+      p["pid"] = pid;
+      p["rss_bytes"] = rss;
       procs.Append(std::move(p));
     }
     ev["processes"] = std::move(procs);
+    Json growing = GrowingWorkers(outside);
     // Samples are untrusted: the ratio can exceed any int, and an out-of-range
     // double-to-int conversion is undefined.
-    const double percent = 100.0 * static_cast<double>(peak) / static_cast<double>(limit);
-    fd.summary = "the process tree's RSS reached " + FormatBytes(peak) + ", " +
-                 std::to_string(percent < 1e15 ? static_cast<long long>(percent) : 999999999999999ll) +
-                 "% of the " + (use_cgroup ? "cgroup limit " : "host's MemTotal ") +
-                 FormatBytes(limit);
-    fd.advice =
-        "Host memory is nearly exhausted, so the OOM killer is next. Each DataLoader worker "
-        "holds a copy of what the dataset object references: keep file paths, not loaded "
-        "data, in the dataset; use fewer workers; avoid Python lists of objects (copy-on-"
-        "access defeats fork's sharing).";
+    const std::string pct =
+        std::to_string(percent < 1e15 ? static_cast<long long>(percent) : 999999999999999ll);
+    const std::string what = basis == "pss" ? "the process tree's memory (PSS, shared pages counted once)"
+                             : basis == "cgroup memory.current" ? "the cgroup's memory.current"
+                                                                : "the process tree's RSS (fork children left out)";
+    fd.summary = what + " reached " + FormatBytes(peak) + ", " + pct + "% of the " +
+                 (use_cgroup ? "cgroup limit " : "host's MemTotal ") + FormatBytes(limit);
+    if (multi_host) fd.summary += " on " + HostName(host);
+    if (!growing.array().empty()) {
+      std::string names;
+      for (const Json& w : growing.array()) {
+        names += (names.empty() ? "" : ", ") + std::to_string(w["pid"].as_int()) + " (+" +
+                 FormatBytes(static_cast<uint64_t>(w["uss_last_bytes"].as_int() -
+                                                   w["uss_first_bytes"].as_int())) + ")";
+      }
+      fd.summary += "; private memory keeps growing in worker" +
+                    std::string(growing.array().size() == 1 ? " " : "s ") + names;
+      fd.advice =
+          "A worker's private memory (USS) keeps growing: it is touching, and so copying, "
+          "the parent's pages (Python objects' reference counts defeat fork's copy-on-write). "
+          "Keep the dataset in numpy arrays or tensors rather than lists and dicts of Python "
+          "objects, or read samples lazily from disk; fewer workers limit the damage.";
+    } else {
+      fd.advice =
+          "Host memory is nearly exhausted, so the OOM killer is next. Use fewer DataLoader "
+          "workers or a smaller batch/prefetch_factor, keep file paths rather than loaded "
+          "data in the dataset, and free large arrays you no longer need.";
+    }
+    ev["growing_workers"] = std::move(growing);
     report.AddFinding(std::move(fd));
+    return summary;
   }
 
-  static void ShmSmall(ReportBuilder& report, const std::vector<ProcessTrace>& traces) {
+  static void ShmSmall(ReportBuilder& report, const std::string& host,
+                       const std::vector<const ProcessTrace*>& members, bool multi_host) {
     uint64_t shm_size = UINT64_MAX;
     std::set<uint32_t> shm_users;
     std::vector<std::string> failures;
-    for (const auto& t : traces) {
+    uint64_t shm_bytes = 0;  // written to or mapped from /dev/shm files
+    for (const ProcessTrace* tp : members) {
+      const ProcessTrace& t = *tp;
       const ProcessFacts f = ProcessFacts::Of(t);
       shm_size = std::min(shm_size, f.shm_size);
-      bool uses = false;
+      // Descriptors open on /dev/shm files, by the time they were opened.
+      std::map<int64_t, uint64_t> shm_fds;
       for (const auto& o : t.records.IoOpen) {
-        if (t.Str(o.path).starts_with("/dev/shm/")) uses = true;
+        if (t.Str(o.path).starts_with("/dev/shm/")) {
+          shm_users.insert(t.pid());
+          if (o.fd >= 0) shm_fds[o.fd] = o.ts;
+        }
       }
-      if (uses) shm_users.insert(t.pid());
       for (const auto& s : t.records.Signal) {
         if (s.signo == SIGBUS && !t.Str(s.shm_mapping).empty()) {
           failures.push_back("pid " + std::to_string(t.pid()) + ": SIGBUS in " +
                              std::string(t.Str(s.shm_mapping)));
         }
       }
-      if (uses) {
-        for (const auto& w : t.records.IoWrite) {
-          if (w.result == -ENOSPC) {
-            failures.push_back("pid " + std::to_string(t.pid()) + ": a write failed with ENOSPC");
-            break;
-          }
+      bool failed = false;
+      for (const auto& w : t.records.IoWrite) {
+        auto fd = shm_fds.find(w.fd);
+        if (fd == shm_fds.end() || fd->second > w.ts) continue;
+        if (w.result > 0) shm_bytes += static_cast<uint64_t>(w.result);
+        if (w.result == -ENOSPC && !failed) {
+          failures.push_back("pid " + std::to_string(t.pid()) +
+                             ": a write to /dev/shm failed with ENOSPC");
+          failed = true;
         }
+      }
+      for (const auto& m : t.records.IoMmap) {
+        auto fd = shm_fds.find(m.fd);
+        if (m.result == 0 && fd != shm_fds.end() && fd->second <= m.ts) shm_bytes += m.length;
       }
     }
     if (shm_size == UINT64_MAX) return;
+    // Without a failure, "too small" needs workers that put at least half its size
+    // through it (written or mapped, over the run).
     constexpr uint64_t kSmall = 256ull << 20;
-    const bool small_for_workers = shm_size < kSmall && shm_users.size() >= 2;
+    const bool small_for_workers =
+        shm_size < kSmall && shm_users.size() >= 2 && shm_bytes >= shm_size / 2;
     if (failures.empty() && !small_for_workers) return;
     Finding fd;
     fd.id = "host.shm-small";
     fd.severity = Severity::kWarning;
+    fd.evidence["host"] = HostName(host);
     fd.evidence["shm_size_bytes"] = shm_size;
     fd.evidence["processes_using_shm"] = static_cast<uint64_t>(shm_users.size());
+    fd.evidence["bytes_written_or_mapped"] = shm_bytes;
     Json fails = Json::MakeArray();
     for (const auto& s : failures) fails.Append(s);
     fd.evidence["failures"] = std::move(fails);
     fd.summary = "/dev/shm is " + FormatBytes(shm_size) + " and " +
-                 std::to_string(shm_users.size()) + " processes use it" +
+                 std::to_string(shm_users.size()) + " process" +
+                 (shm_users.size() == 1 ? " uses" : "es use") + " it" +
                  (failures.empty() ? "" : "; shared-memory writes failed");
+    if (multi_host) fd.summary += " on " + HostName(host);
     fd.advice =
         "DataLoader workers pass batches through /dev/shm. Enlarge it (docker run "
         "--shm-size=8g, or remount the tmpfs larger) or set num_workers=0.";
@@ -405,9 +746,52 @@ class HostAnalysis final : public Analysis {
   }
 };
 
+// Runs last: `colabtrace run`'s own trace is not a job process. Its processes[] entry
+// (filled like any other so far, so every analysis kept its index) moves to "run".
+class RunWrapperAnalysis final : public Analysis {
+ public:
+  std::string_view name() const override { return "run-wrapper"; }
+
+  void Run(ReportBuilder& report) override {
+    const auto& traces = report.traces();
+    std::vector<size_t> wrappers;
+    for (size_t i = 0; i < traces.size(); ++i) {
+      if (IsRunWrapper(traces[i])) wrappers.push_back(i);
+    }
+    if (wrappers.empty()) return;
+    Json runs = Json::MakeArray();
+    std::string text;
+    for (size_t i : wrappers) {
+      const ProcessTrace& t = traces[i];
+      const auto& info = t.records.RunInfo.front();
+      std::set<uint64_t> pids;
+      for (const auto& s : t.records.ProcSample) pids.insert(s.pid);
+      Json r = Json::MakeObject();
+      r["pid"] = t.pid();
+      r["child_pid"] = info.child_pid;
+      r["sample_ms"] = info.sample_ms;
+      r["samples"] = static_cast<uint64_t>(t.records.ProcSample.size());
+      r["processes_sampled"] = static_cast<uint64_t>(pids.size());
+      r["trace_file"] = t.file;
+      runs.Append(std::move(r));
+      text += "colabtrace run (pid " + std::to_string(t.pid()) + ") ran pid " +
+              std::to_string(info.child_pid) + " and sampled " + std::to_string(pids.size()) +
+              " processes every " + std::to_string(info.sample_ms) + " ms (" +
+              std::to_string(t.records.ProcSample.size()) + " samples)\n";
+    }
+    auto& procs = report.root()["processes"].array();
+    for (auto it = wrappers.rbegin(); it != wrappers.rend(); ++it) {
+      if (*it < procs.size()) procs.erase(procs.begin() + static_cast<std::ptrdiff_t>(*it));
+    }
+    report.root()["run"] = std::move(runs);
+    report.AddText("Sampled from outside", text);
+  }
+};
+
 }  // namespace
 
 std::unique_ptr<Analysis> MakeProcessAnalysis() { return std::make_unique<ProcessAnalysis>(); }
 std::unique_ptr<Analysis> MakeHostAnalysis() { return std::make_unique<HostAnalysis>(); }
+std::unique_ptr<Analysis> MakeRunWrapperAnalysis() { return std::make_unique<RunWrapperAnalysis>(); }
 
 }  // namespace colabtrace::analyzer

@@ -1,6 +1,9 @@
 #include "analyses/process_facts.h"
 
+#include <sys/wait.h>
+
 #include <algorithm>
+#include <csignal>
 
 namespace colabtrace::analyzer {
 
@@ -13,6 +16,18 @@ std::string_view EndKindName(EndKind k) {
   }
   return "killed";
 }
+
+std::string HostKey(const ProcessTrace& t) {
+  std::string_view host, boot;
+  for (const auto& h : t.records.HostInfo) {
+    const std::string_view key = t.Str(h.key);
+    if (key == "hostname") host = t.Str(h.value);
+    if (key == "boot_id") boot = t.Str(h.value);
+  }
+  return std::string(host) + "/" + std::string(boot);
+}
+
+bool IsRunWrapper(const ProcessTrace& t) { return !t.records.RunInfo.empty(); }
 
 namespace {
 
@@ -31,10 +46,130 @@ bool EndsInUntracedExec(const ProcessTrace& t, const format::ProcessStart* job) 
   return true;
 }
 
+// A crash signal is recorded even when the program's own handler takes it, so a signal
+// record ends the process only if the process did nothing after it: no record on the
+// signalled thread, and none on another thread later than kOtherThreadsGraceNs (other
+// threads run on for a moment while the kernel tears the process down).
+constexpr uint64_t kOtherThreadsGraceNs = 100'000'000;
+
+bool ContinuedAfter(const ProcessTrace& t, const format::Signal& sig, uint32_t sig_tid) {
+  bool continued = false;
+  auto scan = [&](const auto& table) {
+    if (continued) return;
+    auto it = std::upper_bound(table.begin(), table.end(), sig.ts,
+                               [](uint64_t ts, const auto& e) { return ts < e.ts; });
+    for (; it != table.end() && !continued; ++it) {
+      if (it->tid == sig_tid || it->ts > sig.ts + kOtherThreadsGraceNs) continued = true;
+    }
+  };
+#define CT_SCAN(code, Name, dumpname)                                                    \
+  if constexpr (format::RecordType::Name != format::RecordType::String &&                \
+                format::RecordType::Name != format::RecordType::Stack &&                 \
+                format::RecordType::Name != format::RecordType::Clock) {                 \
+    scan(t.records.Name);                                                                \
+  }
+  COLABTRACE_RECORD_TYPES(CT_SCAN)
+#undef CT_SCAN
+  return continued;
+}
+
 }  // namespace
 
-ProcessFacts ProcessFacts::Of(const ProcessTrace& t) {
+// ---- LifecycleModel -------------------------------------------------------------------
+
+LifecycleModel::LifecycleModel(const std::vector<ProcessTrace>& traces) : traces_(traces) {
+  host_of_.reserve(traces.size());
+  for (uint32_t i = 0; i < traces.size(); ++i) {
+    const ProcessTrace& t = traces[i];
+    const std::string host = HostKey(t);
+    host_of_.push_back(host);
+    const bool wrapper = IsRunWrapper(t);
+    if (!wrapper) starts_[{host, t.pid()}].push_back(t.start_ns());
+    for (const auto& w : t.records.WaitStatus) {
+      if (w.pid <= 0 || w.pid > INT32_MAX) continue;
+      reaps_[{host, static_cast<uint32_t>(w.pid)}].push_back(
+          {w.ts, static_cast<uint32_t>(w.status), t.pid(), wrapper});
+    }
+    if (!wrapper) continue;
+    auto& by_pid = samples_[host];
+    for (const auto& s : t.records.ProcSample) {
+      if (s.pid == 0 || s.pid > UINT32_MAX) continue;
+      by_pid[static_cast<uint32_t>(s.pid)].push_back(
+          {s.ts, static_cast<uint32_t>(s.ppid), s.rss_bytes, s.pss_bytes, s.uss_bytes,
+           t.Str(s.cgroup), i});
+    }
+    for (const auto& c : t.records.CgroupSample) {
+      cgroups_[host].push_back({c.ts, c.current, c.max, c.oom_kill, t.pid()});
+    }
+  }
+  auto by_ts = [](const auto& a, const auto& b) { return a.ts < b.ts; };
+  for (auto& [k, v] : reaps_) std::stable_sort(v.begin(), v.end(), by_ts);
+  for (auto& [k, v] : starts_) std::sort(v.begin(), v.end());
+  for (auto& [h, m] : samples_) {
+    for (auto& [p, v] : m) std::stable_sort(v.begin(), v.end(), by_ts);
+  }
+  for (auto& [h, v] : cgroups_) std::stable_sort(v.begin(), v.end(), by_ts);
+}
+
+size_t LifecycleModel::IndexOf(const ProcessTrace& t) const {
+  if (!traces_.empty() && &t >= &traces_.front() && &t <= &traces_.back()) {
+    return static_cast<size_t>(&t - &traces_.front());
+  }
+  return SIZE_MAX;
+}
+
+const Reap* LifecycleModel::ReapOf(const ProcessTrace& t) const {
+  const size_t i = IndexOf(t);
+  if (i == SIZE_MAX) return nullptr;
+  auto it = reaps_.find({host_of_[i], t.pid()});
+  if (it == reaps_.end()) return nullptr;
+  for (const Reap& r : it->second) {
+    if (r.ts >= t.start_ns()) return &r;
+  }
+  return nullptr;
+}
+
+std::vector<const OutsideSample*> LifecycleModel::SamplesOf(const ProcessTrace& t) const {
+  std::vector<const OutsideSample*> out;
+  const size_t i = IndexOf(t);
+  if (i == SIZE_MAX) return out;
+  auto host = samples_.find(host_of_[i]);
+  if (host == samples_.end()) return out;
+  auto pid = host->second.find(t.pid());
+  if (pid == host->second.end()) return out;
+  uint64_t limit = UINT64_MAX;
+  if (const Reap* r = ReapOf(t)) limit = r->ts;
+  if (auto s = starts_.find({host_of_[i], t.pid()}); s != starts_.end()) {
+    auto next = std::upper_bound(s->second.begin(), s->second.end(), t.start_ns());
+    if (next != s->second.end()) limit = std::min(limit, *next);
+  }
+  // A fork child's trace starts a moment after the kernel created it.
+  constexpr uint64_t kStartSlackNs = 5'000'000;
+  const uint64_t from = t.start_ns() > kStartSlackNs ? t.start_ns() - kStartSlackNs : 0;
+  for (const OutsideSample& s : pid->second) {
+    if (s.ts >= from && s.ts <= limit) out.push_back(&s);
+  }
+  return out;
+}
+
+const std::vector<CgroupReading>& LifecycleModel::CgroupReadings(const std::string& host) const {
+  static const std::vector<CgroupReading> kNone;
+  auto it = cgroups_.find(host);
+  return it == cgroups_.end() ? kNone : it->second;
+}
+
+const std::map<uint32_t, std::vector<OutsideSample>>& LifecycleModel::OutsideSamples(
+    const std::string& host) const {
+  static const std::map<uint32_t, std::vector<OutsideSample>> kNone;
+  auto it = samples_.find(host);
+  return it == samples_.end() ? kNone : it->second;
+}
+
+// ---- ProcessFacts ---------------------------------------------------------------------
+
+ProcessFacts ProcessFacts::Of(const ProcessTrace& t, const LifecycleModel* model) {
   ProcessFacts f;
+  f.run_wrapper = IsRunWrapper(t);
   const auto& starts = t.records.ProcessStart;
   if (!starts.empty()) {
     f.start = &*std::min_element(starts.begin(), starts.end(),
@@ -44,9 +179,27 @@ ProcessFacts ProcessFacts::Of(const ProcessTrace& t) {
   }
   const auto* exit = t.records.Exit.empty() ? nullptr : &t.records.Exit.back();
   const auto* sig = t.records.Signal.empty() ? nullptr : &t.records.Signal.back();
-  if (sig != nullptr && (exit == nullptr || exit->ts < sig->ts)) {
+  // The signal record is the end only if no exit followed and the process did not go on
+  // (a handler of its own took it).
+  const bool sig_ends = sig != nullptr && (exit == nullptr || exit->ts < sig->ts) &&
+                        !ContinuedAfter(t, *sig, sig->tid);
+  if (const Reap* r = model ? model->ReapOf(t) : nullptr; r != nullptr) {
+    // The reaper's wait status is exact.
+    f.reap = *r;
+    const int status = static_cast<int>(r->status);
+    if (WIFSIGNALED(status)) {
+      const int signo = WTERMSIG(status);
+      f.end_signal = signo;
+      f.end_kind = signo == SIGKILL ? EndKind::kKilled : EndKind::kSignaled;
+      if (sig_ends && sig->signo == static_cast<uint64_t>(signo)) f.signal = sig;
+    } else {
+      f.end_kind = EndKind::kExited;
+      f.exit_code = WEXITSTATUS(status);
+    }
+  } else if (sig_ends) {
     f.end_kind = EndKind::kSignaled;
     f.signal = sig;
+    f.end_signal = static_cast<int64_t>(sig->signo);
   } else if (exit != nullptr) {
     f.end_kind = EndKind::kExited;
     if (exit->how != static_cast<uint64_t>(format::ExitHow::kDestructor)) f.exit_code = exit->code;
@@ -57,9 +210,15 @@ ProcessFacts ProcessFacts::Of(const ProcessTrace& t) {
     // (tracing had stopped: full disk, size limit). Exited, code unknown.
     f.end_kind = EndKind::kExited;
   } else {
+    // No end record, or a handled signal and then nothing: killed.
     f.end_kind = EndKind::kKilled;
   }
   for (const auto& s : t.records.Sample) f.peak_rss = std::max(f.peak_rss, s.rss_bytes);
+  if (model != nullptr) {
+    for (const OutsideSample* s : model->SamplesOf(t)) {
+      if (s->rss != UINT64_MAX) f.peak_rss = std::max(f.peak_rss, s->rss);
+    }
+  }
   for (const auto& h : t.records.HostNum) {
     const std::string_view key = t.Str(h.key);
     if (key == "cgroup_memory_max") f.cgroup_max = h.value;

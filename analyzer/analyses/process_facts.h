@@ -1,10 +1,14 @@
 // ProcessFacts: the few facts about one trace that several analyses need (how it ended,
-// its limits), derived in one place.
+// its limits), derived in one place; and LifecycleModel, what the traces of one run say
+// about each other's processes (a parent's wait status, `colabtrace run`'s samples).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "trace/process_trace.h"
 
@@ -16,18 +20,82 @@ enum class EndKind { kExited, kSignaled, kKilled, kExecUntraced };
 // into a program the shim could not follow is reported as "exited" with no code.
 std::string_view EndKindName(EndKind k);
 
+// The machine a trace was written on: "hostname/boot_id" from its host_info records
+// (either part may be empty in old traces). CLOCK_MONOTONIC times and pids compare only
+// between traces of one key.
+std::string HostKey(const ProcessTrace& t);
+
+// True for the trace `colabtrace run` writes about the tree it ran (a run_info record):
+// it carries samples and wait statuses of other processes and is never a job process.
+bool IsRunWrapper(const ProcessTrace& t);
+
+// One child reaped by a traced parent's wait* call, or by `colabtrace run`.
+struct Reap {
+  uint64_t ts = 0;          // when the wait returned (CLOCK_MONOTONIC ns)
+  uint32_t status = 0;      // the wait status word
+  uint32_t reaper_pid = 0;  // who reaped it
+  bool by_run = false;      // the reaper is `colabtrace run`
+};
+
+// One reading of a process taken from outside by `colabtrace run`.
+struct OutsideSample {
+  uint64_t ts = 0;
+  uint32_t ppid = 0;
+  uint64_t rss = 0, pss = 0, uss = 0;  // UINT64_MAX: unknown
+  std::string_view cgroup;
+  uint32_t wrapper = 0;  // index of the wrapper trace it came from
+};
+
+// One cgroup reading by `colabtrace run`.
+struct CgroupReading {
+  uint64_t ts = 0;
+  uint64_t current = UINT64_MAX, max = UINT64_MAX, oom_kill = UINT64_MAX;
+  uint32_t wrapper_pid = 0;
+};
+
+// Cross-trace facts of one run, built once per report from every trace.
+class LifecycleModel {
+ public:
+  explicit LifecycleModel(const std::vector<ProcessTrace>& traces);
+
+  // The first reap of t's pid on t's host at or after t's start; nullptr if none.
+  const Reap* ReapOf(const ProcessTrace& t) const;
+  // `colabtrace run`'s samples of t's process (t's host and pid, from its start until it
+  // was reaped or the pid's next trace began), oldest first.
+  std::vector<const OutsideSample*> SamplesOf(const ProcessTrace& t) const;
+  // Every cgroup reading taken on a host, oldest first.
+  const std::vector<CgroupReading>& CgroupReadings(const std::string& host) const;
+  // All outside samples of a host, oldest first, keyed by pid.
+  const std::map<uint32_t, std::vector<OutsideSample>>& OutsideSamples(const std::string& host) const;
+
+ private:
+  using HostPid = std::pair<std::string, uint32_t>;
+  const std::vector<ProcessTrace>& traces_;
+  std::vector<std::string> host_of_;  // per trace
+  std::map<HostPid, std::vector<Reap>> reaps_;
+  std::map<HostPid, std::vector<uint64_t>> starts_;  // trace start times per (host, pid)
+  std::map<std::string, std::map<uint32_t, std::vector<OutsideSample>>> samples_;
+  std::map<std::string, std::vector<CgroupReading>> cgroups_;
+  size_t IndexOf(const ProcessTrace& t) const;
+};
+
 struct ProcessFacts {
   const format::ProcessStart* start = nullptr;  // the first image's start record
   const format::ProcessStart* job = nullptr;    // the last image's: the real job
   EndKind end_kind = EndKind::kKilled;
   std::optional<int64_t> exit_code;             // when it exited with a known code
-  const format::Signal* signal = nullptr;       // the fatal signal, when signaled
+  std::optional<int64_t> end_signal;            // the signal that ended it, when known
+  const format::Signal* signal = nullptr;       // its own record of that signal, if any
+  std::optional<Reap> reap;                     // its parent's (or colabtrace run's) wait
+  bool run_wrapper = false;                     // IsRunWrapper
   uint64_t peak_rss = 0;
   uint64_t cgroup_max = UINT64_MAX;             // UINT64_MAX: unlimited or unknown
   uint64_t mem_total = UINT64_MAX;
   uint64_t shm_size = UINT64_MAX;
 
-  static ProcessFacts Of(const ProcessTrace& t);
+  // The facts from t alone, or, given the run's model, with its reaper's wait status (the
+  // exact end) and `colabtrace run`'s samples (peak RSS) folded in.
+  static ProcessFacts Of(const ProcessTrace& t, const LifecycleModel* model = nullptr);
 };
 
 }  // namespace colabtrace::analyzer

@@ -1,6 +1,13 @@
-// colabtrace run: trace a command (sets LD_PRELOAD) and print a short summary.
+// colabtrace run: trace a command (sets LD_PRELOAD), sample its process tree from
+// outside into colabtrace.run.<pid>.ctrace (see cli/run_sampler.h), record its exact exit
+// status, and print a short summary.
+#include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,8 +16,12 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "cli/command.h"
+#include "analyses/process_facts.h"
+#include "cli/run_sampler.h"
+#include "colabtrace/format/wire.h"
 #include "report/report.h"
 
 namespace colabtrace::cli {
@@ -55,7 +66,10 @@ class RunCommand final : public Command {
            "  -o, --output DIR   where traces go (default: ./colabtrace-YYYYMMDD-HHMMSS)\n"
            "  -h, --help         show this help\n\n"
            "The shim is found next to this program (or in ../lib); COLABTRACE_SHIM overrides.\n"
-           "Other COLABTRACE_* variables (STACKS, IO, SAMPLE_MS, VERBOSE) pass through.\n";
+           "Other COLABTRACE_* variables (STACKS, IO, SAMPLE_MS, VERBOSE) pass through.\n"
+           "While COMMAND runs, every process of its tree is sampled from outside every\n"
+           "COLABTRACE_SAMPLE_MS (default 100) ms: RSS, PSS and private memory, cgroup\n"
+           "memory and OOM kills, into DIR/colabtrace.run.<pid>.ctrace.\n";
   }
 
   int Run(const std::vector<std::string>& args) override {
@@ -107,6 +121,9 @@ class RunCommand final : public Command {
     ignore.sa_handler = SIG_IGN;
     sigaction(SIGINT, &ignore, &old_int);
     sigaction(SIGQUIT, &ignore, &old_quit);
+    // Orphans of the tree become our children, so they stay in the sampled tree and their
+    // wait status is known too.
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     const pid_t child = fork();
     if (child < 0) {
       std::cerr << "colabtrace run: fork failed: " << std::strerror(errno) << "\n";
@@ -122,21 +139,216 @@ class RunCommand final : public Command {
       std::cerr << "colabtrace run: cannot run " << argv[0] << ": " << std::strerror(errno) << "\n";
       _exit(127);
     }
-    int status = 0;
-    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-    }
+    const int status = Supervise(child, abs_dir, args);
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGQUIT, &old_quit, nullptr);
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (WIFSIGNALED(status)) {
+      std::cerr << "colabtrace: the command was killed by " << analyzer::SignalName(WTERMSIG(status))
+                << "\n";
+    }
+    ReportUnwrittenTraces(abs_dir);
     PrintSummary(abs_dir);
     return code;
   }
 
  private:
+  // The sampling period: COLABTRACE_SAMPLE_MS, as the shim reads it (a bad value prints
+  // one line and the default is used).
+  static uint64_t SamplePeriodMs() {
+    constexpr uint64_t kDefault = 100;
+    const char* v = std::getenv("COLABTRACE_SAMPLE_MS");
+    if (v == nullptr || *v == '\0') return kDefault;
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long ms = std::strtoull(v, &end, 10);
+    if (errno != 0 || *end != '\0' || ms == 0 || ms > 3600000 || *v == '-') {
+      std::cerr << "colabtrace run: COLABTRACE_SAMPLE_MS=" << v
+                << " is not a period in milliseconds (1-3600000); using " << kDefault << "\n";
+      return kDefault;
+    }
+    return ms;
+  }
+
+  static std::string ReadLine(const char* path) {
+    std::string s;
+    if (std::FILE* f = std::fopen(path, "r")) {
+      char buf[256];
+      if (std::fgets(buf, sizeof(buf), f) != nullptr) s = buf;
+      std::fclose(f);
+    }
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+    return s;
+  }
+
+  // The wrapper's own identity: which machine (the analyzer keys hosts by hostname and
+  // boot_id), what it ran, and the host's memory.
+  static void WriteFingerprint(RunTraceWriter& out, pid_t child, uint64_t period_ms,
+                               const std::vector<std::string>& args) {
+    const uint64_t ts = out.last_ts();
+    format::RunInfo info;
+    info.ts = ts;
+    info.child_pid = static_cast<uint64_t>(child);
+    info.sample_ms = period_ms;
+    out.Append(info);
+    format::ProcessStart ps;
+    ps.ts = ts;
+    ps.pid = static_cast<uint64_t>(getpid());
+    ps.ppid = static_cast<uint64_t>(getppid());
+    std::error_code ec;
+    ps.exe = out.Intern(fs::read_symlink("/proc/self/exe", ec).string());
+    ps.cwd = out.Intern(fs::current_path(ec).string());
+    out.Append(ps);
+    std::vector<std::string> argv = {"colabtrace", "run"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    for (size_t k = 0; k < argv.size(); ++k) {
+      format::Argv a;
+      a.ts = ts;
+      a.index = k;
+      a.value = out.Intern(argv[k]);
+      out.Append(a);
+    }
+    auto info_rec = [&](const char* key, const std::string& value) {
+      if (value.empty()) return;
+      format::HostInfo h;
+      h.ts = ts;
+      h.key = out.Intern(key);
+      h.value = out.Intern(value);
+      out.Append(h);
+    };
+    struct utsname u;
+    if (uname(&u) == 0) info_rec("hostname", u.nodename);
+    info_rec("boot_id", ReadLine("/proc/sys/kernel/random/boot_id"));
+    info_rec("machine_id", ReadLine("/etc/machine-id"));
+    auto num = [&](const char* key, uint64_t value) {
+      format::HostNum h;
+      h.ts = ts;
+      h.key = out.Intern(key);
+      h.value = value;
+      out.Append(h);
+    };
+    std::string meminfo;
+    if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+      char line[256];
+      while (std::fgets(line, sizeof(line), f) != nullptr) {
+        unsigned long long kb = 0;
+        if (std::sscanf(line, "MemTotal: %llu kB", &kb) == 1) num("mem_total", kb * 1024);
+      }
+      std::fclose(f);
+    }
+    num("page_size", static_cast<uint64_t>(sysconf(_SC_PAGESIZE)));
+    out.Flush();
+  }
+
+  // Waits for the command, sampling its tree every period; records every child it reaps
+  // (the command, and orphans of its tree handed to us as subreaper). Returns the
+  // command's wait status.
+  int Supervise(pid_t child, const std::string& dir, const std::vector<std::string>& args) {
+    const uint64_t period_ms = SamplePeriodMs();
+    RunTraceWriter out(dir);
+    if (!out.ok()) {
+      std::cerr << "colabtrace run: cannot write its own trace " << out.path() << ": "
+                << out.error() << "; the command runs on without outside samples\n";
+    }
+    WriteFingerprint(out, child, period_ms, args);
+    TreeSampler sampler(out, getpid());
+    const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, child, 0));
+    int status = 0;
+    bool done = false;
+    auto reap = [&](int options) {
+      for (;;) {
+        int st = 0;
+        const pid_t r = waitpid(-1, &st, options);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return;
+        if (!WIFEXITED(st) && !WIFSIGNALED(st)) continue;
+        format::WaitStatus w;
+        w.ts = NowMonotonicNs();
+        w.pid = r;
+        w.status = static_cast<uint32_t>(st);
+        w.api = static_cast<uint64_t>(format::WaitApi::kRun);
+        out.Append(w);
+        if (r == child) {
+          status = st;
+          done = true;
+          return;
+        }
+      }
+    };
+    while (!done) {
+      sampler.SampleRound();
+      if (pidfd >= 0) {
+        pollfd pfd = {pidfd, POLLIN, 0};
+        poll(&pfd, 1, static_cast<int>(period_ms));
+      } else {
+        timespec ts = {static_cast<time_t>(period_ms / 1000),
+                       static_cast<long>((period_ms % 1000) * 1000000)};
+        nanosleep(&ts, nullptr);
+      }
+      reap(WNOHANG);
+    }
+    if (pidfd >= 0) close(pidfd);
+    // One last round after the end: a surviving process's (or the cgroup's) oom_kill
+    // count after a death is the evidence proc.killed cites.
+    sampler.SampleRound();
+    out.Finish();
+    if (!out.error().empty()) {
+      std::cerr << "colabtrace run: its own trace " << out.path()
+                << " is incomplete: " << out.error() << "\n";
+    }
+    shim_pids_ = sampler.shim_pids();
+    return status;
+  }
+
+  static uint64_t NowMonotonicNs() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  }
+
+  // Says, for each process that had the shim loaded, when it could not write its trace:
+  // no trace at all (an unwritable or full directory), or a trace cut short.
+  void ReportUnwrittenTraces(const std::string& dir) const {
+    std::map<uint32_t, std::string> traces;  // pid -> file
+    std::map<uint32_t, uint32_t> truncated;  // pid -> errno
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      if (e.path().extension() != ".ctrace") continue;
+      std::FILE* f = std::fopen(e.path().c_str(), "rb");
+      if (f == nullptr) continue;
+      format::FileHeader h = {};
+      const bool whole = std::fread(&h, sizeof(h), 1, f) == 1;
+      std::fclose(f);
+      if (!whole || !format::HasValidMagic(h)) continue;
+      traces[h.pid] = e.path().filename().string();
+      if (h.flags & format::kFlagTruncated) truncated[h.pid] = h.truncation_errno;
+    }
+    struct statvfs sv = {};
+    const bool have_space = statvfs(dir.c_str(), &sv) == 0;
+    const uint64_t free_bytes = have_space ? static_cast<uint64_t>(sv.f_bavail) * sv.f_frsize : 0;
+    for (const auto& [pid, comm] : shim_pids_) {
+      if (traces.contains(static_cast<uint32_t>(pid))) continue;
+      std::cerr << "colabtrace: pid " << pid << " (" << comm
+                << ") loaded the shim but could not write its trace to " << dir;
+      if (have_space) std::cerr << " (" << analyzer::FormatBytes(free_bytes) << " free there)";
+      std::cerr << "\n";
+    }
+    for (const auto& [pid, err] : truncated) {
+      std::cerr << "colabtrace: pid " << pid << " could not write all of its trace "
+                << traces[pid] << ": tracing stopped early (" << std::strerror(static_cast<int>(err))
+                << ")\n";
+    }
+  }
+
+  std::map<pid_t, std::string> shim_pids_;
+
   static void PrintSummary(const std::string& dir) {
     analyzer::TraceSet set = analyzer::LoadTraces({dir});
-    if (set.traces.empty()) {
-      std::cerr << "colabtrace: no traces were written to " << dir << "\n";
+    for (const std::string& e : set.errors) std::cerr << "colabtrace: " << e << "\n";
+    size_t jobs = 0;
+    for (const auto& t : set.traces) jobs += !analyzer::IsRunWrapper(t);
+    if (jobs == 0) {
+      std::cerr << "colabtrace: no process of the command wrote a trace to " << dir << "\n";
       return;
     }
     auto report = analyzer::BuildReport(set.traces, {});
@@ -145,8 +357,7 @@ class RunCommand final : public Command {
       errors += f.severity == analyzer::Severity::kError;
       warnings += f.severity == analyzer::Severity::kWarning;
     }
-    std::cerr << "colabtrace: " << set.traces.size() << " process"
-              << (set.traces.size() == 1 ? "" : "es") << " traced; " << errors << " error"
+    std::cerr << "colabtrace: " << jobs << " process" << (jobs == 1 ? "" : "es") << " traced; " << errors << " error"
               << (errors == 1 ? "" : "s") << ", " << warnings << " warning"
               << (warnings == 1 ? "" : "s") << "\n";
     int shown = 0;

@@ -1,0 +1,333 @@
+#include "cli/run_sampler.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+namespace colabtrace::cli {
+namespace {
+
+using format::ChunkHeader;
+using format::FileHeader;
+
+uint64_t NowNs(clockid_t clock) {
+  timespec ts;
+  clock_gettime(clock, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// A small /proc or /sys file, whole ("" when unreadable).
+std::string ReadSmall(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string out;
+  char buf[8192];
+  for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) out.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return out;
+}
+
+// The number after "key" on its line ("Pss:      1234 kB" -> 1234), or UINT64_MAX.
+uint64_t FieldAfter(const std::string& text, const char* key) {
+  size_t at = 0;
+  const size_t klen = std::strlen(key);
+  while ((at = text.find(key, at)) != std::string::npos) {
+    if (at == 0 || text[at - 1] == '\n') {
+      return std::strtoull(text.c_str() + at + klen, nullptr, 10);
+    }
+    at += klen;
+  }
+  return UINT64_MAX;
+}
+
+uint64_t ReadNumber(const std::string& path) {
+  const std::string s = ReadSmall(path);
+  if (s.empty()) return UINT64_MAX;
+  if (s.starts_with("max")) return UINT64_MAX;
+  const uint64_t v = std::strtoull(s.c_str(), nullptr, 10);
+  return v >= (1ull << 62) ? UINT64_MAX : v;  // cgroup v1 spells "no limit" as ~LONG_MAX
+}
+
+}  // namespace
+
+// ---- RunTraceWriter -------------------------------------------------------------------
+
+RunTraceWriter::RunTraceWriter(const std::string& dir)
+    : header_(format::kChunkSize, 0), chunk_(format::kChunkSize, 0) {
+  path_ = dir + "/colabtrace.run." + std::to_string(getpid()) + ".ctrace";
+  fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd_ < 0) {
+    error_ = std::strerror(errno);
+    return;
+  }
+  FileHeader h = {};
+  std::memcpy(h.magic, format::kFileMagic, sizeof(h.magic));
+  h.version_major = format::kVersionMajor;
+  h.version_minor = format::kVersionMinor;
+  h.header_size = format::kHeaderSize;
+  h.features = 0;  // ticks are CLOCK_MONOTONIC nanoseconds
+  h.chunk_size = format::kChunkSize;
+  h.pid = static_cast<uint32_t>(getpid());
+  h.start_mono_ns = NowNs(CLOCK_MONOTONIC);
+  h.start_ticks = h.start_mono_ns;
+  h.start_realtime_ns = NowNs(CLOCK_REALTIME);
+  h.ticks_per_sec_hint = 1000000000ull;
+  h.next_chunk_offset = format::kChunkSize;
+  h.image_count = 1;
+  h.next_string_id = 1;
+  std::memcpy(header_.data(), &h, sizeof(h));
+  chunk_offset_ = format::kChunkSize;
+  StartChunk(h.start_ticks);
+  Flush();
+  // A file that never got its header is no trace: leave none behind.
+  if (!error_.empty()) unlink(path_.c_str());
+}
+
+RunTraceWriter::~RunTraceWriter() {
+  if (fd_ >= 0) close(fd_);
+}
+
+void RunTraceWriter::WriteAt(const void* data, size_t n, uint64_t offset) {
+  if (fd_ < 0 || !error_.empty()) return;
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (n > 0) {
+    const ssize_t w = pwrite(fd_, p, n, static_cast<off_t>(offset));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      error_ = std::strerror(w < 0 ? errno : ENOSPC);
+      return;
+    }
+    p += w, n -= static_cast<size_t>(w), offset += static_cast<uint64_t>(w);
+  }
+}
+
+void RunTraceWriter::StartChunk(uint64_t ts) {
+  std::fill(chunk_.begin(), chunk_.end(), 0);
+  ChunkHeader ch = {};
+  ch.magic = format::kChunkMagic;
+  ch.tid = static_cast<uint32_t>(getpid());
+  ch.base_ticks = ts;
+  ch.seq = seq_++;
+  std::memcpy(chunk_.data(), &ch, sizeof(ch));
+  used_ = sizeof(ch);
+  last_ts_ = ts;
+}
+
+void RunTraceWriter::NextChunk(uint64_t ts) {
+  Flush();
+  chunk_offset_ += format::kChunkSize;
+  StartChunk(ts);
+}
+
+void RunTraceWriter::AppendEncoded(const uint8_t* data, size_t n, uint64_t ts) {
+  std::memcpy(chunk_.data() + used_, data, n);
+  used_ += n;
+  last_ts_ = ts;
+}
+
+uint64_t RunTraceWriter::Intern(const std::string& s) {
+  auto it = strings_.find(s);
+  if (it != strings_.end()) return it->second;
+  format::String rec;
+  rec.ts = last_ts_;
+  rec.id = next_string_++;
+  rec.text = format::Bytes{reinterpret_cast<const uint8_t*>(s.data()),
+                           static_cast<uint32_t>(std::min<size_t>(s.size(), 2048))};
+  Append(rec);
+  strings_.emplace(s, rec.id);
+  return rec.id;
+}
+
+void RunTraceWriter::Flush() {
+  FileHeader h;
+  std::memcpy(&h, header_.data(), sizeof(h));
+  h.next_chunk_offset = chunk_offset_ + format::kChunkSize;
+  h.next_string_id = next_string_;
+  std::memcpy(header_.data(), &h, sizeof(h));
+  // The whole chunk first (its records end at a zero byte; readers expect whole chunks),
+  // then the header that covers it.
+  WriteAt(chunk_.data(), chunk_.size(), chunk_offset_);
+  WriteAt(header_.data(), sizeof(h), 0);
+}
+
+void RunTraceWriter::Finish() {
+  FileHeader h;
+  std::memcpy(&h, header_.data(), sizeof(h));
+  h.flags |= format::kFlagEnded;
+  std::memcpy(header_.data(), &h, sizeof(h));
+  Flush();
+  if (fd_ >= 0 && error_.empty() && fsync(fd_) != 0 && errno != EINVAL) error_ = std::strerror(errno);
+}
+
+// ---- the tree -------------------------------------------------------------------------
+
+std::vector<TreeProcess> DescendantsOf(pid_t root) {
+  std::vector<TreeProcess> all;
+  DIR* d = opendir("/proc");
+  if (d == nullptr) return {};
+  while (const dirent* e = readdir(d)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    const std::string stat = ReadSmall("/proc/" + std::string(e->d_name) + "/stat");
+    // "pid (comm) state ppid ..." where comm may hold spaces and parentheses.
+    const size_t open_paren = stat.find('('), close_paren = stat.rfind(')');
+    if (open_paren == std::string::npos || close_paren == std::string::npos ||
+        close_paren < open_paren) {
+      continue;
+    }
+    TreeProcess p;
+    p.pid = static_cast<pid_t>(pid);
+    p.comm = stat.substr(open_paren + 1, close_paren - open_paren - 1);
+    std::istringstream rest(stat.substr(close_paren + 2));
+    std::string field;
+    std::vector<std::string> f;
+    while (rest >> field && f.size() < 24) f.push_back(field);
+    if (f.size() < 22) continue;
+    // After ")": state(0) ppid(1) ... num_threads(17) ... rss(21), in pages.
+    p.ppid = static_cast<pid_t>(std::strtol(f[1].c_str(), nullptr, 10));
+    p.threads = std::strtoull(f[17].c_str(), nullptr, 10);
+    p.rss_pages = std::strtoull(f[21].c_str(), nullptr, 10);
+    all.push_back(std::move(p));
+  }
+  closedir(d);
+  std::set<pid_t> tree = {root};
+  std::vector<TreeProcess> out;
+  // Parents usually have lower pids, but pids wrap: repeat until nothing is added.
+  for (bool added = true; added;) {
+    added = false;
+    for (auto& p : all) {
+      if (p.pid != 0 && tree.contains(p.ppid) && !tree.contains(p.pid)) {
+        tree.insert(p.pid);
+        out.push_back(p);
+        p.pid = 0;
+        added = true;
+      }
+    }
+  }
+  return out;
+}
+
+std::string CgroupMemoryDir(pid_t pid, bool* v2) {
+  const std::string text = ReadSmall("/proc/" + std::to_string(pid) + "/cgroup");
+  std::istringstream lines(text);
+  std::string line, v1_path, v2_path;
+  bool have_v2 = false;
+  while (std::getline(lines, line)) {
+    // "hierarchy-id:controllers:path"
+    const size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    if (line.starts_with("0::")) have_v2 = true, v2_path = path;
+    std::istringstream cs(controllers);
+    for (std::string c; std::getline(cs, c, ',');) {
+      if (c == "memory") v1_path = path;
+    }
+  }
+  struct stat st;
+  auto exists = [&](const std::string& p) { return stat(p.c_str(), &st) == 0; };
+  if (!v1_path.empty()) {
+    *v2 = false;
+    const std::string full = "/sys/fs/cgroup/memory" + (v1_path == "/" ? "" : v1_path);
+    if (exists(full + "/memory.usage_in_bytes")) return full;
+    // A cgroup namespace: our cgroup is the root we see.
+    if (exists("/sys/fs/cgroup/memory/memory.usage_in_bytes")) return "/sys/fs/cgroup/memory";
+    return {};
+  }
+  if (have_v2) {
+    *v2 = true;
+    const std::string full = "/sys/fs/cgroup" + (v2_path == "/" ? "" : v2_path);
+    if (exists(full + "/memory.current")) return full;
+    if (exists("/sys/fs/cgroup/memory.current")) return "/sys/fs/cgroup";
+  }
+  return {};
+}
+
+// ---- TreeSampler ----------------------------------------------------------------------
+
+void TreeSampler::SampleCgroup(const std::string& dir, bool v2, uint64_t ts) {
+  format::CgroupSample c;
+  c.ts = ts;
+  c.path = out_.Intern(dir);
+  c.current = ReadNumber(dir + (v2 ? "/memory.current" : "/memory.usage_in_bytes"));
+  c.max = ReadNumber(dir + (v2 ? "/memory.max" : "/memory.limit_in_bytes"));
+  const std::string events = ReadSmall(dir + (v2 ? "/memory.events" : "/memory.oom_control"));
+  c.oom_kill = FieldAfter(events, "oom_kill ");
+  out_.Append(c);
+}
+
+void TreeSampler::SampleRound() {
+  page_size_ = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
+  const uint64_t ts = NowNs(CLOCK_MONOTONIC);
+  format::Clock clock;
+  clock.ts = ts;
+  clock.mono_ns = ts;
+  clock.realtime_ns = NowNs(CLOCK_REALTIME);
+  out_.Append(clock);
+  std::map<std::string, bool> cgroups;  // dir -> v2
+  // The wrapper's own cgroup too: it outlives the tree, so its oom_kill count after a
+  // death is the evidence proc.killed cites.
+  {
+    bool v2 = false;
+    const std::string dir = CgroupMemoryDir(getpid(), &v2);
+    if (!dir.empty()) cgroups[dir] = v2;
+  }
+  std::set<pid_t> alive;
+  for (const TreeProcess& p : DescendantsOf(root_)) {
+    alive.insert(p.pid);
+    const std::string proc = "/proc/" + std::to_string(p.pid);
+    Known& k = known_[p.pid];
+    if (k.maps_checks == 0) k.cgroup_dir = CgroupMemoryDir(p.pid, &k.cgroup_v2);
+    // Whether the shim is in it: checked when first seen, then now and then until it
+    // appears (an exec may load it later).
+    if (!k.shim && (k.maps_checks < 3 || k.maps_checks % 10 == 0)) {
+      k.shim = ReadSmall(proc + "/maps").find("libcolabtrace") != std::string::npos;
+      if (k.shim) shim_pids_[p.pid] = p.comm;
+    }
+    ++k.maps_checks;
+    if (!k.cgroup_dir.empty()) cgroups[k.cgroup_dir] = k.cgroup_v2;
+    const std::string rollup = ReadSmall(proc + "/smaps_rollup");
+    if (rollup.empty()) {
+      // Exiting (its memory already gone, while the stat read above still showed its
+      // RSS) or a zombie: no sample, rather than one that counts freed memory.
+      const std::string stat = ReadSmall(proc + "/stat");
+      const size_t close_paren = stat.rfind(')');
+      if (close_paren == std::string::npos || close_paren + 2 >= stat.size() ||
+          stat[close_paren + 2] == 'Z' || stat[close_paren + 2] == 'X') {
+        continue;
+      }
+    }
+    auto kb = [&](const char* key) {
+      const uint64_t v = FieldAfter(rollup, key);
+      return v == UINT64_MAX ? v : v * 1024;
+    };
+    format::ProcSample s;
+    s.ts = ts;
+    s.pid = static_cast<uint64_t>(p.pid);
+    s.ppid = static_cast<uint64_t>(p.ppid);
+    s.rss_bytes = p.rss_pages * static_cast<uint64_t>(page_size_);
+    s.pss_bytes = kb("Pss:");
+    const uint64_t clean = kb("Private_Clean:"), dirty = kb("Private_Dirty:");
+    s.uss_bytes = clean == UINT64_MAX || dirty == UINT64_MAX ? UINT64_MAX : clean + dirty;
+    s.swap_bytes = kb("Swap:");
+    s.threads = p.threads;
+    s.cgroup = k.cgroup_dir.empty() ? 0 : out_.Intern(k.cgroup_dir);
+    s.comm = out_.Intern(p.comm);
+    s.shim = k.shim ? 1 : 0;
+    out_.Append(s);
+  }
+  for (auto it = known_.begin(); it != known_.end();) {
+    it = alive.contains(it->first) ? std::next(it) : known_.erase(it);
+  }
+  for (const auto& [dir, v2] : cgroups) SampleCgroup(dir, v2, ts);
+  out_.Flush();
+}
+
+}  // namespace colabtrace::cli

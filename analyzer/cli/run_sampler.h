@@ -1,0 +1,115 @@
+// What `colabtrace run` records about the tree it runs, from outside: the shim runs no
+// thread of its own, so the wrapper samples every process of the command's tree (RSS,
+// PSS and USS from /proc/PID/smaps_rollup, threads, cgroup memory and oom_kill) and
+// knows each reaped child's exact wait status. It writes all of it into its own trace,
+// colabtrace.run.<pid>.ctrace, in the ordinary format (include/colabtrace/format/), with a
+// run_info record that tells the analyzer this trace is the wrapper, not a job process.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "colabtrace/format/codec.h"
+
+namespace colabtrace::cli {
+
+// A trace file written with plain pwrite calls, one chunk at a time (the wrapper is an
+// ordinary single-threaded program: no mapping, no extents). Ticks are CLOCK_MONOTONIC
+// nanoseconds. Records appended since the last Flush() reach the file at Flush().
+class RunTraceWriter {
+ public:
+  // Creates dir/colabtrace.run.<pid>.ctrace (mode 0600, O_EXCL, no symlink following).
+  // On failure ok() is false and error() says why.
+  explicit RunTraceWriter(const std::string& dir);
+  ~RunTraceWriter();
+  RunTraceWriter(const RunTraceWriter&) = delete;
+  RunTraceWriter& operator=(const RunTraceWriter&) = delete;
+
+  bool ok() const { return fd_ >= 0 && error_.empty(); }
+  const std::string& error() const { return error_; }
+  const std::string& path() const { return path_; }
+  uint64_t last_ts() const { return last_ts_; }
+
+  template <class R> void Append(R rec);
+  uint64_t Intern(const std::string& s);  // a String record's id (written once per text)
+  void Flush();                          // writes the current chunk and the header
+  void Finish();                         // flags the trace as ended and flushes
+
+ private:
+  void AppendEncoded(const uint8_t* data, size_t n, uint64_t ts);
+  void StartChunk(uint64_t ts);
+  void NextChunk(uint64_t ts);  // flushes this chunk and starts the next at ts
+  void WriteAt(const void* data, size_t n, uint64_t offset);
+
+  int fd_ = -1;
+  std::string path_;
+  std::string error_;
+  std::vector<uint8_t> header_;
+  std::vector<uint8_t> chunk_;
+  size_t used_ = 0;          // bytes of chunk_ in use (header included)
+  uint64_t chunk_offset_ = 0;
+  uint32_t seq_ = 0;
+  uint64_t last_ts_ = 0;
+  std::map<std::string, uint64_t> strings_;
+  uint64_t next_string_ = 1;
+};
+
+template <class R> void RunTraceWriter::Append(R rec) {
+  uint8_t buf[4096];
+  const size_t max = format::MaxEncodedSize(rec);
+  if (max > sizeof(buf)) return;  // only short records are written here
+  if (used_ + max + 1 > chunk_.size()) NextChunk(rec.ts);
+  const uint64_t prev = last_ts_;
+  const size_t n = format::EncodeRecordUncommitted(rec, prev, buf);
+  buf[0] = format::CommittedType(rec, prev);
+  AppendEncoded(buf, n, rec.ts);
+}
+
+// One process of the tree, as /proc shows it.
+struct TreeProcess {
+  pid_t pid = 0;
+  pid_t ppid = 0;
+  std::string comm;
+  uint64_t threads = 0;
+  uint64_t rss_pages = 0;
+};
+
+// Every descendant of `root` (not root itself), from one scan of /proc/*/stat.
+std::vector<TreeProcess> DescendantsOf(pid_t root);
+
+// Samples the tree of `root` into a RunTraceWriter, round by round.
+class TreeSampler {
+ public:
+  TreeSampler(RunTraceWriter& out, pid_t root) : out_(out), root_(root) {}
+
+  // One round: every descendant's memory, and each distinct cgroup's figures.
+  void SampleRound();
+  // pids seen with libcolabtrace.so mapped (they should have written a trace), by comm.
+  const std::map<pid_t, std::string>& shim_pids() const { return shim_pids_; }
+
+ private:
+  struct Known {
+    std::string cgroup_dir;   // the memory controller's directory under /sys/fs/cgroup
+    bool cgroup_v2 = false;
+    bool shim = false;
+    int maps_checks = 0;      // /proc/PID/maps reads so far (until the shim shows up)
+  };
+  void SampleCgroup(const std::string& dir, bool v2, uint64_t ts);
+
+  RunTraceWriter& out_;
+  pid_t root_;
+  std::map<pid_t, Known> known_;
+  std::map<pid_t, std::string> shim_pids_;
+  long page_size_ = 4096;
+};
+
+// The memory-controller directory of a process's cgroup ("" if none), and whether it is
+// cgroup v2.
+std::string CgroupMemoryDir(pid_t pid, bool* v2);
+
+}  // namespace colabtrace::cli

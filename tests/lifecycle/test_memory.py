@@ -1,0 +1,156 @@
+"""Host memory: PSS-based host.memory-pressure (never a sum of RSS), the worker whose
+private memory keeps growing, host.shm-small, and hosts never merged."""
+import json
+import os
+import shutil
+import subprocess
+import unittest
+
+import lifecycletest as lt
+from ctharness import TempDirTest
+
+
+def numpy_available() -> bool:
+    return subprocess.run([lt.PYTHON, "-c", "import numpy"], capture_output=True).returncode == 0
+
+
+def namespaces_available() -> str:
+    """'' when `unshare -Urm` works here, else why not."""
+    if shutil.which("unshare") is None:
+        return "unshare is not installed"
+    p = subprocess.run(["unshare", "-Urm", "true"], capture_output=True, text=True)
+    return "" if p.returncode == 0 else "no user/mount namespaces: " + p.stderr.strip()
+
+
+class MemoryPressure(TempDirTest):
+    @unittest.skipUnless(numpy_available(), "Debian's python3-numpy is not installed")
+    def test_shared_array_and_forked_workers_count_once(self):
+        # 1 GiB array in the parent, 4 forked workers that read all of it (sharing, not
+        # copying). RSS would count it 5 times; PSS counts it once.
+        r = lt.colabtrace_run(self.tmp, [lt.PYTHON, lt.py_script("shared_array_workers.py"), "1024", "4", "1.5"],
+                              env={"COLABTRACE_SAMPLE_MS": "50"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("ok 4", r.stdout)
+        rep = lt.report(self.tmp)
+        (mem,) = rep["memory"]["hosts"]
+        self.assertEqual(mem["basis"], "pss")
+        self.assertEqual(mem["processes_at_peak"], 5)
+        parent = [p for p in rep["processes"] if p["ppid"] == rep["run"][0]["pid"]][0]
+        parent_rss = parent["peak_rss_bytes"]
+        self.assertGreaterEqual(parent_rss, 1 << 30)
+        # The tree's PSS is about one copy of the array plus the interpreters.
+        self.assertGreaterEqual(mem["peak_bytes"], 1 << 30)
+        self.assertLess(mem["peak_bytes"], parent_rss + (256 << 20))
+        # What a sum of RSS would have said: about five copies.
+        self.assertGreater(mem["rss_sum_at_peak_bytes"], 4 * (1 << 30))
+        self.assertEqual(lt.findings(rep, "host.memory-pressure"), [])
+
+    def _cgroup_v1_child(self, limit_bytes: int) -> str:
+        """A memory cgroup (v1) with a limit, removed after the test; skips if not allowed."""
+        base = "/sys/fs/cgroup/memory"
+        if not os.path.exists(os.path.join(base, "memory.limit_in_bytes")):
+            self.skipTest("no cgroup v1 memory controller at " + base)
+        path = os.path.join(base, f"ct-lifecycle-{os.getpid()}")
+        try:
+            os.mkdir(path)
+            with open(os.path.join(path, "memory.limit_in_bytes"), "w") as f:
+                f.write(str(limit_bytes))
+        except OSError as e:
+            self.skipTest(f"cannot create a memory cgroup here: {e}")
+        self.addCleanup(lambda: os.path.isdir(path) and os.rmdir(path))
+        return path
+
+    def test_growing_worker_under_a_cgroup_limit(self):
+        limit = 512 << 20
+        cg = self._cgroup_v1_child(limit)
+        # The worker's private memory grows by 20 MiB every 50 ms up to 420 MiB: the
+        # cgroup's usage reaches > 90% of 512 MiB.
+        script = (f"echo $$ > {cg}/cgroup.procs && exec {lt.ctharness.CLI} run -o {self.tmp} -- "
+                  f"{lt.PYTHON} {lt.py_script('grow_worker.py')} 48 420 20 0.05")
+        r = subprocess.run(["/bin/sh", "-c", script], env=lt.clean_env({"COLABTRACE_SAMPLE_MS": "50"}),
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        worker = int(r.stdout.split()[1])
+        self.assertEqual(r.stdout.split()[2], "0", "the worker was killed: the cgroup limit is too tight")
+        rep = lt.report(self.tmp)
+        (f,) = lt.findings(rep, "host.memory-pressure")
+        ev = f["evidence"]
+        self.assertEqual(ev["limit_source"], "cgroup memory.max")
+        self.assertEqual(ev["limit_bytes"], limit)
+        self.assertEqual(ev["basis"], "cgroup memory.current")
+        self.assertGreaterEqual(ev["percent_of_limit"], 90)
+        (grown,) = ev["growing_workers"]
+        self.assertEqual(grown["pid"], worker)
+        self.assertGreaterEqual(grown["uss_last_bytes"] - grown["uss_first_bytes"], 300 << 20)
+        self.assertIn(f"worker {worker}", f["summary"])
+        self.assertIn("private memory keeps growing", f["summary"])
+
+    def test_hosts_are_never_merged(self):
+        # Two runs on two "hosts" (UTS namespaces with their own hostnames) in one
+        # directory: one memory summary per host, each with its own peak.
+        why = namespaces_available()
+        if why:
+            self.skipTest(why)
+        for name, mib in (("hosta", 64), ("hostb", 192)):
+            script = (f"hostname {name} && exec {lt.ctharness.CLI} run -o {self.tmp} -- "
+                      f"{lt.PYTHON} -c 'import time; x = bytearray({mib} << 20); time.sleep(0.5)'")
+            r = subprocess.run(["unshare", "-Uru", "/bin/sh", "-c", script], env=lt.clean_env(),
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        rep = lt.report(self.tmp)
+        hosts = {h["host"]: h for h in rep["memory"]["hosts"]}
+        self.assertEqual(sorted(hosts), ["hosta", "hostb"])
+        self.assertGreaterEqual(hosts["hosta"]["peak_bytes"], 64 << 20)
+        self.assertLess(hosts["hosta"]["peak_bytes"], 192 << 20)
+        self.assertGreaterEqual(hosts["hostb"]["peak_bytes"], 192 << 20)
+        self.assertEqual(hosts["hosta"]["processes_at_peak"], 1)
+
+
+class ShmSmall(TempDirTest):
+    WRITER = ("import os, sys\n"
+              "pid = os.fork()\n"
+              "name = '/dev/shm/ct-batch-%d' % os.getpid()\n"
+              "fd = os.open(name, os.O_CREAT | os.O_WRONLY, 0o600)\n"
+              "try:\n"
+              "    for _ in range(4):\n"
+              "        os.write(fd, b'x' * (1 << 20))\n"
+              "    os.write(1, b'wrote\\n')\n"
+              "except OSError as e:\n"
+              "    os.write(1, b'failed %d\\n' % e.errno)\n"
+              "os.close(fd); os.unlink(name)\n"
+              "if pid: os.waitpid(pid, 0)\n")
+
+    def _run_with_dev_shm(self, size: str) -> subprocess.CompletedProcess:
+        """Runs WRITER traced, with a /dev/shm of `size` in a private mount namespace."""
+        why = namespaces_available()
+        if why:
+            self.skipTest(why)
+        script = (f"mount -t tmpfs -o size={size} tmpfs /dev/shm && "
+                  f"LD_PRELOAD={lt.ctharness.SHIM} COLABTRACE_OUT={self.tmp}/ exec {lt.PYTHON} -c \"$0\"")
+        r = subprocess.run(["unshare", "-Urm", "/bin/sh", "-c", script, self.WRITER], env=lt.clean_env(),
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r
+
+    def test_writes_to_a_small_dev_shm_fail(self):
+        # A 1 MiB /dev/shm; two processes each write 4 MiB.
+        r = self._run_with_dev_shm("1m")
+        self.assertEqual(sorted(r.stdout.split("\n")[:2]), ["failed 28", "failed 28"])
+        rep = lt.report(self.tmp)
+        (f,) = lt.findings(rep, "host.shm-small")
+        self.assertEqual(f["evidence"]["shm_size_bytes"], 1 << 20)
+        self.assertEqual(f["evidence"]["processes_using_shm"], 2)
+        self.assertEqual(len(f["evidence"]["failures"]), 2)
+        for line in f["evidence"]["failures"]:
+            self.assertIn("a write to /dev/shm failed with ENOSPC", line)
+
+    def test_roomy_dev_shm_is_quiet(self):
+        # The same program with a 64 MiB /dev/shm (Docker's default): 8 MiB written, no
+        # failure, no finding.
+        r = self._run_with_dev_shm("64m")
+        self.assertEqual(r.stdout.split(), ["wrote", "wrote"])
+        self.assertEqual(lt.findings(lt.report(self.tmp), "host.shm-small"), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
