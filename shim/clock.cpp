@@ -51,14 +51,20 @@ uint64_t InitTicks() {
   return 0;
 }
 
+uint64_t TickRateEstimate() {
+  if (!g_ticks_are_tsc) return 1000000000ull;
+  if (g_calib_ns == 0) return 0;
+  const uint64_t t = Ticks(), n = MonotonicNs();
+  if (n <= g_calib_ns + 10000 || t <= g_calib_ticks) return 0;
+  return static_cast<uint64_t>(static_cast<long double>(t - g_calib_ticks) * 1e9L /
+                               static_cast<long double>(n - g_calib_ns));
+}
+
 void RefineTickRate() {
   format::FileHeader* h = g_trace.header();
-  if (h == nullptr || !g_ticks_are_tsc || g_calib_ns == 0) return;
-  const uint64_t t = Ticks(), n = MonotonicNs();
-  if (n > g_calib_ns + 10000 && t > g_calib_ticks) {
-    h->ticks_per_sec_hint = static_cast<uint64_t>(static_cast<long double>(t - g_calib_ticks) *
-                                                  1e9L / static_cast<long double>(n - g_calib_ns));
-  }
+  if (h == nullptr || !g_ticks_are_tsc) return;
+  const uint64_t tps = TickRateEstimate();
+  if (tps != 0) h->ticks_per_sec_hint = tps;
 }
 
 }  // namespace colabtrace::shim

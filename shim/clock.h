@@ -37,6 +37,10 @@ inline uint64_t Ticks() {
 uint64_t InitTicks();
 
 // Updates the trace header's ticks-per-second estimate from the time since InitTicks.
+// Called with every periodic sample, so the figure sharpens as the process runs.
 void RefineTickRate();
+
+// The ticks-per-second estimate so far (0 when unknown: too early to tell).
+uint64_t TickRateEstimate();
 
 }  // namespace colabtrace::shim

@@ -43,10 +43,15 @@ void SyncModuleMap();
 void ReadLoaderCounters(unsigned long long* adds, unsigned long long* subs);
 
 // Captures up to max return addresses of the calling thread, innermost first, skipping
-// `skip` frames of the shim. Returns the count. Uses libunwind; async-signal-safe.
+// `skip` frames of the shim. Returns the count. libgcc's unwinder, linked statically
+// and local to the shim (native_stack.cpp); async-signal-safe.
 size_t CaptureStack(uint64_t* out, size_t max, size_t skip);
 
-// Installs the fatal-signal handlers (signals.cpp).
+// From a signal handler: the stack of the interrupted code, starting at the interrupted
+// instruction of `uc` (the handler's ucontext_t). Returns the count.
+size_t CaptureSignalStack(const void* uc, uint64_t* out, size_t max);
+
+// Installs the handler that records deaths by signal (signals.cpp).
 void InstallFatalSignalHandlers();
 
 // Records an exit (once per process image) and, when finish is set, closes the trace.

@@ -1,13 +1,18 @@
-// Fatal signals: SIGSEGV, SIGBUS, SIGABRT, SIGILL and SIGFPE.
+// Deaths by signal: every signal whose default action ends the process.
 //
-// The shim keeps its own handler installed in the kernel for these five signals and
-// shows the program the disposition the program itself set: sigaction() and signal()
-// for them read and write an emulated table. On delivery the handler records the
-// signal (fault address, native stack, the /dev/shm file behind a SIGBUS) into a chunk
-// of its own, then either calls the program's handler or restores the default and lets
-// the signal take the process down exactly as it would have without us.
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
+// For such a signal the program left at SIG_DFL, the kernel's disposition is the shim's
+// handler; sigaction() and signal() read and write an emulated table, so the program sees
+// exactly what it set (handler, flags, restorer, mask as the kernel keeps them). On
+// delivery the handler records the signal (native stack, fault address, the /dev/shm
+// file behind a SIGBUS), restores SIG_DFL and lets the signal take the process down as
+// it would have without us. A program handler is installed directly in the kernel
+// (the shim steps out), except for the five crash signals, whose handler we wrap so
+// that a crash is recorded whoever handles it. SIG_IGN is always set for real, so it is
+// inherited across fork and exec exactly as without the shim.
+//
+// A vfork child (or any clone child) runs on its parent's memory: it must never write
+// the table. Hooks and the handler compare the real pid with g_pid and, in a child,
+// act on the kernel only (and re-raise with the child's own pid and tid).
 #include <signal.h>
 #include <ucontext.h>
 
@@ -25,42 +30,53 @@ namespace {
 
 // Crashes: always recorded (with the native stack), whoever handles them.
 constexpr int kCrashSignals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE};
-// Termination requests: recorded only when the default action is about to end the
-// process (a multiprocessing.Pool worker stopped with SIGTERM reads as "signaled", not as
-// killed with no end record). With a program handler installed they are passed on
-// untouched.
-constexpr int kTerminationSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+// Hardware faults: when the kernel raised them (si_code > 0), returning to the faulting
+// instruction raises them again, now with the default action.
+constexpr int kFaultSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};
+// Every other signal whose default action terminates (or dumps core). The real-time
+// signals the program may use (SIGRTMIN..SIGRTMAX) are added at run time.
+constexpr int kTerminatingSignals[] = {SIGHUP,  SIGINT,    SIGQUIT,   SIGTRAP, SIGUSR1,
+                                       SIGUSR2, SIGPIPE,   SIGALRM,   SIGTERM, SIGSTKFLT,
+                                       SIGXCPU, SIGXFSZ,   SIGVTALRM, SIGPROF, SIGIO,
+                                       SIGPWR,  SIGSYS};
 constexpr int kMaxRecordedSignals = 16;
 
 struct Emulated {
+  bool emulated = false;        // set once at start-up: this signal kills by default
   bool ours = false;            // our handler is the kernel's disposition
-  struct sigaction app = {};    // what the program believes is installed
+  struct sigaction app = {};    // what the program believes is installed, when ours
 };
 Emulated g_sig[NSIG];
 int g_recorded = 0;
 int g_in_handler = 0;
 
-// The signals whose disposition the shim emulates (crashes and termination requests).
-bool IsFatal(int sig) {
-  for (int s : kCrashSignals) {
-    if (s == sig) return true;
-  }
-  for (int s : kTerminationSignals) {
+template <size_t N> bool In(const int (&set)[N], int sig) {
+  for (int s : set) {
     if (s == sig) return true;
   }
   return false;
 }
 
-bool IsCrash(int sig) {
-  for (int s : kCrashSignals) {
-    if (s == sig) return true;
-  }
-  return false;
-}
+bool IsCrash(int sig) { return In(kCrashSignals, sig); }
 
-bool IsFunction(const struct sigaction& a) {
-  return (a.sa_flags & SA_SIGINFO) ? a.sa_sigaction != nullptr
-                                    : (a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN);
+void* HandlerOf(const struct sigaction& a) { return reinterpret_cast<void*>(a.sa_handler); }
+bool IsDefault(const struct sigaction& a) { return HandlerOf(a) == reinterpret_cast<void*>(SIG_DFL); }
+bool IsIgnore(const struct sigaction& a) { return HandlerOf(a) == reinterpret_cast<void*>(SIG_IGN); }
+bool IsFunction(const struct sigaction& a) { return !IsDefault(a) && !IsIgnore(a); }
+
+// True in a process that runs on memory it does not own: a vfork child before exec, or
+// a clone() child the fork hooks never saw.
+bool ForeignProcess() { return raw::Getpid() != g_pid; }
+
+// Writes v into *out the way glibc's sigaction does: the kernel's sigset only (the rest
+// of the caller's sa_mask is left as it was).
+void CopyOut(const struct sigaction& v, struct sigaction* out) {
+  out->sa_sigaction = v.sa_sigaction;
+  out->sa_flags = v.sa_flags;
+#ifdef SA_RESTORER
+  out->sa_restorer = v.sa_restorer;
+#endif
+  std::memcpy(&out->sa_mask, &v.sa_mask, _NSIG / 8);
 }
 
 // Emits a String record with a fresh id (no interning: the intern table may be in use by
@@ -111,8 +127,7 @@ uint64_t FindShmMapping(ThreadState& w, uintptr_t addr) {
 }
 
 void RecordSignal(int sig, siginfo_t* info, void* uc) {
-  // A vfork child runs on its parent's memory: its crash is not the parent's.
-  if (!g_recording || InVforkChild() || __atomic_add_fetch(&g_recorded, 1, __ATOMIC_ACQ_REL) > kMaxRecordedSignals) {
+  if (!g_recording || __atomic_add_fetch(&g_recorded, 1, __ATOMIC_ACQ_REL) > kMaxRecordedSignals) {
     return;
   }
   ThreadState w;
@@ -128,16 +143,7 @@ void RecordSignal(int sig, siginfo_t* info, void* uc) {
   rec.tid = w.tid;
   // The native stack, starting at the interrupted instruction.
   uint64_t frames[64];
-  size_t n = 0;
-  unw_cursor_t cursor;
-  if (uc != nullptr &&
-      unw_init_local2(&cursor, static_cast<unw_context_t*>(uc), UNW_INIT_SIGNAL_FRAME) == 0) {
-    do {
-      unw_word_t ip = 0;
-      if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
-      frames[n++] = ip;
-    } while (n < 64 && unw_step(&cursor) > 0);
-  }
+  const size_t n = CaptureSignalStack(uc, frames, 64);
   format::FileHeader* h = g_trace.header();
   if (n > 0 && h != nullptr) {
     format::Stack st;
@@ -157,16 +163,17 @@ void RecordSignal(int sig, siginfo_t* info, void* uc) {
 
 void FatalHandler(int sig, siginfo_t* info, void* uc) {
   const int saved_errno = errno;
+  const bool foreign = ForeignProcess();
   Emulated& e = g_sig[sig];
   const struct sigaction app = e.app;
-  const bool dies = !IsFunction(app) && app.sa_handler == SIG_DFL;
-  if ((IsCrash(sig) || dies) && __atomic_exchange_n(&g_in_handler, 1, __ATOMIC_ACQ_REL) == 0) {
+  if (!foreign && (IsCrash(sig) || IsDefault(app)) &&
+      __atomic_exchange_n(&g_in_handler, 1, __ATOMIC_ACQ_REL) == 0) {
     RecordSignal(sig, info, uc);
     __atomic_store_n(&g_in_handler, 0, __ATOMIC_RELEASE);
   }
   if (IsFunction(app)) {
     // The program handles it: behave as if its handler were installed directly.
-    if (app.sa_flags & SA_RESETHAND) {
+    if ((app.sa_flags & SA_RESETHAND) && !foreign) {
       e.app.sa_handler = SIG_DFL;
       e.app.sa_flags &= ~SA_SIGINFO;
     }
@@ -178,8 +185,7 @@ void FatalHandler(int sig, siginfo_t* info, void* uc) {
     errno = saved_errno;
     return;
   }
-  const bool sent = info == nullptr || info->si_code <= 0;  // kill(), raise(), abort()
-  if (app.sa_handler == SIG_IGN && sent) {
+  if (IsIgnore(app)) {
     errno = saved_errno;
     return;
   }
@@ -188,9 +194,13 @@ void FatalHandler(int sig, siginfo_t* info, void* uc) {
   struct sigaction dfl = {};
   dfl.sa_handler = SIG_DFL;
   real::sigaction.get()(sig, &dfl, nullptr);
-  e.ours = false;
-  if (sent) raw::Tgkill(g_pid, raw::Gettid(), sig);
-  // A fault returns to the faulting instruction, which faults again: default action.
+  if (!foreign) e.ours = false;
+  // A hardware fault returns to the faulting instruction, which faults again. Anything
+  // else is sent again to this very thread (the signal stays blocked until the handler
+  // returns, then the default action ends the process). The child's own ids: a vfork
+  // child must never signal its parent.
+  const bool refaults = In(kFaultSignals, sig) && info != nullptr && info->si_code > 0;
+  if (!refaults) raw::Tgkill(raw::Getpid(), raw::Gettid(), sig);
   errno = saved_errno;
 }
 
@@ -204,27 +214,79 @@ int InstallOurs(int sig, const struct sigaction& app) {
   return real::sigaction.get()(sig, &ours, nullptr);
 }
 
+bool KernelHasOurs(const struct sigaction& k) {
+  return (k.sa_flags & SA_SIGINFO) && k.sa_sigaction == FatalHandler;
+}
+
+// sigaction() for an emulated signal in the process that owns the table.
+int EmulatedSigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  Emulated& e = g_sig[sig];
+  struct sigaction previous;
+  if (e.ours) {
+    previous = e.app;
+  } else if (real::sigaction.get()(sig, nullptr, &previous) != 0) {
+    return -1;
+  }
+  if (act != nullptr) {
+    // Validate the way the kernel would before touching the table: a bad set of flags
+    // fails here and leaves everything as it was.
+    if (IsDefault(*act) || (IsCrash(sig) && IsFunction(*act))) {
+      struct sigaction next = *act;
+      e.app = next;  // a signal arriving during the switch already sees the new view
+      if (InstallOurs(sig, *act) != 0) {
+        const int err = errno;
+        if (e.ours) e.app = previous;
+        errno = err;
+        return -1;
+      }
+      // What glibc and the kernel would report back: the kernel's mask and restorer.
+      struct sigaction k;
+      if (real::sigaction.get()(sig, nullptr, &k) == 0) {
+        next.sa_mask = k.sa_mask;
+#ifdef SA_RESTORER
+        next.sa_flags = (act->sa_flags & ~SA_RESTORER) | (k.sa_flags & SA_RESTORER);
+        next.sa_restorer = k.sa_restorer;
+#endif
+      }
+      e.app = next;
+      e.ours = true;
+    } else {
+      e.app = *act;  // if ours is still installed, it now acts as the program asked
+      if (real::sigaction.get()(sig, act, nullptr) != 0) {
+        const int err = errno;
+        if (e.ours) e.app = previous;
+        errno = err;
+        return -1;
+      }
+      e.ours = false;
+    }
+  }
+  if (old != nullptr) CopyOut(previous, old);
+  return 0;
+}
+
+// sigaction() in a vfork or clone child: the kernel only; reads still show the
+// program's view where our handler is what the kernel holds.
+int ForeignSigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  struct sigaction k;
+  if (real::sigaction.get()(sig, act, &k) != 0) return -1;
+  if (old != nullptr) CopyOut(KernelHasOurs(k) ? g_sig[sig].app : k, old);
+  return 0;
+}
+
 }  // namespace
 
 void InstallFatalSignalHandlers() {
   for (int sig = 1; sig < NSIG; ++sig) {
-    if (!IsFatal(sig)) continue;
+    const bool rt = sig >= SIGRTMIN && sig <= SIGRTMAX;
+    if (!rt && !IsCrash(sig) && !In(kTerminatingSignals, sig)) continue;
     Emulated& e = g_sig[sig];
     if (real::sigaction.get()(sig, nullptr, &e.app) != 0) continue;
-    if (e.app.sa_handler == SIG_IGN && !(e.app.sa_flags & SA_SIGINFO)) continue;
-    e.ours = InstallOurs(sig, e.app) == 0;
+    e.emulated = true;
+    if (IsDefault(e.app) || (IsCrash(sig) && IsFunction(e.app))) {
+      e.ours = InstallOurs(sig, e.app) == 0;
+    }
   }
-}
-
-size_t CaptureStack(uint64_t* out, size_t max, size_t skip) {
-  void* buf[kMaxStackDepth + 8];
-  const size_t want = max + skip > kMaxStackDepth + 8 ? kMaxStackDepth + 8 : max + skip;
-  const int n = unw_backtrace(buf, static_cast<int>(want));
-  size_t k = 0;
-  for (int i = static_cast<int>(skip); i < n && k < max; ++i) {
-    out[k++] = reinterpret_cast<uint64_t>(buf[i]);
-  }
-  return k;
 }
 
 }  // namespace colabtrace::shim
@@ -236,43 +298,22 @@ using namespace colabtrace::shim;  // NOLINT
 extern "C" {
 
 int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-  if (sig <= 0 || sig >= NSIG || !IsFatal(sig) || !g_sig[sig].ours) {
+  if (sig <= 0 || sig >= NSIG || !g_sig[sig].emulated) {
     return real::sigaction.get()(sig, act, old);
   }
-  Emulated& e = g_sig[sig];
-  const struct sigaction previous = e.app;
-  if (act != nullptr) {
-    if (!IsFunction(*act) && act->sa_handler == SIG_DFL) {
-      // Keep recording; the default action still happens after we record.
-      e.app = *act;
-      InstallOurs(sig, *act);
-    } else if (!IsFunction(*act) && act->sa_handler == SIG_IGN) {
-      // Ignoring is the program's call; step out of the way.
-      e.app = *act;
-      e.ours = false;
-      const int r = real::sigaction.get()(sig, act, nullptr);
-      if (r != 0) return r;
-    } else {
-      e.app = *act;
-      InstallOurs(sig, *act);
-    }
-  }
-  if (old != nullptr) *old = previous;
-  return 0;
+  if (ForeignProcess()) return ForeignSigaction(sig, act, old);
+  return EmulatedSigaction(sig, act, old);
 }
 
 sighandler_t signal(int sig, sighandler_t handler) {
-  if (sig <= 0 || sig >= NSIG || !IsFatal(sig) || !g_sig[sig].ours) {
-    return real::signal.get()(sig, handler);
-  }
+  if (sig <= 0 || sig >= NSIG || !g_sig[sig].emulated) return real::signal.get()(sig, handler);
   struct sigaction act = {}, old = {};
   act.sa_handler = handler;
   act.sa_flags = SA_RESTART;  // glibc's signal() has BSD semantics
   sigemptyset(&act.sa_mask);
   sigaddset(&act.sa_mask, sig);
   if (sigaction(sig, &act, &old) != 0) return SIG_ERR;
-  return (old.sa_flags & SA_SIGINFO) ? reinterpret_cast<sighandler_t>(reinterpret_cast<void*>(old.sa_sigaction))
-                                     : old.sa_handler;
+  return old.sa_handler;  // the union: also right for an SA_SIGINFO handler
 }
 
 }  // extern "C"

@@ -27,15 +27,6 @@ constexpr uint64_t kMaxExtents = kMaxTraceBytes / kExtentBytes;
 constexpr uint32_t kChunksPerExtent = kExtentBytes / kChunkSize;
 static_assert(kExtentBytes % kChunkSize == 0);
 
-// The kernel's getdents64 record.
-struct LinuxDirent64 {
-  uint64_t ino;
-  int64_t off;
-  unsigned short reclen;
-  unsigned char type;
-  char name[1];
-};
-
 // One TraceFile exists per process, so the extent table is static storage.
 uint8_t* g_extent_addr[kMaxExtents];
 uint16_t g_extent_finished[kMaxExtents];
@@ -70,20 +61,136 @@ uint64_t FileSizeLimit() {
 
 }  // namespace
 
-bool TraceFile::Create(const char* path, uint32_t pid, uint64_t features,
-                       uint64_t ticks_per_sec, uint64_t start_ticks, uint64_t mono_ns,
-                       uint64_t realtime_ns) {
-  fd_ = raw::Open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd_ < 0) return false;
-  if (!MapTo(kExtentBytes, true)) {
-    // No room for even the first extent (full disk, a small RLIMIT_FSIZE): remove the
-    // empty file we just created, so the caller does not take it for a name in use.
-    raw::Close(fd_);
-    raw::Syscall6(SYS_unlinkat, AT_FDCWD, reinterpret_cast<long>(path), 0);
-    fd_ = -1;
+namespace {
+
+constexpr uint64_t kMinFirstExtent = 2 * kChunkSize;  // the header slot and one chunk
+constexpr int kHandoverWindow = 16;  // descriptors searched above HandoverFloor()
+
+// Reserves [off, off+len) on disk: fallocate, or zeros where the filesystem has none.
+int Reserve(int fd, uint64_t off, uint64_t len) {
+  int r = raw::Fallocate(fd, 0, static_cast<off_t>(off), static_cast<off_t>(len));
+  if (r == -EOPNOTSUPP || r == -ENOSYS) r = ZeroFill(fd, off, len);
+  return r;
+}
+
+bool IsSpaceError(int err) { return err == ENOSPC || err == EFBIG || err == EDQUOT; }
+
+int Fstat(int fd, struct stat* st) {
+  return static_cast<int>(raw::Syscall6(SYS_fstat, fd, reinterpret_cast<long>(st)));
+}
+
+// Copies path into out as an absolute path (relative to the working directory now).
+bool MakeAbsolute(const char* path, char* out, size_t cap) {
+  size_t n = 0;
+  if (path[0] != '/') {
+    const long r = raw::Syscall6(SYS_getcwd, reinterpret_cast<long>(out), static_cast<long>(cap));
+    if (r <= 0) return false;
+    n = std::strlen(out);
+    if (n + 1 < cap && (n == 0 || out[n - 1] != '/')) out[n++] = '/';
+  }
+  const size_t len = std::strlen(path);
+  if (n + len + 1 > cap) return false;
+  std::memcpy(out + n, path, len + 1);
+  return true;
+}
+
+// Appends the decimal v to s (NUL-terminated, room assumed).
+void AppendNum(char* s, uint64_t v) {
+  char d[24];
+  int k = 0;
+  do d[k++] = static_cast<char>('0' + v % 10); while ((v /= 10) != 0);
+  s += std::strlen(s);
+  while (k > 0) *s++ = d[--k];
+  *s = '\0';
+}
+
+// Gives the unnamed (O_TMPFILE) file open on fd the name path; -errno on failure.
+int LinkTmpfile(int fd, const char* path) {
+  char proc[48] = "/proc/self/fd/";
+  AppendNum(proc, static_cast<uint64_t>(fd));
+  int r = static_cast<int>(raw::Syscall6(SYS_linkat, AT_FDCWD, reinterpret_cast<long>(proc),
+                                         AT_FDCWD, reinterpret_cast<long>(path),
+                                         AT_SYMLINK_FOLLOW));
+  if (r == -ENOENT) {  // no /proc: needs CAP_DAC_READ_SEARCH, tried last
+    r = static_cast<int>(raw::Syscall6(SYS_linkat, fd, reinterpret_cast<long>(""), AT_FDCWD,
+                                       reinterpret_cast<long>(path), AT_EMPTY_PATH));
+  }
+  return r;
+}
+
+// Renames tmp to path without replacing anything there; -errno on failure.
+int RenameNoReplace(const char* tmp, const char* path) {
+  int r = static_cast<int>(raw::Syscall6(SYS_renameat2, AT_FDCWD, reinterpret_cast<long>(tmp),
+                                         AT_FDCWD, reinterpret_cast<long>(path),
+                                         1 /* RENAME_NOREPLACE */));
+  if (r == -EINVAL || r == -ENOSYS) {
+    r = static_cast<int>(raw::Syscall6(SYS_linkat, AT_FDCWD, reinterpret_cast<long>(tmp),
+                                       AT_FDCWD, reinterpret_cast<long>(path), 0));
+    if (r == 0) raw::Syscall6(SYS_unlinkat, AT_FDCWD, reinterpret_cast<long>(tmp), 0);
+  }
+  return r;
+}
+
+}  // namespace
+
+void TraceFile::Reset() {
+  path_[0] = '\0';
+  dev_ = ino_ = 0;
+  handoff_fd_ = -1;
+  first_extent_bytes_ = 0;
+  first_extent_err_ = 0;
+  mapped_end_ = 0;
+  extend_lock_ = 0;
+  image_ = 0;
+  header_ = nullptr;
+}
+
+int TraceFile::HandoverFloor() {
+  struct rlimit lim;
+  uint64_t soft = 1024;
+  if (raw::Syscall6(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, reinterpret_cast<long>(&lim)) == 0) {
+    soft = lim.rlim_cur;
+  }
+  const uint64_t cap = soft < 1024 ? soft : 1024;
+  if (cap > 64) return static_cast<int>(cap) - kHandoverWindow;
+  return cap > 8 ? static_cast<int>(cap / 2) : 3;
+}
+
+bool TraceFile::WriteHeader(int fd, uint32_t pid, uint64_t features, uint64_t ticks_per_sec,
+                            uint64_t start_ticks, uint64_t mono_ns, uint64_t realtime_ns) {
+  // The first extent; on a nearly full disk (or under a small RLIMIT_FSIZE) a smaller
+  // one, so that the header, the fingerprint and the first events still land.
+  uint64_t want = kExtentBytes;
+  const uint64_t limit = FileSizeLimit();
+  int short_err = 0;
+  for (;;) {
+    int err = 0;
+    if (want > limit) {
+      err = EFBIG;
+    } else {
+      const int r = Reserve(fd, 0, want);
+      if (r < 0) err = -r;
+    }
+    if (err == 0) break;
+    raw::Ftruncate(fd, 0);  // give back whatever a failed reservation took
+    if (!IsSpaceError(err) || want <= kMinFirstExtent) {
+      create_error_ = err;
+      return false;
+    }
+    short_err = err;
+    want /= 2;
+    if (want < kMinFirstExtent) want = kMinFirstExtent;
+  }
+  void* p = raw::Mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (raw::MmapFailed(p)) {
+    create_error_ = static_cast<int>(-reinterpret_cast<intptr_t>(p));
     return false;
   }
-  auto* h = reinterpret_cast<FileHeader*>(g_extent_addr[0]);
+  Store(&g_extent_addr[0], static_cast<uint8_t*>(p));
+  first_extent_bytes_ = want;
+  first_extent_err_ = want < kExtentBytes ? short_err : 0;
+  Store(&mapped_end_, want);
+  auto* h = static_cast<FileHeader*>(p);
   h->version_major = format::kVersionMajor;
   h->version_minor = format::kVersionMinor;
   h->header_size = sizeof(FileHeader);
@@ -101,91 +208,195 @@ bool TraceFile::Create(const char* path, uint32_t pid, uint64_t features,
   std::memcpy(h->magic, format::kFileMagic, sizeof(h->magic));
   image_ = 0;
   g_extent_finished[0] = 1;  // the header slot never gets a "finished" mark
-  Store(&header_, h);
   return true;
 }
 
-bool TraceFile::Adopt(int fd, uint32_t pid) {
-  FileHeader h;
-  if (raw::Pread(fd, &h, sizeof(h), 0) != sizeof(h)) return false;
-  if (!format::HasValidMagic(h) || h.pid != pid || h.chunk_size != kChunkSize) return false;
-  if ((h.flags & format::kFlagExecPending) == 0) return false;
+bool TraceFile::Create(const char* path, uint32_t pid, uint64_t features,
+                       uint64_t ticks_per_sec, uint64_t start_ticks, uint64_t mono_ns,
+                       uint64_t realtime_ns) {
+  Reset();
+  create_error_ = 0;
+  if (!MakeAbsolute(path, path_, sizeof(path_))) {
+    create_error_ = ENAMETOOLONG;
+    path_[0] = '\0';
+    return false;
+  }
+  // A cheap look first; the link or rename below is what really refuses a taken name.
   struct stat st;
-  if (raw::Syscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) != 0) return false;
-  fd_ = fd;
-  raw::Fcntl(fd_, F_SETFD, FD_CLOEXEC);
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (!MapTo(size < kExtentBytes ? kExtentBytes : size, true)) {
-    fd_ = -1;
+  if (raw::Syscall6(SYS_newfstatat, AT_FDCWD, reinterpret_cast<long>(path_),
+                    reinterpret_cast<long>(&st), AT_SYMLINK_NOFOLLOW) == 0) {
+    create_error_ = EEXIST;
+    Reset();
+    return false;
+  }
+  char dir[sizeof(path_)];
+  std::memcpy(dir, path_, sizeof(dir));
+  char* slash = std::strrchr(dir, '/');
+  if (slash == dir) slash[1] = '\0'; else *slash = '\0';
+  int fd = raw::Open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  char tmp[sizeof(path_) + 64] = {};
+  if (fd < 0) {
+    // No O_TMPFILE on this filesystem: a hidden temporary name (not *.ctrace), renamed
+    // once the header is written.
+    if (fd != -EOPNOTSUPP && fd != -EISDIR && fd != -EINVAL) {
+      create_error_ = -fd;
+      Reset();
+      return false;
+    }
+    std::memcpy(tmp, dir, std::strlen(dir) + 1);
+    std::strcat(tmp, "/.colabtrace-tmp.");
+    AppendNum(tmp, pid);
+    std::strcat(tmp, ".");
+    AppendNum(tmp, start_ticks & 0xffffff);
+    fd = raw::Open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      create_error_ = -fd;
+      Reset();
+      return false;
+    }
+  }
+  auto discard = [&](int err) {
+    if (g_extent_addr[0] != nullptr) raw::Munmap(g_extent_addr[0], first_extent_bytes_);
+    g_extent_addr[0] = nullptr;
+    g_extent_finished[0] = 0;
+    raw::Close(fd);
+    if (tmp[0] != '\0') raw::Syscall6(SYS_unlinkat, AT_FDCWD, reinterpret_cast<long>(tmp), 0);
+    const int e = err != 0 ? err : create_error_;
+    Reset();
+    create_error_ = e;
+    return false;
+  };
+  if (!WriteHeader(fd, pid, features, ticks_per_sec, start_ticks, mono_ns, realtime_ns)) {
+    return discard(0);
+  }
+  const int r = tmp[0] == '\0' ? LinkTmpfile(fd, path_) : RenameNoReplace(tmp, path_);
+  if (r != 0) return discard(-r);
+  tmp[0] = '\0';  // named now: nothing to remove
+  if (Fstat(fd, &st) == 0) {
+    dev_ = st.st_dev;
+    ino_ = st.st_ino;
+  }
+  raw::Close(fd);  // the mapping keeps the file; extensions reopen it by path
+  Store(&header_, reinterpret_cast<FileHeader*>(g_extent_addr[0]));
+  return true;
+}
+
+int TraceFile::Reopen() {
+  if (path_[0] == '\0') return -ENOENT;
+  const int fd = raw::Open(path_, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return fd;
+  struct stat st;
+  if (Fstat(fd, &st) != 0 || st.st_dev != dev_ || st.st_ino != ino_) {
+    raw::Close(fd);
+    return -ESTALE;  // renamed away or replaced: never write into someone else's file
+  }
+  return fd;
+}
+
+bool TraceFile::MapExisting(int fd, uint64_t size) {
+  if (size < kMinFirstExtent) return false;
+  const uint64_t first = size < kExtentBytes ? size : kExtentBytes;
+  void* p = raw::Mmap(nullptr, first, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (raw::MmapFailed(p)) return false;
+  Store(&g_extent_addr[0], static_cast<uint8_t*>(p));
+  first_extent_bytes_ = first;
+  first_extent_err_ = first < kExtentBytes ? ENOSPC : 0;
+  g_extent_finished[0] = 1;
+  // Only the extents from the high-water mark on take new chunks; the ones below are
+  // the previous image's and stay unmapped.
+  const auto* h = static_cast<const FileHeader*>(p);
+  const uint64_t hwm = Load(&h->next_chunk_offset);
+  uint64_t cur = first;
+  while (first == kExtentBytes && cur + kExtentBytes <= size) {
+    if (cur + kExtentBytes > hwm) {
+      void* e = raw::Mmap(nullptr, kExtentBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                          static_cast<off_t>(cur));
+      if (raw::MmapFailed(e)) break;
+      Store(&g_extent_addr[cur / kExtentBytes], static_cast<uint8_t*>(e));
+    }
+    cur += kExtentBytes;
+  }
+  Store(&mapped_end_, cur);
+  return true;
+}
+
+namespace {
+// The descriptor the previous image of process pid handed over (PrepareExecHandoff),
+// or -1: one without FD_CLOEXEC in the hand-over window, holding a trace of pid with
+// kFlagExecPending.
+int FindHandover(uint32_t pid) {
+  const int floor = TraceFile::HandoverFloor();
+  for (int fd = floor; fd < floor + kHandoverWindow; ++fd) {
+    const int fdflags = raw::Fcntl(fd, F_GETFD);
+    if (fdflags < 0 || (fdflags & FD_CLOEXEC)) continue;
+    FileHeader h;
+    if (raw::Pread(fd, &h, sizeof(h), 0) != sizeof(h)) continue;
+    if (format::HasValidMagic(h) && h.pid == pid && h.chunk_size == kChunkSize &&
+        (h.flags & format::kFlagExecPending)) {
+      return fd;
+    }
+  }
+  return -1;
+}
+}  // namespace
+
+bool TraceFile::AdoptInherited(uint32_t pid) {
+  const int fd = FindHandover(pid);
+  if (fd < 0) return false;
+  struct stat st;
+  if (Fstat(fd, &st) != 0) {
+    raw::Close(fd);
+    return false;
+  }
+  Reset();
+  char link[48] = "/proc/self/fd/";
+  AppendNum(link, static_cast<uint64_t>(fd));
+  const long n = raw::Readlink(link, path_, sizeof(path_) - 1);
+  path_[n > 0 ? n : 0] = '\0';
+  dev_ = st.st_dev;
+  ino_ = st.st_ino;
+  const bool mapped = MapExisting(fd, static_cast<uint64_t>(st.st_size));
+  raw::Close(fd);  // the program never sees it
+  if (!mapped) {
+    Reset();
     return false;
   }
   auto* hp = reinterpret_cast<FileHeader*>(g_extent_addr[0]);
   image_ = __atomic_fetch_add(&hp->image_count, 1, __ATOMIC_ACQ_REL);
   __atomic_fetch_and(&hp->flags, ~static_cast<uint32_t>(format::kFlagExecPending),
                      __ATOMIC_ACQ_REL);
-  // Chunks the previous image left unfinished are never released; mark the extents
-  // it filled as done so the new image can unmap them as its own chunks complete.
   Store(&header_, hp);
   return true;
 }
 
-int TraceFile::FindInheritedTrace(uint32_t pid) {
-  const int dir = raw::Open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0) return -1;
-  alignas(8) char buf[4096];
-  int found = -1;
-  for (;;) {
-    const long n = raw::Getdents64(dir, buf, sizeof(buf));
-    if (n <= 0) break;
-    for (long pos = 0; pos < n && found < 0;) {
-      auto* d = reinterpret_cast<const LinuxDirent64*>(buf + pos);
-      pos += d->reclen;
-      int fd = 0;
-      bool numeric = d->name[0] != '\0';
-      for (const char* c = d->name; *c; ++c) {
-        if (*c < '0' || *c > '9') numeric = false;
-        else fd = fd * 10 + (*c - '0');
-      }
-      if (!numeric || fd == dir) continue;
-      char link[64] = "/proc/self/fd/";
-      std::memcpy(link + 14, d->name, strnlen(d->name, 40) + 1);
-      char target[512];
-      const long len = raw::Readlink(link, target, sizeof(target) - 1);
-      if (len < 7) continue;
-      target[len] = '\0';
-      if (std::memcmp(target + len - 7, ".ctrace", 7) != 0) continue;
-      FileHeader h;
-      if (raw::Pread(fd, &h, sizeof(h), 0) != sizeof(h)) continue;
-      if (format::HasValidMagic(h) && h.pid == pid && (h.flags & format::kFlagExecPending)) {
-        found = fd;
-      }
-    }
-    if (found >= 0) break;
-  }
-  raw::Close(dir);
-  return found;
+void TraceFile::CloseInherited(uint32_t pid) {
+  const int fd = FindHandover(pid);
+  if (fd >= 0) raw::Close(fd);
 }
 
-bool TraceFile::MapTo(uint64_t end, bool may_block) {
+bool TraceFile::MapTo(uint64_t end, bool may_block, bool speculative) {
   if (end <= Load(&mapped_end_)) return true;
   while (__atomic_exchange_n(&extend_lock_, 1, __ATOMIC_ACQUIRE) != 0) {
     if (!may_block) return false;
     raw::Syscall6(SYS_sched_yield);
   }
   bool ok = true;
+  int fd = -1;
   uint64_t cur = Load(&mapped_end_);
   while (cur < end) {
     const uint64_t next = cur + kExtentBytes;
     int err = 0;
-    if (next > kMaxTraceBytes || next > FileSizeLimit()) {
+    if (cur % kExtentBytes != 0) {
+      err = first_extent_err_ != 0 ? first_extent_err_ : ENOSPC;  // a short start stays short
+    } else if (next > kMaxTraceBytes || next > FileSizeLimit()) {
       err = EFBIG;
     } else {
-      int r = raw::Fallocate(fd_, 0, static_cast<off_t>(cur), kExtentBytes);
-      if (r == -EOPNOTSUPP || r == -ENOSYS) r = ZeroFill(fd_, cur, kExtentBytes);
+      if (fd < 0) fd = Reopen();
+      const int r = fd < 0 ? fd : Reserve(fd, cur, kExtentBytes);
       if (r < 0) err = -r;
     }
     if (err == 0) {
-      void* p = raw::Mmap(nullptr, kExtentBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_,
+      void* p = raw::Mmap(nullptr, kExtentBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
                           static_cast<off_t>(cur));
       if (raw::MmapFailed(p)) {
         err = static_cast<int>(-reinterpret_cast<intptr_t>(p));
@@ -194,13 +405,15 @@ bool TraceFile::MapTo(uint64_t end, bool may_block) {
       }
     }
     if (err != 0) {
-      MarkTruncated(err);
+      // A look-ahead that fails stops nothing: the chunks already mapped still fill.
+      if (!speculative) MarkTruncated(err);
       ok = false;
       break;
     }
     cur = next;
     Store(&mapped_end_, cur);
   }
+  if (fd >= 0) raw::Close(fd);
   __atomic_store_n(&extend_lock_, 0, __ATOMIC_RELEASE);
   return ok;
 }
@@ -214,10 +427,10 @@ uint8_t* TraceFile::AllocChunk(bool may_block) {
   // Re-check after claiming: Close() reads the high-water mark after setting
   // kFlagClosing, so a chunk claimed after that is never used.
   if (__atomic_load_n(&h->flags, __ATOMIC_SEQ_CST) & kStop) return nullptr;
-  if (!MapTo(off + kChunkSize, may_block)) return nullptr;
+  if (!MapTo(off + kChunkSize, may_block, /*speculative=*/false)) return nullptr;
   // Stay one extent ahead so that threads rarely wait on an extension.
   if (off + kChunkSize + kExtentBytes / 2 > Load(&mapped_end_)) {
-    MapTo(Load(&mapped_end_) + kExtentBytes, false);
+    MapTo(Load(&mapped_end_) + kExtentBytes, false, /*speculative=*/true);
   }
   return Load(&g_extent_addr[off / kExtentBytes]) + off % kExtentBytes;
 }
@@ -261,38 +474,51 @@ void TraceFile::Close() {
   const uint64_t mapped = Load(&mapped_end_);
   const uint64_t end = hwm < mapped ? hwm : mapped;
   // Never grows the file (so never SIGXFSZ); every chunk in use lies below `end`.
-  raw::Ftruncate(fd_, static_cast<off_t>(end));
+  const int fd = Reopen();
+  if (fd >= 0) {
+    raw::Ftruncate(fd, static_cast<off_t>(end));
+    raw::Close(fd);
+  }
   __atomic_fetch_or(&h->flags, static_cast<uint32_t>(format::kFlagEnded), __ATOMIC_ACQ_REL);
 }
 
 void TraceFile::PrepareExecHandoff() {
   FileHeader* h = Load(&header_);
-  if (h == nullptr) return;
-  raw::Fcntl(fd_, F_SETFD, 0);
+  if (h == nullptr || handoff_fd_ >= 0) return;
+  const int fd = Reopen();
+  if (fd < 0) return;
+  const int floor = HandoverFloor();
+  const int high = raw::Fcntl(fd, F_DUPFD, floor);  // no FD_CLOEXEC: it crosses exec
+  raw::Close(fd);
+  if (high < 0) return;
+  if (high >= floor + kHandoverWindow) {  // the next image would not look there
+    raw::Close(high);
+    return;
+  }
+  handoff_fd_ = high;
   __atomic_fetch_or(&h->flags, static_cast<uint32_t>(format::kFlagExecPending), __ATOMIC_ACQ_REL);
 }
 
 void TraceFile::UndoExecHandoff() {
   FileHeader* h = Load(&header_);
-  if (h == nullptr) return;
+  if (h == nullptr || handoff_fd_ < 0) return;
   __atomic_fetch_and(&h->flags, ~static_cast<uint32_t>(format::kFlagExecPending),
                      __ATOMIC_ACQ_REL);
-  raw::Fcntl(fd_, F_SETFD, FD_CLOEXEC);
+  raw::Close(handoff_fd_);
+  handoff_fd_ = -1;
 }
 
 void TraceFile::AbandonInChild() {
-  const uint64_t extents = Load(&mapped_end_) / kExtentBytes;
+  const uint64_t extents = (Load(&mapped_end_) + kExtentBytes - 1) / kExtentBytes;
   for (uint64_t i = 0; i < extents; ++i) {
-    if (g_extent_addr[i] != nullptr) raw::Munmap(g_extent_addr[i], kExtentBytes);
+    if (g_extent_addr[i] != nullptr) {
+      raw::Munmap(g_extent_addr[i], i == 0 ? first_extent_bytes_ : kExtentBytes);
+    }
     g_extent_addr[i] = nullptr;
     g_extent_finished[i] = 0;
   }
-  if (fd_ >= 0) raw::Close(fd_);
-  fd_ = -1;
-  header_ = nullptr;
-  mapped_end_ = 0;
-  extend_lock_ = 0;
-  image_ = 0;
+  if (handoff_fd_ >= 0) raw::Close(handoff_fd_);
+  Reset();
 }
 
 }  // namespace colabtrace::shim

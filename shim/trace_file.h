@@ -19,18 +19,26 @@ namespace colabtrace::shim {
 
 class TraceFile {
  public:
-  // Creates path with O_CREAT|O_EXCL|O_NOFOLLOW and mode 0600, writes the header and
-  // maps the first extent. Returns false (and leaves the object closed) on failure.
+  // Creates path, mode 0600, never replacing or following anything at that name. The file becomes visible under that name only once its header
+  // is written: it is made with O_TMPFILE and linked in, or, where the filesystem has
+  // no O_TMPFILE, written under a hidden temporary name and renamed without replacing.
+  // When the disk or RLIMIT_FSIZE has less than one extent free, a smaller first
+  // reservation (down to one chunk after the header) is used; tracing then stops,
+  // marked truncated, when it is full. Returns false (and leaves the object closed)
+  // when no trace could be made; *err says why.
   bool Create(const char* path, uint32_t pid, uint64_t features, uint64_t ticks_per_sec,
               uint64_t start_ticks, uint64_t mono_ns, uint64_t realtime_ns);
 
-  // Takes over a trace that the previous exec image of this process left open on fd
-  // with kFlagExecPending set. Returns false if fd is not such a trace.
-  bool Adopt(int fd, uint32_t pid);
+  // Why the last Create failed (an errno value; EEXIST: the name is taken).
+  int create_error() const { return create_error_; }
 
-  // Scans this process's open file descriptors for a trace to adopt after exec.
-  // Returns the descriptor, or -1.
-  static int FindInheritedTrace(uint32_t pid);
+  // Takes over the trace that the previous image of this process handed over across
+  // exec (PrepareExecHandoff), if there is one. Returns false when there is none.
+  bool AdoptInherited(uint32_t pid);
+
+  // Closes a handed-over trace descriptor without adopting it (a shim that will not
+  // trace this image, e.g. COLABTRACE_DISABLE=1 in the new environment).
+  static void CloseInherited(uint32_t pid);
 
   // Returns a zeroed chunk, already stamped with a ChunkHeader except its magic (see
   // CommitChunkHeader), or nullptr once tracing has stopped. When may_block is false
@@ -48,24 +56,50 @@ class TraceFile {
   // kFlagEnded. Threads still writing into their chunks stay safe (nothing is unmapped).
   void Close();
 
-  // Prepares the file to be inherited across exec (clears FD_CLOEXEC, sets
-  // kFlagExecPending); Undo reverses that when the exec failed.
+  // Hands the trace to the next image across exec: a descriptor without FD_CLOEXEC at
+  // or just above HandoverFloor(), and kFlagExecPending in the header. Undo reverses
+  // that when the exec failed.
   void PrepareExecHandoff();
   void UndoExecHandoff();
 
   // Forgets the file without touching it: used in a fork child, which inherited the
-  // parent's mapping and descriptor. Unmaps the parent's range and closes the fd copy.
+  // parent's mapping. Unmaps the parent's range.
   void AbandonInChild();
 
   bool is_open() const { return header_ != nullptr; }
   format::FileHeader* header() const { return header_; }
-  int fd() const { return fd_; }
   uint32_t image() const { return image_; }
+  // The trace's absolute path (as it was when created or adopted).
+  const char* path() const { return path_; }
+  // The descriptor the shim holds for the trace: only during an exec hand-over, else -1.
+  int fd() const { return handoff_fd_; }
+
+  // The lowest descriptor number used for an exec hand-over: 16 below the soft
+  // RLIMIT_NOFILE, capped at 1008 (so the kernel's descriptor table never grows past
+  // 1024 entries for us).
+  static int HandoverFloor();
 
  private:
-  bool MapTo(uint64_t end, bool may_block);
+  bool MapTo(uint64_t end, bool may_block, bool speculative);
+  // Opens the trace file again by path for an extension, checking it is still the
+  // same file; returns the descriptor (close-on-exec) or -errno.
+  int Reopen();
+  // Reserves and maps the first extent of a new file (smaller when the disk or the
+  // size limit has less room) and writes the header into it.
+  bool WriteHeader(int fd, uint32_t pid, uint64_t features, uint64_t ticks_per_sec,
+                   uint64_t start_ticks, uint64_t mono_ns, uint64_t realtime_ns);
+  // Maps [0, size) of an existing file.
+  bool MapExisting(int fd, uint64_t size);
+  void Reset();
 
-  int fd_ = -1;
+  // No descriptor is held while the program runs: the mapping keeps the file, and
+  // extensions reopen it by path. Only an exec hand-over keeps one (handoff_fd_).
+  char path_[1200] = {};
+  uint64_t dev_ = 0, ino_ = 0;  // identity of the file at path_
+  int handoff_fd_ = -1;
+  uint64_t first_extent_bytes_ = 0;  // < kExtentBytes when the disk had less free
+  int first_extent_err_ = 0;         // why the first extent is short
+  int create_error_ = 0;
   uint64_t mapped_end_ = 0;  // bytes of the file mapped and reserved on disk (atomic)
   int extend_lock_ = 0;      // spin lock for MapTo (atomic)
   uint32_t image_ = 0;

@@ -15,6 +15,8 @@ TraceFile g_trace;
 uint32_t g_generation = 1;
 int g_pid = 0;
 bool g_recording = false;
+uint64_t g_sample_due_ticks = UINT64_MAX;
+void (*g_sample_hook)(uint64_t) = nullptr;
 
 bool RecordingSlow(ThreadState& t) {
   if (!g_recording || t.busy) return false;
@@ -33,6 +35,9 @@ bool InVforkChild() {
 
 bool OpenChunk(ThreadState& t, size_t need, uint64_t ts) {
   if (need > format::kChunkSize - sizeof(format::ChunkHeader)) return false;
+  // A child made by a raw clone() system call (no fork hook saw it) still maps its
+  // parent's trace: it takes no chunk of it. (Once per chunk: a syscall is cheap here.)
+  if (raw::Getpid() != g_pid) return false;
   if (t.generation == g_generation) {
     if (t.chunk != nullptr && !t.signal_context) g_trace.ReleaseChunk(t.chunk);
   } else {

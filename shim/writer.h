@@ -47,6 +47,11 @@ extern uint32_t g_generation;  // bumped in every fork child
 extern int g_pid;              // this process's pid (updated in fork children)
 extern bool g_recording;       // a trace is open and COLABTRACE_DISABLE is not set
 
+// The periodic resource sample's gate (sampling.h): Emit calls g_sample_hook for the
+// first record whose timestamp reaches g_sample_due_ticks. UINT64_MAX: none due.
+extern uint64_t g_sample_due_ticks;
+extern void (*g_sample_hook)(uint64_t now_ticks);
+
 // Takes a new chunk for t that can hold `need` bytes; false once tracing has stopped.
 bool OpenChunk(ThreadState& t, size_t need, uint64_t ts);
 
@@ -77,6 +82,9 @@ template <class R> inline void Emit(const R& rec) {
   __atomic_store_n(p, format::CommittedType(rec, t.last_ts), __ATOMIC_RELEASE);
   t.pos = p + n;
   t.last_ts = rec.ts;
+  if (__builtin_expect(rec.ts >= __atomic_load_n(&g_sample_due_ticks, __ATOMIC_RELAXED), 0)) {
+    g_sample_hook(rec.ts);
+  }
 }
 
 // Like Emit, but into a chunk of its own: for fatal-signal handlers, which may have

@@ -67,18 +67,33 @@ class FullDiskTest(TempDirTest):
         (trace,) = glob.glob(os.path.join(self.tmp, "*.ctrace"))
         self.assertLessEqual(os.path.getsize(trace), limit)
 
-    def test_limit_below_one_extent_means_no_trace_and_no_litter(self):
-        def tiny_fsize():
-            resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+    def run_steps_under_fsize(self, limit, steps):
+        def small_fsize():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-        argv = [prog("ct_steps"), "100", "0"]
+        argv = [prog("ct_steps"), str(steps), "0"]
         bare = run_plain(argv)
         traced = subprocess.run(argv, env=shim_env(self.tmp), capture_output=True, timeout=60,
-                                preexec_fn=tiny_fsize)
+                                preexec_fn=small_fsize)
         self.assertEqual(traced.returncode, 0)
         self.assertEqual(traced.stdout, bare.stdout)
         self.assertEqual(traced.stderr, b"")
-        self.assertEqual(os.listdir(self.tmp), [], "no empty trace files left behind")
+
+    def test_limit_below_one_extent_still_gives_the_whole_small_trace(self):
+        # 1 MiB < one 2 MiB extent: a smaller first reservation holds all 100 steps.
+        self.run_steps_under_fsize(1 << 20, 100)
+        (trace,) = glob.glob(os.path.join(self.tmp, "*.ctrace"))
+        self.assertLessEqual(os.path.getsize(trace), 1 << 20)
+        self.assertEqual(env_values(trace, "CUDA_STEP"), [str(i) for i in range(100)])
+        (proc,) = report(trace)["processes"]
+        self.assertFalse(proc["trace_truncated"])
+        self.assertEqual(proc["end"]["kind"], "exited")
+        self.assertEqual(proc["end"]["code"], 0)
+
+    def test_limit_below_two_chunks_means_no_trace_and_no_litter(self):
+        # Not even the header and one 32 KiB chunk fit: no trace, and nothing left behind.
+        self.run_steps_under_fsize(48 << 10, 100)
+        self.assertEqual(os.listdir(self.tmp), [], "no empty or temporary files left behind")
 
 
 if __name__ == "__main__":

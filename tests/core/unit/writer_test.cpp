@@ -471,26 +471,58 @@ TEST_F(WriterTest, CreateRefusesExistingNamesAndSymlinks) {
   EXPECT_FALSE(f.is_open());
 }
 
-TEST_F(WriterTest, CreateFailureAtTheSizeLimitLeavesNoFile) {
-  const std::string path = TracePath("small.ctrace");
+// Runs Create in a child under RLIMIT_FSIZE = limit; returns the child's exit code:
+// 0 created (the trace's first reservation is then checked), 1 not created.
+int CreateUnderSizeLimit(const std::string& path, rlim_t limit) {
   const pid_t child = fork();
-  ASSERT_GE(child, 0);
   if (child == 0) {
-    struct rlimit lim = {1u << 20, 1u << 20};  // less than one extent
+    struct rlimit lim = {limit, limit};
     if (setrlimit(RLIMIT_FSIZE, &lim) != 0) _exit(10);
     shim::TraceFile f;
-    const bool ok = f.Create(path.c_str(), static_cast<uint32_t>(getpid()), 0, 1, 0, 0, 0);
-    _exit(ok ? 11 : 0);
+    if (!f.Create(path.c_str(), static_cast<uint32_t>(getpid()), 0, 1, 0, 0, 0)) {
+      _exit(f.create_error() == EFBIG ? 1 : 12);
+    }
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0 || static_cast<rlim_t>(st.st_size) > limit) _exit(13);
+    _exit(f.header() != nullptr && fmt::HasValidMagic(*f.header()) ? 0 : 14);
   }
   int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status)) << "signal " << WTERMSIG(status);
-  EXPECT_EQ(WEXITSTATUS(status), 0);
-  EXPECT_FALSE(std::filesystem::exists(path));
+  if (waitpid(child, &status, 0) != child || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
 }
 
-// The exec hand-off: the next image finds the open trace by its descriptor, adopts it
-// as image 1, and both images' records read back from the one file.
+// Less room than one extent: a smaller first reservation, so the header and the first
+// events still land. Less than the header and one chunk: no trace, and no file left.
+TEST_F(WriterTest, CreateBelowOneExtentReservesLessAndBelowTwoChunksLeavesNoFile) {
+  const std::string small = TracePath("small.ctrace");
+  EXPECT_EQ(CreateUnderSizeLimit(small, 1u << 20), 0);
+  EXPECT_TRUE(std::filesystem::exists(small));
+  const std::string tiny = TracePath("tiny.ctrace");
+  EXPECT_EQ(CreateUnderSizeLimit(tiny, fmt::kChunkSize + 100), 1);
+  EXPECT_FALSE(std::filesystem::exists(tiny));
+  // Nothing else was left in the directory (no temporary names).
+  size_t entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(small).parent_path())) {
+    (void)e;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 1u);
+}
+
+// The trace holds no descriptor while the program runs: the mapping keeps the file.
+TEST_F(WriterTest, NoDescriptorIsHeldWhileTracing) {
+  WriterSession s(TracePath());
+  ASSERT_TRUE(s.Begin());
+  EXPECT_EQ(shim::g_trace.fd(), -1);
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const auto target = std::filesystem::read_symlink(e.path(), ec);
+    EXPECT_NE(target.string(), s.path()) << "fd " << e.path().filename();
+  }
+}
+
+// The exec hand-off: the next image finds the trace at the hand-over descriptor, adopts
+// it as image 1 and closes the descriptor; both images' records read back from the file.
 TEST_F(WriterTest, ExecHandoffIsAdoptedAsTheNextImage) {
   WriterSession s(TracePath());
   ASSERT_TRUE(s.Begin());
@@ -501,20 +533,23 @@ TEST_F(WriterTest, ExecHandoffIsAdoptedAsTheNextImage) {
   Put(first);
   shim::g_trace.PrepareExecHandoff();
   EXPECT_TRUE(shim::g_trace.header()->flags & fmt::kFlagExecPending);
-  EXPECT_EQ(fcntl(shim::g_trace.fd(), F_GETFD) & FD_CLOEXEC, 0) << "inherited across exec";
+  const int fd = shim::g_trace.fd();
+  const int floor = shim::TraceFile::HandoverFloor();
+  EXPECT_GE(fd, floor);
+  EXPECT_LT(fd, floor + 16);
+  EXPECT_EQ(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0) << "inherited across exec";
   // "exec": the new image starts with nothing but the descriptor.
-  const int fd = dup(shim::g_trace.fd());
-  ASSERT_GE(fd, 0);
+  const int keep = dup(fd);
+  ASSERT_GE(keep, 0);
   s.End(/*close=*/false);
-  const int found = shim::TraceFile::FindInheritedTrace(static_cast<uint32_t>(getpid()));
-  EXPECT_GE(found, 0);
-  ASSERT_TRUE(shim::g_trace.Adopt(fd, static_cast<uint32_t>(getpid())));
+  ASSERT_EQ(dup2(keep, fd), fd);
+  close(keep);
+  ASSERT_TRUE(shim::g_trace.AdoptInherited(static_cast<uint32_t>(getpid())));
   EXPECT_EQ(shim::g_trace.image(), 1u);
   EXPECT_EQ(shim::g_trace.header()->flags & fmt::kFlagExecPending, 0u);
   EXPECT_EQ(shim::g_trace.header()->image_count, 2u);
-  EXPECT_NE(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
-  EXPECT_EQ(shim::TraceFile::FindInheritedTrace(static_cast<uint32_t>(getpid())), -1)
-      << "no longer pending";
+  EXPECT_EQ(fcntl(fd, F_GETFD), -1) << "the adopted descriptor is closed";
+  EXPECT_EQ(std::string(shim::g_trace.path()), s.path());
   shim::g_pid = getpid();
   __atomic_add_fetch(&shim::g_generation, 1, __ATOMIC_ACQ_REL);
   shim::g_recording = true;

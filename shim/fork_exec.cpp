@@ -1,0 +1,377 @@
+// fork, _Fork, clone, the exec family and posix_spawn: the records that tie a process
+// tree together, each child's fresh trace, and the exec hand-over.
+//
+// Exec hand-over: the trace crosses exec only when the next image will really load this
+// shim: envp's LD_PRELOAD names it, and the file is neither set-user/group-ID (a secure
+// exec ignores such preloads) nor a static executable (no loader at all). Then a
+// descriptor without FD_CLOEXEC is made at a fixed high number (TraceFile::HandoverFloor)
+// and the next image's shim adopts and closes it before the program runs. Otherwise the
+// trace stays close-on-exec and the next image sees exactly the descriptors it would
+// without us.
+#include <elf.h>
+#include <link.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/stat.h>
+
+#include <cstdarg>
+#include <cstring>
+
+#include "core_hooks.h"
+#include "lifecycle.h"
+#include "modules.h"
+#include "raw.h"
+#include "sampling.h"
+#include "text.h"
+#include "writer.h"
+
+extern char** environ;
+
+namespace colabtrace::shim {
+namespace {
+
+// ts0: when fork was called. The record carries the call's start, like every record,
+// so the child's trace (which starts inside fork) never begins before its fork record.
+void RecordFork(pid_t r, format::ForkHow how, uint64_t ts0) {
+  if (r == 0 || !Recording()) return;
+  ShimScope scope;
+  if (!scope.entered()) return;
+  format::Fork f;
+  f.ts = ts0;
+  f.child_pid = r > 0 ? r : -static_cast<int64_t>(errno);
+  f.how = static_cast<uint64_t>(how);
+  Emit(f);
+  TakeSample();
+}
+
+// ---- exec ---------------------------------------------------------------------------
+
+// True if envp's LD_PRELOAD names this library (by path, or by file name, which the
+// loader looks up in its search path).
+bool EnvPreloadsShim(char* const* envp) {
+  const char* self = std::strrchr(g_shim_path, '/');
+  self = self ? self + 1 : g_shim_path;
+  const size_t self_len = std::strlen(self);
+  if (self_len == 0) return false;
+  for (char* const* e = envp; e != nullptr && *e != nullptr; ++e) {
+    if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0) continue;
+    // Entries are separated by spaces or colons.
+    for (const char* p = *e + 11; *p != '\0';) {
+      while (*p == ' ' || *p == ':') ++p;
+      const char* end = p;
+      while (*end != '\0' && *end != ' ' && *end != ':') ++end;
+      const size_t len = static_cast<size_t>(end - p);
+      if (len > 0) {
+        const char* base = p;
+        for (const char* c = p; c < end; ++c) {
+          if (*c == '/') base = c + 1;
+        }
+        const bool same_path = len == std::strlen(g_shim_path) && std::strncmp(p, g_shim_path, len) == 0;
+        const bool same_name = static_cast<size_t>(end - base) == self_len &&
+                               std::strncmp(base, self, self_len) == 0;
+        if (same_path || same_name) return true;
+      }
+      p = end;
+    }
+    return false;  // the loader reads the first LD_PRELOAD only
+  }
+  return false;
+}
+
+// True unless the file open on fd is set-user/group-ID or a static ELF executable: an
+// image that will not load a preload. Unreadable or unknown files count as loading it
+// (a script's interpreter is dynamic in practice; a bad file makes exec fail anyway).
+bool FileLoadsPreload(int fd) {
+  struct stat st;
+  if (raw::Syscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) != 0) return true;
+  if (st.st_mode & (S_ISUID | S_ISGID)) return false;
+  ElfW(Ehdr) eh;
+  if (raw::Pread(fd, &eh, sizeof(eh), 0) != sizeof(eh)) return true;
+  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != (sizeof(void*) == 8 ? ELFCLASS64 : ELFCLASS32)) {
+    return true;
+  }
+  if (eh.e_phentsize != sizeof(ElfW(Phdr))) return true;
+  for (unsigned i = 0; i < eh.e_phnum && i < 256; ++i) {
+    ElfW(Phdr) ph;
+    if (raw::Pread(fd, &ph, sizeof(ph), static_cast<off_t>(eh.e_phoff + i * sizeof(ph))) !=
+        sizeof(ph)) {
+      return true;
+    }
+    if (ph.p_type == PT_INTERP) return true;
+  }
+  return false;  // no program interpreter: static, no preloads
+}
+
+bool PathLoadsPreload(int dirfd, const char* path) {
+  const int fd = raw::OpenAt(dirfd, path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;
+  const bool r = FileLoadsPreload(fd);
+  raw::Close(fd);
+  return r;
+}
+
+// execvp's search: the first PATH entry holding an executable `file`.
+bool SearchedFileLoadsPreload(const char* file) {
+  if (file == nullptr || *file == '\0') return true;
+  if (std::strchr(file, '/') != nullptr) return PathLoadsPreload(AT_FDCWD, file);
+  const char* path = getenv("PATH");
+  if (path == nullptr) path = "/bin:/usr/bin";
+  for (const char* p = path;;) {
+    const char* end = std::strchr(p, ':');
+    const size_t len = end ? static_cast<size_t>(end - p) : std::strlen(p);
+    PathBuf full;
+    if (len == 0) {
+      full.Add(file);  // an empty entry is the working directory
+    } else {
+      char dir[1024];
+      const size_t n = len < sizeof(dir) - 1 ? len : sizeof(dir) - 1;
+      std::memcpy(dir, p, n);
+      dir[n] = '\0';
+      full.Add(dir).Add("/").Add(file);
+    }
+    if (raw::Syscall6(SYS_faccessat, AT_FDCWD, reinterpret_cast<long>(full.s), X_OK) == 0) {
+      return PathLoadsPreload(AT_FDCWD, full.s);
+    }
+    if (end == nullptr) return true;
+    p = end + 1;
+  }
+}
+
+enum class ExecApi : uint8_t { kExecve, kExecv, kExecvp, kExecvpe, kExecl, kExeclp, kExecle,
+                               kFexecve, kExecveat };
+
+// Runs do_exec() with the trace handed over to the next image when will_load_shim()
+// says it adopts it; records the failure if the exec returns.
+template <class Check, class F>
+int TracedExec(const char* path, ExecApi api, char* const* envp, Check&& will_load_shim,
+               F&& do_exec) {
+  if (!Recording()) return do_exec();
+  bool handoff = false;
+  {
+    ShimScope scope;
+    format::ExecStart r;
+    r.ts = Ticks();
+    r.path = InternCString(path);
+    r.api = static_cast<uint64_t>(api);
+    Emit(r);
+    TakeSample();
+    EmitClock();
+    handoff = EnvPreloadsShim(envp) && will_load_shim();
+  }
+  if (handoff) g_trace.PrepareExecHandoff();
+  const int ret = do_exec();
+  const int err = errno;
+  if (handoff) g_trace.UndoExecHandoff();
+  {
+    ShimScope scope;
+    format::ExecFailed r;
+    r.ts = Ticks();
+    r.path = InternCString(path);
+    r.err = static_cast<uint64_t>(err);
+    Emit(r);
+  }
+  errno = err;
+  return ret;
+}
+
+// execl-style arguments: counted first, then gathered into an argv sized exactly (on
+// the stack, as glibc's own execl does), so no count is too large.
+size_t CountExeclArgs(const char* first, va_list ap) {
+  size_t n = 1;  // first
+  if (first == nullptr) return 0;
+  while (va_arg(ap, char*) != nullptr) ++n;
+  return n;
+}
+
+// Fills argv[0..n] (argv[n] = NULL) and returns what follows the NULL when want_envp.
+char** GatherExeclArgs(const char* first, va_list ap, char** argv, size_t n, bool want_envp) {
+  if (n > 0) argv[0] = const_cast<char*>(first);
+  for (size_t i = 1; i < n; ++i) argv[i] = va_arg(ap, char*);
+  argv[n] = nullptr;
+  if (n > 0) (void)va_arg(ap, char*);  // the terminating NULL
+  return want_envp ? va_arg(ap, char**) : nullptr;
+}
+
+enum class SpawnApi : uint8_t { kPosixSpawn = 0, kPosixSpawnp = 1 };
+
+// r: posix_spawn's result (0 or an error number).
+void RecordSpawn(int r, const pid_t* pid, const char* path, SpawnApi api) {
+  if (!Recording()) return;
+  ShimScope scope;
+  format::Spawn s;
+  s.ts = Ticks();
+  s.child_pid = r == 0 && pid != nullptr ? *pid : -static_cast<int64_t>(r);
+  s.path = InternCString(path);
+  s.api = static_cast<uint64_t>(api);
+  Emit(s);
+}
+
+// clone() without CLONE_VM: the child starts here, on its own copy of our memory.
+struct CloneStart {
+  int (*fn)(void*);
+  void* arg;
+};
+
+int CloneChildMain(void* p) {
+  const CloneStart start = *static_cast<CloneStart*>(p);
+  AfterForkInChild(LibcState::kLocksUnreset);
+  const int r = start.fn(start.arg);
+  // glibc's clone ends the child with the exit system call and fn's result.
+  RecordExit(r, format::ExitHow::kUnderscoreExit, /*finish=*/true);
+  return r;
+}
+
+}  // namespace
+}  // namespace colabtrace::shim
+
+// ---- hooks -------------------------------------------------------------------------------
+using namespace colabtrace::shim;  // NOLINT: the hooks below are thin entry points
+
+// Hook entry points: default visibility; the version script limits exports to hooks.def.
+#pragma GCC visibility push(default)
+extern "C" {
+
+// The vfork stub (vfork_x86_64.S) calls this when it runs before the constructor.
+__attribute__((visibility("hidden"))) void* colabtrace_resolve_vfork() {
+  extern void* colabtrace_real_vfork;
+  void* f = __atomic_load_n(&colabtrace_real_vfork, __ATOMIC_ACQUIRE);
+  if (f == nullptr) {
+    f = ResolveNext("vfork");
+    __atomic_store_n(&colabtrace_real_vfork, f, __ATOMIC_RELEASE);
+  }
+  return f;
+}
+
+pid_t fork(void) {
+  const uint64_t t0 = Ticks();
+  const pid_t r = real::fork.get()();  // the child re-opens its trace in the atfork handler
+  RecordFork(r, colabtrace::format::ForkHow::kFork, t0);
+  return r;
+}
+
+pid_t _Fork(void) {
+  const uint64_t t0 = Ticks();
+  const pid_t r = real::_Fork.get()();  // _Fork runs no atfork handlers and resets no lock
+  if (r == 0) {
+    AfterForkInChild(LibcState::kLocksUnreset);
+  } else {
+    RecordFork(r, colabtrace::format::ForkHow::kFork, t0);
+  }
+  return r;
+}
+
+int clone(int (*fn)(void*), void* stack, int flags, void* arg, ...) {
+  va_list ap;
+  va_start(ap, arg);
+  pid_t* parent_tid = va_arg(ap, pid_t*);
+  void* tls = va_arg(ap, void*);
+  pid_t* child_tid = va_arg(ap, pid_t*);
+  va_end(ap);
+  if (flags & CLONE_VM) {
+    // The child runs on our memory (and, without CLONE_SETTLS, on this thread's TLS):
+    // like a vfork child, its hooks pass through until it execs.
+    if (!(flags & CLONE_THREAD)) t_thread.vfork_pending = 1;
+    return real::clone.get()(fn, stack, flags, arg, parent_tid, tls, child_tid);
+  }
+  const uint64_t t0 = Ticks();
+  CloneStart start{fn, arg};  // the child reads its own copy of this frame
+  const int r = real::clone.get()(CloneChildMain, stack, flags, &start, parent_tid, tls,
+                                  child_tid);
+  RecordFork(r, colabtrace::format::ForkHow::kFork, t0);
+  return r;
+}
+
+int execve(const char* path, char* const argv[], char* const envp[]) {
+  return TracedExec(path, ExecApi::kExecve, envp, [&] { return PathLoadsPreload(AT_FDCWD, path); },
+                    [&] { return real::execve.get()(path, argv, envp); });
+}
+
+int execv(const char* path, char* const argv[]) {
+  return TracedExec(path, ExecApi::kExecv, environ,
+                    [&] { return PathLoadsPreload(AT_FDCWD, path); },
+                    [&] { return real::execv.get()(path, argv); });
+}
+
+int execvp(const char* file, char* const argv[]) {
+  return TracedExec(file, ExecApi::kExecvp, environ, [&] { return SearchedFileLoadsPreload(file); },
+                    [&] { return real::execvp.get()(file, argv); });
+}
+
+int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  return TracedExec(file, ExecApi::kExecvpe, envp, [&] { return SearchedFileLoadsPreload(file); },
+                    [&] { return real::execvpe.get()(file, argv, envp); });
+}
+
+int fexecve(int fd, char* const argv[], char* const envp[]) {
+  return TracedExec("(fexecve)", ExecApi::kFexecve, envp, [&] { return FileLoadsPreload(fd); },
+                    [&] { return real::fexecve.get()(fd, argv, envp); });
+}
+
+int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) {
+  return TracedExec(
+      path, ExecApi::kExecveat, envp,
+      [&] {
+        return (flags & AT_EMPTY_PATH) && path != nullptr && *path == '\0'
+                   ? FileLoadsPreload(dirfd)
+                   : PathLoadsPreload(dirfd, path);
+      },
+      [&] { return real::execveat.get()(dirfd, path, argv, envp, flags); });
+}
+
+int execl(const char* path, const char* arg, ...) {
+  va_list ap;
+  va_start(ap, arg);
+  const size_t n = CountExeclArgs(arg, ap);
+  va_end(ap);
+  auto** argv = static_cast<char**>(__builtin_alloca((n + 1) * sizeof(char*)));
+  va_start(ap, arg);
+  GatherExeclArgs(arg, ap, argv, n, false);
+  va_end(ap);
+  return TracedExec(path, ExecApi::kExecl, environ,
+                    [&] { return PathLoadsPreload(AT_FDCWD, path); },
+                    [&] { return real::execv.get()(path, argv); });
+}
+
+int execlp(const char* file, const char* arg, ...) {
+  va_list ap;
+  va_start(ap, arg);
+  const size_t n = CountExeclArgs(arg, ap);
+  va_end(ap);
+  auto** argv = static_cast<char**>(__builtin_alloca((n + 1) * sizeof(char*)));
+  va_start(ap, arg);
+  GatherExeclArgs(arg, ap, argv, n, false);
+  va_end(ap);
+  return TracedExec(file, ExecApi::kExeclp, environ, [&] { return SearchedFileLoadsPreload(file); },
+                    [&] { return real::execvp.get()(file, argv); });
+}
+
+int execle(const char* path, const char* arg, ...) {
+  va_list ap;
+  va_start(ap, arg);
+  const size_t n = CountExeclArgs(arg, ap);
+  va_end(ap);
+  auto** argv = static_cast<char**>(__builtin_alloca((n + 1) * sizeof(char*)));
+  va_start(ap, arg);
+  char** envp = GatherExeclArgs(arg, ap, argv, n, true);
+  va_end(ap);
+  return TracedExec(path, ExecApi::kExecle, envp, [&] { return PathLoadsPreload(AT_FDCWD, path); },
+                    [&] { return real::execve.get()(path, argv, envp); });
+}
+
+int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
+                const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
+  const int r = real::posix_spawn.get()(pid, path, actions, attr, argv, envp);
+  RecordSpawn(r, pid, path, SpawnApi::kPosixSpawn);
+  return r;
+}
+
+int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions,
+                 const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
+  const int r = real::posix_spawnp.get()(pid, file, actions, attr, argv, envp);
+  RecordSpawn(r, pid, file, SpawnApi::kPosixSpawnp);
+  return r;
+}
+
+}  // extern "C"
+#pragma GCC visibility pop

@@ -1,0 +1,171 @@
+#include "sampling.h"
+
+#include <fcntl.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+
+#include <cstring>
+
+#include "config.h"
+#include "raw.h"
+#include "text.h"
+#include "python/python_stack.h"
+#include "writer.h"
+
+namespace colabtrace::shim {
+namespace {
+
+char g_cgroup_dir[512];  // e.g. /sys/fs/cgroup/<path> (v2) or .../memory/<path> (v1)
+bool g_cgroup_v2 = false;
+uint64_t g_page_size = 0;
+uint64_t g_period_ns = 0;    // COLABTRACE_SAMPLE_MS in ns; 0: no periodic samples
+uint64_t g_due_ns = 0;       // CLOCK_MONOTONIC of the next periodic sample (atomic)
+
+uint64_t ReadOomKillCount() {
+  if (g_cgroup_dir[0] == '\0') return UINT64_MAX;
+  PathBuf p;
+  p.Add(g_cgroup_dir).Add(g_cgroup_v2 ? "/memory.events" : "/memory.oom_control");
+  char buf[512];
+  if (raw::ReadSmallFile(p.s, buf, sizeof(buf)) <= 0) return UINT64_MAX;
+  const char* v = FindLine(buf, "oom_kill ");
+  return v ? ParseU64(v) : UINT64_MAX;
+}
+
+// Ticks until the next sample is due, from the tick rate seen so far. An estimate that
+// is too low only costs an early look at the clock (see SampleIfDue).
+uint64_t TicksUntil(uint64_t ns_from_now) {
+  if (!g_ticks_are_tsc) return ns_from_now;
+  const uint64_t tps = TickRateEstimate();
+  if (tps == 0) return ns_from_now;  // TSCs tick at least once a nanosecond
+  return static_cast<uint64_t>(static_cast<long double>(ns_from_now) * tps / 1e9L);
+}
+
+// Called by Emit (writer.h) for the first record past the due time, inside the
+// caller's ShimScope. Claims the sample with a CAS so only one thread takes it.
+void SampleIfDue(uint64_t now_ticks) {
+  uint64_t gate = __atomic_load_n(&g_sample_due_ticks, __ATOMIC_ACQUIRE);
+  if (now_ticks < gate || gate == UINT64_MAX) return;
+  // Park the gate while we work: records emitted by the sample itself do not recurse.
+  if (!__atomic_compare_exchange_n(&g_sample_due_ticks, &gate, UINT64_MAX, false,
+                                   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    return;
+  }
+  const uint64_t now_ns = MonotonicNs();
+  const uint64_t due = __atomic_load_n(&g_due_ns, __ATOMIC_ACQUIRE);
+  if (now_ns >= due) {
+    TakeSample();
+    EmitClock();  // keeps the tick-to-ns fit exact even for a process that is killed
+    RefineTickRate();
+    __atomic_store_n(&g_due_ns, now_ns + g_period_ns, __ATOMIC_RELEASE);
+  }
+  const uint64_t next_ns = __atomic_load_n(&g_due_ns, __ATOMIC_ACQUIRE);
+  __atomic_store_n(&g_sample_due_ticks, now_ticks + TicksUntil(next_ns - now_ns < g_period_ns
+                                                                   ? next_ns - now_ns
+                                                                   : g_period_ns),
+                   __ATOMIC_RELEASE);
+}
+
+}  // namespace
+
+void FindCgroup() {
+  g_cgroup_dir[0] = '\0';
+  char buf[2048];
+  if (raw::ReadSmallFile("/proc/self/cgroup", buf, sizeof(buf)) <= 0) return;
+  // v2: "0::/path". v1: "N:memory:/path" (controllers may be comma-joined).
+  const char* v2 = nullptr;
+  const char* v1 = nullptr;
+  for (char* line = buf; line && *line;) {
+    char* next = std::strchr(line, '\n');
+    if (next) *next++ = '\0';
+    char* c1 = std::strchr(line, ':');
+    char* c2 = c1 ? std::strchr(c1 + 1, ':') : nullptr;
+    if (c1 && c2) {
+      *c2 = '\0';
+      const char* controllers = c1 + 1;
+      if (*controllers == '\0') v2 = c2 + 1;
+      for (const char* m = std::strstr(controllers, "memory"); m; m = nullptr) {
+        if ((m == controllers || m[-1] == ',') && (m[6] == '\0' || m[6] == ',')) v1 = c2 + 1;
+      }
+    }
+    line = next;
+  }
+  PathBuf p;
+  struct stat st;
+  if (v1 != nullptr) {
+    p.Add("/sys/fs/cgroup/memory").Add(std::strcmp(v1, "/") == 0 ? "" : v1);
+    if (raw::Syscall6(SYS_newfstatat, AT_FDCWD, reinterpret_cast<long>(p.s),
+                      reinterpret_cast<long>(&st), 0) != 0) {
+      p = PathBuf{};
+      p.Add("/sys/fs/cgroup/memory");  // namespaced: our cgroup is the root we see
+    }
+    g_cgroup_v2 = false;
+  } else if (v2 != nullptr) {
+    p.Add("/sys/fs/cgroup").Add(std::strcmp(v2, "/") == 0 ? "" : v2);
+    g_cgroup_v2 = true;
+  } else {
+    return;
+  }
+  std::memcpy(g_cgroup_dir, p.s, p.n + 1);
+}
+
+const char* CgroupVersionName() {
+  return g_cgroup_dir[0] == '\0' ? "none" : g_cgroup_v2 ? "v2" : "v1";
+}
+
+uint64_t ReadCgroupNumber(const char* v2_name, const char* v1_name) {
+  if (g_cgroup_dir[0] == '\0') return UINT64_MAX;
+  PathBuf p;
+  p.Add(g_cgroup_dir).Add("/").Add(g_cgroup_v2 ? v2_name : v1_name);
+  char buf[64];
+  if (raw::ReadSmallFile(p.s, buf, sizeof(buf)) <= 0 || buf[0] < '0' || buf[0] > '9') {
+    return UINT64_MAX;
+  }
+  // cgroup v1 spells "no limit" as a page-rounded LONG_MAX.
+  const uint64_t v = ParseU64(buf);
+  return v >= (1ull << 62) ? UINT64_MAX : v;
+}
+
+void EmitClock() {
+  format::Clock c;
+  c.ts = Ticks();
+  c.mono_ns = MonotonicNs();
+  c.realtime_ns = RealtimeNs();
+  Emit(c);
+}
+
+void TakeSample() {
+  if (g_page_size == 0) {
+    g_page_size = getauxval(AT_PAGESZ);
+    if (g_page_size == 0) g_page_size = 4096;
+  }
+  format::Sample s;
+  s.ts = Ticks();
+  char buf[256];
+  if (raw::ReadSmallFile("/proc/self/statm", buf, sizeof(buf)) > 0) {
+    const char* p = buf;
+    s.vm_bytes = ParseU64(p) * g_page_size;
+    p = std::strchr(p, ' ');
+    s.rss_bytes = p ? ParseU64(p + 1) * g_page_size : 0;
+  }
+  char status[4096];
+  if (raw::ReadSmallFile("/proc/self/status", status, sizeof(status)) > 0) {
+    if (const char* t = FindLine(status, "Threads:")) s.threads = ParseU64(t);
+  }
+  s.cgroup_current = ReadCgroupNumber("memory.current", "memory.usage_in_bytes");
+  s.oom_kill = ReadOomKillCount();
+  Emit(s);
+  python::EmitPythonSample(s.ts);  // the sampling thread's Python position (shim/python)
+}
+
+void ArmPeriodicSamples() {
+  g_sample_hook = SampleIfDue;
+  g_period_ns = static_cast<uint64_t>(g_config.sample_ms) * 1000000ull;
+  if (g_period_ns == 0) {
+    __atomic_store_n(&g_sample_due_ticks, UINT64_MAX, __ATOMIC_RELEASE);
+    return;
+  }
+  __atomic_store_n(&g_due_ns, MonotonicNs() + g_period_ns, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_sample_due_ticks, Ticks() + TicksUntil(g_period_ns), __ATOMIC_RELEASE);
+}
+
+}  // namespace colabtrace::shim

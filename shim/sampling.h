@@ -1,0 +1,38 @@
+// Resource samples (RSS, threads, cgroup memory, OOM kills) and the clock pairs the
+// analyzer fits ticks to nanoseconds with.
+//
+// The shim has no thread of its own (a thread would make every traced process
+// multi-threaded: fork warnings, failed unshare(CLONE_NEWUSER), a process that never
+// ends when its last program thread exits). Samples are taken on the shim's own paths
+// instead:
+//   - at process start, fork, exec and exit (always);
+//   - periodically, time-gated: Emit compares the record's timestamp with a due time
+//     (one load and a compare), and the first record past it takes a sample, at most
+//     once per COLABTRACE_SAMPLE_MS. A process that makes no traced call for a while
+//     gets no samples meanwhile; `colabtrace run` samples every process from outside.
+#pragma once
+
+#include <cstdint>
+
+namespace colabtrace::shim {
+
+// Finds this process's memory cgroup (v2, or v1's memory controller). Call at start-up.
+void FindCgroup();
+
+// "v1", "v2" or "none".
+const char* CgroupVersionName();
+
+// Reads a number from a file of our cgroup (v2 name, v1 name); UINT64_MAX when missing
+// or "max".
+uint64_t ReadCgroupNumber(const char* v2_name, const char* v1_name);
+
+// Emits a Clock record (ticks, CLOCK_MONOTONIC, CLOCK_REALTIME). Inside a ShimScope.
+void EmitClock();
+
+// Emits a Sample record now. Inside a ShimScope; raw system calls only.
+void TakeSample();
+
+// Arms the periodic sample for this process (start-up, fork child, adopted exec).
+void ArmPeriodicSamples();
+
+}  // namespace colabtrace::shim
