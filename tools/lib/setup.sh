@@ -5,7 +5,10 @@
 # DataLoader; bindfs a real FUSE mount; strace/ltrace/heaptrack are benchmark peers.
 COLABTRACE_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config python3 libunwind-dev libfmt-dev
   libabsl-dev libgtest-dev libzstd-dev)
-COLABTRACE_TEST_PACKAGES=(python3-torch python3-numpy bindfs fuse3 clang libclang-rt-14-dev)
+# libpython3.11-testsuite, python3-pytest and python3-hypothesis: the real test suites
+# of tests/parity (CPython's own regression tests, numpy's tests).
+COLABTRACE_TEST_PACKAGES=(python3-torch python3-numpy bindfs fuse3 clang libclang-rt-14-dev
+  libpython3.11-testsuite python3-pytest python3-hypothesis)
 COLABTRACE_BENCH_PACKAGES=(strace ltrace heaptrack)
 
 colabtrace_missing_packages() {
