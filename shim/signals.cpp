@@ -40,6 +40,9 @@ constexpr int kTerminatingSignals[] = {SIGHUP,  SIGINT,    SIGQUIT,   SIGTRAP, S
                                        SIGXCPU, SIGXFSZ,   SIGVTALRM, SIGPROF, SIGIO,
                                        SIGPWR,  SIGSYS};
 constexpr int kMaxRecordedSignals = 16;
+// The kernel's SA_RESTORER (not in glibc's headers): glibc sets it, with its own
+// sa_restorer, on every handler it installs, and reports both back.
+constexpr int kSaRestorer = 0x04000000;
 
 struct Emulated {
   bool emulated = false;        // set once at start-up: this signal kills by default
@@ -73,9 +76,7 @@ bool ForeignProcess() { return raw::Getpid() != g_pid; }
 void CopyOut(const struct sigaction& v, struct sigaction* out) {
   out->sa_sigaction = v.sa_sigaction;
   out->sa_flags = v.sa_flags;
-#ifdef SA_RESTORER
   out->sa_restorer = v.sa_restorer;
-#endif
   std::memcpy(&out->sa_mask, &v.sa_mask, _NSIG / 8);
 }
 
@@ -243,10 +244,8 @@ int EmulatedSigaction(int sig, const struct sigaction* act, struct sigaction* ol
       struct sigaction k;
       if (real::sigaction.get()(sig, nullptr, &k) == 0) {
         next.sa_mask = k.sa_mask;
-#ifdef SA_RESTORER
-        next.sa_flags = (act->sa_flags & ~SA_RESTORER) | (k.sa_flags & SA_RESTORER);
+        next.sa_flags = (act->sa_flags & ~kSaRestorer) | (k.sa_flags & kSaRestorer);
         next.sa_restorer = k.sa_restorer;
-#endif
       }
       e.app = next;
       e.ours = true;

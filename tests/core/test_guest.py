@@ -127,6 +127,12 @@ class GuestTest(TempDirTest):
         self.assertEqual(p.stdout, b"exited 0\n")
         self.assertEqual(len(self.traces()), 2)
 
+    def test_main_ending_with_pthread_exit_ends_the_process(self):
+        p = self.same_as_bare([prog("ct_guest"), "pthread-exit"], timeout=30)
+        self.assertEqual(p.stdout, b"bye\n")
+        (proc,) = report(*self.traces())["processes"]
+        self.assertEqual(proc["end"]["kind"], "exited")
+
     # ---- fork with libc's locks held, clone ------------------------------------------
 
     def test_underscore_fork_child_never_takes_the_loaders_lock(self):

@@ -13,6 +13,7 @@
  *   execl N / execle N    exec "count" with N extra arguments through execl / execle
  *   count ...             argc and $CT_MARK
  *   fork-thread           fork from a non-main thread; the child's last thread returns
+ *   pthread-exit          main ends with pthread_exit: the process ends with status 0
  *   fork-locked           _Fork while another thread holds the loader's lock
  *   clone                 clone() without CLONE_VM; the child sets CUDA_CLONE_CHILD
  *   raise SIG             raise(SIG) (a number), with the default disposition
@@ -266,6 +267,10 @@ int main(int argc, char** argv) {
     if (pthread_create(&t, NULL, fork_worker, NULL) != 0) return 2;
     pthread_join(t, NULL);  /* the worker exits the process */
     return 3;
+  }
+  if (strcmp(mode, "pthread-exit") == 0) {
+    printf("bye\n");
+    pthread_exit(NULL);
   }
   if (strcmp(mode, "fork-locked") == 0) {
     pthread_t t;
