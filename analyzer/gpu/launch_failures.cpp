@@ -15,6 +15,7 @@
 #include "analyses/symbolize.h"
 #include "gpu/gpu_api.h"
 #include "gpu/gpu_findings.h"
+#include "python/python_stack.h"
 
 namespace colabtrace::analyzer::gpu {
 namespace {
@@ -72,6 +73,7 @@ void AddLaunchFailedFindings(ReportBuilder& report, const ProcessTrace& t) {
     int64_t rc = 0;
     bool runtime = false;
     uint64_t count = 0, first_ts = 0, api = 0, stack = 0, caller = 0;
+    uint64_t py_stack = 0;  // String id of the first failure's Python stack
     int64_t device = -1;
   };
   std::map<std::tuple<std::string, int64_t>, Group> groups;
@@ -110,6 +112,7 @@ void AddLaunchFailedFindings(ReportBuilder& report, const ProcessTrace& t) {
       g.first_ts = l.ts;
       g.api = l.api;
       g.stack = l.stack;
+      g.py_stack = l.py_stack;
       g.caller = l.caller;
       g.device = l.device;
     }
@@ -133,6 +136,7 @@ void AddLaunchFailedFindings(ReportBuilder& report, const ProcessTrace& t) {
     Json stack = Json::MakeArray();
     for (const std::string& s : BlockStack(t, g.stack, g.caller)) stack.Append(s);
     f.evidence["stack"] = std::move(stack);
+    f.evidence["python_stack"] = PythonStackJson(t, g.py_stack);
     const bool image = g.rc == 209 || (g.runtime && g.rc == 98);
     f.summary = "kernel " + g.named.kernel + " failed to launch " + std::to_string(g.count) +
                 " time(s): " + (error_name.empty() ? "error " + std::to_string(g.rc) : error_name) +

@@ -582,6 +582,7 @@ void RecordLaunchFailure(const Call& c, const void* func, uint64_t stream) {
   r.device = CurrentDevice(libs, image_error);
   r.stream = stream;
   r.stack = CaptureGpuStack();
+  r.py_stack = python::CapturePythonStackId();
   r.caller = r.stack == 0 ? reinterpret_cast<uint64_t>(c.caller) : 0;
   r.inner_func = reinterpret_cast<uint64_t>(inner_func);
   Emit(r);

@@ -199,5 +199,37 @@ class GpuAllocationTest(PythonStackTest):
                 self.assertEqual(child_allocs, [step_alloc + [self.frame(script, "# CHILD", "<module>")]])
 
 
+@unittest.skipUnless(PYTHONS and os.path.exists(CUDART), "needs CPython 3.11 and the simulated cudart")
+class LaunchFailureTest(PythonStackTest):
+    SCRIPT = """\
+        import ctypes, sys
+
+        class Dim3(ctypes.Structure):
+            _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
+
+        rt = ctypes.CDLL(sys.argv[1])
+        rt.cudaLaunchKernel.argtypes = [ctypes.c_void_p, Dim3, Dim3, ctypes.c_void_p,
+                                        ctypes.c_size_t, ctypes.c_void_p]
+        stub = ctypes.create_string_buffer(16)  # never registered: no kernel behind it
+
+        def launch():
+            return rt.cudaLaunchKernel(ctypes.addressof(stub), Dim3(1, 1, 1), Dim3(32, 1, 1),
+                                       None, 0, None)  # LAUNCH
+
+        assert launch() != 0  # CALL
+        """
+
+    def test_failed_launch_has_python_stack(self):
+        script = self.write("launch.py", self.SCRIPT)
+        run = h.run_traced([PYTHONS[0], script, CUDART], env={"LD_LIBRARY_PATH": SIMCUDA_DIR})
+        self.assertEqual(run.returncode, 0, run.stderr)
+        want = [f"{script}:{line_of(script, 'return rt.cudaLaunchKernel')} in launch",
+                self.frame(script, "# CALL", "<module>")]
+        (rec,) = h.records(run.traces[0], "gpu_launch_failed")
+        self.assertEqual(frames(rec["py_stack"]), want)
+        (f,) = h.findings(h.report(run.traces[0]), "gpu.launch-failed")
+        self.assertEqual(f["evidence"]["python_stack"], want)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -300,7 +300,7 @@ constexpr const char* IoApiName(uint64_t code) {
 // runtime launched underneath when that call passed through the shim (0: not seen).
 #define CT_FIELDS_GpuLaunchFailed(F)                                                     \
   F(U, api) F(U, layer) F(I, rc) F(Hex, func) F(Str, name) F(Hex, module) F(I, device)  \
-  F(Hex, stream) F(Stack, stack) F(Hex, caller) F(Hex, inner_func)
+  F(Hex, stream) F(Stack, stack) F(Hex, caller) F(Hex, inner_func) F(Str, py_stack)
 // A kernel handle and its name, recorded when the program asks the driver for one
 // (api: cuModuleGetFunction, cuLibraryGetKernel, cuFuncGetName). module: the CUmodule or
 // CUlibrary it came from (0: unknown, cuFuncGetName).
