@@ -1,6 +1,6 @@
 // Python stacks in traces: the text the shim records (shim/python) and its JSON form.
 //
-// A py_stack field (Signal, GpuAlloc, GpuFree, PySample) is a String id whose text is
+// A py_stack field (Signal, GpuAlloc, GpuFree, GpuLaunchFailed, PySample) is a String id whose text is
 // one "path:line in function" per line, innermost first.
 #pragma once
 

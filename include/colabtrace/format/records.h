@@ -331,7 +331,7 @@ constexpr const char* IoApiName(uint64_t code) {
   F(Str, path) F(Hex, base) F(U, dev) F(U, ino) F(U, size) F(U, mtime_ns) F(I, err) F(U, when)
 
 // ---- Python (issue: Python-level attribution; codes 99-111, shared with libraries) ----
-// py_stack fields (Signal, GpuAlloc, GpuFree, PySample) are String ids whose text is the
+// py_stack fields (Signal, GpuAlloc, GpuFree, GpuLaunchFailed, PySample) are String ids whose text is the
 // Python stack of the recording thread, one "path:line in function" per line, innermost
 // first (0: no Python stack). See shim/python/python_stack.h.
 // PyPackage: the distribution behind imported top-level modules, written at exit by the
