@@ -235,11 +235,61 @@ void* SlotReal(uint16_t api, int slot) {
   return __atomic_load_n(&g_slot_real[api][slot], __ATOMIC_ACQUIRE);
 }
 
+namespace {
+
+// What a whole object's call sites bind to, per API: the fallback when the call-site
+// cache is full (a framework with thousands of kernel stubs, each a call site of
+// cudaLaunchKernel). Every site in one object binds to the same definition (its versioned
+// reference is per object), so a lookup here is a range check instead of a walk of the
+// loaded objects. kObjectMemos entries per API, replaced round-robin; each is a seqlock
+// (odd while written) so a reader never uses a half-written entry.
+constexpr int kObjectMemos = 8;
+struct ObjectMemo {
+  uint32_t seq;
+  uintptr_t lo, hi;
+  void* real;
+};
+ObjectMemo g_object_memo[kMaxApi][kObjectMemos];
+uint32_t g_object_memo_next[kMaxApi];
+
+void* MemoLookup(uint16_t api, uintptr_t site) {
+  for (ObjectMemo& m : g_object_memo[api]) {
+    const uint32_t s1 = __atomic_load_n(&m.seq, __ATOMIC_ACQUIRE);
+    if (s1 == 0 || (s1 & 1) != 0) continue;
+    const uintptr_t lo = __atomic_load_n(&m.lo, __ATOMIC_RELAXED);
+    const uintptr_t hi = __atomic_load_n(&m.hi, __ATOMIC_RELAXED);
+    void* real = __atomic_load_n(&m.real, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&m.seq, __ATOMIC_RELAXED) != s1) continue;
+    if (site >= lo && site < hi) return real;
+  }
+  return nullptr;
+}
+
+void MemoInsert(uint16_t api, const void* site, void* real) {
+  ObjectRange range;
+  if (!FindObjectOf(site, &range)) return;
+  const uint32_t i = __atomic_fetch_add(&g_object_memo_next[api], 1, __ATOMIC_RELAXED) % kObjectMemos;
+  ObjectMemo& m = g_object_memo[api][i];
+  uint32_t s = __atomic_load_n(&m.seq, __ATOMIC_ACQUIRE);
+  if ((s & 1) != 0 ||
+      !__atomic_compare_exchange_n(&m.seq, &s, s + 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    return;  // another thread is writing this entry
+  }
+  __atomic_store_n(&m.lo, range.lo, __ATOMIC_RELAXED);
+  __atomic_store_n(&m.hi, range.hi, __ATOMIC_RELAXED);
+  __atomic_store_n(&m.real, real, __ATOMIC_RELAXED);
+  __atomic_store_n(&m.seq, s + 2, __ATOMIC_RELEASE);
+}
+
+}  // namespace
+
 void* RealForSiteSlow(uint16_t api, const char* name, const void* site) {
+  if (void* real = MemoLookup(api, reinterpret_cast<uintptr_t>(site))) return real;
   ShimScope scope;  // keeps errno
   void* real = FindLikeCaller(name, site, reinterpret_cast<const void*>(&RealForSiteSlow));
   if (real == nullptr) return nullptr;
-  g_site_cache.Insert(CallSiteCacheType::Key(site, api), real);
+  if (!g_site_cache.Insert(CallSiteCacheType::Key(site, api), real)) MemoInsert(api, site, real);
   return real;
 }
 

@@ -60,6 +60,14 @@ class LaunchFailures(GpuTest):
                          sorted([("cudaLaunchKernelExC", 209)] * 2 + [("cudaLaunchCooperativeKernel", 209)] * 3 +
                                 [("cudaLaunchKernel", 98)] * 4))
 
+    def test_more_call_sites_than_the_cache_holds(self):
+        _, rep, trace = self.run_scenario(PROG, "runtime_many_sites")
+        recs = h.records(trace, "gpu_launch_failed")
+        self.assertEqual([(r["api"], r["rc"]) for r in recs], [("17", "209")])
+        fs = self.launch_findings(rep)
+        self.assertEqual(list(fs), [("scale_sm90_only", 209)])
+        self.assertEqual(fs[("scale_sm90_only", 209)]["evidence"]["count"], 1)
+
     def test_driver_launch_failures_named_by_the_driver(self):
         _, rep, trace = self.run_scenario(PROG, "driver_failures")
         recs = h.records(trace, "gpu_launch_failed")

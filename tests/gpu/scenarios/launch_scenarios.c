@@ -106,6 +106,22 @@ static void runtime_variants(void) {
   for (int i = 0; i < 4; i++) SIM_CHECK_EQ(never_registered(x), cudaErrorInvalidDeviceFunction);
 }
 
+/* More call sites of cudaLaunchKernel than the shim's call-site cache holds (4096), as a
+ * framework with thousands of kernel stubs has: 5120 distinct sites, each launching the good
+ * kernel once, then one launch of the sm_90-only kernel (209). Past the cache, the shim
+ * resolves the real function per calling object. */
+#define L1 SIM_CHECK_EQ(cudaLaunchKernel(k, kGrid, kBlock, args, 0, NULL), cudaSuccess);
+#define L8 L1 L1 L1 L1 L1 L1 L1 L1
+#define L64 L8 L8 L8 L8 L8 L8 L8 L8
+#define L512 L64 L64 L64 L64 L64 L64 L64 L64
+static void runtime_many_sites(void) {
+  float *x = NULL;
+  void *args[] = {&x};
+  const void *k = (const void *)scale_everywhere;
+  L512 L512 L512 L512 L512 L512 L512 L512 L512 L512
+  SIM_CHECK_EQ(scale_sm90_only(x), cudaErrorNoKernelImageForDevice);
+}
+
 /* ---- driver scenarios ---------------------------------------------------------------------------- */
 
 static void driver_context(void) {
@@ -157,6 +173,7 @@ int main(int argc, char **argv) {
       {"runtime_no_image", runtime_no_image},
       {"runtime_ok", runtime_ok},
       {"runtime_variants", runtime_variants},
+      {"runtime_many_sites", runtime_many_sites},
       {"driver_failures", driver_failures},
   };
   return simcuda_run(argc, argv, list, sizeof list / sizeof *list);
