@@ -41,18 +41,24 @@ struct Layout {
   size_t ascii_data;            // sizeof(PyASCIIObject): compact ASCII text follows
   size_t compact_data;          // sizeof(PyCompactUnicodeObject): other compact text
   int owner_generator;          // FRAME_OWNED_BY_GENERATOR
+  int owner_cstack;             // FRAME_OWNED_BY_CSTACK (an entry frame to skip), -1: none
+  bool frame_in_tstate;         // tstate_cframe is PyThreadState.current_frame itself (3.13)
 };
 
-// CPython 3.11 (Include/internal/pycore_frame.h, Include/cpython/code.h,
-// Include/cpython/unicodeobject.h of 3.11.0-3.11.x; verified on 3.11.2 and 3.11.7).
+// From each version's Include/internal/pycore_frame.h, Include/cpython/code.h and
+// Include/cpython/unicodeobject.h; checked against the headers of 3.11.2, 3.11.7, 3.12.1
+// and 3.13.0 (default builds; not the free-threaded 3.13t) by test_python_layouts.py.
+// 3.12: the frame's prev_instr is now its 3.13 instr_ptr; LASTI is computed the same way.
 constexpr Layout kLayouts[] = {
-    {0x030B, 56, 8, 32, 48, 56, 69, 80, 112, 120, 136, 168, 184, 16, 32, 48, 72, 1},
+    {0x030B, 56, 8, 32, 48, 56, 69, 80, 112, 120, 136, 168, 184, 16, 32, 48, 72, 1, -1, false},
+    {0x030C, 56, 0, 0, 8, 56, 70, 80, 112, 120, 136, 176, 192, 16, 32, 40, 56, 1, 3, false},
+    {0x030D, 72, 0, 0, 8, 56, 70, 80, 112, 120, 136, 184, 200, 16, 32, 40, 56, 1, 3, true},
 };
 
 constexpr size_t kObType = 8;         // PyObject.ob_type
 constexpr size_t kVarSize = 16;       // PyVarObject.ob_size
 constexpr size_t kBytesData = 32;     // PyBytesObject.ob_sval
-constexpr size_t kMaxCodeHeader = 192;
+constexpr size_t kMaxCodeHeader = 256;
 constexpr size_t kMaxNameChars = 1024;
 
 using GetThreadStateFn = void* (*)();
@@ -122,13 +128,16 @@ struct FrameRef {
 // Collects up to max frames of the calling thread, innermost first. Incomplete frames
 // (being set up or torn down, not yet at their first traceable instruction) are skipped,
 // as CPython's own tracebacks do.
-template <class R> size_t CollectFrames(FrameRef* out, size_t max) {
+// *bad is set when a frame's code is not a code object: the layout does not fit.
+template <class R> size_t CollectFrames(FrameRef* out, size_t max, bool* bad = nullptr) {
   const Layout& L = *g_py.layout;
   const auto tstate = reinterpret_cast<uintptr_t>(g_py.this_thread_state());
   if (tstate == 0) return 0;
   uintptr_t cframe = 0, frame = 0;
-  if (!Word<R>(tstate + L.tstate_cframe, &cframe) ||
-      !Word<R>(cframe + L.cframe_current_frame, &frame)) {
+  if (L.frame_in_tstate) {
+    if (!Word<R>(tstate + L.tstate_cframe, &frame)) return 0;
+  } else if (!Word<R>(tstate + L.tstate_cframe, &cframe) ||
+             !Word<R>(cframe + L.cframe_current_frame, &frame)) {
     return 0;
   }
   size_t n = 0;
@@ -140,8 +149,11 @@ template <class R> size_t CollectFrames(FrameRef* out, size_t max) {
     const auto prev_instr = Load<uintptr_t>(fb + L.frame_prev_instr);
     const int owner = static_cast<signed char>(fb[L.frame_owner]);
     frame = Load<uintptr_t>(fb + L.frame_previous);
-    if (!R::Read(cb, code, L.code_instructions)) break;
-    if (Load<uintptr_t>(cb + kObType) != g_py.code_type) break;  // not a code object
+    if (owner == L.owner_cstack) continue;  // the interpreter's entry frame
+    if (!R::Read(cb, code, L.code_instructions) || Load<uintptr_t>(cb + kObType) != g_py.code_type) {
+      if (bad != nullptr) *bad = true;
+      break;  // not a code object
+    }
     const uintptr_t first = code + L.code_instructions;
     const int firsttraceable = Load<int>(cb + L.code_firsttraceable);
     if (owner != L.owner_generator && prev_instr < first + 2 * static_cast<uintptr_t>(firsttraceable)) {
@@ -280,6 +292,7 @@ template <class R> size_t FormatFrames(const FrameRef* frames, size_t n, char* o
 // in the trace generation: a fork child's new trace never reuses its parent's ids.
 constexpr size_t kCacheSlots = 4096;
 uint64_t g_cache[kCacheSlots];
+int g_layout_proven = 0;  // 0 not yet, 1 the first checked walk fit, 2 it did not
 
 uint64_t HashFrames(const FrameRef* f, size_t n) {
   uint64_t h = 0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(g_generation) << 32) ^ n;
@@ -325,8 +338,25 @@ bool InitPythonStacks() {
   return g_py.layout != nullptr;
 }
 
+// The first walk in the process uses checked reads: a layout that does not fit this
+// interpreter (a build the table does not describe) turns Python stacks off instead of
+// letting plain loads follow a wrong pointer.
+static bool LayoutProvenHere() {
+  int state = __atomic_load_n(&g_layout_proven, __ATOMIC_ACQUIRE);
+  if (state != 0) return state == 1;
+  FrameRef frames[kMaxPythonFrames];
+  bool bad = false;
+  const size_t n = CollectFrames<CheckedRead>(frames, kMaxPythonFrames, &bad);
+  if (n == 0 && !bad) return false;  // no Python frame on this thread: decide later
+  __atomic_store_n(&g_layout_proven, bad ? 2 : 1, __ATOMIC_RELEASE);
+  return !bad;
+}
+
 uint64_t CapturePythonStackId() {
   if (__builtin_expect(g_py.layout == nullptr, 1) || g_config.stack_depth <= 0) return 0;
+  if (__builtin_expect(__atomic_load_n(&g_layout_proven, __ATOMIC_RELAXED) != 1, 0) && !LayoutProvenHere()) {
+    return 0;
+  }
   FrameRef frames[kMaxPythonFrames];
   const size_t n = CollectFrames<DirectRead>(frames, kMaxPythonFrames);
   if (n == 0) return 0;

@@ -13,10 +13,14 @@ import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SOURCE = os.path.join(ROOT, "shim", "python", "python_stack.cpp")
+PYENV = "/root/.pyenv/versions"
 INCLUDES = {  # version -> include dirs of the interpreters installed here
-    0x030B: ["/usr/include/python3.11", "/root/.pyenv/versions/3.11.7/include/python3.11"],
+    0x030B: ["/usr/include/python3.11", f"{PYENV}/3.11.7/include/python3.11"],
+    0x030C: [f"{PYENV}/3.12.1/include/python3.12"],
+    0x030D: [f"{PYENV}/3.13.0/include/python3.13"],
 }
 
+# Prints the table's columns in order (see Layout in python_stack.cpp).
 PROBE = r"""
 #define Py_BUILD_CORE 1
 #include <Python.h>
@@ -25,15 +29,31 @@ PROBE = r"""
 #include "internal/pycore_frame.h"
 #include "internal/pycore_code.h"
 int main(void) {
-  printf("%zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %d\n",
-         offsetof(PyThreadState, cframe), offsetof(_PyCFrame, current_frame),
-         offsetof(_PyInterpreterFrame, f_code), offsetof(_PyInterpreterFrame, previous),
-         offsetof(_PyInterpreterFrame, prev_instr), offsetof(_PyInterpreterFrame, owner),
-         sizeof(_PyInterpreterFrame), offsetof(PyCodeObject, co_filename),
-         offsetof(PyCodeObject, co_name), offsetof(PyCodeObject, co_linetable),
-         offsetof(PyCodeObject, _co_firsttraceable), offsetof(PyCodeObject, co_code_adaptive),
-         offsetof(PyASCIIObject, length), offsetof(PyASCIIObject, state),
-         sizeof(PyASCIIObject), sizeof(PyCompactUnicodeObject), (int)FRAME_OWNED_BY_GENERATOR);
+#if PY_VERSION_HEX >= 0x030D0000
+  size_t tstate_frame = offsetof(PyThreadState, current_frame), cframe_frame = 0;
+  size_t f_code = offsetof(_PyInterpreterFrame, f_executable);
+  size_t instr = offsetof(_PyInterpreterFrame, instr_ptr);
+  int in_tstate = 1;
+#else
+  size_t tstate_frame = offsetof(PyThreadState, cframe);
+  size_t cframe_frame = offsetof(_PyCFrame, current_frame);
+  size_t f_code = offsetof(_PyInterpreterFrame, f_code);
+  size_t instr = offsetof(_PyInterpreterFrame, prev_instr);
+  int in_tstate = 0;
+#endif
+#if PY_VERSION_HEX >= 0x030C0000
+  int cstack = FRAME_OWNED_BY_CSTACK;
+#else
+  int cstack = -1;
+#endif
+  printf("%zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %d %d %d\n",
+         tstate_frame, cframe_frame, f_code, offsetof(_PyInterpreterFrame, previous), instr,
+         offsetof(_PyInterpreterFrame, owner), sizeof(_PyInterpreterFrame),
+         offsetof(PyCodeObject, co_filename), offsetof(PyCodeObject, co_name),
+         offsetof(PyCodeObject, co_linetable), offsetof(PyCodeObject, _co_firsttraceable),
+         offsetof(PyCodeObject, co_code_adaptive), offsetof(PyASCIIObject, length),
+         offsetof(PyASCIIObject, state), sizeof(PyASCIIObject), sizeof(PyCompactUnicodeObject),
+         (int)FRAME_OWNED_BY_GENERATOR, cstack, in_tstate);
   return 0;
 }
 """
@@ -44,7 +64,8 @@ def table_row(version: int) -> list[int]:
         text = f.read()
     m = re.search(r"\{0x%04X,([^}]*)\}" % version, text)
     assert m, f"no layout row for 0x{version:04X}"
-    return [int(x) for x in m.group(1).split(",")]
+    words = [x.strip() for x in m.group(1).split(",")]
+    return [1 if w == "true" else 0 if w == "false" else int(w) for w in words]
 
 
 class LayoutTest(unittest.TestCase):

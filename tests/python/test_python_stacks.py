@@ -15,9 +15,14 @@ import ctharness as h
 SIMCUDA_DIR = os.environ.get("SIMCUDA_DIR", os.path.join(h.BUILD, "simcuda"))
 CUDART = os.path.join(SIMCUDA_DIR, "libcudart.so.13")
 NATIVE_THREAD = os.path.join(h.BUILD, "tests", "python", "libpython_native_thread.so")
-# CPython 3.11 builds available here: Debian's and pyenv's (the binary, not its wrapper).
-PYTHONS = [p for p in ("/usr/bin/python3.11", "/root/.pyenv/versions/3.11.7/bin/python3.11")
+# The CPython builds here with a known frame layout: Debian's 3.11 and pyenv's 3.11, 3.12
+# and 3.13 (the binaries, not pyenv's wrapper script).
+PYTHONS = [p for p in ("/usr/bin/python3.11", "/root/.pyenv/versions/3.11.7/bin/python3.11",
+                       "/root/.pyenv/versions/3.12.1/bin/python3.12",
+                       "/root/.pyenv/versions/3.13.0/bin/python3.13")
            if os.path.exists(p)]
+# One without a layout (3.10: no Py_Version): no Python stack, and nothing breaks.
+UNSUPPORTED = "/root/.pyenv/versions/3.10.13/bin/python3.10"
 
 
 def line_of(path: str, marker: str) -> int:
@@ -87,6 +92,15 @@ class FatalSignalTest(PythonStackTest):
                 text = h.cli("report", run.traces[0]).stdout
                 self.assertIn("Python stack at SIGSEGV", text)
                 self.assertIn("  " + want[1] + "\n", text)
+
+    @unittest.skipUnless(os.path.exists(UNSUPPORTED), "no CPython without a known layout here")
+    def test_unknown_interpreter_degrades_to_no_python_stack(self):
+        script = self.write("crash.py", self.SCRIPT)
+        run = h.run_traced([UNSUPPORTED, script])
+        self.assertEqual(run.returncode, -11, run.stderr)
+        (f,) = h.findings(h.report(*run.traces), "proc.fatal-signal")
+        self.assertIsNone(f["evidence"]["python_stack"])
+        self.assertGreater(len(f["evidence"]["stack"]), 0)  # the native stack is still there
 
     def test_not_python_has_no_python_stack(self):
         run = h.run_traced(["/bin/sh", "-c", "kill -SEGV $$"])
