@@ -142,7 +142,7 @@ std::string ProcessTable(const std::vector<const Json*>& procs) {
     }
     if (g->pids.size() > 3) pids += " ...";
     std::snprintf(line, sizeof(line), "%-6zu %-10s %-32s %-22s %s\n", g->count,
-                  FormatBytes(g->peak_rss).c_str(), role.substr(0, 64).c_str(), ends.c_str(),
+                  FormatBytes(g->peak_rss).c_str(), EscapeForTerminal(role).substr(0, 64).c_str(), ends.c_str(),
                   pids.c_str());
     table += line;
   }
@@ -321,7 +321,8 @@ class ProcessAnalysis final : public Analysis {
       uint64_t last_rss = 0, last_rss_ts = 0;
       if (!samples.empty()) last_rss = samples.back().rss_bytes, last_rss_ts = samples.back().ts;
       for (const OutsideSample* s : model.SamplesOf(t)) {
-        if (s->rss != UINT64_MAX && s->ts >= last_rss_ts) last_rss = s->rss, last_rss_ts = s->ts;
+        // RSS 0: read while the kernel was tearing the process down.
+        if (s->rss != UINT64_MAX && s->rss != 0 && s->ts >= last_rss_ts) last_rss = s->rss, last_rss_ts = s->ts;
       }
       ev["last_rss_bytes"] = last_rss;
       ev["peak_rss_bytes"] = f.peak_rss;
@@ -651,7 +652,7 @@ class HostAnalysis final : public Analysis {
                                                                 : "the process tree's RSS (fork children left out)";
     fd.summary = what + " reached " + FormatBytes(peak) + ", " + pct + "% of the " +
                  (use_cgroup ? "cgroup limit " : "host's MemTotal ") + FormatBytes(limit);
-    if (multi_host) fd.summary += " on " + HostName(host);
+    if (multi_host) fd.summary += " on " + EscapeForTerminal(HostName(host));
     if (!growing.array().empty()) {
       std::string names;
       for (const Json& w : growing.array()) {
@@ -738,7 +739,7 @@ class HostAnalysis final : public Analysis {
                  std::to_string(shm_users.size()) + " process" +
                  (shm_users.size() == 1 ? " uses" : "es use") + " it" +
                  (failures.empty() ? "" : "; shared-memory writes failed");
-    if (multi_host) fd.summary += " on " + HostName(host);
+    if (multi_host) fd.summary += " on " + EscapeForTerminal(HostName(host));
     fd.advice =
         "DataLoader workers pass batches through /dev/shm. Enlarge it (docker run "
         "--shm-size=8g, or remount the tmpfs larger) or set num_workers=0.";

@@ -295,11 +295,11 @@ void TreeSampler::SampleRound() {
     if (!k.cgroup_dir.empty()) cgroups[k.cgroup_dir] = k.cgroup_v2;
     const std::string rollup = ReadSmall(proc + "/smaps_rollup");
     if (rollup.empty()) {
-      // Exiting (its memory already gone, while the stat read above still showed its
-      // RSS) or a zombie: no sample, rather than one that counts freed memory.
+      // Exiting (its memory already gone, or going while the stat read above still showed
+      // its RSS) or a zombie: no sample, rather than one that counts freed memory.
       const std::string stat = ReadSmall(proc + "/stat");
       const size_t close_paren = stat.rfind(')');
-      if (close_paren == std::string::npos || close_paren + 2 >= stat.size() ||
+      if (p.rss_pages == 0 || close_paren == std::string::npos || close_paren + 2 >= stat.size() ||
           stat[close_paren + 2] == 'Z' || stat[close_paren + 2] == 'X') {
         continue;
       }

@@ -35,7 +35,7 @@ class MultiprocessingTest(TempDirTest):
         self.assertEqual(sorted(pids), sorted({main} | set(workers) | set(helpers)),
                          f"stdout:\n{p.stdout}")
         procs = by_pid(report(self.tmp))
-        self.assertEqual(procs[main]["end"], {"kind": "exited", "code": 0, "signal": None})
+        self.assertEqual(procs[main]["end"], {"kind": "exited", "code": 0, "signal": None, "reaped_by": None})
         for pid, code in workers.items():
             self.assertEqual(procs[pid]["end"]["kind"], "exited")
             self.assertEqual(procs[pid]["end"]["code"], code)

@@ -34,7 +34,7 @@ class PreinitTest(TempDirTest):
         traces = glob.glob(os.path.join(self.tmp, "*.ctrace"))
         self.assertEqual(len(traces), 1, "only the program itself ran under a started shim")
         (proc,) = report(traces[0])["processes"]
-        self.assertEqual(proc["end"], {"kind": "exited", "code": 6, "signal": None})
+        self.assertEqual(proc["end"], {"kind": "exited", "code": 6, "signal": None, "reaped_by": None})
         self.assertEqual(proc["exe"], prog("ct_exit"))
         # The variable set before the shim started is in its view of the environment.
         self.assertEqual(env_values(traces[0], "CUDA_PREINIT"), ["early"])

@@ -43,7 +43,7 @@ class ProcessTreeTest(TempDirTest):
         rep = report(self.tmp)
         procs = by_pid(rep)
         self.assertEqual(len(rep["processes"]), n + 1)
-        self.assertEqual(procs[parent]["end"], {"kind": "exited", "code": 0, "signal": None})
+        self.assertEqual(procs[parent]["end"], {"kind": "exited", "code": 0, "signal": None, "reaped_by": None})
         self.assertEqual(procs[parent]["children"], [pid for pid, _ in children])
         for i, (pid, code) in enumerate(children):
             child = procs[pid]
@@ -70,7 +70,8 @@ class ProcessTreeTest(TempDirTest):
         self.assertEqual([os.path.basename(i["exe"]) for i in c["images"]], ["ct_procs", "ct_exit"])
         self.assertEqual(c["exe"], target)
         self.assertEqual(c["argv"], [target, "exit", "5"])
-        self.assertEqual(c["end"], {"kind": "exited", "code": 5, "signal": None})
+        self.assertEqual(c["end"], {"kind": "exited", "code": 5, "signal": None, "reaped_by": parent,
+                                    "reaped_by_run": False})
         self.assertEqual(c["ppid"], parent)
         self.assertEqual(len(records(traces[child], "exec_start")), 1)
         # Both images wrote into the one file.
@@ -114,7 +115,7 @@ class ProcessTreeTest(TempDirTest):
         self.assertEqual(len(records(traces[parent], "exit")), 1)
         self.assertEqual(records(traces[parent], "exec_start"), [])
         self.assertEqual(env_values(traces[parent], "CUDA_EXIT_MODE"), [])
-        self.assertEqual(procs[parent]["end"], {"kind": "exited", "code": 0, "signal": None})
+        self.assertEqual(procs[parent]["end"], {"kind": "exited", "code": 0, "signal": None, "reaped_by": None})
 
     def test_vfork_child_exit_after_failed_exec_leaves_the_parent_trace_open(self):
         p, traces = self.run_traced([prog("ct_procs"), "vforkfail"])

@@ -94,7 +94,7 @@ class FatalSignalTest(TempDirTest):
         traces = glob.glob(os.path.join(self.tmp, "*.ctrace"))
         rep = report(traces[0])
         (proc,) = rep["processes"]
-        self.assertEqual(proc["end"], {"kind": "exited", "code": 42, "signal": None})
+        self.assertEqual(proc["end"], {"kind": "exited", "code": 42, "signal": None, "reaped_by": None})
         self.assertFalse(findings(rep, "proc.fatal-signal"))
 
 

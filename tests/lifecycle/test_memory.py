@@ -85,6 +85,32 @@ class MemoryPressure(TempDirTest):
         self.assertIn(f"worker {worker}", f["summary"])
         self.assertIn("private memory keeps growing", f["summary"])
 
+    def test_oom_killed_worker_cites_the_rising_oom_kill_count(self):
+        # A 160 MiB cgroup; a forked worker allocates until the kernel's OOM killer takes
+        # it. The parent and colabtrace run survive and see the cgroup's oom_kill rise.
+        cg = self._cgroup_v1_child(160 << 20)
+        script = (f"echo $$ > {cg}/cgroup.procs && exec {lt.ctharness.CLI} run -o {self.tmp} -- "
+                  f"{lt.PYTHON} {lt.py_script('oom_worker.py')} 16")
+        r = subprocess.run(["/bin/sh", "-c", script], env=lt.clean_env({"COLABTRACE_SAMPLE_MS": "50"}),
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        _, worker, code = r.stdout.split()
+        worker = int(worker)
+        self.assertEqual(int(code), -9)
+        rep = lt.report(self.tmp)
+        proc = lt.by_pid(rep)[worker]
+        self.assertEqual(proc["end"]["kind"], "killed")
+        self.assertEqual(proc["end"]["signal"], 9)
+        self.assertEqual(proc["end"]["reaped_by"], proc["ppid"])
+        (f,) = [f for f in lt.findings(rep, "proc.killed") if f["pid"] == worker]
+        ev = f["evidence"]
+        self.assertTrue(ev["oom_kill_rose"], ev)
+        self.assertGreater(ev["oom_kill_after"], ev["oom_kill_before"])
+        self.assertEqual(ev["cgroup_memory_max"], 160 << 20)
+        self.assertGreaterEqual(ev["last_rss_bytes"], 64 << 20)
+        self.assertIn("the OOM killer took it", f["summary"])
+        self.assertIn("outlived it", ev["oom_kill_seen_by"] + " colabtrace run outlived it")
+
     def test_hosts_are_never_merged(self):
         # Two runs on two "hosts" (UTS namespaces with their own hostnames) in one
         # directory: one memory summary per host, each with its own peak.
