@@ -12,7 +12,9 @@ puts this folder in front of PYTHONPATH. This module then
   ``torch.cuda.memory._snapshot()`` as JSON next to the trace
   (``colabtrace.<prog>.<pid>.torch-snapshot.json``; never pickle);
 * at exit, records the distribution and version behind each imported top-level module
-  into the trace (a PyPackage record, through the shim's ``colabtrace_python_package``).
+  that is not in the standard library into the trace (a PyPackage record, through the
+  shim's ``colabtrace_python_package``), from the *.dist-info/*.egg-info folders on
+  sys.path.
 
 It imports nothing at start-up beyond what Python already loaded, prints nothing, and
 never raises: a failure of colabtrace's own part leaves the program untouched.
@@ -40,15 +42,16 @@ def _restore_environment():
 
 def _chain_next_sitecustomize():
     """Runs the sitecustomize this one hides, and leaves it in sys.modules."""
-    import importlib.machinery
-    import importlib.util
-
+    # The import system's own modules (always loaded): importlib.util would import
+    # contextlib and more into every traced process.
+    bootstrap = sys.modules["_frozen_importlib"]
+    external = sys.modules["_frozen_importlib_external"]
     here = os.path.realpath(_HERE)
     path = [p for p in sys.path if not p or os.path.realpath(p) != here]
-    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
+    spec = external.PathFinder.find_spec("sitecustomize", path)
     if spec is None or spec.loader is None:
         return
-    module = importlib.util.module_from_spec(spec)
+    module = bootstrap.module_from_spec(spec)
     sys.modules["sitecustomize"] = module
     spec.loader.exec_module(module)  # its errors are reported by site.py, as without us
 
@@ -98,9 +101,12 @@ class _TorchImportWatcher:
             sys.meta_path.remove(self)
         except ValueError:
             pass
-        import importlib.util
-
-        spec = importlib.util.find_spec(name)  # the finders after us decide
+        spec = None
+        for finder in sys.meta_path:  # the finders after us decide
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                break
         loader = getattr(spec, "loader", None)
         exec_module = getattr(loader, "exec_module", None)
         if exec_module is None:
@@ -177,9 +183,56 @@ def _on_oom(torch, device, alloc, device_alloc, device_free):
 
 # ---- package versions at exit -------------------------------------------------------------
 
+def _third_party_modules():
+    """Top-level modules imported from outside the standard library."""
+    stdlib = getattr(sys, "stdlib_module_names", frozenset())
+    skip = {"__main__", "sitecustomize", "usercustomize"}
+    return {name for name in list(sys.modules)
+            if "." not in name and name not in stdlib and name not in skip
+            and name not in sys.builtin_module_names}
+
+
+def _distributions(wanted):
+    """{module: (dist name, version)} for the modules in `wanted`, from the *.dist-info and
+    *.egg-info folders on sys.path: names and versions from the folder names, top-level
+    modules from the folder name or its top_level.txt. A few listdirs and small reads,
+    where importlib.metadata would cost ~150 ms at every exit."""
+    found, pending = {}, set(wanted)
+    infos = []
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for n in names:
+            if n.endswith(".dist-info") or n.endswith(".egg-info"):
+                parts = n.rsplit(".", 1)[0].split("-")
+                if len(parts) >= 2:
+                    infos.append((os.path.join(entry or ".", n), parts[0], parts[1]))
+    for path, name, version in infos:  # the common case: the module is named like the dist
+        module = name.replace("-", "_").lower()
+        if module in pending:
+            found[module] = (name, version)
+            pending.discard(module)
+    for path, name, version in infos:
+        if not pending:
+            break
+        try:
+            with open(os.path.join(path, "top_level.txt"), encoding="utf-8") as f:
+                tops = {line.strip() for line in f}
+        except OSError:
+            continue
+        for module in tops & pending:
+            found[module] = (name, version)
+        pending -= tops
+    return found
+
+
 def _record_packages():
     try:
-        top = {name.partition(".")[0] for name in list(sys.modules)}
+        modules = _third_party_modules()
+        if not modules:
+            return
         lib = _shim()
         if lib is None:
             return
@@ -187,25 +240,14 @@ def _record_packages():
         # shim does not record this thread's calls meanwhile.
         quiet = lib.colabtrace_python_quiet(1) == 0
         try:
-            import importlib.metadata as metadata
-
             by_dist = {}
-            for module, dists in metadata.packages_distributions().items():
-                if module in top:
-                    for dist in dists:
-                        by_dist.setdefault(dist, set()).add(module)
-            rows = []
-            for dist in sorted(by_dist):
-                try:
-                    version = metadata.version(dist)
-                except Exception:  # noqa: BLE001
-                    version = ""
-                rows.append((dist, version or "", ",".join(sorted(by_dist[dist]))))
+            for module, (name, version) in _distributions(modules).items():
+                by_dist.setdefault((name, version), set()).add(module)
         finally:
             if quiet:
                 lib.colabtrace_python_quiet(0)
-        for dist, version, modules in rows:
-            lib.colabtrace_python_package(dist.encode(), version.encode(), modules.encode())
+        for (name, version), mods in sorted(by_dist.items()):
+            lib.colabtrace_python_package(name.encode(), version.encode(), ",".join(sorted(mods)).encode())
     except Exception:  # noqa: BLE001
         pass
 
@@ -219,10 +261,9 @@ def _install():
         sys.meta_path.insert(0, _TorchImportWatcher())
     else:
         _on_torch_imported(sys.modules["torch"])
-    if sys.version_info >= (3, 10):  # importlib.metadata.packages_distributions
-        import atexit
+    import atexit
 
-        atexit.register(_record_packages)
+    atexit.register(_record_packages)
 
 
 _install()
