@@ -12,7 +12,7 @@ struct Config {
   char out[1024] = {};       // COLABTRACE_OUT: a directory or a file prefix ("" = cwd)
   int stack_depth = 16;      // COLABTRACE_STACKS: native frames per GPU event; 0 = off
   bool io = true;            // COLABTRACE_IO=0 turns file I/O events off
-  uint32_t sample_ms = 100;  // COLABTRACE_SAMPLE_MS; 0 turns the sampler thread off
+  uint32_t sample_ms = 100;  // COLABTRACE_SAMPLE_MS; 0: samples only at start, fork, exec, exit
   bool disable = false;      // COLABTRACE_DISABLE=1 records nothing
   bool verbose = false;      // COLABTRACE_VERBOSE=1 lets the shim print
 };
