@@ -86,25 +86,6 @@ void InstallStartupHook() {
   setenv("PYTHONPATH", value, 1);  // inside our ShimScope: the env hook does not record it
 }
 
-// The trace's path. TraceFile keeps its path (path()) now that it holds no descriptor
-// while the program runs; older cores kept the descriptor (fd()). Both compile here
-// until every core in flight has path(); then the fd() branch can go.
-template <class Trace> int TracePath(const Trace& trace, char* buf, size_t n) {
-  if constexpr (requires { trace.path(); }) {
-    const size_t len = std::strlen(trace.path());
-    if (len == 0 || len >= n) return -1;
-    std::memcpy(buf, trace.path(), len + 1);
-    return static_cast<int>(len);
-  } else {
-    char link[64];
-    std::snprintf(link, sizeof(link), "/proc/self/fd/%d", trace.fd());
-    const long len = raw::Readlink(link, buf, n - 1);
-    if (len <= 0) return -1;
-    buf[len] = '\0';
-    return static_cast<int>(len);
-  }
-}
-
 __attribute__((constructor(102))) void PythonModuleInit() {
   if (!g_recording) return;
   ShimScope scope;
@@ -122,7 +103,10 @@ extern "C" {
 
 int colabtrace_trace_path(char* buf, size_t n) {
   if (buf == nullptr || n == 0 || !g_trace.is_open()) return -1;
-  return colabtrace::shim::python::TracePath(g_trace, buf, n);
+  const size_t len = std::strlen(g_trace.path());  // the shim holds no descriptor for it
+  if (len == 0 || len >= n) return -1;
+  std::memcpy(buf, g_trace.path(), len + 1);
+  return static_cast<int>(len);
 }
 
 int colabtrace_python_quiet(int on) {
