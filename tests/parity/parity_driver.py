@@ -7,7 +7,7 @@ half-way (a signal, a hang killed by the watchdog), the harness still knows whic
 finished and which one was running.
 
   parity_driver.py unittest MODULE [MODULE...] [-k PATTERN ...]
-  parity_driver.py pytest PYTEST-ARGS...
+  parity_driver.py pytest [--rootdir-of PACKAGE] PYTEST-ARGS...
 
 Events: {"pid": N} first, then {"start": id} and {"end": id, "outcome": o, "detail": s}
 with o in ok | fail | error | skip. Ids listed one per line in $PARITY_DONE (if set) are
@@ -164,6 +164,11 @@ def run_pytest(argv):
         def pytest_runtest_logfinish(self, nodeid, location):
             disarm_watchdog()
 
+    if argv[:1] == ["--rootdir-of"]:
+        # Test ids relative to the directory that holds the package (numpy/lib/tests/...).
+        import importlib
+        package = importlib.import_module(argv[1])
+        argv = ["--rootdir", os.path.dirname(os.path.dirname(package.__file__))] + argv[2:]
     return pytest.main(["-q", "-p", "no:cacheprovider", "-o", "addopts="] + argv, plugins=[StreamingPlugin()])
 
 
