@@ -18,6 +18,7 @@
 //                                         recorded (the hook's own work: scanning the
 //                                         installed distributions at exit); on=0: again.
 #include <dlfcn.h>
+#include <limits.h>
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -51,16 +52,13 @@ bool FindHookDir(char* out, size_t cap) {
     if (raw::Syscall6(SYS_newfstatat, AT_FDCWD, reinterpret_cast<long>(path), reinterpret_cast<long>(&st), 0) != 0) {
       continue;
     }
-    char* real = realpath(path, nullptr);  // start-up, not a hot path
-    if (real == nullptr) continue;
+    char real[PATH_MAX];
+    if (realpath(path, real) == nullptr) continue;
     const size_t len = std::strlen(real) - std::strlen("/sitecustomize.py");
-    const bool fits = len < cap;
-    if (fits) {
-      std::memcpy(out, real, len);
-      out[len] = '\0';
-    }
-    std::free(real);
-    if (fits) return true;
+    if (len >= cap) continue;
+    std::memcpy(out, real, len);
+    out[len] = '\0';
+    return true;
   }
   return false;
 }
