@@ -481,7 +481,9 @@ class HostAnalysis final : public Analysis {
   static std::string HostName(const std::string& key) { return key.substr(0, key.find('/')); }
 
   // Workers (processes whose parent is sampled too) whose USS keeps growing.
-  static Json GrowingWorkers(const std::map<uint32_t, std::vector<OutsideSample>>& samples) {
+  // *names gets "pid (+growth), ..." for the summary.
+  static Json GrowingWorkers(const std::map<uint32_t, std::vector<OutsideSample>>& samples,
+                             std::string* names) {
     Json out = Json::MakeArray();
     for (const auto& [pid, v] : samples) {
       if (v.size() < kMinSamples || !samples.contains(v.back().ppid)) continue;
@@ -501,6 +503,8 @@ class HostAnalysis final : public Analysis {
       w["ppid"] = v.back().ppid;
       w["uss_first_bytes"] = first;
       w["uss_last_bytes"] = last;
+      w["growth_bytes"] = last - first;
+      *names += (names->empty() ? "" : ", ") + std::to_string(pid) + " (+" + FormatBytes(last - first) + ")";
       w["growth_bytes_per_s"] =
           span == 0 ? 0.0 : static_cast<double>(last - first) * 1e9 / static_cast<double>(span);
       out.Append(std::move(w));
@@ -642,7 +646,8 @@ class HostAnalysis final : public Analysis {
       procs.Append(std::move(p));
     }
     ev["processes"] = std::move(procs);
-    Json growing = GrowingWorkers(outside);
+    std::string names;
+    Json growing = GrowingWorkers(outside, &names);
     // Samples are untrusted: the ratio can exceed any int, and an out-of-range
     // double-to-int conversion is undefined.
     const std::string pct =
@@ -654,12 +659,6 @@ class HostAnalysis final : public Analysis {
                  (use_cgroup ? "cgroup limit " : "host's MemTotal ") + FormatBytes(limit);
     if (multi_host) fd.summary += " on " + EscapeForTerminal(HostName(host));
     if (!growing.array().empty()) {
-      std::string names;
-      for (const Json& w : growing.array()) {
-        names += (names.empty() ? "" : ", ") + std::to_string(w["pid"].as_int()) + " (+" +
-                 FormatBytes(static_cast<uint64_t>(w["uss_last_bytes"].as_int() -
-                                                   w["uss_first_bytes"].as_int())) + ")";
-      }
       fd.summary += "; private memory keeps growing in worker" +
                     std::string(growing.array().size() == 1 ? " " : "s ") + names;
       fd.advice =
