@@ -68,7 +68,7 @@ class RunCommand final : public Command {
            "The shim is found next to this program (or in ../lib); COLABTRACE_SHIM overrides.\n"
            "Other COLABTRACE_* variables (STACKS, IO, SAMPLE_MS, VERBOSE) pass through.\n"
            "While COMMAND runs, every process of its tree is sampled from outside every\n"
-           "COLABTRACE_SAMPLE_MS (default 100) ms: RSS, PSS and private memory, cgroup\n"
+           "COLABTRACE_SAMPLE_MS (default 100; 0: off) ms: RSS, PSS and private memory, cgroup\n"
            "memory and OOM kills, into DIR/colabtrace.run.<pid>.ctrace.\n";
   }
 
@@ -154,7 +154,8 @@ class RunCommand final : public Command {
 
  private:
   // The sampling period: COLABTRACE_SAMPLE_MS, as the shim reads it (a bad value prints
-  // one line and the default is used).
+  // one line and the default is used). 0 turns sampling off; exit statuses are still
+  // recorded.
   static uint64_t SamplePeriodMs() {
     constexpr uint64_t kDefault = 100;
     const char* v = std::getenv("COLABTRACE_SAMPLE_MS");
@@ -162,9 +163,9 @@ class RunCommand final : public Command {
     char* end = nullptr;
     errno = 0;
     const unsigned long long ms = std::strtoull(v, &end, 10);
-    if (errno != 0 || *end != '\0' || ms == 0 || ms > 3600000 || *v == '-') {
+    if (errno != 0 || *end != '\0' || ms > 3600000 || *v == '-') {
       std::cerr << "colabtrace run: COLABTRACE_SAMPLE_MS=" << v
-                << " is not a period in milliseconds (1-3600000); using " << kDefault << "\n";
+                << " is not a period in milliseconds (0-3600000); using " << kDefault << "\n";
       return kDefault;
     }
     return ms;
@@ -276,6 +277,10 @@ class RunCommand final : public Command {
       }
     };
     while (!done) {
+      if (period_ms == 0) {
+        reap(0);  // no sampling: just wait (orphans handed to us are reaped on the way)
+        continue;
+      }
       sampler.SampleRound();
       if (pidfd >= 0) {
         pollfd pfd = {pidfd, POLLIN, 0};
@@ -290,7 +295,7 @@ class RunCommand final : public Command {
     if (pidfd >= 0) close(pidfd);
     // One last round after the end: a surviving process's (or the cgroup's) oom_kill
     // count after a death is the evidence proc.killed cites.
-    sampler.SampleRound();
+    if (period_ms != 0) sampler.SampleRound();
     out.Finish();
     if (!out.error().empty()) {
       std::cerr << "colabtrace run: its own trace " << out.path()

@@ -27,6 +27,22 @@ class Run(TempDirTest):
         text = lt.cli("report", self.tmp).stdout
         self.assertIn("colabtrace run (pid", text)
 
+    def test_sampling_off_still_records_the_exit_status(self):
+        r = lt.colabtrace_run(self.tmp, ["/bin/sh", "-c", "sleep 0.2; exit 4"], env={"COLABTRACE_SAMPLE_MS": "0"})
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertNotIn("COLABTRACE_SAMPLE_MS", r.stderr)
+        trace = lt.run_trace(self.tmp)
+        self.assertEqual(lt.records(trace, "proc_sample"), [])
+        (w,) = lt.records(trace, "wait_status")
+        self.assertEqual(int(w["status"]), 4 << 8)
+
+    def test_bad_sample_period_says_so_and_uses_the_default(self):
+        r = lt.colabtrace_run(self.tmp, ["/bin/sh", "-c", "sleep 0.3"], env={"COLABTRACE_SAMPLE_MS": "fast"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("COLABTRACE_SAMPLE_MS=fast is not a period in milliseconds", r.stderr)
+        (info,) = lt.records(lt.run_trace(self.tmp), "run_info")
+        self.assertEqual(info["sample_ms"], "100")
+
     def test_samples_every_process_of_the_tree_from_outside(self):
         # A parent and two children that live long enough for several 50 ms rounds.
         code = ("import subprocess, sys, time\n"
