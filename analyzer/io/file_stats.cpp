@@ -145,19 +145,22 @@ void AddPid(FileStats& f, uint32_t pid) {
 }  // namespace
 
 size_t IoModel::FileIndex(const std::string& normalized) {
-  auto it = by_path_.find(normalized);
+  std::string key = multi_host ? host_ + '\0' + normalized : normalized;
+  auto it = by_path_.find(key);
   if (it != by_path_.end()) return it->second;
   const size_t idx = files.size();
   files.emplace_back();
   files.back().path = normalized;
+  if (multi_host) files.back().host = host_;
   files.back().code = LooksLikeCode(normalized);
-  by_path_.emplace(normalized, idx);
+  by_path_.emplace(std::move(key), idx);
   return idx;
 }
 
 int32_t IoModel::MountIndex(const format::Mount& m, std::string_view fstype, std::string_view mp,
                             std::string_view source) {
-  std::string key = std::to_string(m.id);
+  std::string key = multi_host ? host_ + '\0' : std::string();
+  key += std::to_string(m.id);
   key += '\0';
   key.append(mp);
   key += '\0';
@@ -538,9 +541,18 @@ class ProcessReplay {
 IoModel IoModel::Build(const std::vector<ProcessTrace>& traces) {
   IoModel m;
   m.processes.resize(traces.size());
+  std::vector<std::string> hosts(traces.size());
+  std::string first_host;
+  for (size_t i = 0; i < traces.size(); ++i) {
+    hosts[i] = HostIdentity(traces[i]);
+    if (hosts[i].empty()) continue;
+    if (first_host.empty()) first_host = hosts[i];
+    if (hosts[i] != first_host) m.multi_host = true;
+  }
   for (size_t i = 0; i < traces.size(); ++i) {
     const ProcessTrace& t = traces[i];
     ProcessIo& p = m.processes[i];
+    m.host_ = hosts[i];
     p.pid = t.pid();
     const ProcessFacts facts = ProcessFacts::Of(t);
     if (facts.start) {

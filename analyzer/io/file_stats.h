@@ -60,6 +60,8 @@ struct MountRow {
 
 struct FileStats {
   std::string path;            // lexically normalized ("a/./b/../c" -> "a/c")
+  std::string host;            // the machine it is on, when the traces come from several
+                               // (HostIdentity); "" for a single-host report
   int32_t mount = -1;          // index into IoModel::mounts, -1 unknown
   bool directory = false;      // opened as or stat'ed as a directory
   bool code = false;           // Python/library code, config or pseudo files (see IsDataFile)
@@ -109,13 +111,17 @@ class IoModel {
   std::vector<MountRow> mounts;
   std::vector<ProcessIo> processes;  // same order as the traces
   uint64_t io_records = 0;           // I/O records (types 32-63) in all traces
+  // Traces from several machines (a directory gathered from a cluster): one path on two
+  // hosts is two files, so files and mounts are keyed by host as well.
+  bool multi_host = false;
 
  private:
   friend class ProcessReplay;
   size_t FileIndex(const std::string& normalized);
   int32_t MountIndex(const format::Mount& m, std::string_view fstype, std::string_view mp,
                      std::string_view source);
-  absl::flat_hash_map<std::string, size_t> by_path_;
+  absl::flat_hash_map<std::string, size_t> by_path_;  // (host, path) -> files[]
+  std::string host_;                                  // of the trace being replayed
   absl::flat_hash_map<std::string, int32_t> mount_by_key_;  // id, mount point, type -> mounts[]
 };
 

@@ -206,6 +206,7 @@ class IoAnalysis final : public Analysis {
     Json j = Json::MakeObject();
     const MountRow* m = MountOf(f);
     j["path"] = f.path;
+    if (!f.host.empty()) j["host"] = f.host;  // only in reports of several hosts
     j["fs_type"] = m ? m->fstype : "unknown";
     j["opens"] = f.opens;
     j["reads"] = f.reads;

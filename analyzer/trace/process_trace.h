@@ -77,6 +77,11 @@ class ProcessTrace {
   uint64_t end_ns_ = 0;
 };
 
+// The machine a trace was recorded on: its HostInfo machine_id, else boot_id, else
+// hostname; "" when it recorded none. Traces with different values come from different
+// hosts (their paths, pids and devices are not comparable).
+std::string HostIdentity(const ProcessTrace& t);
+
 // Decodes a whole trace held in memory. Returns nullopt, with *error set to one clear
 // sentence, when the bytes are not a readable trace at all (empty, not a trace, an
 // unsupported version). Damage after a valid header yields a partial trace with

@@ -27,6 +27,19 @@ const std::vector<uint64_t>& ProcessTrace::Stack(uint64_t id) const {
   return it == stacks_.end() ? kEmpty : it->second;
 }
 
+std::string HostIdentity(const ProcessTrace& t) {
+  std::string_view machine_id, boot_id, hostname;
+  for (const auto& h : t.records.HostInfo) {
+    const std::string_view key = t.Str(h.key);
+    if (key == "machine_id") machine_id = t.Str(h.value);
+    if (key == "boot_id") boot_id = t.Str(h.value);
+    if (key == "hostname") hostname = t.Str(h.value);
+  }
+  if (!machine_id.empty()) return "machine:" + std::string(machine_id);
+  if (!boot_id.empty()) return "boot:" + std::string(boot_id);
+  return hostname.empty() ? std::string() : "host:" + std::string(hostname);
+}
+
 // Decodes chunks into the record tables, then converts ticks to nanoseconds.
 class TraceDecoder {
  public:

@@ -171,6 +171,7 @@ class AbiTest(h.TempDirTest):
         r, rep = self.load(f"setenv:LD_LIBRARY_PATH={d}", "open:libct_late.so.3", "open:libct_late.so.3")
         self.assertEqual(r.stdout, "setenv LD_LIBRARY_PATH\n" + f"open libct_late.so.3: error libct_late.so.3: {MISSING}\n" * 2)
         f = self.only(rep, "abi.load-failed")
+        self.assertEqual(f["severity"], "warning")  # the program wanted it: it set the path
         self.assertEqual(f["evidence"]["count"], 2)
         self.assertEqual(f["evidence"]["copies_found"],
                          [{"path": os.path.join(d, "libct_late.so.3"), "found_via": "LD_LIBRARY_PATH set at run time"}])

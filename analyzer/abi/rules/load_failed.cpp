@@ -13,6 +13,8 @@
 //     - the library belongs to a family that matters here: a CUDA library, cuDNN, NCCL
 //       and the other NVIDIA libraries, torch, libstdc++ (a warning when another
 //       version of it was loaded afterwards: a fallback that worked);
+//   warning when a copy is in a directory the program itself added to LD_LIBRARY_PATH
+//     at run time (the loader ignores that: a notebook's os.environ mistake);
 //   info otherwise: programs probe optional libraries and go on without them (bash's
 //   `enable -f` in pyenv's shims, plugin scans). Also info: the CUDA driver (libcuda,
 //   libnvidia-*) not found in a run that recorded no GPU and went on normally, which is
@@ -111,7 +113,11 @@ void LoadFailedRule(const ProcessLibraries& p, RuleContext& ctx, ReportBuilder& 
       }
     }
     const elf::LibraryFamily fam = elf::ClassifyLibrary(wanted);
-    const Verdict verdict = Judge(p, fl, facts, fam, later);
+    Verdict verdict = Judge(p, fl, facts, fam, later);
+    if (verdict.severity == Severity::kInfo && !copies.empty() && copies[0].why == "LD_LIBRARY_PATH set at run time") {
+      // The program pointed LD_LIBRARY_PATH at the library itself: it wanted this load.
+      verdict = {Severity::kWarning, "a copy is in a directory the program added to LD_LIBRARY_PATH at run time"};
+    }
     Finding f;
     f.id = "abi.load-failed";
     f.severity = verdict.severity;
@@ -150,7 +156,7 @@ void LoadFailedRule(const ProcessLibraries& p, RuleContext& ctx, ReportBuilder& 
     std::optional<int> major;
     if (fam.soname_major_is_cuda_major && fam.soname_major) major = *fam.soname_major;
     const std::string pkg = PipPackageFor(fam.family, major);
-    if (verdict.severity == Severity::kInfo) {
+    if (verdict.severity == Severity::kInfo && copies.empty()) {
       f.advice = "Nothing to do if the program does not need " + wanted +
                  ": it tried the load and went on without it" +
                  (later != nullptr ? " (it loaded " + later->path + " instead)" : std::string()) + ".";
