@@ -214,6 +214,22 @@ class GuestTest(TempDirTest):
                 bad.append(line.strip())
         self.assertEqual(bad, [])
 
+    def test_version_script_drops_x86_only_hooks_elsewhere(self):
+        root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+        tables = glob.glob(os.path.join(root, "shim", "**", "*.def"), recursive=True)
+        x86_only = {"vfork", "dlopen", "dlmopen", "dlsym", "dlvsym"}
+        for arch, want in (("x86_64", True), ("AMD64", True), ("aarch64", False),
+                           ("arm64", False)):
+            with self.subTest(arch=arch):
+                out = os.path.join(self.tmp, f"{arch}.map")
+                subprocess.run([sys.executable, os.path.join(root, "tools", "gen_version_script.py"),
+                                "--arch", arch, out, *tables], check=True)
+                with open(out, encoding="utf-8") as f:
+                    names = set(re.findall(r"^\s+([A-Za-z_][A-Za-z0-9_]*);$", f.read(), re.M))
+                self.assertIn("execve", names)
+                self.assertEqual(x86_only <= names, want, sorted(x86_only & names))
+                self.assertFalse(x86_only & names if not want else set())
+
     @staticmethod
     def exported_hooks():
         out = subprocess.run(["readelf", "--wide", "--dyn-syms", SHIM], capture_output=True,
