@@ -239,7 +239,7 @@ def compare(unit, bare, traced):
             diffs.append([tid, b, t, detail])
     for p in traced.problems:
         if not bare.problems:
-            diffs.append(["(unit)", "ok", "problem", p])
+            diffs.append(["(unit)", "ok", "problem", p, "-"])
     return diffs
 
 
@@ -316,13 +316,18 @@ def main():
         bare, traced = results[(u[0], False)], results[(u[0], True)]
         diffs = compare(u, bare, traced)
         # Flaky-bare detection: each differing test runs alone, bare, once more.
+        # For triage only, it is also run alone traced: "alone: ok" hints at an effect of
+        # earlier tests (or of load); the difference counts either way.
         ids = [d[0] for d in diffs if d[0] != "(unit)"]
         if ids:
             rerun = run_side(u, False, a.build, workdir, a.test_timeout, only=ids)
+            alone = run_side(u, True, a.build, workdir, a.test_timeout, only=ids)
             for d in list(diffs):
                 if d[0] in rerun.outcomes and rerun.outcomes[d[0]][0] not in GOOD:
                     flakes.append((u[0], d[0], "fails bare when run alone: " + rerun.outcomes[d[0]][0]))
                     diffs.remove(d)
+                else:
+                    d.append(alone.outcomes.get(d[0], ("not run",))[0])
         problems, n_traces = check_traces(traced, a.build)
         trace_problems += ["%s: %s" % (u[0], p) for p in problems]
         ok_b = sum(1 for o, _ in bare.outcomes.values() if o in GOOD)
@@ -351,9 +356,9 @@ def main():
             print("  %s %s: %s" % f)
     if rows:
         print("\nDIFFERENCES: pass bare, not traced (%d)" % len(rows))
-        print("%-24s %-70s %-6s %-8s %s" % ("unit", "test", "bare", "traced", "detail"))
-        for unit, tid, b, t, detail in rows:
-            print("%-24s %-70s %-6s %-8s %s" % (unit, tid, b, t, first_line(detail)))
+        print("%-24s %-70s %-6s %-8s %-8s %s" % ("unit", "test", "bare", "traced", "alone", "detail"))
+        for unit, tid, b, t, detail, alone in rows:
+            print("%-24s %-70s %-6s %-8s %-8s %s" % (unit, tid, b, t, alone, first_line(detail)))
     if trace_problems:
         print("\nTRACE CHECK FAILED:")
         for p in trace_problems:
