@@ -146,7 +146,9 @@ enum class ExecApi : uint8_t { kExecve, kExecv, kExecvp, kExecvpe, kExecl, kExec
 template <class Check, class F>
 int TracedExec(const char* path, ExecApi api, char* const* envp, Check&& will_load_shim,
                F&& do_exec) {
-  if (!Recording()) return do_exec();
+  // A child on our memory (a vfork child where no vfork stub marked it, as on aarch64)
+  // must not touch its parent's trace: no records, no hand-over.
+  if (!Recording() || raw::Getpid() != g_pid) return do_exec();
   bool handoff = false;
   {
     ShimScope scope;

@@ -179,6 +179,7 @@ void RecordExit(int64_t code, ExitHow how, bool finish) {
     e.how = static_cast<uint64_t>(how);
     Emit(e);
     EmitClock();
+    RefineTickRate();  // the longest baseline this process will have
   }
   if (finish && __atomic_exchange_n(&g_finished, 1, __ATOMIC_ACQ_REL) == 0) g_trace.Close();
 }
