@@ -78,6 +78,10 @@ std::vector<std::string> Lines(const std::string &text) {
 }
 
 bool Exists(const std::string &path) { return !path.empty() && access(path.c_str(), R_OK) == 0; }
+// Why a comparison with the real library is skipped: built without the toolkit, or not there.
+std::string Missing(const std::string &path) {
+  return path.empty() ? "built without the CUDA Toolkit" : "no " + path;
+}
 
 void RunScenario(const std::string &program, const std::string &name, bool sim_path = true) {
   Result r = RunProgram({kScenarioDir + "/" + program, name}, {}, sim_path);
@@ -176,7 +180,7 @@ TEST(SimRuntime, OnlyBindsCuGetProcAddressV2) {
 
 // ---- exported names match the real libraries -------------------------------------------------
 TEST(SimExports, DriverNamesExistInRealStub) {
-  if (!Exists(kRealStub)) GTEST_SKIP() << "no " << kRealStub;
+  if (!Exists(kRealStub)) GTEST_SKIP() << Missing(kRealStub);
   std::set<std::string> real = DynamicSymbols(kRealStub), sim = DynamicSymbols(kSimDir + "/libcuda.so.1");
   if (real.empty() || sim.empty()) GTEST_SKIP() << "nm unavailable";
   size_t checked = 0;
@@ -189,7 +193,7 @@ TEST(SimExports, DriverNamesExistInRealStub) {
 }
 
 TEST(SimExports, RuntimeNamesAndVersionNodeMatchRealCudart) {
-  if (!Exists(kRealCudart)) GTEST_SKIP() << "no " << kRealCudart;
+  if (!Exists(kRealCudart)) GTEST_SKIP() << Missing(kRealCudart);
   std::set<std::string> real = DynamicSymbols(kRealCudart), sim = DynamicSymbols(kSimDir + "/libcudart.so.13");
   if (real.empty() || sim.empty()) GTEST_SKIP() << "nm unavailable";
   for (const std::string &s : sim) EXPECT_TRUE(real.count(s)) << s << " is not exported by the real libcudart";
@@ -245,7 +249,7 @@ RealRun RunReal(std::vector<std::string> extra, bool sim_path = true) {
 }  // namespace
 
 TEST(RealCudart13, AgainstSimDriver) {
-  if (!Exists(kRealCudart)) GTEST_SKIP() << "no " << kRealCudart;
+  if (!Exists(kRealCudart)) GTEST_SKIP() << Missing(kRealCudart);
   RealRun rr = RunReal({});
   ASSERT_EQ(rr.result.exit_code, 0) << rr.result.output;
   // It loads, resolves its entry points and calls cuInit, but needs the private export table
@@ -265,7 +269,7 @@ TEST(RealCudart13, AgainstSimDriver) {
 }
 
 TEST(RealCudart13, PropagatesDriverResults) {
-  if (!Exists(kRealCudart)) GTEST_SKIP() << "no " << kRealCudart;
+  if (!Exists(kRealCudart)) GTEST_SKIP() << Missing(kRealCudart);
   RealRun no_dev = RunReal({"SIMCUDA_DEVICES=0"});
   EXPECT_NE(no_dev.result.output.find("cudaGetDeviceCount=100 (cudaErrorNoDevice) count=-1"), std::string::npos)
       << no_dev.result.output;
@@ -279,7 +283,7 @@ TEST(RealCudart13, PropagatesDriverResults) {
 }
 
 TEST(RealCudart13, WithoutAnyDriver) {
-  if (!Exists(kRealCudart)) GTEST_SKIP() << "no " << kRealCudart;
+  if (!Exists(kRealCudart)) GTEST_SKIP() << Missing(kRealCudart);
   RealRun rr = RunReal({}, /*sim_path=*/false);
   if (rr.result.output.find("libcuda_loaded=1") != std::string::npos) GTEST_SKIP() << "a libcuda.so.1 is installed";
   EXPECT_NE(rr.result.output.find("cudaGetDeviceCount=35 (cudaErrorInsufficientDriver) count=-1"), std::string::npos)
