@@ -49,6 +49,7 @@ namespace colabtrace::format {
   X(24, ProcSample, "proc_sample")          \
   X(25, RunInfo, "run_info")                \
   X(26, CgroupSample, "cgroup_sample")      \
+  X(31, Step, "step")                       \
   X(32, IoOpen, "io_open")                  \
   X(33, IoRead, "io_read")                  \
   X(34, IoReadAt, "io_read_at")             \
@@ -134,6 +135,10 @@ namespace colabtrace::format {
 #define CT_FIELDS_ProcSample(F) \
   F(U, pid) F(U, ppid) F(U, rss_bytes) F(U, pss_bytes) F(U, uss_bytes) F(U, swap_bytes) \
   F(U, threads) F(Str, cgroup) F(Str, comm) F(U, shim)
+// A step marker: colabtrace_step(n) from C (include/colabtrace/colabtrace.h) or
+// colabtrace.step(n) from Python; n is the program's own step number (the chunk gives
+// the thread).
+#define CT_FIELDS_Step(F) F(U, n)
 // The role marker of a `colabtrace run` wrapper's own trace (never a job process):
 // child_pid is the command it ran, sample_ms its sampling period.
 #define CT_FIELDS_RunInfo(F) F(U, child_pid) F(U, sample_ms)
