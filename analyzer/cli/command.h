@@ -55,5 +55,6 @@ std::unique_ptr<Command> MakeExportCommand() __attribute__((weak));
 std::unique_ptr<Command> MakeBaselineCommand() __attribute__((weak));
 std::unique_ptr<Command> MakeCheckCommand() __attribute__((weak));
 std::unique_ptr<Command> MakeDiffCommand() __attribute__((weak));
+std::unique_ptr<Command> MakeKernelCommand() __attribute__((weak));
 
 }  // namespace colabtrace::cli

@@ -16,7 +16,8 @@ std::vector<std::unique_ptr<Command>> MakeCommands() {
   cmds.push_back(MakeRunCommand());
   cmds.push_back(MakeReportCommand());
   cmds.push_back(MakeDumpCommand());
-  for (auto factory : {&MakeExportCommand, &MakeBaselineCommand, &MakeCheckCommand, &MakeDiffCommand}) {
+  for (auto factory : {&MakeExportCommand, &MakeBaselineCommand, &MakeCheckCommand, &MakeDiffCommand,
+                       &MakeKernelCommand}) {
     if (factory != nullptr) cmds.push_back(factory());
   }
   return cmds;

@@ -14,6 +14,9 @@ def main():
     except FileNotFoundError as e:
         print(e, file=sys.stderr)
         return 2
+    if sys.argv[1:2] == ["kernel"]:
+        # `colabtrace kernel install`: the kernel runs the Python that installed it.
+        os.environ["COLABTRACE_INVOKING_PYTHON"] = sys.executable
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(program, ["colabtrace", *sys.argv[1:]])

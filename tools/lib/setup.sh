@@ -7,10 +7,12 @@ COLABTRACE_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config python3 libunwind-de
   libabsl-dev libgtest-dev libzstd-dev)
 # libpython3.11-testsuite, python3-pytest and python3-hypothesis: the real test suites
 # of tests/parity (CPython's own regression tests, numpy's tests). python3-setuptools,
-# -wheel, -venv and -pip: `pip install --no-build-isolation --no-index .` (tests/package).
+# -wheel, -venv and -pip: `pip install --no-build-isolation --no-index .` (tests/package);
+# python3-ipython, -ipykernel, -nbclient, -nbformat: the notebook kernel and magics tests.
 COLABTRACE_TEST_PACKAGES=(python3-torch python3-numpy bindfs fuse3 clang libclang-rt-14-dev
   libpython3.11-testsuite python3-pytest python3-hypothesis
-  python3-setuptools python3-wheel python3-venv python3-pip)
+  python3-setuptools python3-wheel python3-venv python3-pip
+  python3-ipython python3-ipykernel python3-nbclient python3-nbformat)
 COLABTRACE_BENCH_PACKAGES=(strace ltrace heaptrack)
 
 colabtrace_missing_packages() {
