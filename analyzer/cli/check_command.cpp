@@ -1,5 +1,6 @@
 // colabtrace check: compare a run with a budget written by `baseline` (CI).
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -39,6 +40,8 @@ class CheckCommand final : public Command {
            "                       error; default warning)\n"
            "  --gpu-arch sm_XY     analyse with this GPU architecture (default: the budget's)\n"
            "  -h, --help           show this help\n\n"
+           "With GITHUB_STEP_SUMMARY set (GitHub Actions), also appends a Markdown table to\n"
+           "that file: metric, baseline, value, band, verdict.\n\n"
            "Exit codes: 0 no regression, 1 regressions, 2 usage error, an input that cannot be\n"
            "read, or a malformed budget.\n";
   }
@@ -107,6 +110,16 @@ class CheckCommand final : public Command {
     }
     if (!WriteOutput("-", analyzer::RenderCheckText(result, *budget_path, UseColor(1)))) {
       return kExitUsage;
+    }
+    // GitHub Actions: the job's summary page shows this Markdown (appended: other steps
+    // write there too). A failure to write it is reported and does not change the verdict.
+    if (const char* summary = std::getenv("GITHUB_STEP_SUMMARY"); summary != nullptr && *summary != '\0') {
+      std::ofstream md(summary, std::ios::binary | std::ios::app);
+      md << analyzer::RenderCheckMarkdown(result, *budget_path);
+      if (!md.flush()) {
+        std::cerr << "colabtrace check: cannot append to GITHUB_STEP_SUMMARY " << summary << ": "
+                  << std::strerror(errno) << "\n";
+      }
     }
     return result.regressions == 0 ? kExitOk : kExitFindings;
   }

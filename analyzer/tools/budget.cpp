@@ -467,6 +467,71 @@ std::string RenderCheckText(const CheckResult& result, std::string_view budget_p
   return out;
 }
 
+namespace {
+
+// A Markdown table cell: HTML and Markdown syntax escaped, no line breaks or control
+// characters.
+std::string MarkdownCell(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '|': out += "\\|"; break;
+      case '\n': case '\r': case '\t': out += ' '; break;
+      case '\\': case '`': case '*': case '_': case '[': case ']': case '#': case '~': case '!':
+        out += '\\';
+        out += c;
+        break;
+      default: out += static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string RenderCheckMarkdown(const CheckResult& result, std::string_view budget_path) {
+  const size_t checks = result.metrics.size() + result.findings.size();
+  std::string out = "### colabtrace check: ";
+  out += result.regressions == 0
+             ? "PASS, " + std::to_string(checks) + " checks, no regression"
+             : "FAIL, " + std::to_string(result.regressions) + " regression" +
+                   (result.regressions == 1 ? "" : "s") + " in " + std::to_string(checks) + " checks";
+  out += "\n\nBudget: " + MarkdownCell(budget_path) + "\n\n";
+  out += "| metric | baseline | value | band | verdict |\n|---|---:|---:|---|---|\n";
+  auto verdict_cell = [](Verdict v, std::string extra) {
+    std::string cell = v == Verdict::kRegression ? "\u274c " : v == Verdict::kOk ? "\u2705 " : "";
+    cell += std::string(VerdictName(v));
+    if (!extra.empty()) cell += " (" + extra + ")";
+    return cell;
+  };
+  for (const auto& m : result.metrics) {
+    const std::string metric = m.scope == "total" ? m.metric : m.scope + ": " + m.metric;
+    const std::string band = m.max ? "\u2264 " + Opt(m.max) : "not checked";
+    std::string pct;
+    if (m.verdict == Verdict::kRegression && m.baseline && m.now) pct = Percent(*m.baseline, *m.now);
+    out += "| " + MarkdownCell(metric) + " | " + Opt(m.baseline) + " | " + Opt(m.now) + " | " + band +
+           " | " + verdict_cell(m.verdict, pct) + " |\n";
+  }
+  for (const auto& f : result.findings) {
+    std::string now = SeverityOpt(f.now);
+    if (f.count > 1) now += " x" + std::to_string(f.count);
+    const std::string band = f.baseline ? "\u2264 " + SeverityOpt(f.baseline) : "absent";
+    out += "| finding " + MarkdownCell(f.id) + " | " + SeverityOpt(f.baseline) + " | " + now + " | " +
+           band + " | " + verdict_cell(f.verdict, "") + " |\n";
+  }
+  for (const auto& m : result.metrics) {
+    if (m.verdict == Verdict::kRegression) out += "\n- " + MarkdownCell(m.message);
+  }
+  for (const auto& f : result.findings) {
+    if (f.verdict == Verdict::kRegression) out += "\n- " + MarkdownCell(f.message);
+  }
+  out += "\n\n";
+  return out;
+}
+
 std::string RenderCheckJUnit(const CheckResult& result, std::string_view budget_path) {
   size_t skipped = 0;
   for (const auto& m : result.metrics) skipped += m.verdict != Verdict::kOk && m.verdict != Verdict::kRegression;

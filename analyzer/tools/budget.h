@@ -126,4 +126,9 @@ std::string RenderCheckText(const CheckResult& result, std::string_view budget_p
 // <failure> with the message.
 std::string RenderCheckJUnit(const CheckResult& result, std::string_view budget_path);
 
+// A GitHub-flavoured Markdown summary (for $GITHUB_STEP_SUMMARY): a heading with the
+// outcome, then one table row per metric and per finding: metric, baseline, value, band
+// (the allowed range), verdict. Text from the run (roles, ids) is escaped.
+std::string RenderCheckMarkdown(const CheckResult& result, std::string_view budget_path);
+
 }  // namespace colabtrace::analyzer

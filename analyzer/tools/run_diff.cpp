@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <set>
 
 namespace colabtrace::analyzer {
@@ -43,6 +44,29 @@ Json SeverityJson(const std::optional<Severity>& s) {
   return s ? Json(std::string(SeverityName(*s))) : Json();
 }
 
+std::vector<SideBySide> SideBySides(const std::map<std::string, std::set<std::string>>& a,
+                                    const std::map<std::string, std::set<std::string>>& b) {
+  std::set<std::string> keys;
+  for (const auto& [k, v] : a) keys.insert(k);
+  for (const auto& [k, v] : b) keys.insert(k);
+  std::vector<SideBySide> out;
+  for (const std::string& k : keys) {
+    SideBySide s;
+    s.key = k;
+    if (auto it = a.find(k); it != a.end()) s.a = it->second;
+    if (auto it = b.find(k); it != b.end()) s.b = it->second;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::string JoinValues(const std::set<std::string>& values) {
+  if (values.empty()) return "-";
+  std::string out;
+  for (const std::string& v : values) out += (out.empty() ? "" : ", ") + (v.empty() ? "\"\"" : v);
+  return out;
+}
+
 }  // namespace
 
 RunDiff DiffRuns(const RunMetrics& a, const RunMetrics& b, std::string name_a, std::string name_b) {
@@ -67,6 +91,9 @@ RunDiff DiffRuns(const RunMetrics& a, const RunMetrics& b, std::string name_a, s
     if (fb) s.b = fb->severity, s.count_b = fb->count, s.summary = fb->summary;
     (fa && fb ? d.both : fa ? d.only_a : d.only_b).push_back(std::move(s));
   }
+  d.host = SideBySides(a.environment.host, b.environment.host);
+  d.libraries = SideBySides(a.environment.libraries, b.environment.libraries);
+  d.python_packages = SideBySides(a.environment.python_packages, b.environment.python_packages);
   return d;
 }
 
@@ -127,6 +154,23 @@ std::string RenderDiffText(const RunDiff& diff, bool color) {
   list("only in A", diff.only_a, true, false);
   list("only in B", diff.only_b, false, true);
   list("in both", diff.both, true, true);
+  // The environment: every host key ('*' marks a difference); libraries and packages
+  // only where they differ (all of them are in --format json).
+  auto table = [&](const char* title, const std::vector<SideBySide>& rows, bool all) {
+    size_t same = 0;
+    for (const auto& r : rows) same += r.same();
+    out += "\n" + std::string(bold) + title + reset;
+    if (!all) out += "  (" + std::to_string(rows.size() - same) + " differ, " + std::to_string(same) + " the same)";
+    out += "\n";
+    for (const auto& r : rows) {
+      if (!all && r.same()) continue;
+      out += std::string(r.same() ? "  " : "* ") + r.key + "\n      A: " + JoinValues(r.a) +
+             "\n      B: " + JoinValues(r.b) + "\n";
+    }
+  };
+  table("environment", diff.host, true);
+  table("libraries", diff.libraries, false);
+  table("python packages", diff.python_packages, false);
   return out;
 }
 
@@ -173,6 +217,26 @@ Json RenderDiffJson(const RunDiff& diff) {
   findings["only_in_b"] = list(diff.only_b);
   findings["in_both"] = list(diff.both);
   j["findings"] = std::move(findings);
+  auto sides = [](const std::vector<SideBySide>& rows) {
+    Json arr = Json::MakeArray();
+    for (const auto& r : rows) {
+      Json e = Json::MakeObject();
+      e["key"] = r.key;
+      Json a = Json::MakeArray(), b = Json::MakeArray();
+      for (const auto& v : r.a) a.Append(v);
+      for (const auto& v : r.b) b.Append(v);
+      e["a"] = std::move(a);
+      e["b"] = std::move(b);
+      e["same"] = r.same();
+      arr.Append(std::move(e));
+    }
+    return arr;
+  };
+  Json environment = Json::MakeObject();
+  environment["host"] = sides(diff.host);
+  environment["libraries"] = sides(diff.libraries);
+  environment["python_packages"] = sides(diff.python_packages);
+  j["environment"] = std::move(environment);
   return j;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,10 +32,20 @@ struct FindingSides {
   std::string summary;  // B's when present, else A's
 };
 
+// One key of the runs' environments side by side: its distinct values in each run (an
+// empty set: absent from that run).
+struct SideBySide {
+  std::string key;
+  std::set<std::string> a, b;
+  bool same() const { return a == b; }
+};
+
 struct RunDiff {
   std::string name_a, name_b;  // what the user named on the command line
   std::vector<RoleDelta> roles;
   std::vector<FindingSides> only_a, only_b, both;
+  // RunEnvironment side by side, every key of either run, sorted.
+  std::vector<SideBySide> host, libraries, python_packages;
 };
 
 RunDiff DiffRuns(const RunMetrics& a, const RunMetrics& b, std::string name_a, std::string name_b);
@@ -42,7 +53,9 @@ RunDiff DiffRuns(const RunMetrics& a, const RunMetrics& b, std::string name_a, s
 std::string RenderDiffText(const RunDiff& diff, bool color);
 
 // {"schema": "colabtrace.diff.v1", "a", "b", "roles": [{"role", "metrics": [{"metric",
-//  "a", "b", "delta", "percent"}]}], "findings": {"only_in_a", "only_in_b", "in_both"}}
+//  "a", "b", "delta", "percent"}]}], "findings": {"only_in_a", "only_in_b", "in_both"},
+//  "environment": {"host", "libraries", "python_packages": [{"key", "a": [..], "b": [..],
+//  "same"}]}}
 Json RenderDiffJson(const RunDiff& diff);
 
 }  // namespace colabtrace::analyzer

@@ -160,8 +160,61 @@ std::string ProcessRole(const Json& process) {
   return role;
 }
 
+namespace {
+
+std::string ScalarText(const Json& v) {
+  if (v.is_string()) return v.str();
+  if (v.is_null()) return "";
+  return v.Dump(0);
+}
+
+RunEnvironment MeasureEnvironment(const Json& root) {
+  RunEnvironment env;
+  if (const Json* procs = root.Find("processes"); procs && procs->is_array()) {
+    for (const Json& p : procs->array()) {
+      if (const Json* host = p.Find("host"); host && host->is_object()) {
+        for (const auto& [key, value] : host->object()) env.host[key].insert(ScalarText(value));
+      }
+      const Json* gpu = p.Find("gpu");
+      const Json* versions = gpu && gpu->is_object() ? gpu->Find("versions") : nullptr;
+      if (versions && versions->is_array()) {
+        for (const Json& v : versions->array()) {
+          if (const Json* d = v.Find("driver"); d && d->as_int() > 0) env.host["cuda.driver"].insert(ScalarText(*d));
+          if (const Json* r = v.Find("runtime"); r && r->as_int() > 0) env.host["cuda.runtime"].insert(ScalarText(*r));
+        }
+      }
+    }
+  }
+  if (const Json* libs = root.Find("libraries"); libs && libs->is_array()) {
+    for (const Json& l : libs->array()) {
+      const Json* path = l.Find("path");
+      if (!path || !path->is_string() || path->str().empty()) continue;
+      const Json* soname = l.Find("soname");
+      const std::string& p = path->str();
+      const std::string key = soname && soname->is_string() && !soname->str().empty()
+                                  ? soname->str()
+                                  : p.substr(p.rfind('/') + 1);
+      env.libraries[key].insert(p);
+    }
+  }
+  const Json* python = root.Find("python");
+  const Json* packages = python && python->is_object() ? python->Find("packages") : nullptr;
+  if (packages && packages->is_array()) {
+    for (const Json& pkg : packages->array()) {
+      const Json* name = pkg.Find("name");
+      const Json* version = pkg.Find("version");
+      if (!name || !name->is_string()) continue;
+      env.python_packages[name->str()].insert(version ? ScalarText(*version) : "");
+    }
+  }
+  return env;
+}
+
+}  // namespace
+
 RunMetrics MeasureRun(const ReportBuilder& report) {
   RunMetrics run;
+  run.environment = MeasureEnvironment(const_cast<ReportBuilder&>(report).root());
   run.total.role = "total";
   const Json& root = const_cast<ReportBuilder&>(report).root();
   std::map<std::string, RoleMetrics> roles;

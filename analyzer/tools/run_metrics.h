@@ -10,7 +10,9 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -87,7 +89,18 @@ struct FindingPresence {
   std::string summary;                  // the first instance's summary
 };
 
+// What a run ran on and with, for `diff` ("works on my runtime, not yours"): each key's
+// distinct values over the run's processes.
+//   host: processes[].host (os_release, kernel, glibc, hostname, ...) plus cuda.driver and
+//         cuda.runtime from processes[].gpu.versions;
+//   libraries: soname (else the file name) -> the paths loaded under it (libraries[]);
+//   python_packages: name -> versions (python.packages[]).
+struct RunEnvironment {
+  std::map<std::string, std::set<std::string>> host, libraries, python_packages;
+};
+
 struct RunMetrics {
+  RunEnvironment environment;
   RoleMetrics total;               // role "total": the whole run
   std::vector<RoleMetrics> roles;  // sorted by role
   std::vector<FindingPresence> findings;  // sorted by id

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import unittest
 import xml.etree.ElementTree as ET
 
@@ -240,6 +241,52 @@ class CheckTest(BudgetTest):
         root = ET.parse(junit).getroot()
         self.assertEqual(root.get("failures"), "0")
         self.assertEqual(len(list(root.iter("failure"))), 0)
+
+    def test_github_step_summary_gets_a_markdown_table(self):
+        bigger = workload(self.tmp, "bigger", reads=10, setenv=3, alloc_mib=64)
+        summary = os.path.join(self.tmp, "step-summary.md")
+        with open(summary, "w") as f:
+            f.write("an earlier step's summary\n")
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+        env["GITHUB_STEP_SUMMARY"] = summary
+        p = subprocess.run([h.CLI, "check", "--baseline", self.budget, bigger.out_dir], env=env,
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        metrics, _ = check_table(p.stdout)
+        with open(summary) as f:
+            lines = f.read().splitlines()
+        self.assertEqual(lines[0], "an earlier step's summary")  # appended, not replaced
+        self.assertEqual(lines[1], f"### colabtrace check: FAIL, 2 regressions in {self.checks} checks")
+        header = lines.index("| metric | baseline | value | band | verdict |")
+        rows = {}
+        for line in lines[header + 2:header + 2 + self.checks]:
+            cells = [c.strip() for c in line.strip("|").split(" | ")]
+            self.assertEqual(len(cells), 5, line)
+            rows[cells[0]] = cells[1:]
+        self.assertEqual(len(rows), self.checks)
+        self.assertEqual(lines[header + 2 + self.checks], "")
+        # Each metric row says what the text table says; the band is the budget's limit.
+        def md(text):  # Markdown-escaped as the summary writes names from the run
+            return text.replace("_", "\\_")
+
+        def cell(v):
+            return "-" if v is None else str(v)
+
+        for (scope, metric), row in metrics.items():
+            base, value, band, verdict = rows[md(metric if scope == "total" else f"{scope}: {metric}")]
+            self.assertEqual((base, value), (cell(row["baseline"]), cell(row["now"])))
+            self.assertEqual(band, "not checked" if row["limit"] is None else f"\u2264 {row['limit']}")
+            self.assertEqual(verdict.split(" ", 1)[-1], row["verdict"])
+        self.assertTrue(rows[md("peak_rss_bytes")][3].startswith("\u274c REGRESSION (+"))
+        for fid, f in self.allowed.items():
+            self.assertEqual(rows["finding " + md(fid)], [f["allowed"], f["now"], "\u2264 " + f["allowed"], "\u2705 ok"])
+        # Without the variable nothing else is written.
+        del env["GITHUB_STEP_SUMMARY"]
+        before = os.path.getsize(summary)
+        p = subprocess.run([h.CLI, "check", "--baseline", self.budget, self.good.out_dir], env=env,
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(os.path.getsize(summary), before)
 
     def test_malformed_budget_exits_2(self):
         cases = {

@@ -71,7 +71,7 @@ class DiffTest(h.TempDirTest):
         in_both = p.stdout.split("  in both:")[1]
         self.assertEqual(re.findall(r"^    (\S+) \(", in_both, re.M), self.common)
         if not self.common:
-            self.assertEqual(in_both, " none\n")
+            self.assertEqual(in_both.split("\n\n")[0], " none")
 
     @unittest.skipUnless(HAVE_IO_HOOKS, WAITS_ON_IO)
     def test_text_shows_io_deltas(self):
@@ -136,6 +136,57 @@ class DiffTest(h.TempDirTest):
                 self.assertIn(message, p.stderr)
                 self.assertEqual(p.stdout, "")
         self.assertEqual(h.cli("diff", "--help").returncode, 0)
+
+
+
+class EnvironmentDiffTest(h.TempDirTest):
+    """The environment fingerprint, libraries and Python packages side by side: A runs
+    Python importing only the standard library, B imports numpy (Debian's python3-numpy)."""
+
+    def python_run(self, name, code):
+        run = h.run_traced([h.SYSTEM_PYTHON, "-c", code], out_dir=os.path.join(self.tmp, name),
+                           env={"COLABTRACE_PYTHON": "1"})
+        self.assertEqual(run.returncode, 0, run.stderr)
+        return run.out_dir, h.report(run.out_dir)
+
+    def test_host_libraries_and_packages_side_by_side(self):
+        a_dir, rep_a = self.python_run("a", "import json")
+        b_dir, rep_b = self.python_run("b", "import numpy; numpy.ones(3).sum()")
+        doc = json.loads(h.cli("diff", "--format", "json", a_dir, b_dir).stdout)
+        env = doc["environment"]
+        host = {r["key"]: r for r in env["host"]}
+        (proc_a,) = rep_a["processes"]
+        for key in ("os_release", "kernel", "glibc", "hostname"):
+            self.assertEqual(host[key]["a"], [proc_a["host"][key]], key)
+            self.assertEqual(host[key]["b"], host[key]["a"], key)
+            self.assertTrue(host[key]["same"], key)
+
+        def libraries(rep):
+            out = {}
+            for lib in rep["libraries"]:
+                if lib["path"]:
+                    out.setdefault(lib["soname"] or os.path.basename(lib["path"]), set()).add(lib["path"])
+            return {k: sorted(v) for k, v in out.items()}
+
+        libs_a, libs_b = libraries(rep_a), libraries(rep_b)
+        rows = {r["key"]: r for r in env["libraries"]}
+        self.assertEqual(sorted(rows), sorted(set(libs_a) | set(libs_b)))
+        for key, r in rows.items():
+            self.assertEqual((r["a"], r["b"]), (libs_a.get(key, []), libs_b.get(key, [])), key)
+            self.assertEqual(r["same"], r["a"] == r["b"], key)
+        only_b = [k for k, r in rows.items() if not r["a"]]
+        self.assertTrue(any(k.startswith("_multiarray_umath") for k in only_b), only_b)
+        packages = {r["key"]: r for r in env["python_packages"]}
+        (numpy_b,) = [p for p in rep_b["python"]["packages"] if p["name"] == "numpy"]
+        self.assertEqual((packages["numpy"]["a"], packages["numpy"]["b"]), ([], [numpy_b["version"]]))
+        # Text: every host key; only the libraries and packages that differ.
+        text = h.cli("diff", a_dir, b_dir).stdout
+        self.assertIn(f"\nenvironment\n", text)
+        self.assertIn(f"  os_release\n      A: {proc_a['host']['os_release']}\n      B: "
+                      f"{proc_a['host']['os_release']}\n", text)
+        differ = sum(1 for r in rows.values() if not r["same"])
+        self.assertIn(f"\nlibraries  ({differ} differ, {len(rows) - differ} the same)\n", text)
+        self.assertIn(f"* numpy\n      A: -\n      B: {numpy_b['version']}\n", text)
 
 
 if __name__ == "__main__":
