@@ -202,6 +202,30 @@ TEST(Check, JUnitEscapesWhatTracesControl) {
   EXPECT_EQ(xml.find('\x01'), std::string::npos);
 }
 
+TEST(Check, MarkdownEscapesWhatTracesControl) {
+  RunMetrics run = SampleRun();
+  run.roles[0].role = "py|x <img src=x onerror=alert(1)>\n*b*\x01";
+  auto b = MakeBudget(run, BudgetPolicy{}, std::nullopt);
+  run.roles[0].values[*FindMetric("io.reads")] = 99;
+  const std::string md = RenderCheckMarkdown(CheckRun(b, run, Severity::kWarning), "budget|1.json");
+  EXPECT_NE(md.find("| py\\|x &lt;img src=x onerror=alert(1)&gt; \\*b\\*?: io.reads | "), std::string::npos) << md;
+  EXPECT_EQ(md.find("<img"), std::string::npos);
+  EXPECT_NE(md.find("### colabtrace check: FAIL, 1 regression in 34 checks\n\nBudget: budget\\|1.json\n"),
+            std::string::npos) << md;
+  // Every table row has exactly the six column bars that are not escaped.
+  size_t rows = 0, pos = 0;
+  while ((pos = md.find("\n|", pos)) != std::string::npos) {
+    const size_t end = md.find('\n', pos + 1);
+    const std::string row = md.substr(pos + 1, end - pos - 1);
+    size_t bars = 0;
+    for (size_t i = 0; i < row.size(); ++i) bars += row[i] == '|' && (i == 0 || row[i - 1] != '\\');
+    EXPECT_EQ(bars, 6u) << row;
+    ++rows;
+    pos = end;
+  }
+  EXPECT_EQ(rows, 2u + 34u);  // header, separator, one row per check
+}
+
 TEST(Diff, DeltasAndFindingSides) {
   RunMetrics a = SampleRun(), b = SampleRun();
   b.roles.pop_back();
