@@ -154,8 +154,8 @@ std::string RenderDiffText(const RunDiff& diff, bool color) {
   list("only in A", diff.only_a, true, false);
   list("only in B", diff.only_b, false, true);
   list("in both", diff.both, true, true);
-  // The environment: every host key ('*' marks a difference); libraries and packages
-  // only where they differ (all of them are in --format json).
+  // The environment: every host key (one line when both runs agree, '*' and A/B lines
+  // when not); libraries and packages only where they differ (--format json has all).
   auto table = [&](const char* title, const std::vector<SideBySide>& rows, bool all) {
     size_t same = 0;
     for (const auto& r : rows) same += r.same();
@@ -164,8 +164,8 @@ std::string RenderDiffText(const RunDiff& diff, bool color) {
     out += "\n";
     for (const auto& r : rows) {
       if (!all && r.same()) continue;
-      out += std::string(r.same() ? "  " : "* ") + r.key + "\n      A: " + JoinValues(r.a) +
-             "\n      B: " + JoinValues(r.b) + "\n";
+      out += r.same() ? "  " + r.key + ": " + JoinValues(r.a) + "\n"
+                      : "* " + r.key + "\n      A: " + JoinValues(r.a) + "\n      B: " + JoinValues(r.b) + "\n";
     }
   };
   table("environment", diff.host, true);
