@@ -58,12 +58,14 @@ class RunCommand final : public Command {
   std::string_view name() const override { return "run"; }
   std::string_view summary() const override { return "trace a command and summarize what went wrong"; }
   std::string usage() const override {
-    return "Usage: colabtrace run [-o DIR] -- COMMAND [ARGS...]\n\n"
+    return "Usage: colabtrace run [-o DIR] [--cupti] -- COMMAND [ARGS...]\n\n"
            "Runs COMMAND with libcolabtrace.so preloaded (one trace per process, in DIR),\n"
            "then prints a short summary on stderr. Exits with COMMAND's exit code (128+N\n"
            "when it died of signal N).\n\n"
            "Options:\n"
            "  -o, --output DIR   where traces go (default: ./colabtrace-YYYYMMDD-HHMMSS)\n"
+           "      --cupti        also subscribe to CUPTI (sets COLABTRACE_CUPTI=1; off by\n"
+           "                     default until validated on a GPU)\n"
            "  -h, --help         show this help\n\n"
            "The shim is found next to this program (or in ../lib); COLABTRACE_SHIM overrides.\n"
            "Other COLABTRACE_* variables (STACKS, IO, SAMPLE_MS, VERBOSE) pass through.\n"
@@ -74,6 +76,7 @@ class RunCommand final : public Command {
 
   int Run(const std::vector<std::string>& args) override {
     std::string out_dir;
+    bool cupti = false;
     size_t i = 0;
     for (; i < args.size(); ++i) {
       const std::string& a = args[i];
@@ -86,6 +89,8 @@ class RunCommand final : public Command {
         out_dir = args[++i];
       } else if (a.starts_with("--output=")) {
         out_dir = a.substr(9);
+      } else if (a == "--cupti") {
+        cupti = true;
       } else if (a.starts_with("-")) {
         return UsageError(name(), "unknown option '" + a + "'");
       } else {
@@ -135,6 +140,7 @@ class RunCommand final : public Command {
       setenv("LD_PRELOAD", preload.c_str(), 1);
       setenv("COLABTRACE_OUT", (abs_dir + "/").c_str(), 1);
       setenv("COLABTRACE_PYTHON", "1", 0);  // the Python start-up hook (shim/python)
+      if (cupti) setenv("COLABTRACE_CUPTI", "1", 1);
       execvp(argv[0], argv.data());
       std::cerr << "colabtrace run: cannot run " << argv[0] << ": " << std::strerror(errno) << "\n";
       _exit(127);

@@ -10,6 +10,7 @@
 #include "analyses/symbolize.h"
 #include "gpu/cupti_merge.h"
 #include "gpu/leak_growth.h"
+#include "python/python_stack.h"
 #include "python/torch_snapshot.h"
 
 namespace colabtrace::analyzer::gpu {
@@ -363,7 +364,7 @@ void AddLeakFinding(ReportBuilder& report, const ProcessTrace& t, const Allocati
     j["last_at_ns"] = Rel(t, gr.last_ts);
     j["api"] = GpuApiLabel(gr.api);
     j["kind"] = std::string(MemKindName(gr.kind));
-    if (gr.py_stack != 0) j["python_stack"] = std::string(t.Str(gr.py_stack));
+    if (gr.py_stack != 0) j["python_stack"] = PythonStackJson(t, gr.py_stack);
     j["stack"] = StackJson(BlockStack(t, gr.stack, gr.caller));
     arr.Append(std::move(j));
   }

@@ -2,12 +2,14 @@
 driven by the simulated driver: injection set only when unset, subscription and back-off,
 activity buffer decoding, the merge with the hooks (nothing counted twice, CUPTI-only
 allocations counted and flagged), dropped-record accounting, and no DT_NEEDED."""
+import glob
 import os
 import subprocess
+import tempfile
 import unittest
 
 import ctharness as h
-from gputest import MiB, GpuTest
+from gputest import MiB, GpuTest, prog, sim_env
 
 PROG = "gpu_cupti_scenarios"
 ALLOCATED = {4 * MiB, 8 * MiB, 16 * MiB, 32 * MiB}
@@ -85,6 +87,28 @@ class Cupti(GpuTest):
             self.assertEqual(h.records(trace, name), [], name)
         self.assertNotIn("cupti", g)
         self.counts(self.gpu(rep), 3, 1, 0, 28 * MiB, 20 * MiB)
+
+    def run_under_cli(self, *flags):
+        """`colabtrace run [flags] -- scenario allocs`: the job's trace, its stdout."""
+        out = tempfile.mkdtemp(prefix="run-cupti-", dir=self.tmp)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("COLABTRACE_") or k == "COLABTRACE_BUILD_DIR"}
+        env.pop("CUDA_INJECTION64_PATH", None)
+        env.update(sim_env())
+        env["COLABTRACE_SHIM"] = h.SHIM
+        p = subprocess.run([h.CLI, "run", "-o", out, *flags, "--", prog(PROG), "allocs"],
+                           capture_output=True, text=True, env=env, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        jobs = [t for t in glob.glob(os.path.join(out, "*.ctrace")) if ".run." not in os.path.basename(t)]
+        self.assertEqual(len(jobs), 1, jobs)
+        return jobs[0], p.stdout
+
+    def test_run_cupti_flag_turns_it_on_and_run_leaves_it_off(self):
+        trace, stdout = self.run_under_cli("--cupti")
+        self.assertIn("cupti_loaded=1", stdout)
+        self.assertEqual(self.states(trace), [6, 1, 5])
+        trace, stdout = self.run_under_cli()
+        self.assertIn("cupti_loaded=0", stdout)
+        self.assertEqual(self.states(trace), [])
 
     def test_shim_has_no_cuda_or_cupti_dependency_and_exports_the_injection_entry(self):
         dyn = subprocess.run(["readelf", "-d", h.SHIM], capture_output=True, text=True, check=True).stdout

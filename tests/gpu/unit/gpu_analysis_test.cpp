@@ -136,24 +136,13 @@ TEST(GpuLeak, WarmupOnlyOrLateBurstOrFreedStepsAreNotLeaks) {
   }
 }
 
-// Sets GpuAlloc.py_stack where the record has the field (the Python-attribution work).
-template <class R> bool SetPyStack(R& r, uint64_t id) {
-  if constexpr (requires { r.py_stack = id; }) {
-    r.py_stack = id;
-    return true;
-  } else {
-    return false;
-  }
-}
-
+// Leaks are grouped by Python stack before the native one: one framework allocator
+// site (one native stack) serving two Python call sites gives two groups.
 TEST(GpuLeak, GroupsByPythonStackFirst) {
-  {
-    format::GpuAlloc probe;
-    if (!SetPyStack(probe, 1)) GTEST_SKIP() << "GpuAlloc has no py_stack field yet";
-  }
   TraceBuilder b(124);
   const uint64_t native = b.Stack({0x401000});
-  const uint64_t py_a = b.Str("train.py:10 step\n"), py_b = b.Str("train.py:20 log\n");
+  const uint64_t py_a = b.Str("train.py:10 in step\nmain.py:3 in <module>"),
+                 py_b = b.Str("train.py:20 in log\nmain.py:3 in <module>");
   uint64_t addr = kBase;
   for (int i = 0; i < 12; ++i) {
     for (uint64_t py : {py_a, py_b}) {
@@ -162,7 +151,7 @@ TEST(GpuLeak, GroupsByPythonStackFirst) {
       a.addr = addr;
       a.size = MiB;
       a.stack = native;  // one native site (the framework's allocator) for both
-      SetPyStack(a, py);
+      a.py_stack = py;
       b.Add(a);
       addr += MiB;
     }
@@ -177,7 +166,17 @@ TEST(GpuLeak, GroupsByPythonStackFirst) {
   ASSERT_EQ(by.array().size(), 2u);
   EXPECT_EQ(by.array()[0]["count"].as_int(), 12);
   EXPECT_EQ(by.array()[1]["count"].as_int(), 12);
-  EXPECT_NE(by.array()[0]["python_stack"].str(), by.array()[1]["python_stack"].str());
+  // Each group carries its Python stack as a list of frames, innermost first.
+  std::vector<std::string> firsts;
+  for (const Json& g : by.array()) {
+    const Json& ps = g["python_stack"];
+    ASSERT_TRUE(ps.is_array());
+    ASSERT_EQ(ps.array().size(), 2u);
+    EXPECT_EQ(ps.array()[1].str(), "main.py:3 in <module>");
+    firsts.push_back(ps.array()[0].str());
+  }
+  std::sort(firsts.begin(), firsts.end());
+  EXPECT_EQ(firsts, (std::vector<std::string>{"train.py:10 in step", "train.py:20 in log"}));
 }
 
 // ---- gpu.launch-failed ------------------------------------------------------------------------
