@@ -88,6 +88,20 @@ class Cupti(GpuTest):
         self.assertNotIn("cupti", g)
         self.counts(self.gpu(rep), 3, 1, 0, 28 * MiB, 20 * MiB)
 
+    def test_loaded_cubins_feed_no_kernel_image(self):
+        _, _, trace, _ = self.run_cupti({"COLABTRACE_CUPTI": "1"})
+        # The simulated driver loads one module whose cubin is sm_80: it runs on sm_86
+        # (same major, higher minor) but not on sm_90 nor on sm_75.
+        for arch, expect in (("sm_86", []), ("sm_90", ["80"]), ("sm_75", ["80"])):
+            rep = h.report(trace, extra=("--gpu-arch", arch))
+            found = [m["cubin_archs"] for f in h.findings(rep, "abi.no-kernel-image")
+                     for m in f["evidence"].get("loaded_modules", [])]
+            self.assertEqual(found, expect, arch)
+            if expect:
+                f = self.one(rep, "abi.no-kernel-image")
+                self.assertEqual(f["evidence"]["gpu_arch"], arch)
+                self.assertEqual(f["evidence"]["arch_source"], "--gpu-arch")
+
     def run_under_cli(self, *flags):
         """`colabtrace run [flags] -- scenario allocs`: the job's trace, its stdout."""
         out = tempfile.mkdtemp(prefix="run-cupti-", dir=self.tmp)

@@ -8,12 +8,55 @@
 // nothing that runs is reported (one finding per process and architecture, listing the
 // libraries). Also reported: a CUDA call (GpuError, GpuModule, allocation) that failed
 // with 209 (no kernel image) or 98 (invalid device function), naming the caller.
+// With CUPTI on, the cubins the driver actually loaded (CuptiModule records, their SM
+// numbers read from the cubins' ELF headers) are checked too: a loaded module none of
+// whose cubins runs on the architecture is listed under `loaded_modules`.
 #include <set>
+#include <string_view>
 
 #include "abi/rules/rules.h"
 #include "elf/coverage.h"
 
 namespace colabtrace::analyzer::abi {
+namespace {
+
+// True if one of the SM numbers in `archs` ("80,90", as the shim records a loaded
+// module's cubins) runs on `arch`: SASS runs on its own major at an equal or higher
+// minor.
+bool AnyCubinRunsOn(std::string_view archs, const elf::GpuArch& arch) {
+  while (!archs.empty()) {
+    const size_t comma = archs.find(',');
+    const std::string_view one = archs.substr(0, comma);
+    int sm = 0;
+    for (char c : one) {
+      if (c < '0' || c > '9' || sm > 100000) break;
+      sm = sm * 10 + (c - '0');
+    }
+    if (sm > 0 && sm / 10 == arch.major() && sm % 10 <= arch.minor()) return true;
+    if (comma == std::string_view::npos) break;
+    archs.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+// The loaded modules (CUPTI's RESOURCE domain) with no cubin for `arch`, at most 64.
+Json LoadedModulesWithoutImage(const ProcessTrace& t, const elf::GpuArch& arch) {
+  Json out = Json::MakeArray();
+  for (const auto& m : t.records.CuptiModule) {
+    if (m.event != static_cast<uint64_t>(format::CuptiModuleEvent::kModuleLoaded)) continue;
+    const std::string_view archs = t.Str(m.archs);
+    if (archs.empty() || AnyCubinRunsOn(archs, arch)) continue;
+    Json j = Json::MakeObject();
+    j["module_id"] = m.module_id;
+    j["cubin_archs"] = std::string(archs);
+    j["cubin_size"] = m.cubin_size;
+    out.Append(std::move(j));
+    if (out.array().size() >= 64) break;
+  }
+  return out;
+}
+
+}  // namespace
 
 void NoKernelImageRule(const ProcessLibraries& p, RuleContext& ctx, ReportBuilder& report) {
   const ProcessTrace& t = *p.trace;
@@ -66,7 +109,9 @@ void NoKernelImageRule(const ProcessLibraries& p, RuleContext& ctx, ReportBuilde
       if (!names.empty()) names += ", ";
       names += NameOf(o);
     }
-    if (libs.array().empty()) continue;
+    Json modules = LoadedModulesWithoutImage(t, arch);
+    if (libs.array().empty() && modules.array().empty()) continue;
+    if (names.empty()) names = std::to_string(modules.array().size()) + " loaded module(s)";
     Finding f;
     f.id = "abi.no-kernel-image";
     f.severity = Severity::kError;
@@ -77,6 +122,7 @@ void NoKernelImageRule(const ProcessLibraries& p, RuleContext& ctx, ReportBuilde
     f.evidence["libraries"] = std::move(libs);
     f.evidence["covered_libraries"] = std::move(covered);
     f.evidence["libraries_with_device_code"] = static_cast<uint64_t>(checked);
+    f.evidence["loaded_modules"] = std::move(modules);
     f.evidence["errors"] = errors;
     if (!p.host.same_host) f.evidence["disk_checks"] = p.host.DiskChecksLabel() + "; build-id-verified files only";
     reported_errors = true;
