@@ -28,10 +28,13 @@ GPU_TYPES = range(64, 96)
 
 
 def _cuda_include() -> str:
+    """The toolkit's headers where present, else the project's checked subset of them
+    (tests/simcuda/cuda_abi, the declarations the simulated libraries build with)."""
     for d in (os.environ.get("CUDA_HOME", ""), "/usr/local/cuda"):
         if d and os.path.exists(os.path.join(d, "include", "cuda_runtime_api.h")):
             return os.path.join(d, "include")
-    return ""
+    own = os.path.join(HERE, "..", "..", "tests", "simcuda", "cuda_abi")
+    return os.path.abspath(own) if os.path.exists(os.path.join(own, "cuda_runtime_api.h")) else ""
 
 
 def _program(ctx) -> str | None:
