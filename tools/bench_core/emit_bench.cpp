@@ -2,6 +2,7 @@
 // inside a ShimScope, as every hook does), without any hooked call around it.
 // Usage: emit_bench TRACE_PATH RECORDS_PER_BATCH BATCHES  -> prints JSON.
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -22,6 +23,9 @@ static uint64_t NowNs() {
 int main(int argc, char** argv) {
   if (argc != 4) return 2;
   const int per_batch = std::atoi(argv[2]), batches = std::atoi(argv[3]);
+  // The writer takes no chunk in a process whose pid differs from g_pid (a raw clone()
+  // child still mapping its parent's trace), so set it as the shim's start-up does.
+  shim::g_pid = getpid();
   const uint64_t tps = shim::InitTicks();
   if (!shim::g_trace.Create(argv[1], 1, shim::g_ticks_are_tsc ? format::kFeatureTicksAreTsc : 0,
                             tps, shim::Ticks(), shim::MonotonicNs(), shim::RealtimeNs())) {
@@ -65,6 +69,14 @@ int main(int argc, char** argv) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
+  // Every record must have landed: a writer that drops records would look fast.
+  const uint64_t used = shim::g_trace.header()->next_chunk_offset - format::kChunkSize;
+  const uint64_t records = 2ull * static_cast<uint64_t>(per_batch) * static_cast<uint64_t>(batches);
+  if (used < records * 4) {
+    std::fprintf(stderr, "emit_bench: only %llu trace bytes for %llu records: records were dropped\n",
+                 static_cast<unsigned long long>(used), static_cast<unsigned long long>(records));
+    return 1;
+  }
   std::printf("{\"emit_ns\": %.1f, \"hook_overhead_ns\": %.1f, \"tsc\": %s}\n", median(emit_only),
               median(with_clock), shim::g_ticks_are_tsc ? "true" : "false");
   shim::g_trace.Close();
