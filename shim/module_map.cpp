@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "libs/inventory.h"
 #include "modules.h"
 #include "raw.h"
 #include "writer.h"
@@ -19,7 +20,7 @@ bool g_module_seen[kMaxModules];  // present in the current dl_iterate_phdr walk
 int g_module_count = 0;
 unsigned long long g_seen_adds = ~0ull, g_seen_subs = ~0ull;
 
-int EmitNewModule(struct dl_phdr_info* info, size_t size, void*) {
+int EmitNewModule(struct dl_phdr_info* info, size_t, void*) {
   const uint64_t base = info->dlpi_addr;
   for (int i = 0; i < g_module_count; ++i) {
     if (g_module_bases[i] == base) {
@@ -44,23 +45,8 @@ int EmitNewModule(struct dl_phdr_info* info, size_t size, void*) {
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const auto& ph = info->dlpi_phdr[i];
     if (ph.p_type == PT_LOAD && ph.p_vaddr + ph.p_memsz > end) end = ph.p_vaddr + ph.p_memsz;
-    if (ph.p_type == PT_NOTE && size >= offsetof(struct dl_phdr_info, dlpi_adds)) {
-      const uint8_t* p = reinterpret_cast<const uint8_t*>(base + ph.p_vaddr);
-      const uint8_t* e = p + ph.p_memsz;
-      while (p + 12 <= e) {
-        uint32_t namesz, descsz, type;
-        std::memcpy(&namesz, p, 4);
-        std::memcpy(&descsz, p + 4, 4);
-        std::memcpy(&type, p + 8, 4);
-        const uint8_t* desc = p + 12 + ((namesz + 3) & ~3u);
-        if (desc + descsz > e) break;
-        if (type == 3 /* NT_GNU_BUILD_ID */ && namesz == 4 && std::memcmp(p + 12, "GNU", 4) == 0) {
-          m.build_id = format::Bytes{desc, descsz};
-        }
-        p = desc + ((descsz + 3) & ~3u);
-      }
-    }
   }
+  m.build_id = libs::LoadedBuildId(info);
   m.size = end;
   Emit(m);
   return 0;

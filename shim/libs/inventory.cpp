@@ -608,6 +608,8 @@ const char* RequesterName(const CallerObject& c, char* buf, size_t cap) {
 
 }  // namespace
 
+format::Bytes LoadedBuildId(const struct dl_phdr_info* info) { return BuildId(info); }
+
 void RecordLoadCall(const LoadCall& c) {
   char requester[4096];
   const char* requester_name = RequesterName(c.caller, requester, sizeof(requester));

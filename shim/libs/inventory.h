@@ -14,6 +14,8 @@
 // waits (a hook can run inside the loader's constructors, under its locks).
 #pragma once
 
+#include <link.h>
+
 #include <cstdint>
 
 #include "caller_trampoline.h"
@@ -21,6 +23,10 @@
 #include "modules.h"
 
 namespace colabtrace::shim::libs {
+
+// The NT_GNU_BUILD_ID of a loaded object (bounds-checked against its loaded segments),
+// or an empty view. The one build-id reader of the shim: the module map uses it too.
+format::Bytes LoadedBuildId(const struct dl_phdr_info* info);
 
 // One dlopen/dlmopen call, after the real function returned.
 struct LoadCall {
