@@ -4,12 +4,11 @@ import errno
 import glob
 import os
 import resource
-import shutil
 import subprocess
-import tempfile
 import unittest
 
 from coretest import env_values, prog, report, run_plain, shim_env
+import ctharness as h
 from ctharness import TempDirTest, findings
 
 STEPS = 200000  # ~4 MB of records: more than fits
@@ -44,18 +43,8 @@ class FullDiskTest(TempDirTest):
         self.assertEqual(values, [str(i) for i in range(len(values))])
 
     def test_full_tmpfs(self):
-        mnt = tempfile.mkdtemp(prefix="ct-tmpfs-")
-        try:
-            r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", mnt],
-                               capture_output=True)
-            if r.returncode != 0:
-                self.skipTest(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
-            try:
-                self.check_truncated(mnt, want_errno=errno.ENOSPC)
-            finally:
-                subprocess.run(["umount", mnt], check=True)
-        finally:
-            shutil.rmtree(mnt, ignore_errors=True)
+        with h.mounted_tmpfs(self, "3m", prefix="ct-tmpfs-") as mnt:
+            self.check_truncated(mnt, want_errno=errno.ENOSPC)
 
     def test_file_size_limit(self):
         limit = 3 << 20

@@ -6,15 +6,14 @@ import glob
 import os
 import random
 import resource
-import shutil
 import signal
 import struct
 import subprocess
-import tempfile
 import time
 import unittest
 
 from coretest import env_values, prog, report, run_plain, shim_env
+import ctharness as h
 from ctharness import TempDirTest
 
 MAGIC = b"CTRACE\r\n"
@@ -65,18 +64,8 @@ class TraceCreationTest(TempDirTest):
         return trace
 
     def test_a_tmpfs_smaller_than_one_extent(self):
-        mnt = tempfile.mkdtemp(prefix="ct-tiny-")
-        try:
-            r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=128k", "tmpfs", mnt],
-                               capture_output=True)
-            if r.returncode != 0:
-                self.skipTest(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
-            try:
-                self.check_small_disk(mnt)
-            finally:
-                subprocess.run(["umount", mnt], check=True)
-        finally:
-            shutil.rmtree(mnt, ignore_errors=True)
+        with h.mounted_tmpfs(self, "128k", prefix="ct-tiny-") as mnt:
+            self.check_small_disk(mnt)
 
     def test_a_file_size_limit_smaller_than_one_extent(self):
         limit = 200 << 10

@@ -6,6 +6,7 @@ actual shim and the actual analyzer: nothing is mocked.
 """
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -53,6 +54,24 @@ def run_traced(argv, env=None, out_dir=None, timeout=120, cwd=None, input=None,
                        timeout=timeout)
     traces = sorted(glob.glob(os.path.join(out_dir, "*.ctrace")))
     return TracedRun(p.returncode, p.stdout, p.stderr, out_dir, traces)
+
+
+@contextlib.contextmanager
+def mounted_tmpfs(test: unittest.TestCase, size: str, prefix: str = "ct-tmpfs-"):
+    """A fresh tmpfs of `size` (mount -o size=...) for the with-block, unmounted and
+    removed after; skips `test` where mounting is not permitted."""
+    mnt = tempfile.mkdtemp(prefix=prefix)
+    try:
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs", mnt],
+                           capture_output=True)
+        if r.returncode != 0:
+            test.skipTest(f"cannot mount a tmpfs here: {r.stderr.decode().strip()}")
+        try:
+            yield mnt
+        finally:
+            subprocess.run(["umount", mnt], check=True)
+    finally:
+        shutil.rmtree(mnt, ignore_errors=True)
 
 
 def cli(*args, check=True, timeout=300) -> subprocess.CompletedProcess:
