@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <sstream>
 
 #include "cli/command.h"
 #include "analyses/process_facts.h"
@@ -28,6 +29,34 @@ namespace colabtrace::cli {
 namespace {
 
 namespace fs = std::filesystem;
+
+// One diagnostic line, written to stderr with a single write(2) when the statement ends.
+// The traced children share our stderr and print their own lines while we run; std::cerr
+// is unit-buffered and writes each `<<` separately, so its pieces would interleave.
+class ErrLine {
+ public:
+  ErrLine() = default;
+  ErrLine(const ErrLine&) = delete;
+  ErrLine& operator=(const ErrLine&) = delete;
+  ~ErrLine() {
+    const std::string s = os_.str();
+    size_t done = 0;
+    while (done < s.size()) {
+      const ssize_t n = ::write(STDERR_FILENO, s.data() + done, s.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+  }
+  template <typename T>
+  ErrLine& operator<<(const T& v) {
+    os_ << v;
+    return *this;
+  }
+
+ private:
+  std::ostringstream os_;
+};
 
 // The shim next to this program: the same directory, ../lib, or lib/. COLABTRACE_SHIM
 // overrides.
@@ -100,7 +129,7 @@ class RunCommand final : public Command {
     if (i >= args.size()) return UsageError(name(), "no command given (colabtrace run -- COMMAND)");
     const std::string shim = FindShim();
     if (shim.empty()) {
-      std::cerr << "colabtrace run: cannot find libcolabtrace.so next to this program; set "
+      ErrLine() << "colabtrace run: cannot find libcolabtrace.so next to this program; set "
                    "COLABTRACE_SHIM=/path/to/libcolabtrace.so\n";
       return kExitUsage;
     }
@@ -108,7 +137,7 @@ class RunCommand final : public Command {
     std::error_code ec;
     fs::create_directories(out_dir, ec);
     if (!fs::is_directory(out_dir, ec)) {
-      std::cerr << "colabtrace run: cannot create " << out_dir << "\n";
+      ErrLine() << "colabtrace run: cannot create " << out_dir << "\n";
       return kExitUsage;
     }
     const std::string abs_dir = fs::absolute(out_dir, ec).lexically_normal().string();
@@ -131,7 +160,7 @@ class RunCommand final : public Command {
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     const pid_t child = fork();
     if (child < 0) {
-      std::cerr << "colabtrace run: fork failed: " << std::strerror(errno) << "\n";
+      ErrLine() << "colabtrace run: fork failed: " << std::strerror(errno) << "\n";
       return kExitUsage;
     }
     if (child == 0) {
@@ -142,7 +171,7 @@ class RunCommand final : public Command {
       setenv("COLABTRACE_PYTHON", "1", 0);  // the Python start-up hook (shim/python)
       if (cupti) setenv("COLABTRACE_CUPTI", "1", 1);
       execvp(argv[0], argv.data());
-      std::cerr << "colabtrace run: cannot run " << argv[0] << ": " << std::strerror(errno) << "\n";
+      ErrLine() << "colabtrace run: cannot run " << argv[0] << ": " << std::strerror(errno) << "\n";
       _exit(127);
     }
     const int status = Supervise(child, abs_dir, args);
@@ -150,7 +179,7 @@ class RunCommand final : public Command {
     sigaction(SIGQUIT, &old_quit, nullptr);
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (WIFSIGNALED(status)) {
-      std::cerr << "colabtrace: the command was killed by " << analyzer::SignalName(WTERMSIG(status))
+      ErrLine() << "colabtrace: the command was killed by " << analyzer::SignalName(WTERMSIG(status))
                 << "\n";
     }
     ReportUnwrittenTraces(abs_dir);
@@ -170,7 +199,7 @@ class RunCommand final : public Command {
     errno = 0;
     const unsigned long long ms = std::strtoull(v, &end, 10);
     if (errno != 0 || *end != '\0' || ms > 3600000 || *v == '-') {
-      std::cerr << "colabtrace run: COLABTRACE_SAMPLE_MS=" << v
+      ErrLine() << "colabtrace run: COLABTRACE_SAMPLE_MS=" << v
                 << " is not a period in milliseconds (0-3600000); using " << kDefault << "\n";
       return kDefault;
     }
@@ -254,7 +283,7 @@ class RunCommand final : public Command {
     const uint64_t period_ms = SamplePeriodMs();
     RunTraceWriter out(dir);
     if (!out.ok()) {
-      std::cerr << "colabtrace run: cannot write its own trace " << out.path() << ": "
+      ErrLine() << "colabtrace run: cannot write its own trace " << out.path() << ": "
                 << out.error() << "; the command runs on without outside samples\n";
     }
     WriteFingerprint(out, child, period_ms, args);
@@ -304,7 +333,7 @@ class RunCommand final : public Command {
     if (period_ms != 0) sampler.SampleRound();
     out.Finish();
     if (!out.error().empty()) {
-      std::cerr << "colabtrace run: its own trace " << out.path()
+      ErrLine() << "colabtrace run: its own trace " << out.path()
                 << " is incomplete: " << out.error() << "\n";
     }
     shim_pids_ = sampler.shim_pids();
@@ -339,13 +368,14 @@ class RunCommand final : public Command {
     const uint64_t free_bytes = have_space ? static_cast<uint64_t>(sv.f_bavail) * sv.f_frsize : 0;
     for (const auto& [pid, comm] : shim_pids_) {
       if (traces.contains(static_cast<uint32_t>(pid))) continue;
-      std::cerr << "colabtrace: pid " << pid << " (" << comm
-                << ") loaded the shim but could not write its trace to " << dir;
-      if (have_space) std::cerr << " (" << analyzer::FormatBytes(free_bytes) << " free there)";
-      std::cerr << "\n";
+      ErrLine line;
+      line << "colabtrace: pid " << pid << " (" << comm
+           << ") loaded the shim but could not write its trace to " << dir;
+      if (have_space) line << " (" << analyzer::FormatBytes(free_bytes) << " free there)";
+      line << "\n";
     }
     for (const auto& [pid, err] : truncated) {
-      std::cerr << "colabtrace: pid " << pid << " could not write all of its trace "
+      ErrLine() << "colabtrace: pid " << pid << " could not write all of its trace "
                 << traces[pid] << ": tracing stopped early (" << std::strerror(static_cast<int>(err))
                 << ")\n";
     }
@@ -355,11 +385,11 @@ class RunCommand final : public Command {
 
   static void PrintSummary(const std::string& dir) {
     analyzer::TraceSet set = analyzer::LoadTraces({dir});
-    for (const std::string& e : set.errors) std::cerr << "colabtrace: " << e << "\n";
+    for (const std::string& e : set.errors) ErrLine() << "colabtrace: " << e << "\n";
     size_t jobs = 0;
     for (const auto& t : set.traces) jobs += !analyzer::IsRunWrapper(t);
     if (jobs == 0) {
-      std::cerr << "colabtrace: no process of the command wrote a trace to " << dir << "\n";
+      ErrLine() << "colabtrace: no process of the command wrote a trace to " << dir << "\n";
       return;
     }
     auto report = analyzer::BuildReport(set.traces, {});
@@ -368,15 +398,15 @@ class RunCommand final : public Command {
       errors += f.severity == analyzer::Severity::kError;
       warnings += f.severity == analyzer::Severity::kWarning;
     }
-    std::cerr << "colabtrace: " << jobs << " process" << (jobs == 1 ? "" : "es") << " traced; " << errors << " error"
+    ErrLine() << "colabtrace: " << jobs << " process" << (jobs == 1 ? "" : "es") << " traced; " << errors << " error"
               << (errors == 1 ? "" : "s") << ", " << warnings << " warning"
               << (warnings == 1 ? "" : "s") << "\n";
     int shown = 0;
     for (const auto& f : report->findings()) {
       if (f.severity == analyzer::Severity::kInfo || ++shown > 8) continue;
-      std::cerr << "  " << analyzer::SeverityName(f.severity) << " " << f.id << ": " << f.summary << "\n";
+      ErrLine() << "  " << analyzer::SeverityName(f.severity) << " " << f.id << ": " << f.summary << "\n";
     }
-    std::cerr << "colabtrace: full report: colabtrace report " << dir << "\n";
+    ErrLine() << "colabtrace: full report: colabtrace report " << dir << "\n";
   }
 };
 
