@@ -13,7 +13,9 @@ COLABTRACE_TEST_PACKAGES=(python3-torch python3-numpy bindfs fuse3 clang libclan
   libpython3.11-testsuite python3-pytest python3-hypothesis
   python3-setuptools python3-wheel python3-venv python3-pip
   python3-ipython python3-ipykernel python3-nbclient python3-nbformat)
-COLABTRACE_BENCH_PACKAGES=(strace ltrace heaptrack)
+# autoconf, automake, libtool, zlib1g-dev: tools/bench_darshan/build.sh builds the Darshan
+# peer from a local source tree (`tools/bench --install-peers` installs this list).
+COLABTRACE_BENCH_PACKAGES=(strace ltrace heaptrack autoconf automake libtool zlib1g-dev)
 
 colabtrace_missing_packages() {
   local p missing=()
