@@ -539,18 +539,25 @@ class ProcessReplay {
 };
 
 IoModel IoModel::Build(const std::vector<ProcessTrace>& traces) {
+  std::vector<const ProcessTrace*> all;
+  all.reserve(traces.size());
+  for (const ProcessTrace& t : traces) all.push_back(&t);
+  return Build(all);
+}
+
+IoModel IoModel::Build(const std::vector<const ProcessTrace*>& traces) {
   IoModel m;
   m.processes.resize(traces.size());
   std::vector<std::string> hosts(traces.size());
   std::string first_host;
   for (size_t i = 0; i < traces.size(); ++i) {
-    hosts[i] = HostIdentity(traces[i]);
+    hosts[i] = HostIdentity(*traces[i]);
     if (hosts[i].empty()) continue;
     if (first_host.empty()) first_host = hosts[i];
     if (hosts[i] != first_host) m.multi_host = true;
   }
   for (size_t i = 0; i < traces.size(); ++i) {
-    const ProcessTrace& t = traces[i];
+    const ProcessTrace& t = *traces[i];
     ProcessIo& p = m.processes[i];
     m.host_ = hosts[i];
     p.pid = t.pid();

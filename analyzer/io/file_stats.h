@@ -106,6 +106,9 @@ struct ProcessIo {
 class IoModel {
  public:
   static IoModel Build(const std::vector<ProcessTrace>& traces);
+  // The same over any selection of traces (one trace: that process's own files, as
+  // `export --format ndjson` writes them per process).
+  static IoModel Build(const std::vector<const ProcessTrace*>& traces);
 
   std::vector<FileStats> files;
   std::vector<MountRow> mounts;

@@ -74,6 +74,25 @@ def mounted_tmpfs(test: unittest.TestCase, size: str, prefix: str = "ct-tmpfs-")
         shutil.rmtree(mnt, ignore_errors=True)
 
 
+def can_fake_machine() -> bool:
+    """Whether run_on_other_machine can work here (root, unshare -m, /etc/machine-id)."""
+    if not shutil.which("unshare") or os.geteuid() != 0 or not os.path.exists("/etc/machine-id"):
+        return False
+    return subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode == 0
+
+
+def run_on_other_machine(shell_cmd: str, out_dir: str, machine_id: str,
+                         scratch: str) -> subprocess.CompletedProcess:
+    """Runs shell_cmd under the shim (traces into out_dir) as if on another machine: in a
+    mount namespace whose /etc/machine-id says machine_id (written under scratch)."""
+    ids = os.path.join(scratch, "other-machine-id")
+    with open(ids, "w") as f:
+        f.write(machine_id + "\n")
+    script = (f"mount --bind {ids} /etc/machine-id && "
+              f"LD_PRELOAD={SHIM} COLABTRACE_OUT={out_dir}/ {shell_cmd}")
+    return subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True)
+
+
 def cli(*args, check=True, timeout=300) -> subprocess.CompletedProcess:
     """Runs the colabtrace CLI (never under the shim)."""
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}

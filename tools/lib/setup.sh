@@ -49,6 +49,23 @@ colabtrace_install_optional() {
   done
 }
 
+# npm's DuckDB engine for tests/export (the DuckDB load of `export --format ndjson`):
+# @duckdb/node-api ships its engine binary inside the npm package, so it works offline once
+# installed. Optional and idempotent: without node/npm or the registry, that test skips.
+COLABTRACE_NODE_DIR="${COLABTRACE_NODE_DIR:-$HOME/.cache/colabtrace/node}"
+COLABTRACE_DUCKDB_NODE_PACKAGE="@duckdb/node-api@1.5.6-r.1"
+colabtrace_install_duckdb_node() {
+  [ -d "$COLABTRACE_NODE_DIR/node_modules/@duckdb/node-api" ] && return 0
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    echo "colabtrace: no node/npm; the DuckDB export test will skip" >&2
+    return 0
+  fi
+  mkdir -p "$COLABTRACE_NODE_DIR" &&
+    npm install --prefix "$COLABTRACE_NODE_DIR" --no-audit --no-fund --silent \
+      "$COLABTRACE_DUCKDB_NODE_PACKAGE" >&2 ||
+    echo "colabtrace: could not install $COLABTRACE_DUCKDB_NODE_PACKAGE; the DuckDB export test will skip" >&2
+}
+
 # colabtrace_build DIR : configure (once) and build everything with Ninja.
 colabtrace_build() {
   local dir="$1"
