@@ -25,7 +25,8 @@ NAME = "startup"
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = "/usr/bin/python3"
 BUDGET_RATIO, BUDGET_MS = 1.05, 0.5
-LABELS = {"bare": "bare", "noop": "no-op preload", "colabtrace": "colabtrace", "darshan": "Darshan",
+LABELS = {"bare": "bare", "noop": "no-op preload", "colabtrace": "colabtrace",
+          "disabled": "colabtrace, COLABTRACE_DISABLE=1", "tmpfs": "colabtrace, trace on tmpfs", "darshan": "Darshan",
           "strace": "strace -f", "ltrace": "ltrace -f"}
 
 
@@ -43,18 +44,29 @@ def _spawn(argv, env) -> tuple[float, float]:
 def _modes(ctx, slow_every: int) -> tuple[list[str], dict]:
     """(modes run every round, {slow peer: run every so many rounds}). ltrace -f takes
     seconds per Python start-up, so it runs a quarter as often as strace -f."""
-    every = ["bare", "noop", "colabtrace"] + (["darshan"] if ctx.darshan else [])
+    every = ["bare", "noop", "colabtrace", "disabled", "tmpfs"] + (["darshan"] if ctx.darshan else [])
     slow = {m: slow_every * k for m, k in (("strace", 1), ("ltrace", 4)) if ctx.have(m)}
     return every, slow
 
 
+def _env(ctx, mode: str, out_dir: str) -> dict:
+    """The environment of MODE; traces and logs go to OUT_DIR (tmpfs: to /dev/shm)."""
+    if mode == "disabled":  # the shim loaded, its constructor told to record nothing
+        return dict(ctx.env("colabtrace", out_dir), COLABTRACE_DISABLE="1")
+    if mode == "tmpfs":
+        return ctx.env("colabtrace", out_dir)
+    return ctx.env(mode if mode in ("noop", "colabtrace", "darshan") else "bare", out_dir)
+
+
 def _measure(ctx, argv, rounds: int, slow_every: int):
     every, slow = _modes(ctx, slow_every)
-    out_dir = os.path.join(ctx.work, "startup-out")
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") else ctx.work
+    dirs = {m: os.path.join(shm if m == "tmpfs" else ctx.work, f"ct-bench-startup-{os.getpid()}", m)
+            for m in every + list(slow)}
     envs = {}
-    for m in every + list(slow):
-        os.makedirs(os.path.join(out_dir, m), exist_ok=True)
-        envs[m] = ctx.env(m if m in ("noop", "colabtrace", "darshan") else "bare", os.path.join(out_dir, m))
+    for m, d in dirs.items():
+        os.makedirs(d, exist_ok=True)
+        envs[m] = _env(ctx, m, d)
     runs = {m: [] for m in every + list(slow)}  # mode -> [(round, wall, cpu)]
     wrapped = {m: ctx.wrap(m, argv) for m in every + list(slow)}
     wrapped = {m: [shutil.which(a[0]) or a[0]] + a[1:] for m, a in wrapped.items()}
@@ -65,15 +77,18 @@ def _measure(ctx, argv, rounds: int, slow_every: int):
         for m in modes[k:] + modes[:k]:  # rotate: no mode always runs first or after another
             wall, cpu = _spawn(wrapped[m], envs[m])
             runs[m].append((r, wall, cpu))
-            d = os.path.join(out_dir, m)
+            d = dirs[m]
             left = os.listdir(d)
             if r == 0 or m not in evidence:
                 evidence[m] = len(left)
             for f in left:  # traces and logs pile up otherwise
                 os.unlink(os.path.join(d, f)) if os.path.isfile(os.path.join(d, f)) else shutil.rmtree(os.path.join(d, f))
-    for m in ("colabtrace", "darshan"):
+    shutil.rmtree(os.path.dirname(dirs["tmpfs"]), ignore_errors=True)
+    for m in ("colabtrace", "tmpfs", "darshan"):
         if m in evidence and evidence[m] == 0:
             raise RuntimeError(f"startup: a run under {m} left no trace/log: the tool did not record")
+    if evidence.get("disabled"):
+        raise RuntimeError("startup: COLABTRACE_DISABLE=1 still wrote a trace")
     bare = {r: (w, c) for r, w, c in runs["bare"]}
     res = {}
     for m, rs in runs.items():
@@ -104,7 +119,7 @@ def run(ctx):
                          "" if is_bare else f"{r['added']:+.2f} [{r['q1']:+.2f}, {r['q3']:+.2f}]",
                          "" if is_bare else f"{r['cpu_added']:+.2f}",
                          f"<= {BUDGET_RATIO}, <= {BUDGET_MS} ms" if m == "colabtrace" else ""])
-            if not is_bare:
+            if not is_bare and m not in ("disabled", "tmpfs"):
                 suffix = "" if m == "colabtrace" else "." + m
                 ctx.metric(f"startup.{key}.ratio{suffix}", r["ratio"], f"{r['ratio']:.3f}")
                 ctx.metric(f"startup.{key}.added_ms{suffix}", r["added"], f"{r['added']:+.2f} ms")
@@ -117,7 +132,9 @@ def run(ctx):
             f"(strace -f every {slow_every}th round, ltrace -f every {4 * slow_every}th), each paired with the bare run of its round. "
             "Wall: posix_spawn to reaping; CPU: the child's user + system time. colabtrace writes its "
             "trace and Darshan its log into the bench's work directory "
-            f"({ctx.fs_of(ctx.work)}); both are deleted after every run. "
+            f"({ctx.fs_of(ctx.work)}; 'trace on tmpfs': /dev/shm), deleted after every run. "
+            "COLABTRACE_DISABLE=1 is the cost of loading the shim with its constructor told to "
+            "record nothing; the rest of colabtrace's figure is its start-up work. "
             "colabtrace runs as LD_PRELOAD alone (no COLABTRACE_PYTHON start-up hook: that is "
             "`colabtrace run`'s)."))
     return sections
