@@ -4,8 +4,10 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
+#include <numeric>
 
 #include "absl/container/flat_hash_set.h"
 #include "analyses/process_facts.h"
@@ -196,37 +198,71 @@ class ProcessReplay {
     }
     // Descriptor events in time order. An open counts from when it returned, a close
     // from when it started, so a descriptor number reused across threads is never
-    // confused.
-    events_.reserve(r.IoOpen.size() + r.IoClose.size() + r.IoRead.size() + r.IoReadAt.size() +
-                    r.IoWrite.size() + r.IoDup.size() + r.IoSeek.size() + r.IoStat.size() +
-                    r.IoMmap.size() + r.IoCopy.size() + r.IoDir.size() + r.IoFsync.size());
-    Add(r.IoOpen, kOpen, [](const auto& e) { return e.ts + e.dur; });
-    Add(r.IoClose, kClose, [](const auto& e) { return e.ts; });
-    Add(r.IoRead, kRead, [](const auto& e) { return e.ts; });
-    Add(r.IoReadAt, kReadAt, [](const auto& e) { return e.ts; });
-    Add(r.IoWrite, kWrite, [](const auto& e) { return e.ts; });
-    Add(r.IoDup, kDup, [](const auto& e) { return e.ts; });
-    Add(r.IoSeek, kSeek, [](const auto& e) { return e.ts; });
-    Add(r.IoStat, kStat, [](const auto& e) { return e.ts; });
-    Add(r.IoMmap, kMmap, [](const auto& e) { return e.ts; });
-    Add(r.IoCopy, kCopy, [](const auto& e) { return e.ts; });
-    Add(r.IoDir, kDir, [](const auto& e) { return e.ts; });
-    std::stable_sort(events_.begin(), events_.end(),
-                     [](const Ev& a, const Ev& b) { return a.key < b.key; });
-    for (const Ev& e : events_) {
-      switch (e.kind) {
-        case kOpen: OnOpen(r.IoOpen[e.index]); break;
-        case kClose: fds_.erase(r.IoClose[e.index].fd); break;
-        case kRead: OnRead(r.IoRead[e.index]); break;
-        case kReadAt: OnReadAt(r.IoReadAt[e.index]); break;
-        case kWrite: OnWrite(r.IoWrite[e.index]); break;
-        case kDup: OnDup(r.IoDup[e.index]); break;
-        case kSeek: OnSeek(r.IoSeek[e.index]); break;
-        case kStat: OnStat(r.IoStat[e.index]); break;
-        case kMmap: OnMmap(r.IoMmap[e.index]); break;
-        case kCopy: OnCopy(r.IoCopy[e.index]); break;
-        case kDir: OnDir(r.IoDir[e.index]); break;
+    // confused. Every table is in time order already (the reader merges them), so the
+    // replay merges the tables instead of sorting a copy of every event: on equal times
+    // the kinds go in the order of Kind, and a kind's records in table order.
+    // Opens are keyed by when they returned: their own order, by that key, comes first.
+    std::vector<uint32_t> opens(r.IoOpen.size());
+    std::iota(opens.begin(), opens.end(), 0u);
+    std::stable_sort(opens.begin(), opens.end(), [&](uint32_t a, uint32_t b) {
+      return r.IoOpen[a].ts + r.IoOpen[a].dur < r.IoOpen[b].ts + r.IoOpen[b].dur;
+    });
+    struct Cursor {
+      size_t at = 0, size = 0;
+    };
+    std::array<Cursor, kKinds> cur{};
+    cur[kOpen].size = opens.size();
+    cur[kClose].size = r.IoClose.size();
+    cur[kRead].size = r.IoRead.size();
+    cur[kReadAt].size = r.IoReadAt.size();
+    cur[kWrite].size = r.IoWrite.size();
+    cur[kDup].size = r.IoDup.size();
+    cur[kSeek].size = r.IoSeek.size();
+    cur[kStat].size = r.IoStat.size();
+    cur[kMmap].size = r.IoMmap.size();
+    cur[kCopy].size = r.IoCopy.size();
+    cur[kDir].size = r.IoDir.size();
+    auto key = [&](Kind k, size_t i) -> uint64_t {
+      switch (k) {
+        case kOpen: return r.IoOpen[opens[i]].ts + r.IoOpen[opens[i]].dur;
+        case kClose: return r.IoClose[i].ts;
+        case kRead: return r.IoRead[i].ts;
+        case kReadAt: return r.IoReadAt[i].ts;
+        case kWrite: return r.IoWrite[i].ts;
+        case kDup: return r.IoDup[i].ts;
+        case kSeek: return r.IoSeek[i].ts;
+        case kStat: return r.IoStat[i].ts;
+        case kMmap: return r.IoMmap[i].ts;
+        case kCopy: return r.IoCopy[i].ts;
+        case kDir: return r.IoDir[i].ts;
       }
+      return 0;
+    };
+    for (;;) {
+      // The earliest head of the non-empty kinds (the first kind on equal times); then
+      // every record of that kind up to the next kind's head goes at once.
+      int best = -1, second = -1;
+      uint64_t best_key = 0, second_key = UINT64_MAX;
+      for (int k = 0; k < kKinds; ++k) {
+        if (cur[k].at == cur[k].size) continue;
+        const uint64_t v = key(static_cast<Kind>(k), cur[k].at);
+        if (best < 0 || v < best_key) {
+          second = best, second_key = best_key;
+          best = k, best_key = v;
+        } else if (second < 0 || v < second_key) {
+          second = k, second_key = v;
+        }
+      }
+      if (best < 0) break;
+      const Kind k = static_cast<Kind>(best);
+      Cursor& c = cur[k];
+      // Records of kind k before the runner-up's head (or at its time, when k comes
+      // first among equal kinds).
+      do {
+        Replay(k, k == kOpen ? opens[c.at] : c.at);
+        ++c.at;
+      } while (c.at < c.size &&
+               (second < 0 || key(k, c.at) < second_key || (key(k, c.at) == second_key && best < second)));
     }
     for (const auto& [path_id, idx] : file_by_str_) ResolveMount(idx);
     for (const auto& [fd, idx] : unknown_fd_files_) ResolveMount(idx);
@@ -236,11 +272,24 @@ class ProcessReplay {
 
  private:
   enum Kind : uint8_t { kOpen, kClose, kRead, kReadAt, kWrite, kDup, kSeek, kStat, kMmap, kCopy, kDir };
-  struct Ev {
-    uint64_t key;
-    uint32_t index;
-    Kind kind;
-  };
+  static constexpr int kKinds = kDir + 1;
+
+  void Replay(Kind kind, size_t i) {
+    const auto& r = t_.records;
+    switch (kind) {
+      case kOpen: OnOpen(r.IoOpen[i]); break;
+      case kClose: fds_.erase(r.IoClose[i].fd); break;
+      case kRead: OnRead(r.IoRead[i]); break;
+      case kReadAt: OnReadAt(r.IoReadAt[i]); break;
+      case kWrite: OnWrite(r.IoWrite[i]); break;
+      case kDup: OnDup(r.IoDup[i]); break;
+      case kSeek: OnSeek(r.IoSeek[i]); break;
+      case kStat: OnStat(r.IoStat[i]); break;
+      case kMmap: OnMmap(r.IoMmap[i]); break;
+      case kCopy: OnCopy(r.IoCopy[i]); break;
+      case kDir: OnDir(r.IoDir[i]); break;
+    }
+  }
   // An open file description: what a descriptor (and its dups) refers to.
   struct Desc {
     size_t file;
@@ -250,10 +299,6 @@ class ProcessReplay {
     bool has_last = false;
     bool read_any = false;
   };
-
-  template <class V, class K> void Add(const V& v, Kind kind, K key) {
-    for (size_t i = 0; i < v.size(); ++i) events_.push_back({key(v[i]), static_cast<uint32_t>(i), kind});
-  }
 
   size_t FileOf(uint64_t path_id) {
     auto it = file_by_str_.find(path_id);
@@ -527,7 +572,6 @@ class ProcessReplay {
   IoModel& m_;
   const ProcessTrace& t_;
   ProcessIo& p_;
-  std::vector<Ev> events_;
   std::vector<Desc> descs_;
   absl::flat_hash_map<int64_t, size_t> fds_;
   absl::flat_hash_map<uint64_t, size_t> file_by_str_;

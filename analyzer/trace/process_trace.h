@@ -71,8 +71,13 @@ class ProcessTrace {
   friend class TraceDecoder;
   friend std::optional<ProcessTrace> ParseTrace(std::vector<uint8_t>, std::string, std::string*);
   std::shared_ptr<const std::vector<uint8_t>> bytes_;  // String/Bytes views point here
-  std::unordered_map<uint64_t, std::string_view> strings_;
-  std::unordered_map<uint64_t, std::vector<uint64_t>> stacks_;
+  // String and Stack records by id. The shim numbers them 1, 2, 3, ... so they live in
+  // dense vectors indexed by id; ids past what a dense vector may hold (a hostile trace)
+  // go to the maps.
+  std::vector<std::string_view> strings_;
+  std::unordered_map<uint64_t, std::string_view> sparse_strings_;
+  std::vector<std::vector<uint64_t>> stacks_;
+  std::unordered_map<uint64_t, std::vector<uint64_t>> sparse_stacks_;
   uint64_t start_ns_ = 0;
   uint64_t end_ns_ = 0;
 };

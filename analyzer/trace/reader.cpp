@@ -3,7 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
+#include <functional>
+#include <queue>
 #include <cstring>
 #include <filesystem>
 #include <cstdio>
@@ -17,14 +20,16 @@ using format::ChunkHeader;
 using format::FileHeader;
 
 std::string_view ProcessTrace::Str(uint64_t id) const {
-  auto it = strings_.find(id);
-  return it == strings_.end() ? std::string_view() : it->second;
+  if (id < strings_.size()) return strings_[id];
+  auto it = sparse_strings_.find(id);
+  return it == sparse_strings_.end() ? std::string_view() : it->second;
 }
 
 const std::vector<uint64_t>& ProcessTrace::Stack(uint64_t id) const {
   static const std::vector<uint64_t> kEmpty;
-  auto it = stacks_.find(id);
-  return it == stacks_.end() ? kEmpty : it->second;
+  if (id < stacks_.size()) return stacks_[id];
+  auto it = sparse_stacks_.find(id);
+  return it == sparse_stacks_.end() ? kEmpty : it->second;
 }
 
 std::string HostIdentity(const ProcessTrace& t) {
@@ -41,6 +46,13 @@ std::string HostIdentity(const ProcessTrace& t) {
 }
 
 // Decodes chunks into the record tables, then converts ticks to nanoseconds.
+//
+// Speed and memory (issue 12): a first pass walks only the record frames (type byte and
+// length) to count each type, so every table is reserved once at its final size instead
+// of growing by doubling (which copied each table and left the old copy's pages behind).
+// Chunks are decoded per thread in sequence order, so each table is a concatenation of
+// per-thread runs that are already in time order; a table whose runs interleave is put
+// in order by a k-way merge of those runs (ConvertTime), not a sort.
 class TraceDecoder {
  public:
   TraceDecoder(ProcessTrace& t, const std::vector<uint8_t>& b) : t_(t), b_(b) {}
@@ -62,8 +74,43 @@ class TraceDecoder {
     std::sort(chunks.begin(), chunks.end(), [](const ChunkRef& a, const ChunkRef& b) {
       return std::tie(a.image, a.tid, a.seq, a.offset) < std::tie(b.image, b.tid, b.seq, b.offset);
     });
-    for (const ChunkRef& c : chunks) DecodeChunk(c.offset);
+    std::array<uint64_t, 256> counts{};
+    for (const ChunkRef& c : chunks) CountChunk(c.offset, counts);
+    Reserve(counts);
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      // A new thread (or image) starts a new time-ordered run in every table.
+      if (i == 0 || chunks[i].image != chunks[i - 1].image || chunks[i].tid != chunks[i - 1].tid) {
+        ++run_;
+      }
+      DecodeChunk(chunks[i].offset);
+    }
     t_.stats.chunks = chunks.size();
+  }
+
+  // The record frames of one chunk, counted by type (up to where a length is damaged).
+  void CountChunk(uint64_t off, std::array<uint64_t, 256>& counts) const {
+    const uint8_t* p = b_.data() + off + sizeof(ChunkHeader);
+    const uint8_t* const end = b_.data() + std::min<uint64_t>(off + t_.header.chunk_size, b_.size());
+    while (p < end && *p != 0) {
+      const uint8_t type = *p & static_cast<uint8_t>(~format::kTypeTsBack);
+      const uint8_t* q = p + 1;
+      uint64_t len = 0;
+      if (!format::GetVarint(&q, end, &len) || len > static_cast<uint64_t>(end - q)) return;
+      ++counts[type];
+      p = q + len;
+    }
+  }
+
+  // Sizes every table for its records. The counts are an upper bound (a damaged payload
+  // is counted but not stored); a hostile trace that asks for more memory than there is
+  // falls back to growing as records arrive.
+  void Reserve(const std::array<uint64_t, 256>& counts) {
+    try {
+#define CT_RESERVE(code, Name, dumpname) t_.records.Name.reserve(counts[code]);
+      COLABTRACE_RECORD_TYPES(CT_RESERVE)
+#undef CT_RESERVE
+    } catch (const std::exception&) {  // bad_alloc, length_error
+    }
   }
 
   void DecodeChunk(uint64_t off) {
@@ -91,12 +138,16 @@ class TraceDecoder {
       bool decoded = false;
       const bool known = format::DispatchRecordType(type, [&](auto tag) {
         using R = decltype(tag);
-        Event<R> ev;
-        if (!format::DecodePayload(q, payload_end, prev_ts, static_cast<R*>(&ev), ts_back)) return;
+        auto& table = Table<R>();
+        Event<R>& ev = table.emplace_back();
+        if (!format::DecodePayload(q, payload_end, prev_ts, static_cast<R*>(&ev), ts_back)) {
+          table.pop_back();
+          return;
+        }
         ev.tid = ch.tid;
         ev.image = ch.image;
         prev_ts = ev.ts;
-        Table<R>().push_back(ev);
+        NoteRun(type, table.size() - 1);
         decoded = true;
       });
       if (!known) {
@@ -182,26 +233,80 @@ class TraceDecoder {
       }                                                                           \
     });                                                                           \
   }                                                                               \
-  if (!std::is_sorted(t_.records.Name.begin(), t_.records.Name.end(),          \
-                      [](const auto& a, const auto& b) { return a.ts < b.ts; })) { \
-    std::stable_sort(t_.records.Name.begin(), t_.records.Name.end(),            \
-                     [](const auto& a, const auto& b) { return a.ts < b.ts; });   \
-  }
+  PutInTimeOrder(t_.records.Name, code);
     COLABTRACE_RECORD_TYPES(CT_CONVERT)
 #undef CT_CONVERT
     t_.start_ns_ = to_ns(t_.header.start_ticks);
     t_.end_ns_ = std::max(latest, t_.start_ns_);
   }
 
-  void IndexStrings() {
-    for (const auto& s : t_.records.String) {
-      t_.strings_[s.id] = std::string_view(reinterpret_cast<const char*>(s.text.data), s.text.size);
+  // Orders a table by time, stably (records of equal time keep their decode order). The
+  // table is a sequence of runs, one per thread in decode order; when each run is in time
+  // order (always, for a shim's trace) they are k-way merged, else the table is sorted.
+  template <class E> void PutInTimeOrder(std::vector<E>& table, uint8_t code) {
+    auto by_ts = [](const E& a, const E& b) { return a.ts < b.ts; };
+    if (std::is_sorted(table.begin(), table.end(), by_ts)) return;
+    std::vector<size_t> bounds = std::move(run_starts_[code]);
+    bounds.push_back(table.size());
+    bool runs_sorted = bounds.size() <= 4097;  // a hostile trace's thousands of runs: sort
+    for (size_t r = 0; runs_sorted && r + 1 < bounds.size(); ++r) {
+      runs_sorted = std::is_sorted(table.begin() + static_cast<std::ptrdiff_t>(bounds[r]),
+                                   table.begin() + static_cast<std::ptrdiff_t>(bounds[r + 1]), by_ts);
     }
-    for (const auto& s : t_.records.Stack) {
+    if (!runs_sorted) {
+      std::stable_sort(table.begin(), table.end(), by_ts);
+      return;
+    }
+    // Heap of (next ts, run): the earliest record next, the earlier run on equal times.
+    using Head = std::pair<uint64_t, size_t>;
+    std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heads;
+    std::vector<size_t> at(bounds.begin(), bounds.end() - 1);
+    for (size_t r = 0; r + 1 < bounds.size(); ++r) {
+      if (at[r] < bounds[r + 1]) heads.push({table[at[r]].ts, r});
+    }
+    std::vector<E> merged;
+    merged.reserve(table.size());
+    while (!heads.empty()) {
+      const size_t r = heads.top().second;
+      heads.pop();
+      merged.push_back(table[at[r]++]);
+      if (at[r] < bounds[r + 1]) heads.push({table[at[r]].ts, r});
+    }
+    table = std::move(merged);
+  }
+
+  // Indexes String and Stack records by id; a later record of one id replaces an earlier.
+  void IndexStrings() {
+    const auto& strings = t_.records.String;
+    t_.strings_.resize(DenseSize(strings));
+    for (const auto& s : strings) {
+      const std::string_view text(reinterpret_cast<const char*>(s.text.data), s.text.size);
+      if (s.id < t_.strings_.size()) {
+        t_.strings_[s.id] = text;
+      } else {
+        t_.sparse_strings_[s.id] = text;
+      }
+    }
+    const auto& stacks = t_.records.Stack;
+    t_.stacks_.resize(DenseSize(stacks));
+    for (const auto& s : stacks) {
       std::vector<uint64_t> frames(s.frames.size / sizeof(uint64_t));
       if (!frames.empty()) std::memcpy(frames.data(), s.frames.data, frames.size() * sizeof(uint64_t));
-      t_.stacks_[s.id] = std::move(frames);
+      if (s.id < t_.stacks_.size()) {
+        t_.stacks_[s.id] = std::move(frames);
+      } else {
+        t_.sparse_stacks_[s.id] = std::move(frames);
+      }
     }
+  }
+
+  // How many ids a dense table covers: up to the highest id, unless ids are sparse (more
+  // than twice the records, plus slack), which only a hostile trace writes.
+  template <class Table> static size_t DenseSize(const Table& records) {
+    uint64_t max_id = 0;
+    for (const auto& r : records) max_id = std::max(max_id, r.id);
+    const uint64_t limit = 2 * static_cast<uint64_t>(records.size()) + 1024;
+    return static_cast<size_t>(std::min(max_id, limit) + 1);
   }
 
  private:
@@ -213,6 +318,13 @@ class TraceDecoder {
     __builtin_unreachable();
   }
 
+  // Records where each thread's run starts in the table of type `code`.
+  void NoteRun(uint8_t code, size_t index) {
+    if (last_run_[code] == run_) return;
+    last_run_[code] = run_;
+    run_starts_[code].push_back(index);
+  }
+
   void Warn(uint64_t offset, const char* what) {
     if (t_.warnings.size() >= 20) return;
     t_.warnings.push_back(t_.file + ": offset " + std::to_string(offset) + ": " + what);
@@ -220,6 +332,9 @@ class TraceDecoder {
 
   ProcessTrace& t_;
   const std::vector<uint8_t>& b_;
+  uint32_t run_ = 0;                               // the thread run being decoded (1, 2, ...)
+  std::array<uint32_t, 256> last_run_{};            // per type: the run of its last record
+  std::array<std::vector<size_t>, 256> run_starts_;  // per type: where each run starts
 };
 
 std::optional<ProcessTrace> ParseTrace(std::vector<uint8_t> bytes, std::string name,
