@@ -1,5 +1,6 @@
 #include "report/json.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -119,6 +120,18 @@ void AppendUtf8(std::string& s, unsigned cp) {
 void AppendJsonString(std::string& out, std::string_view s) {
   out += '"';
   for (size_t i = 0; i < s.size(); ++i) {
+    // A run of printable ASCII that needs no escape goes in one append.
+    size_t plain = i;
+    while (plain < s.size()) {
+      const unsigned char p = static_cast<unsigned char>(s[plain]);
+      if (p < 0x20 || p >= 0x7f || p == '"' || p == '\\') break;
+      ++plain;
+    }
+    if (plain > i) {
+      out.append(s.data() + i, plain - i);
+      i = plain - 1;
+      continue;
+    }
     const unsigned char c = static_cast<unsigned char>(s[i]);
     switch (c) {
       case '"': out += "\\\""; continue;
@@ -162,9 +175,11 @@ void Json::DumpTo(std::string& out, int indent, int depth) const {
   } else if (auto* b = std::get_if<bool>(&v_)) {
     out += *b ? "true" : "false";
   } else if (auto* i = std::get_if<int64_t>(&v_)) {
-    out += std::to_string(*i);
+    char buf[24];
+    out.append(buf, static_cast<size_t>(std::to_chars(buf, buf + sizeof(buf), *i).ptr - buf));
   } else if (auto* u = std::get_if<uint64_t>(&v_)) {
-    out += std::to_string(*u);
+    char buf[24];
+    out.append(buf, static_cast<size_t>(std::to_chars(buf, buf + sizeof(buf), *u).ptr - buf));
   } else if (auto* d = std::get_if<double>(&v_)) {
     if (!std::isfinite(*d)) {
       out += "null";

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <functional>
 #include <queue>
+#include <thread>
 #include <cstring>
 #include <filesystem>
 #include <cstdio>
@@ -445,6 +447,14 @@ std::optional<ProcessTrace> ReadTraceFile(const std::string& path, std::string* 
 
 TraceSet LoadTraces(const std::vector<std::string>& paths) {
   namespace fs = std::filesystem;
+  // The files to read, in report order; `in_dir`: found in a named directory. An input
+  // with `error` set is a directory without traces (its error keeps its place).
+  struct Input {
+    std::string path;
+    bool in_dir = false;
+    std::string error;
+  };
+  std::vector<Input> inputs;
   TraceSet set;
   for (const std::string& p : paths) {
     std::error_code ec;
@@ -455,17 +465,36 @@ TraceSet LoadTraces(const std::vector<std::string>& paths) {
         if (e.path().extension() == ".ctrace") files.push_back(e.path().string());
       }
       std::sort(files.begin(), files.end());
-      if (files.empty()) set.errors.push_back(p + ": no .ctrace files in this directory");
+      if (files.empty()) inputs.push_back({p, false, p + ": no .ctrace files in this directory"});
     } else {
       files.push_back(p);
     }
-    for (const std::string& f : files) {
-      std::string err;
-      if (auto t = ReadTraceFile(f, &err)) {
-        set.traces.push_back(std::move(*t));
-      } else {
-        (dir ? set.skipped : set.errors).push_back(err);
-      }
+    for (std::string& f : files) inputs.push_back({std::move(f), dir, {}});
+  }
+  // Traces are independent: a directory of thousands is read and decoded on several
+  // threads, each taking the next file; results keep the input order.
+  std::vector<std::optional<ProcessTrace>> read(inputs.size());
+  std::vector<std::string> errors(inputs.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < inputs.size();) {
+      if (inputs[i].error.empty()) read[i] = ReadTraceFile(inputs[i].path, &errors[i]);
+    }
+  };
+  const size_t threads = std::min<size_t>(
+      {inputs.size() / 8 + 1, std::max(1u, std::thread::hardware_concurrency()), 8});
+  std::vector<std::thread> pool;
+  for (size_t k = 1; k < threads; ++k) pool.emplace_back(worker);
+  worker();
+  for (auto& th : pool) th.join();
+  set.traces.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (read[i]) {
+      set.traces.push_back(std::move(*read[i]));
+    } else if (!inputs[i].error.empty()) {
+      set.errors.push_back(std::move(inputs[i].error));
+    } else {
+      (inputs[i].in_dir ? set.skipped : set.errors).push_back(std::move(errors[i]));
     }
   }
   return set;
