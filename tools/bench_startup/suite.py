@@ -122,7 +122,8 @@ def run(ctx):
             if not is_bare and m not in ("disabled", "tmpfs"):
                 suffix = "" if m == "colabtrace" else "." + m
                 ctx.metric(f"startup.{key}.ratio{suffix}", r["ratio"], f"{r['ratio']:.3f}")
-                ctx.metric(f"startup.{key}.added_ms{suffix}", r["added"], f"{r['added']:+.2f} ms")
+                ctx.metric(f"startup.{key}.added_ms{suffix}", r["added"],
+                           f"{r['added']:+.2f} ms wall, {r['cpu_added']:+.2f} ms CPU")
         sections.append(bench.Section(
             f"Process start-up: {label}",
             ["mode", "runs", "wall ms (median)", "CPU ms (median)", "ratio to bare (median of pairs)",
