@@ -70,20 +70,21 @@ def _measure(ctx, argv, rounds: int, slow_every: int):
     runs = {m: [] for m in every + list(slow)}  # mode -> [(round, wall, cpu)]
     wrapped = {m: ctx.wrap(m, argv) for m in every + list(slow)}
     wrapped = {m: [shutil.which(a[0]) or a[0]] + a[1:] for m, a in wrapped.items()}
-    evidence = {}
-    for r in range(rounds):
-        modes = every + [m for m, period in slow.items() if r % period == 0]
-        k = r % len(modes)
-        for m in modes[k:] + modes[:k]:  # rotate: no mode always runs first or after another
-            wall, cpu = _spawn(wrapped[m], envs[m])
-            runs[m].append((r, wall, cpu))
-            d = dirs[m]
-            left = os.listdir(d)
-            if r == 0 or m not in evidence:
-                evidence[m] = len(left)
-            for f in left:  # traces and logs pile up otherwise
-                os.unlink(os.path.join(d, f)) if os.path.isfile(os.path.join(d, f)) else shutil.rmtree(os.path.join(d, f))
-    shutil.rmtree(os.path.dirname(dirs["tmpfs"]), ignore_errors=True)
+    evidence = {}  # mode -> files its first run left (a trace, a log)
+    try:
+        for r in range(rounds):
+            modes = every + [m for m, period in slow.items() if r % period == 0]
+            k = r % len(modes)
+            for m in modes[k:] + modes[:k]:  # rotate: no mode always runs first or after another
+                wall, cpu = _spawn(wrapped[m], envs[m])
+                runs[m].append((r, wall, cpu))
+                left = os.listdir(dirs[m])
+                evidence.setdefault(m, len(left))
+                for f in left:  # traces and logs would pile up
+                    path = os.path.join(dirs[m], f)
+                    shutil.rmtree(path) if os.path.isdir(path) else os.unlink(path)
+    finally:
+        shutil.rmtree(os.path.dirname(dirs["tmpfs"]), ignore_errors=True)
     for m in ("colabtrace", "tmpfs", "darshan"):
         if m in evidence and evidence[m] == 0:
             raise RuntimeError(f"startup: a run under {m} left no trace/log: the tool did not record")
