@@ -197,7 +197,8 @@ class ProcessAnalysis final : public Analysis {
 
   void Run(ReportBuilder& report) override {
     const auto& traces = report.traces();
-    const LifecycleModel model(traces);
+    auto shared_model = std::make_shared<const LifecycleModel>(traces);
+    const LifecycleModel& model = *shared_model;
     std::vector<size_t> jobs;
     for (size_t i = 0; i < traces.size(); ++i) {
       const ProcessTrace& t = traces[i];
@@ -216,6 +217,7 @@ class ProcessAnalysis final : public Analysis {
     std::vector<const Json*> procs;
     for (size_t i : jobs) procs.push_back(&report.process(i));
     report.AddText("Processes", ProcessTable(procs));
+    if (report.options().keep_models) report.models().lifecycle = std::move(shared_model);
   }
 
  private:

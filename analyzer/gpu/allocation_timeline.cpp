@@ -4,6 +4,7 @@
 #include <absl/container/flat_hash_set.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 
 namespace colabtrace::analyzer::gpu {
@@ -122,8 +123,8 @@ class Replay {
     }
   }
 
-  // The address map of device dev now.
-  AddressMap Map(int64_t dev) const;
+  // The address map of device dev now (with its layout when `lay_out`).
+  AddressMap Map(int64_t dev, bool lay_out = true) const;
 
   // Event index (1-based count) at which each device reached its peak.
   const std::map<int64_t, size_t>& peak_events() const { return peak_event_; }
@@ -205,7 +206,8 @@ class Replay {
     f.process_live = d.live_bytes;
     f.process_allocations = d.live_segments;
     if (IsOutOfMemory(rc)) {
-      f.map = Map(d.index);
+      f.map = Map(d.index, laid_out_failures_ < kMaxLaidOutFailures);
+      ++laid_out_failures_;
       auto it = pending_.find(b.tid);
       if (it != pending_.end()) {
         Failure& prev = out_->failures[it->second.failure];
@@ -498,9 +500,10 @@ class Replay {
   std::vector<uint64_t> lifetimes_;
   std::map<int64_t, size_t> peak_event_;
   uint64_t total_live_ = 0;
+  size_t laid_out_failures_ = 0;
 };
 
-AddressMap Replay::Map(int64_t dev) const {
+AddressMap Replay::Map(int64_t dev, bool lay_out) const {
   AddressMap m;
   struct Seg {
     uint64_t lo, hi;
@@ -545,7 +548,16 @@ AddressMap Replay::Map(int64_t dev) const {
   // Free extents: the span minus the live segments (which may overlap: sizes are
   // rounded up to the granularity, small allocations share a granule).
   std::vector<const Seg*> holders;
+  auto lay = [&](uint64_t lo, uint64_t hi, bool free) {
+    if (!lay_out || hi <= lo) return;
+    if (m.extents.size() < kMaxMapExtents) {
+      m.extents.push_back({lo, hi, free});
+    } else {
+      ++m.extents_omitted;
+    }
+  };
   auto gap = [&](uint64_t lo, uint64_t hi, const Seg* left, const Seg* right) {
+    lay(lo, hi, true);
     ++m.free_extents;
     m.free_extent_bytes += hi - lo;
     m.largest_free_extent = std::max(m.largest_free_extent, hi - lo);
@@ -559,6 +571,7 @@ AddressMap Replay::Map(int64_t dev) const {
     const Seg* prev = nullptr;
     for (; si < segs.size() && segs[si].lo < hi; ++si) {
       if (segs[si].lo > cur) gap(cur, segs[si].lo, prev, &segs[si]);
+      lay(std::max(cur, segs[si].lo), std::min(hi, segs[si].hi), false);
       cur = std::max(cur, segs[si].hi);
       prev = &segs[si];
     }
@@ -612,6 +625,15 @@ void Replay::Finish(AllocationTimeline* out) {
 }
 
 }  // namespace
+
+std::string DeviceKey(const DeviceMemory& d) {
+  if (d.facts == nullptr) return "index:" + std::to_string(d.index);
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%04llx:%02llx:%02llx|", static_cast<unsigned long long>(d.facts->pci_domain),
+                static_cast<unsigned long long>(d.facts->pci_bus),
+                static_cast<unsigned long long>(d.facts->pci_device));
+  return buf + d.name + "|" + std::to_string(d.total);
+}
 
 uint64_t LiveAt(const std::vector<Point>& points, uint64_t ts) {
   auto it = std::upper_bound(points.begin(), points.end(), ts,

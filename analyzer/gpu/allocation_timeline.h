@@ -50,6 +50,20 @@ struct Block {
   uint64_t py_stack = 0;  // the Python stack's String id (0: none recorded)
 };
 
+// One piece of an address map, in address order: a live segment (as it occupies the
+// device: rounded up to kSegmentGranularity) or a free extent between segments.
+struct Extent {
+  uint64_t lo = 0, hi = 0;
+  bool free = false;
+};
+
+// At most this many extents are laid out per map (the lowest addresses); the rest are
+// counted in AddressMap::extents_omitted.
+inline constexpr size_t kMaxMapExtents = 2000;
+// Only the first this many out-of-memory failures of a process keep their layout (a
+// failing retry loop must not hold thousands of maps); later ones keep the counts.
+inline constexpr size_t kMaxLaidOutFailures = 16;
+
 // Free extents between this process's segments on one device.
 struct AddressMap {
   uint64_t segments = 0;        // live segments (VMM: mapped extents)
@@ -60,6 +74,11 @@ struct AddressMap {
   uint64_t largest_segment = 0;
   std::vector<Block> gap_holders;  // live segments next to a free extent, largest first
   std::map<uint64_t, uint64_t> size_histogram;  // power-of-two bucket -> live segments
+  // The layout, for a drawing: segments and free extents inside the span its segments
+  // ever covered, in address order. A jump between two extents is address space this
+  // process never used. Empty for failures past kMaxLaidOutFailures.
+  std::vector<Extent> extents;
+  uint64_t extents_omitted = 0;
 };
 
 // A failed allocation call (device memory), with the state around it.
@@ -155,6 +174,10 @@ struct AllocationTimeline {
   // Replays t's GPU records.
   static AllocationTimeline Of(const ProcessTrace& t);
 };
+
+// A device's identity across processes: its PCI address, name and size when recorded,
+// else its index.
+std::string DeviceKey(const DeviceMemory& d);
 
 // Live bytes at time ts in a change list (0 before the first change).
 uint64_t LiveAt(const std::vector<Point>& points, uint64_t ts);

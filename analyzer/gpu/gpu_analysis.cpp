@@ -34,22 +34,13 @@ namespace colabtrace::analyzer {
 namespace {
 
 using gpu::AllocationTimeline;
+using gpu::DeviceKey;
 using gpu::DeviceMemory;
 using gpu::Point;
 
 constexpr size_t kTimelinePoints = 100;
 
 uint64_t Rel(uint64_t ts, uint64_t start) { return ts >= start ? ts - start : 0; }
-
-// A device's identity across processes: its PCI address and name when recorded.
-std::string DeviceKey(const DeviceMemory& d) {
-  if (d.facts == nullptr) return "index:" + std::to_string(d.index);
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%04llx:%02llx:%02llx|", static_cast<unsigned long long>(d.facts->pci_domain),
-                static_cast<unsigned long long>(d.facts->pci_bus),
-                static_cast<unsigned long long>(d.facts->pci_device));
-  return buf + d.name + "|" + std::to_string(d.total);
-}
 
 std::string PciBusId(const format::GpuDevice& f) {
   char buf[32];
@@ -183,6 +174,9 @@ class GpuAnalysis final : public Analysis {
     }
     report.root()["gpu"] = TotalsJson(traces, tl, run_start);
     if (!text.empty()) report.AddText("GPU memory", text);
+    if (report.options().keep_models) {
+      report.models().gpu = std::make_shared<const std::vector<AllocationTimeline>>(std::move(tl));
+    }
   }
 
  private:

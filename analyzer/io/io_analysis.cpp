@@ -136,6 +136,7 @@ class IoAnalysis final : public Analysis {
     Reread(report);
     MetadataHeavy(report);
     Errors(report);
+    if (report.options().keep_models) report.models().io = std::make_shared<const IoModel>(std::move(model_));
   }
 
  private:

@@ -205,52 +205,6 @@ std::string RenderJson(const ReportBuilder& report) {
   return const_cast<ReportBuilder&>(report).root().Dump(2) + "\n";
 }
 
-namespace {
-std::string Html(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-}  // namespace
-
-std::string RenderHtml(const ReportBuilder& report) {
-  std::string out =
-      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>colabtrace report</title>\n"
-      "<style>body{font-family:sans-serif;margin:2em}pre{background:#f6f6f6;padding:1em;"
-      "overflow-x:auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
-      "padding:4px 8px;text-align:left;vertical-align:top}.error{color:#b00}"
-      ".warning{color:#a60}.info{color:#06a}</style></head><body>\n"
-      "<h1>colabtrace report</h1>\n";
-  for (const auto& w : report.warnings()) out += "<p class=\"warning\">warning: " + Html(w) + "</p>\n";
-  out += "<h2>Findings</h2>\n";
-  if (report.findings().empty()) {
-    out += "<p>No findings.</p>\n";
-  } else {
-    out += "<table><tr><th>severity</th><th>id</th><th>pid</th><th>summary</th><th>advice</th>"
-           "<th>evidence</th></tr>\n";
-    for (const Finding& f : report.findings()) {
-      const std::string sev(SeverityName(f.severity));
-      out += "<tr><td class=\"" + sev + "\">" + sev + "</td><td>" + Html(f.id) + "</td><td>" +
-             std::to_string(f.pid) + "</td><td>" + Html(f.summary) + "</td><td>" + Html(f.advice) +
-             "</td><td><pre>" + Html(f.evidence.Dump(1)) + "</pre></td></tr>\n";
-    }
-    out += "</table>\n";
-  }
-  for (const TextSection& s : report.sections()) {
-    out += "<h2>" + Html(s.title) + "</h2>\n<pre>" + Html(s.body) + "</pre>\n";
-  }
-  out += "</body></html>\n";
-  return out;
-}
+// RenderHtml: report/html/page.cpp.
 
 }  // namespace colabtrace::analyzer

@@ -18,6 +18,14 @@
 
 namespace colabtrace::analyzer {
 
+namespace gpu {
+struct AllocationTimeline;
+}
+namespace io {
+class IoModel;
+}
+class LifecycleModel;
+
 enum class Severity { kInfo = 0, kWarning = 1, kError = 2 };
 std::string_view SeverityName(Severity s);
 std::optional<Severity> ParseSeverity(std::string_view s);
@@ -34,6 +42,18 @@ struct Finding {
 
 struct ReportOptions {
   std::optional<std::string> gpu_arch;  // --gpu-arch sm_XY: the what-if architecture
+  // Keep the analyses' typed models (ReportModels) for a renderer that draws them (the
+  // HTML report). Off, each analysis frees its model when it is done.
+  bool keep_models = false;
+};
+
+// The typed models the analyses computed, kept after they ran when
+// ReportOptions::keep_models is set; each is null otherwise or when its area is not
+// built. Renderers read them; they never change them.
+struct ReportModels {
+  std::shared_ptr<const LifecycleModel> lifecycle;  // cross-trace: reaps, run's samples
+  std::shared_ptr<const std::vector<gpu::AllocationTimeline>> gpu;  // per trace, same order
+  std::shared_ptr<const io::IoModel> io;
 };
 
 // A block of the human-readable report.
@@ -65,6 +85,8 @@ class ReportBuilder {
   const std::vector<Finding>& findings() const { return findings_; }
   const std::vector<TextSection>& sections() const { return sections_; }
   const std::vector<std::string>& warnings() const { return warnings_; }
+  ReportModels& models() { return models_; }
+  const ReportModels& models() const { return models_; }
 
   // Sorts findings (severity, then id, then pid), writes findings[] and warnings[] into
   // the JSON document and returns it.
@@ -77,6 +99,7 @@ class ReportBuilder {
   std::vector<Finding> findings_;
   std::vector<TextSection> sections_;
   std::vector<std::string> warnings_;
+  ReportModels models_;
   bool finished_ = false;
 };
 
