@@ -70,7 +70,9 @@ class ProcessTrace {
  private:
   friend class TraceDecoder;
   friend std::optional<ProcessTrace> ParseTrace(std::vector<uint8_t>, std::string, std::string*);
-  std::shared_ptr<const std::vector<uint8_t>> bytes_;  // String/Bytes views point here
+  // The Bytes fields' contents (strings, stacks, build-ids), copied out of the file:
+  // every String/Bytes view points here.
+  std::shared_ptr<const std::vector<uint8_t>> bytes_;
   // String and Stack records by id. The shim numbers them 1, 2, 3, ... so they live in
   // dense vectors indexed by id; ids past what a dense vector may hold (a hostile trace)
   // go to the maps.

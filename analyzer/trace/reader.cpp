@@ -47,6 +47,19 @@ std::string HostIdentity(const ProcessTrace& t) {
   return hostname.empty() ? std::string() : "host:" + std::string(hostname);
 }
 
+// Whether records of type R have a Bytes field (String, Stack, Module, LibLoad, ...).
+template <class R> bool HasBytesField() {
+  static const bool has = [] {
+    bool any = false;
+    R r{};
+    r.Visit([&](const char*, auto tag, const auto&) {
+      if (decltype(tag)::kind == format::FieldKind::kBytes) any = true;
+    });
+    return any;
+  }();
+  return has;
+}
+
 // Decodes chunks into the record tables, then converts ticks to nanoseconds.
 //
 // Speed and memory (issue 12): a first pass walks only the record frames (type byte and
@@ -277,6 +290,36 @@ class TraceDecoder {
     table = std::move(merged);
   }
 
+  // Copies every Bytes field (strings, stacks, build-ids) out of the file's bytes into one
+  // block the trace keeps, so the file itself (mostly unused chunk space for a short-lived
+  // process) is freed as soon as it is decoded: a directory of thousands of traces holds
+  // only what they say.
+  void KeepBytesFields() {
+    uint64_t total = 0;
+    ForEachBytesField([&](format::Bytes& b) { total += b.size; });
+    auto kept = std::make_shared<std::vector<uint8_t>>();
+    kept->reserve(total);
+    ForEachBytesField([&](format::Bytes& b) {
+      const uint8_t* copy = kept->data() + kept->size();
+      kept->insert(kept->end(), b.data, b.data + b.size);
+      b.data = b.size != 0 ? copy : nullptr;
+    });
+    t_.bytes_ = std::move(kept);
+  }
+
+  template <class F> void ForEachBytesField(F&& f) {
+#define CT_BYTES(code, Name, dumpname)                                               \
+  if (HasBytesField<format::Name>()) {                                               \
+    for (auto& ev : t_.records.Name) {                                               \
+      ev.Visit([&](const char*, auto tag, auto& value) {                             \
+        if constexpr (decltype(tag)::kind == format::FieldKind::kBytes) f(value);   \
+      });                                                                            \
+    }                                                                                \
+  }
+    COLABTRACE_RECORD_TYPES(CT_BYTES)
+#undef CT_BYTES
+  }
+
   // Indexes String and Stack records by id; a later record of one id replaces an earlier.
   void IndexStrings() {
     const auto& strings = t_.records.String;
@@ -365,13 +408,12 @@ std::optional<ProcessTrace> ParseTrace(std::vector<uint8_t> bytes, std::string n
   t.truncated = (h.flags & format::kFlagTruncated) != 0;
   t.ended = (h.flags & format::kFlagEnded) != 0;
   t.exec_pending = (h.flags & format::kFlagExecPending) != 0;
-  auto shared = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
-  t.bytes_ = shared;
-  TraceDecoder d(t, *shared);
+  TraceDecoder d(t, bytes);
   d.DecodeChunks();
   d.ConvertTime();
+  d.KeepBytesFields();
   d.IndexStrings();
-  return t;
+  return t;  // the file's bytes go: what the records still point to was copied
 }
 
 namespace {
@@ -405,8 +447,13 @@ std::optional<ProcessTrace> ReadTraceFile(const std::string& path, std::string* 
   std::vector<uint8_t> bytes;
   std::string read_error;
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    // One sized read of the data the file holds; holes read as the zeros they are.
-    const uint64_t size = DataEnd(fd, static_cast<uint64_t>(st.st_size));
+    // One sized read of the data the file holds; holes read as the zeros they are. The
+    // end is rounded up to a whole chunk: the unwritten tail of a chunk in use is a hole
+    // too (reserved but never written, or its zero pages evicted), and is still chunk.
+    const uint64_t data_end = DataEnd(fd, static_cast<uint64_t>(st.st_size));
+    const uint64_t size = std::min<uint64_t>(
+        static_cast<uint64_t>(st.st_size),
+        (data_end + format::kChunkSize - 1) / format::kChunkSize * format::kChunkSize);
     try {
       bytes.resize(size);
     } catch (const std::exception&) {  // bad_alloc, length_error: a huge sparse file
