@@ -8,13 +8,20 @@
 namespace colabtrace::analyzer::html {
 namespace {
 
+constexpr size_t kFoldedStringBytes = 160;
+constexpr size_t kFoldedListItems = 6;
+
 std::string Scalar(const Json& v) {
   if (v.is_null()) return "<span class=\"null\">null</span>";
   if (v.is_string()) {
     const std::string& s = v.str();
     const bool cut = s.size() > kMaxStringBytes;
     const std::string body = Block(cut ? Shorten(s, kMaxStringBytes) : s);
-    return s.find('\n') != std::string::npos ? "<pre>" + body + "</pre>" : body;
+    const std::string shown = s.find('\n') != std::string::npos ? "<pre>" + body + "</pre>" : body;
+    // Long text (a stack) is folded behind its beginning.
+    if (s.size() <= kFoldedStringBytes) return shown;
+    return "<details><summary>" + Text(Shorten(s.substr(0, s.find('\n')), kFoldedStringBytes)) + "</summary>" +
+           shown + "</details>";
   }
   return Text(v.Dump(-1));
 }
@@ -37,10 +44,19 @@ std::string Evidence(const Json& v, int depth) {
     const size_t shown = std::min(a.size(), kMaxEvidenceItems);
     if (scalars) {
       for (size_t i = 0; i < shown; ++i) s += (i ? ", " : "") + Scalar(a[i]);
+      // A long list (a stack's frames) is folded behind its first entry.
+      if (a.size() > kFoldedListItems) {
+        s = "<details><summary>" + std::to_string(a.size()) + " entries: " + Scalar(a[0]) + ", \u2026</summary>" + s;
+        if (a.size() > shown) s += " <span class=\"more\">(" + std::to_string(a.size() - shown) + " more)</span>";
+        return s + "</details>";
+      }
     } else {
+      // Lists of objects (segments, copies, groups) folded below the top level.
+      if (depth > 0) s += "<details><summary>" + std::to_string(a.size()) + " entries</summary>";
       s += "<ol class=\"ev\">";
       for (size_t i = 0; i < shown; ++i) s += "<li>" + Evidence(a[i], depth + 1) + "</li>";
       s += "</ol>";
+      if (depth > 0) s += "</details>";
     }
     if (a.size() > shown) s += " <span class=\"more\">(" + std::to_string(a.size() - shown) + " more)</span>";
     return s;

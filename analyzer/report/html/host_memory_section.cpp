@@ -136,8 +136,12 @@ std::string HostSection(const PageContext& ctx, const std::string& host, const s
     if (rss_lines.size() == kMaxLines) break;
     if (have_pss && !p->rss.empty()) rss_lines.push_back(p);
   }
-  double data_peak = std::max(stack_peak, peak_cgroup);
+  double data_peak = stack_peak;
   for (const ProcessSeries* p : rss_lines) data_peak = std::max(data_peak, p->peak_rss);
+  // The cgroup also holds page cache and processes outside this run: drawn only when it
+  // does not flatten the processes' own memory.
+  const bool cgroup_current_on_scale = !cgroup_current.empty() && peak_cgroup <= 4 * data_peak;
+  if (cgroup_current_on_scale) data_peak = std::max(data_peak, peak_cgroup);
   double y_max = std::max(data_peak * 1.15, static_cast<double>(1 << 20));
   const bool cgroup_on_scale = cgroup_max != UINT64_MAX && static_cast<double>(cgroup_max) <= 4 * data_peak;
   const bool total_on_scale = mem_total != UINT64_MAX && static_cast<double>(mem_total) <= 4 * data_peak;
@@ -156,7 +160,7 @@ std::string HostSection(const PageContext& ctx, const std::string& host, const s
     chart.Steps(Downsample(rss_lines[k]->rss, ctx.run_start, ctx.run_end), "line rss r" + std::to_string(k));
     legend.push_back({"r" + std::to_string(k), "RSS: " + rss_lines[k]->label});
   }
-  if (!cgroup_current.empty()) {
+  if (cgroup_current_on_scale) {
     chart.Steps(Downsample(cgroup_current, ctx.run_start, ctx.run_end), "line cgroup");
     legend.push_back({"cgroup", "cgroup memory.current"});
   }
@@ -185,6 +189,10 @@ std::string HostSection(const PageContext& ctx, const std::string& host, const s
                                 "that map them, so the stack is the tree's real footprint."
                               : "RSS from the shim's own samples (run under colabtrace run for PSS; RSS counts "
                                 "shared pages in every process that maps them, so the stack may overstate).";
+  if (!cgroup_current.empty() && !cgroup_current_on_scale) {
+    note += " The cgroup's memory.current (peak " + FormatBytes(static_cast<uint64_t>(peak_cgroup)) +
+            ", page cache and processes outside this run included) is above the scale.";
+  }
   if (cgroup_max != UINT64_MAX && !cgroup_on_scale) note += " The cgroup limit (" + FormatBytes(cgroup_max) + ") is above the scale.";
   if (mem_total != UINT64_MAX && !total_on_scale) note += " MemTotal (" + FormatBytes(mem_total) + ") is above the scale.";
   return s + "<p class=\"note\">" + Text(note) + "</p></div>\n";
