@@ -25,6 +25,7 @@ struct ProcessSeries {
   std::vector<XY> stacked;  // PSS (or RSS when the host has no PSS)
   std::vector<XY> rss;
   double peak_stacked = 0, peak_rss = 0;
+  uint64_t end_ns = 0;  // its trace's end (its memory is drawn until then), 0 unknown
 };
 
 void AddPoint(std::vector<XY>& v, double& peak, uint64_t ts, uint64_t value) {
@@ -40,7 +41,9 @@ std::string HostSection(const PageContext& ctx, const std::string& host, const s
   std::map<uint32_t, ProcessSeries> procs;
   std::map<uint32_t, const Json*> json_of;
   for (size_t i : traces) {
-    if (ctx.process_of_trace[i] != nullptr) json_of[all[i].pid()] = ctx.process_of_trace[i];
+    if (ctx.process_of_trace[i] == nullptr) continue;
+    json_of[all[i].pid()] = ctx.process_of_trace[i];
+    procs[all[i].pid()].end_ns = std::max(procs[all[i].pid()].end_ns, all[i].end_ns());
   }
   bool have_pss = false;
   if (model != nullptr) {
@@ -55,8 +58,8 @@ std::string HostSection(const PageContext& ctx, const std::string& host, const s
   }
   for (size_t i : traces) {
     const ProcessTrace& t = all[i];
-    if (ctx.process_of_trace[i] == nullptr || procs.contains(t.pid())) continue;  // run's samples win
     ProcessSeries& p = procs[t.pid()];
+    if (ctx.process_of_trace[i] == nullptr || !p.stacked.empty() || !p.rss.empty()) continue;  // run's samples win
     for (const auto& smp : t.records.Sample) AddPoint(p.rss, p.peak_rss, smp.ts, smp.rss_bytes);
   }
   std::vector<ProcessSeries*> order;
@@ -106,7 +109,7 @@ std::string HostSection(const PageContext& ctx, const std::string& host, const s
   size_t other_count = 0;
   for (const ProcessSeries* p : order) {
     if (p->stacked.empty()) continue;
-    std::vector<double> grid = ColumnMax(p->stacked, ctx.run_start, ctx.run_end, kColumns, 0, -1);
+    std::vector<double> grid = ColumnMax(p->stacked, ctx.run_start, ctx.run_end, kColumns, p->end_ns, -1);
     if (own.contains(p)) {
       layers.emplace_back(p->label, std::move(grid));
       continue;
@@ -157,7 +160,8 @@ std::string HostSection(const PageContext& ctx, const std::string& host, const s
     legend.push_back({cls, what + ": " + layers[k].first});
   }
   for (size_t k = 0; k < rss_lines.size(); ++k) {
-    chart.Steps(Downsample(rss_lines[k]->rss, ctx.run_start, ctx.run_end), "line rss r" + std::to_string(k));
+    chart.Steps(Downsample(rss_lines[k]->rss, ctx.run_start, ctx.run_end), "line rss r" + std::to_string(k),
+                rss_lines[k]->end_ns);
     legend.push_back({"r" + std::to_string(k), "RSS: " + rss_lines[k]->label});
   }
   if (cgroup_current_on_scale) {

@@ -150,7 +150,7 @@ void TimeChart::Steps(const std::vector<XY>& pts, std::string_view cls, uint64_t
     if (i > 0) line.emplace_back(x, line.back().second);
     line.emplace_back(x, y);
   }
-  const uint64_t end = until != 0 ? until : pts.back().x;
+  const uint64_t end = std::max(until, pts.back().x);
   line.emplace_back(X(end), line.back().second);
   svg_.Polyline(line, cls);
 }

@@ -61,7 +61,8 @@ class TimeChart {
   double Y(double v) const;
   double top() const { return kTop; }
 
-  // A step function through the (down-sampled) points, drawn to `until` (0: its last point).
+  // A step function through the (down-sampled) points, drawn to `until` when that is
+  // later than its last point.
   void Steps(const std::vector<XY>& pts, std::string_view cls, uint64_t until = 0);
   // A filled band between two step functions given on the same column grid
   // (downsample.h ColumnMax); columns where `upper` is negative are not drawn.
