@@ -1,0 +1,146 @@
+// The reader's tables: each in time order whatever the threads' interleaving, string and
+// stack ids resolved however a trace numbers them, Bytes fields valid after the file's
+// bytes are gone, and a directory's traces in file-name order however they were read.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "trace/process_trace.h"
+#include "trace_builder.h"
+
+namespace colabtrace {
+namespace {
+
+using testing::TraceBytesBuilder;
+
+format::Step StepAt(uint64_t ts, uint64_t n) {
+  format::Step s;
+  s.ts = ts;
+  s.n = n;
+  return s;
+}
+
+std::vector<std::pair<uint64_t, uint32_t>> TimesAndThreads(const analyzer::ProcessTrace& t) {
+  std::vector<std::pair<uint64_t, uint32_t>> out;
+  for (const auto& s : t.records.Step) out.emplace_back(s.ts, s.tid);
+  return out;
+}
+
+// Three threads whose records interleave in time, each thread in two chunks: the table is
+// in time order, and records of equal time keep thread (decode) order.
+TEST(ReaderTables, ThreadsInterleavedComeOutInTimeOrder) {
+  TraceBytesBuilder b(100, 1000);
+  std::vector<std::pair<uint64_t, uint32_t>> want;
+  for (uint32_t tid : {101u, 102u, 103u}) {
+    for (int half = 0; half < 2; ++half) {
+      b.NewChunk(tid, 1000);
+      for (uint64_t k = 0; k < 50; ++k) {
+        const uint64_t ts = 1000 + (half * 50 + k) * 10 + (tid - 101);  // 101 < 102 < 103
+        const uint64_t equal = 5000;  // every thread also writes one record at t=5000
+        b.Append(StepAt(k == 49 && half == 1 ? equal : ts, k));
+        want.emplace_back(k == 49 && half == 1 ? equal : ts, tid);
+      }
+    }
+  }
+  std::stable_sort(want.begin(), want.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  const analyzer::ProcessTrace t = b.Parse();
+  ASSERT_EQ(t.records.Step.size(), 300u);
+  EXPECT_EQ(TimesAndThreads(t), want);
+}
+
+// A thread whose own records go back in time (records with an earlier ts than the one
+// before, as the shim writes for some calls) is still put in order.
+TEST(ReaderTables, ARunThatGoesBackInTimeIsSorted) {
+  TraceBytesBuilder b(100, 1000);
+  b.NewChunk(101, 1000);
+  for (uint64_t ts : {1500, 1200, 1700, 1100}) b.Append(StepAt(ts, ts));
+  b.NewChunk(102, 1000);
+  for (uint64_t ts : {1300, 1600}) b.Append(StepAt(ts, ts));
+  const analyzer::ProcessTrace t = b.Parse();
+  std::vector<uint64_t> got;
+  for (const auto& s : t.records.Step) got.push_back(s.ts);
+  EXPECT_EQ(got, (std::vector<uint64_t>{1100, 1200, 1300, 1500, 1600, 1700}));
+}
+
+// Ids as the shim numbers them (1, 2, ...), a huge id (a hostile or damaged trace), and an
+// id written twice (the later record wins) all resolve; strings and stacks stay valid
+// after the bytes they were decoded from are gone.
+TEST(ReaderTables, StringAndStackIdsDenseSparseAndRepeated) {
+  analyzer::ProcessTrace t;
+  {
+    TraceBytesBuilder b(100, 1000);
+    const uint64_t a = b.AppendString("first", 1001);
+    const uint64_t s = b.AppendStack({0x1000, 0x2000, 0x3000}, 1002);
+    EXPECT_EQ(a, 1u);
+    EXPECT_EQ(s, 1u);
+    format::String huge;
+    huge.ts = 1003;
+    huge.id = uint64_t{1} << 62;
+    const std::string text = "far away";
+    huge.text = format::Bytes{reinterpret_cast<const uint8_t*>(text.data()), static_cast<uint32_t>(text.size())};
+    b.Append(huge);
+    format::String again;
+    again.ts = 1004;
+    again.id = 1;
+    const std::string newer = "second";
+    again.text = format::Bytes{reinterpret_cast<const uint8_t*>(newer.data()), static_cast<uint32_t>(newer.size())};
+    b.Append(again);
+    std::string err;
+    std::vector<uint8_t> bytes = b.bytes();
+    auto parsed = analyzer::ParseTrace(std::move(bytes), "ids", &err);
+    ASSERT_TRUE(parsed) << err;
+    t = std::move(*parsed);
+  }  // the builder's bytes (and the copy given to the reader) are gone here
+  EXPECT_EQ(t.Str(1), "second");
+  EXPECT_EQ(t.Str(uint64_t{1} << 62), "far away");
+  EXPECT_EQ(t.Str(2), "");
+  EXPECT_EQ(t.Str(0), "");
+  EXPECT_EQ(t.Stack(1), (std::vector<uint64_t>{0x1000, 0x2000, 0x3000}));
+  EXPECT_TRUE(t.Stack(7).empty());
+  ASSERT_EQ(t.records.String.size(), 3u);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(t.records.String[1].text.data),
+                        t.records.String[1].text.size),
+            "far away");
+}
+
+// A directory of many traces (read on several threads) gives them in file-name order, and
+// an unreadable file among them is skipped by name.
+TEST(ReaderTables, DirectoryTracesKeepFileNameOrder) {
+  char tmpl[] = "/tmp/ct-trace-unit-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  std::vector<std::string> names;
+  for (uint32_t i = 0; i < 100; ++i) {
+    TraceBytesBuilder b(1000 + (i * 37) % 100, 1000);
+    b.Append(StepAt(1001, i));
+    char name[64];
+    std::snprintf(name, sizeof(name), "%s/t%03u.ctrace", dir.c_str(), i);
+    std::ofstream(name, std::ios::binary)
+        .write(reinterpret_cast<const char*>(b.bytes().data()), static_cast<std::streamsize>(b.bytes().size()));
+    names.push_back(name);
+  }
+  const std::string garbage = dir + "/t050x.ctrace";
+  std::ofstream(garbage) << "not a trace";
+  const analyzer::TraceSet set = analyzer::LoadTraces({dir});
+  ASSERT_EQ(set.traces.size(), 100u);
+  for (uint32_t i = 0; i < 100; ++i) {
+    EXPECT_EQ(set.traces[i].file, names[i]);
+    ASSERT_EQ(set.traces[i].records.Step.size(), 1u);
+    EXPECT_EQ(set.traces[i].records.Step[0].n, i);
+  }
+  ASSERT_EQ(set.skipped.size(), 1u);
+  EXPECT_NE(set.skipped[0].find("t050x.ctrace"), std::string::npos) << set.skipped[0];
+  EXPECT_TRUE(set.errors.empty());
+  for (const auto& n : names) std::remove(n.c_str());
+  std::remove(garbage.c_str());
+  rmdir(dir.c_str());
+}
+
+}  // namespace
+}  // namespace colabtrace
