@@ -183,6 +183,35 @@ class ReportHtml(h.TempDirTest):
         oom = [a for a in dom.root.find("article", "finding") if a.attrs["data-id"] == "gpu.oom"][0]
         self.assertIn("request_bytes", oom.find("details", "evidence")[0].text())
 
+    def test_gpu_series_down_sampled_keeps_the_peak_and_counts_every_failure(self):
+        # 2,500 allocations and frees (5,000 changes of live bytes) and 600 failures: more
+        # than a plot draws one by one.
+        env = {"LD_LIBRARY_PATH": SIMCUDA_DIR, "SIMCUDA_MEM_BYTES": "16G", "SIMCUDA_CONTEXT_BYTES": "64M"}
+        r = h.run_traced([GPU_WORKLOAD, "--allocs", "2500", "--size", str(2 * MIB), "--fail", "600"],
+                         env=env, out_dir=self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rep = h.report(self.tmp)
+        self.assertEqual(rep["gpu"]["failed_allocations"], 600)
+        self.assertEqual(rep["gpu"]["peak_bytes"], 2500 * 2 * MIB)
+        text, dom = render(self.tmp)
+        (device,) = dom.root.find("div", "device")
+        markers = device.find("polygon", "fail")
+        self.assertLess(len(markers), 600)
+        self.assertEqual(sum(int(m.attrs["data-n"]) for m in markers), 600)
+        (line,) = device.find("polyline", "s0")
+        points = [tuple(map(float, p.split(","))) for p in line.attrs["points"].split()]
+        self.assertLessEqual(len(points), 2 * 1000 + 1)
+        # The peak survives down-sampling: the highest point is the 4.9 GiB one.
+        self.assertIn("peak 4.9 GiB", device.find("ul", "legend")[0].text())
+        # The plot maps [0, y_max] onto y in [230, 16]; y_max is 1.05 x the 16 GiB capacity.
+        y_max = 1.05 * 16 * 1024 * MIB
+        (capacity,) = device.find("line", "capacity")
+        self.assertAlmostEqual(float(capacity.attrs["y1"]), 16 + 214 * (1 - 16 * 1024 * MIB / y_max), delta=0.06)
+        top = min(y for _, y in points)
+        self.assertAlmostEqual(top, 16 + 214 * (1 - 2500 * 2 * MIB / y_max), delta=0.06)
+        self.assertEqual(len(device.find("figure", "amap")), 1 + 8)  # the peak, then 8 of 600 failures
+        self.assertIn("592 more address maps at failures", device.text())
+
     # ---- host memory --------------------------------------------------------------------
 
     def test_host_memory_stacks_workers_and_marks_the_kill(self):

@@ -260,13 +260,15 @@ std::string GpuMemorySection(const PageContext& ctx) {
     }
     size_t failure_maps = 0, failure_maps_left = 0;
     for (const FailureRef& r : failures) {
-      if (r.failure->map.extents.empty()) continue;
-      if (failure_maps == kMaxAddressMaps) {
+      const AddressMap& m = r.failure->map;
+      if (!gpu::IsOutOfMemory(r.failure->rc) || (m.segments == 0 && m.free_extents == 0)) continue;
+      // The timeline lays out the first gpu::kMaxLaidOutFailures maps; all are counted.
+      if (failure_maps == kMaxAddressMaps || m.extents.empty()) {
         ++failure_maps_left;
         continue;
       }
       ++failure_maps;
-      s += AddressMapFigure(r.failure->map, "at the failure: " + FailureTitle(ctx, r));
+      s += AddressMapFigure(m, "at the failure: " + FailureTitle(ctx, r));
     }
     s += MoreNote(failure_maps_left, "address maps at failures");
     if (maps > 0 || failure_maps > 0) {
