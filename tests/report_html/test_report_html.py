@@ -36,6 +36,8 @@ NO_CHROMIUM = "headless Chromium is not installed (Debian package `chromium`; to
 HOSTILE = "<img src=x onerror=alert(1)>.bin"
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 MIB = 1 << 20
+HAVE_TORCH = os.path.exists(h.SYSTEM_PYTHON) and subprocess.run(
+    [h.SYSTEM_PYTHON, "-c", "import torch"], capture_output=True).returncode == 0
 VOID = {"meta", "br", "img", "input", "link", "hr", "source", "area", "base", "col", "embed", "wbr"}
 
 
@@ -251,6 +253,67 @@ class ReportHtml(h.TempDirTest):
         self.assertEqual(sum("(fork)" in l for l in pss), 2, pss)
         self.assertGreaterEqual(len(fig.find("polygon", "band")), 3)
         self.assertIn("1 killed", legend)
+
+    @unittest.skipUnless(HAVE_TORCH, "needs python3-torch (Debian's /usr/bin/python3)")
+    def test_torch_dataloader_workers_are_stacked_on_the_main_process(self):
+        code = ("import time, torch\n"
+                "from torch.utils.data import DataLoader, Dataset\n"
+                "class Slow(Dataset):\n"
+                "    def __len__(self): return 16\n"
+                "    def __getitem__(self, i):\n"
+                "        time.sleep(0.05)\n"
+                "        return torch.full((1 << 18,), float(i))\n"
+                "if __name__ == '__main__':\n"
+                "    print(sum(int(b.sum().item()) for b in DataLoader(Slow(), batch_size=2, num_workers=2)))\n")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("COLABTRACE_") or k == "COLABTRACE_BUILD_DIR"}
+        env.update({"COLABTRACE_SAMPLE_MS": "50", "LD_PRELOAD": ""})
+        r = subprocess.run([h.CLI, "run", "-o", self.tmp, "--", h.SYSTEM_PYTHON, "-c", code], env=env,
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rep = h.report(self.tmp)
+        workers = [p for p in rep["processes"] if p["origin"] == "fork"]
+        self.assertEqual(len(workers), 2, [(p["pid"], p["argv"]) for p in rep["processes"]])
+        text, dom = render(self.tmp)
+        self.assertSelfContained(text, dom)
+        (host,) = dom.root.find("div", "host")
+        legend = [li.text() for li in host.find("ul", "legend")[0].find("li")]
+        pss = [l for l in legend if l.startswith("PSS: ")]
+        # The main process first (bottom of the stack), its two workers above it.
+        self.assertEqual(len(pss), 3, legend)
+        self.assertNotIn("(fork)", pss[0])
+        self.assertEqual(sorted(int(re.search(r"pid (\d+)", l).group(1)) for l in pss[1:]),
+                         sorted(p["pid"] for p in workers))
+        self.assertEqual(dom.root.find("figure", "hostmem")[0].attrs["data-kills"], "0")
+        roles = {r.find("td")[0].text(): int(r.attrs["data-count"]) for r in dom.root.find("tr", "role")}
+        self.assertEqual(sum(roles.values()), len(rep["processes"]))
+        self.assertEqual(sum(n for role, n in roles.items() if role.endswith("(fork)")), 2)
+
+    def test_damaged_traces_still_render(self):
+        env = {"LD_LIBRARY_PATH": SIMCUDA_DIR, "SIMCUDA_MEM_BYTES": "1G", "SIMCUDA_CONTEXT_BYTES": "64M"}
+        r = h.run_traced([GPU_WORKLOAD, "--allocs", "50", "--fail", "2"], env=env, out_dir=self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(r.traces[0], "rb") as f:
+            data = f.read()
+        cut_dir = os.path.join(self.tmp, "cut")
+        os.makedirs(cut_dir)
+        for n, size in enumerate(range(100, len(data), max(1, len(data) // 12))):
+            path = os.path.join(cut_dir, f"c{n}.ctrace")
+            with open(path, "wb") as f:
+                f.write(data[:size])
+            p = h.cli("report", "--format", "html", "-o", os.path.join(cut_dir, f"c{n}.html"), path, check=False)
+            self.assertIn(p.returncode, (0, 1, 2), p.stderr)
+            if p.returncode == 0:
+                with open(os.path.join(cut_dir, f"c{n}.html"), encoding="utf-8") as f:
+                    text = f.read()
+                self.assertSelfContained(text, Dom(text))
+        flipped = bytearray(data)
+        for i in range(4096, len(flipped), 97):
+            flipped[i] ^= 0x5a
+        path = os.path.join(cut_dir, "flipped.ctrace")
+        with open(path, "wb") as f:
+            f.write(flipped)
+        p = h.cli("report", "--format", "html", "-o", os.path.join(cut_dir, "flipped.html"), path, check=False)
+        self.assertIn(p.returncode, (0, 1, 2), p.stderr)
 
     # ---- I/O and the processes table -----------------------------------------------------
 
