@@ -59,10 +59,10 @@ struct Extent {
 
 // At most this many extents are laid out per map (the lowest addresses); the rest are
 // counted in AddressMap::extents_omitted.
-inline constexpr size_t kMaxMapExtents = 2000;
+inline constexpr size_t kMaxMapExtents = 1024;
 // Only the first this many out-of-memory failures of a process keep their layout (a
 // failing retry loop must not hold thousands of maps); later ones keep the counts.
-inline constexpr size_t kMaxLaidOutFailures = 16;
+inline constexpr size_t kMaxLaidOutFailures = 8;
 
 // Free extents between this process's segments on one device.
 struct AddressMap {

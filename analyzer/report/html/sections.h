@@ -26,7 +26,7 @@ inline constexpr size_t kMaxBars = 15;
 inline constexpr size_t kMaxStackedLayers = 10;   // processes drawn on their own; the rest summed
 inline constexpr size_t kMaxLines = 6;            // RSS lines per host chart
 inline constexpr size_t kMaxMarkers = 400;        // failure markers per chart; then one per column
-inline constexpr size_t kMaxAddressMaps = 8;      // failure address maps per device
+inline constexpr size_t kMaxAddressMaps = 8;      // failure maps per device (gpu::kMaxLaidOutFailures)
 inline constexpr size_t kMaxCharts = 8;           // devices or hosts
 inline constexpr size_t kMaxSectionTextBytes = 64 * 1024;
 
