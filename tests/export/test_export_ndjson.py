@@ -2,7 +2,7 @@
 and pid, checked against what real programs did (tests/cli's workloads under the shim)."""
 from __future__ import annotations
 
-import collections
+import glob
 import json
 import os
 import shutil
@@ -136,6 +136,30 @@ class NdjsonExportTest(h.TempDirTest):
         self.assertEqual(sorted(e["addr"] for e in frees), sorted(e["addr"] for e in ok[:4]))
         self.assertEqual((proc["gpu_allocations"], proc["gpu_frees"], proc["gpu_failed_allocations"],
                           proc["gpu_leaked_bytes"]), (5, 4, 2, 4 * MIB))
+
+    def test_samples_of_colabtrace_run_are_source_run(self):
+        # colabtrace run samples its command from outside (proc_sample records in its own
+        # trace); its trace is not a process of the job.
+        out = os.path.join(self.tmp, "run")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("COLABTRACE_") and k != "LD_PRELOAD"}
+        env["COLABTRACE_SAMPLE_MS"] = "20"
+        p = subprocess.run([h.CLI, "run", "-o", out, "--", WORKLOAD, "--sleep-ms", "300"], env=env,
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        t = self.export(out)
+        wrapper = [tr for tr in glob.glob(os.path.join(out, "*.ctrace")) if h.records(tr, "run_info")]
+        self.assertEqual(len(wrapper), 1)
+        (proc,) = t["processes"]
+        self.assertEqual(proc["argv"][1:], ["--sleep-ms", "300"])
+        outside = [s for s in t["samples"] if s["source"] == "run"]
+        recorded = h.records(wrapper[0], "proc_sample")
+        self.assertGreater(len(recorded), 0)
+        self.assertEqual(sorted((s["pid"], s["rss_bytes"]) for s in outside),
+                         sorted((int(r["pid"]), int(r["rss_bytes"])) for r in recorded))
+        self.assertIn(proc["pid"], {s["pid"] for s in outside})
+        self.assertEqual({s["sampler_pid"] for s in outside}, {h.report(out)["run"][0]["pid"]})
+        own = [s for s in t["samples"] if s["source"] == "shim"]
+        self.assertEqual({s["pid"] for s in own}, {proc["pid"]})
 
     def test_ndjson_needs_a_directory(self):
         p = h.cli("export", "--format", "ndjson", "-o", "-", self.tmp, check=False)
