@@ -125,6 +125,7 @@ class Replay {
 
   // The address map of device dev now (with its layout when `lay_out`).
   AddressMap Map(int64_t dev, bool lay_out = true) const;
+  AddressMap MapNow(int64_t dev, bool lay_out) const;  // Map without the cache
 
   // Event index (1-based count) at which each device reached its peak.
   const std::map<int64_t, size_t>& peak_events() const { return peak_event_; }
@@ -150,6 +151,7 @@ class Replay {
   // Adds (or, with add false, removes) one allocation of `bytes` on device d at ts.
   // Unsigned arithmetic: hostile sizes wrap instead of overflowing.
   void Change(DeviceMemory& d, uint64_t ts, uint64_t bytes, bool add) {
+    ++generation_;
     d.live_bytes = add ? d.live_bytes + bytes : d.live_bytes - bytes;
     d.live_segments = add ? d.live_segments + 1 : d.live_segments - 1;
     d.points.push_back({ts, d.live_bytes, d.live_segments});
@@ -409,6 +411,7 @@ class Replay {
         if (v.rc != 0) return;
         ++out_->vmm_maps;
         mappings_[v.addr] = Mapping{v.size, v.handle};
+        ++generation_;
         auto it = handles_.find(v.handle);
         if (it != handles_.end()) {
           ++it->second.maps;
@@ -426,6 +429,7 @@ class Replay {
             ReleaseHandle(h, v.ts);
           }
           it = mappings_.erase(it);
+          ++generation_;
         }
         break;
       }
@@ -501,9 +505,33 @@ class Replay {
   std::map<int64_t, size_t> peak_event_;
   uint64_t total_live_ = 0;
   size_t laid_out_failures_ = 0;
+  // Map() of each device at a generation: a retry loop failing again and again with
+  // nothing allocated or freed in between builds the map once, not once per failure.
+  uint64_t generation_ = 0;  // bumped by every change of live segments or mappings
+  struct CachedMap {
+    uint64_t generation;
+    bool laid_out;
+    AddressMap map;
+  };
+  mutable std::map<int64_t, CachedMap> map_cache_;
 };
 
 AddressMap Replay::Map(int64_t dev, bool lay_out) const {
+  if (auto it = map_cache_.find(dev);
+      it != map_cache_.end() && it->second.generation == generation_ && (it->second.laid_out || !lay_out)) {
+    AddressMap m = it->second.map;
+    if (!lay_out) {
+      std::vector<Extent>().swap(m.extents);  // no capacity kept either
+      m.extents_omitted = 0;
+    }
+    return m;
+  }
+  AddressMap m = MapNow(dev, lay_out);
+  map_cache_[dev] = CachedMap{generation_, lay_out, m};
+  return m;
+}
+
+AddressMap Replay::MapNow(int64_t dev, bool lay_out) const {
   AddressMap m;
   struct Seg {
     uint64_t lo, hi;

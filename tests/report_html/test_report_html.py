@@ -185,6 +185,32 @@ class ReportHtml(h.TempDirTest):
         oom = [a for a in dom.root.find("article", "finding") if a.attrs["data-id"] == "gpu.oom"][0]
         self.assertIn("request_bytes", oom.find("details", "evidence")[0].text())
 
+    def test_address_map_at_each_failure_follows_the_frees_between_them(self):
+        # Four 1 GiB segments fill a 4 GiB device; then fail, free one, fail, free one, fail.
+        code = ("import ctypes, sys\n"
+                "rt = ctypes.CDLL('libcudart.so.13')\n"
+                "rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]\n"
+                "rt.cudaFree.argtypes = [ctypes.c_void_p]\n"
+                "G = 1 << 30\n"
+                "ps = [ctypes.c_void_p() for _ in range(4)]\n"
+                "assert all(rt.cudaMalloc(ctypes.byref(p), G) == 0 for p in ps)\n"
+                "q = ctypes.c_void_p()\n"
+                "assert rt.cudaMalloc(ctypes.byref(q), G) == 2\n"
+                "assert rt.cudaFree(ps[1]) == 0\n"
+                "assert rt.cudaMalloc(ctypes.byref(q), 2 * G) == 2\n"
+                "assert rt.cudaFree(ps[3]) == 0\n"
+                "assert rt.cudaMalloc(ctypes.byref(q), 3 * G) == 2\n")
+        env = {"LD_LIBRARY_PATH": SIMCUDA_DIR, "SIMCUDA_MEM_BYTES": "4G", "SIMCUDA_CONTEXT_BYTES": "0"}
+        r = h.run_traced([h.SYSTEM_PYTHON, "-c", code], env=env, out_dir=self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        text, dom = render(self.tmp)
+        (device,) = dom.root.find("div", "device")
+        maps = device.find("figure", "amap")[1:]  # after the one at the peak
+        self.assertEqual([(m.attrs["data-segments"], m.attrs["data-free-extents"]) for m in maps],
+                         [("4", "0"), ("3", "1"), ("2", "2")])
+        self.assertEqual([len(m.find("rect", "amap-gap")) for m in maps], [0, 1, 2])
+        self.assertEqual([len(m.find("rect", "amap-seg")) for m in maps], [4, 3, 2])
+
     def test_gpu_series_down_sampled_keeps_the_peak_and_counts_every_failure(self):
         # 2,500 allocations and frees (5,000 changes of live bytes) and 600 failures: more
         # than a plot draws one by one.
