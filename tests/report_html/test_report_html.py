@@ -211,6 +211,23 @@ class ReportHtml(h.TempDirTest):
         self.assertEqual([len(m.find("rect", "amap-gap")) for m in maps], [0, 1, 2])
         self.assertEqual([len(m.find("rect", "amap-seg")) for m in maps], [4, 3, 2])
 
+    def test_two_processes_on_one_device_add_up(self):
+        env = {"LD_LIBRARY_PATH": SIMCUDA_DIR, "SIMCUDA_MEM_BYTES": "1G", "SIMCUDA_CONTEXT_BYTES": "64M"}
+        for allocs in (2, 3):  # one after the other: 128 MiB, then 192 MiB
+            r = h.run_traced([GPU_WORKLOAD, "--allocs", str(allocs), "--size", str(64 * MIB)], env=env,
+                             out_dir=self.tmp)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        rep = h.report(self.tmp)
+        by_peak = sorted((p["gpu"]["peak_bytes"], p["pid"]) for p in rep["processes"])
+        self.assertEqual([b for b, _ in by_peak], [128 * MIB, 192 * MIB])
+        text, dom = render(self.tmp)
+        (device,) = dom.root.find("div", "device")
+        legend = [li.text() for li in device.find("ul", "legend")[0].find("li")]
+        self.assertEqual(legend[0], "live bytes, all processes (peak 192.0 MiB)")
+        self.assertEqual(sorted(legend[1:3]), sorted([f"pid {by_peak[0][1]} (peak 128.0 MiB)",
+                                                      f"pid {by_peak[1][1]} (peak 192.0 MiB)"]))
+        self.assertEqual(len(device.find("polyline", "rss")), 2)
+
     def test_gpu_series_down_sampled_keeps_the_peak_and_counts_every_failure(self):
         # 2,500 allocations and frees (5,000 changes of live bytes) and 600 failures: more
         # than a plot draws one by one.

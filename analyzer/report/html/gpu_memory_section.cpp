@@ -233,9 +233,24 @@ std::string GpuMemorySection(const PageContext& ctx) {
     TimeChart chart(ctx.run_start, ctx.run_end, y_max, title + ": live bytes over time");
     chart.Steps(live, "line s0");
     if (capacity_on_scale) chart.Limit(static_cast<double>(dv.total), "limit capacity", "capacity " + FormatBytes(dv.total));
+    // With a few processes on the device, each one's own live bytes too.
+    std::vector<LegendEntry> own;
+    if (dv.members.size() > 1 && dv.members.size() <= kMaxLines) {
+      for (size_t k = 0; k < dv.members.size(); ++k) {
+        const Member& m = dv.members[k];
+        const ProcessTrace& t = ctx.report.traces()[m.trace];
+        SeriesDownsampler d(ctx.run_start, ctx.run_end);
+        for (const gpu::Point& p : m.device->points) d.Add(p.ts, static_cast<double>(p.bytes));
+        if (!m.device->points.empty() && m.device->points.back().bytes != 0) d.Add(t.end_ns() + 1, 0);
+        chart.Steps(d.Finish(), "line rss r" + std::to_string(k));
+        own.push_back({"r" + std::to_string(k),
+                       "pid " + std::to_string(t.pid()) + " (peak " + FormatBytes(m.device->peak_bytes) + ")"});
+      }
+    }
     DrawFailures(ctx, chart, failures);
     s += std::move(chart).Finish();
     std::vector<LegendEntry> legend = {{"s0", "live bytes, all processes (peak " + FormatBytes(peak) + ")"}};
+    legend.insert(legend.end(), own.begin(), own.end());
     if (capacity_on_scale) legend.push_back({"capacity", "device memory " + FormatBytes(dv.total)});
     if (ooms > 0) legend.push_back({"oom", std::to_string(ooms) + " out-of-memory failures"});
     if (failures.size() > ooms) legend.push_back({"other", std::to_string(failures.size() - ooms) + " other failed allocations"});
