@@ -17,7 +17,31 @@ namespace {
 uint64_t g_calib_ticks = 0, g_calib_ns = 0;  // the InitTicks anchor for RefineTickRate
 }  // namespace
 
+namespace {
+bool g_ticks_decided = false;  // this address space read /proc/cpuinfo already
+
+// The anchor RefineTickRate measures from, and the header's first rate estimate.
+uint64_t StartCalibration() {
+  g_ticks_decided = true;
+  if (!g_ticks_are_tsc) return 1000000000ull;
+  // A rough first estimate from the time since this process started; Clock records
+  // (at start, with every sample and at exit) give the analyzer the exact fit, and
+  // RefineTickRate() improves the header's figure once start-up is done.
+  g_calib_ticks = Ticks();
+  g_calib_ns = MonotonicNs();
+  return 0;
+}
+}  // namespace
+
+uint64_t InitTicksFromTrace(bool ticks_are_tsc) {
+  g_ticks_are_tsc = ticks_are_tsc;
+  return StartCalibration();
+}
+
 uint64_t InitTicks() {
+  // A fork child keeps its parent's decision: same CPU flags, and no /proc read (about
+  // 0.1 ms) in every forked worker.
+  if (g_ticks_decided) return StartCalibration();
   bool constant = false, nonstop = false;
 #if defined(__x86_64__)
   char buf[8192];
@@ -42,13 +66,7 @@ uint64_t InitTicks() {
   }
 #endif
   g_ticks_are_tsc = constant && nonstop;
-  if (!g_ticks_are_tsc) return 1000000000ull;
-  // A rough first estimate from the time since this process started; Clock records
-  // (at start, with every sample and at exit) give the analyzer the exact fit, and
-  // RefineTickRate() improves the header's figure once start-up is done.
-  g_calib_ticks = Ticks();
-  g_calib_ns = MonotonicNs();
-  return 0;
+  return StartCalibration();
 }
 
 uint64_t TickRateEstimate() {

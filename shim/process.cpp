@@ -118,7 +118,7 @@ void BeginTrace(format::ProcessOrigin origin, uint32_t parent_tid, char** envp, 
   if (origin == format::ProcessOrigin::kInitial &&
       g_trace.AdoptInherited(static_cast<uint32_t>(g_pid))) {
     origin = format::ProcessOrigin::kExec;
-    InitTicks();
+    InitTicksFromTrace((g_trace.header()->features & format::kFeatureTicksAreTsc) != 0);
   } else if (!CreateTraceFile()) {
     return;
   }

@@ -81,9 +81,12 @@ class TraceFile {
 
  private:
   bool MapTo(uint64_t end, bool may_block, bool speculative);
+  // Reserves disk blocks (fallocate) so that [0, end) is backed; marks the trace
+  // truncated when the disk is full.
+  bool ReserveTo(uint64_t end, bool may_block);
   // Opens the trace file again by path for an extension, checking it is still the
-  // same file; returns the descriptor (close-on-exec) or -errno.
-  int Reopen();
+  // same file; returns the descriptor (close-on-exec) or -errno, and its size.
+  int Reopen(uint64_t* size);
   // Reserves and maps the first extent of a new file (smaller when the disk or the
   // size limit has less room) and writes the header into it.
   bool WriteHeader(int fd, uint32_t pid, uint64_t features, uint64_t ticks_per_sec,
@@ -100,7 +103,8 @@ class TraceFile {
   uint64_t first_extent_bytes_ = 0;  // < kExtentBytes when the disk had less free
   int first_extent_err_ = 0;         // why the first extent is short
   int create_error_ = 0;
-  uint64_t mapped_end_ = 0;  // bytes of the file mapped and reserved on disk (atomic)
+  uint64_t mapped_end_ = 0;    // bytes of the file sized and mapped (atomic)
+  uint64_t reserved_end_ = 0;  // bytes of the file reserved on disk, <= mapped_end_ (atomic)
   int extend_lock_ = 0;      // spin lock for MapTo (atomic)
   uint32_t image_ = 0;
   format::FileHeader* header_ = nullptr;

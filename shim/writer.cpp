@@ -15,6 +15,7 @@ TraceFile g_trace;
 uint32_t g_generation = 1;
 int g_pid = 0;
 bool g_recording = false;
+uint32_t g_intern_epoch = 1;
 uint64_t g_sample_due_ticks = UINT64_MAX;
 void (*g_sample_hook)(uint64_t) = nullptr;
 
@@ -98,48 +99,94 @@ void* MapHugeAligned(size_t bytes) {
   return reinterpret_cast<void*>(aligned);
 }
 
-// An open-addressing table plus an arena holding copies of the interned bytes. Both are
-// anonymous mappings: pages are touched (and count as RSS) only as they fill.
+// One level of an intern table: open addressing, slots claimed by CAS on the hash and
+// published by storing the id.
+struct InternLevel {
+  InternSlot* slots = nullptr;
+  size_t mask = 0;
+  uint32_t capacity = 0;  // inserts stop once this many slots are claimed
+  uint32_t used = 0;      // slots claimed (atomic)
+};
+
+// Level 0 is small (64 KiB of 4 KiB pages, touched as they fill) and holds the first
+// strings; level 1, the 2 MiB huge-page table, is mapped only once level 0 is half full.
+// A short process (python3 -c pass interns ~130 strings) never zeroes the huge page,
+// which cost 0.1-3 ms per process on the development VM (first-touch of host memory).
+constexpr size_t kLevel0Slots = 1u << 11;
+constexpr uint32_t kLevel0Capacity = kLevel0Slots / 2;
+
+// An intern table plus an arena holding copies of the interned bytes. All anonymous
+// mappings: pages are touched (and count as RSS) only as they fill.
 class InternTable {
  public:
   uint64_t Intern(const uint8_t* data, size_t len, bool is_stack);
   void Reset() {
-    if (slots_ != nullptr) raw::Munmap(slots_, kSlots * sizeof(InternSlot));
+    if (l0_.slots != nullptr) raw::Munmap(l0_.slots, kLevel0Slots * sizeof(InternSlot));
+    if (l1_.slots != nullptr) raw::Munmap(l1_.slots, kSlots * sizeof(InternSlot));
     if (arena_ != nullptr) raw::Munmap(arena_, kArenaBytes);
-    slots_ = nullptr;
+    l0_ = InternLevel{};
+    l1_ = InternLevel{};
     arena_ = nullptr;
     arena_used_ = 0;
     init_ = 0;
+    l1_init_ = 0;
   }
 
  private:
   bool EnsureInit();
+  bool EnsureLevel1();
+  // Finds or adds s in lv: true with *id set; false when s is not in lv and lv takes no
+  // more strings (full, or its probe window is).
+  bool ProbeLevel(InternLevel& lv, uint64_t hash, const uint8_t* data, size_t len, bool is_stack,
+                  uint64_t* id);
   uint64_t EmitNew(const uint8_t* data, size_t len, bool is_stack);
 
-  InternSlot* slots_ = nullptr;
+  InternLevel l0_;
+  InternLevel l1_;
   uint8_t* arena_ = nullptr;
   uint64_t arena_used_ = 0;
-  int init_ = 0;  // 0 none, 1 in progress, 2 ready, 3 failed
+  int init_ = 0;     // 0 none, 1 in progress, 2 ready, 3 failed
+  int l1_init_ = 0;  // same, for level 1
 };
 
+// Claims a one-time initialisation: true for the caller that must do it.
+bool ClaimInit(int* state) {
+  int s = 0;
+  return __atomic_compare_exchange_n(state, &s, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
 bool InternTable::EnsureInit() {
-  int state = __atomic_load_n(&init_, __ATOMIC_ACQUIRE);
-  if (state == 2) return true;
-  if (state == 0 && __atomic_compare_exchange_n(&init_, &state, 1, false, __ATOMIC_ACQ_REL,
-                                                __ATOMIC_ACQUIRE)) {
-    void* s = MapHugeAligned(kSlots * sizeof(InternSlot));
-    void* a = raw::Mmap(nullptr, kArenaBytes, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (raw::MmapFailed(s) || raw::MmapFailed(a)) {
-      __atomic_store_n(&init_, 3, __ATOMIC_RELEASE);
-      return false;
-    }
-    slots_ = static_cast<InternSlot*>(s);
-    arena_ = static_cast<uint8_t*>(a);
-    __atomic_store_n(&init_, 2, __ATOMIC_RELEASE);
-    return true;
+  if (__atomic_load_n(&init_, __ATOMIC_ACQUIRE) == 2) return true;
+  if (!ClaimInit(&init_)) return false;  // another thread is initialising, or it failed
+  void* s = raw::Mmap(nullptr, kLevel0Slots * sizeof(InternSlot), PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* a = raw::Mmap(nullptr, kArenaBytes, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (raw::MmapFailed(s) || raw::MmapFailed(a)) {
+    __atomic_store_n(&init_, 3, __ATOMIC_RELEASE);
+    return false;
   }
-  return false;  // another thread is initialising, or it failed: emit without interning
+  l0_.slots = static_cast<InternSlot*>(s);
+  l0_.mask = kLevel0Slots - 1;
+  l0_.capacity = kLevel0Capacity;
+  arena_ = static_cast<uint8_t*>(a);
+  __atomic_store_n(&init_, 2, __ATOMIC_RELEASE);
+  return true;
+}
+
+bool InternTable::EnsureLevel1() {
+  if (__atomic_load_n(&l1_init_, __ATOMIC_ACQUIRE) == 2) return true;
+  if (!ClaimInit(&l1_init_)) return false;
+  void* s = MapHugeAligned(kSlots * sizeof(InternSlot));
+  if (raw::MmapFailed(s)) {
+    __atomic_store_n(&l1_init_, 3, __ATOMIC_RELEASE);
+    return false;
+  }
+  l1_.slots = static_cast<InternSlot*>(s);
+  l1_.mask = kSlots - 1;
+  l1_.capacity = kSlots;
+  __atomic_store_n(&l1_init_, 2, __ATOMIC_RELEASE);
+  return true;
 }
 
 uint64_t InternTable::EmitNew(const uint8_t* data, size_t len, bool is_stack) {
@@ -170,28 +217,43 @@ uint64_t InternTable::EmitNew(const uint8_t* data, size_t len, bool is_stack) {
   return id;
 }
 
-uint64_t InternTable::Intern(const uint8_t* data, size_t len, bool is_stack) {
-  if (!EnsureInit()) return EmitNew(data, len, is_stack);
-  const uint64_t hash = HashBytes(data, len) | 1;  // 0 marks an empty slot
+// Remembers a string this thread interned (see ThreadState::intern_gen).
+void RememberInterned(const uint8_t* stored, size_t len, uint64_t id) {
+  ThreadState& t = t_thread;
+  RewriteThreadCache(t.intern_gen, [&] {
+    t.intern_len = static_cast<uint32_t>(len);
+    t.intern_data = stored;
+    t.intern_id = id;
+  });
+}
+
+bool InternTable::ProbeLevel(InternLevel& lv, uint64_t hash, const uint8_t* data, size_t len,
+                             bool is_stack, uint64_t* out) {
   for (size_t probe = 0; probe < kMaxProbes; ++probe) {
-    InternSlot& slot = slots_[(hash + probe) & (kSlots - 1)];
+    InternSlot& slot = lv.slots[(hash + probe) & lv.mask];
     uint64_t seen = __atomic_load_n(&slot.hash, __ATOMIC_ACQUIRE);
     if (seen == 0) {
+      // Linear probing never empties a slot: s is in no later slot of this level.
+      if (__atomic_load_n(&lv.used, __ATOMIC_RELAXED) >= lv.capacity) return false;
       if (!__atomic_compare_exchange_n(&slot.hash, &seen, hash, false, __ATOMIC_ACQ_REL,
                                        __ATOMIC_ACQUIRE)) {
         if (seen != hash) continue;  // lost the slot to another string
       } else {
+        __atomic_fetch_add(&lv.used, 1, __ATOMIC_RELAXED);
         const uint64_t off = __atomic_fetch_add(&arena_used_, len, __ATOMIC_RELAXED);
         if (off + len > kArenaBytes) {
           __atomic_store_n(&slot.id, kPoisoned, __ATOMIC_RELEASE);
-          return EmitNew(data, len, is_stack);
+          *out = EmitNew(data, len, is_stack);
+          return true;
         }
         std::memcpy(arena_ + off, data, len);
         slot.data = arena_ + off;
         slot.len = len;
         const uint64_t id = EmitNew(data, len, is_stack);
         __atomic_store_n(&slot.id, id, __ATOMIC_RELEASE);
-        return id;
+        if (!is_stack) RememberInterned(slot.data, len, id);
+        *out = id;
+        return true;
       }
     }
     if (seen != hash) continue;
@@ -202,11 +264,25 @@ uint64_t InternTable::Intern(const uint8_t* data, size_t len, bool is_stack) {
       __builtin_ia32_pause();
 #endif
     }
-    if (id == 0) break;  // the publisher is stuck (e.g. we interrupted it): don't wait
+    if (id == 0) {  // the publisher is stuck (e.g. we interrupted it): don't wait
+      *out = EmitNew(data, len, is_stack);
+      return true;
+    }
     if (id != kPoisoned && slot.len == len && std::memcmp(slot.data, data, len) == 0) {
-      return id;
+      if (!is_stack) RememberInterned(slot.data, len, id);
+      *out = id;
+      return true;
     }
   }
+  return false;
+}
+
+uint64_t InternTable::Intern(const uint8_t* data, size_t len, bool is_stack) {
+  if (!EnsureInit()) return EmitNew(data, len, is_stack);
+  const uint64_t hash = HashBytes(data, len) | 1;  // 0 marks an empty slot
+  uint64_t id = 0;
+  if (ProbeLevel(l0_, hash, data, len, is_stack, &id)) return id;
+  if (EnsureLevel1() && ProbeLevel(l1_, hash, data, len, is_stack, &id)) return id;
   return EmitNew(data, len, is_stack);
 }
 
@@ -217,6 +293,8 @@ InternTable g_stacks;
 
 uint64_t InternString(std::string_view s) {
   if (s.size() > kMaxInternedString) s = s.substr(0, kMaxInternedString);
+  uint64_t id = 0;
+  if (LastInterned(s, &id) != nullptr) return id;
   return g_strings.Intern(reinterpret_cast<const uint8_t*>(s.data()), s.size(), false);
 }
 
@@ -226,6 +304,7 @@ uint64_t InternStack(const uint64_t* frames, size_t n) {
 }
 
 void ResetInterning() {
+  __atomic_add_fetch(&g_intern_epoch, 1, __ATOMIC_ACQ_REL);
   g_strings.Reset();
   g_stacks.Reset();
 }

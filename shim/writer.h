@@ -37,6 +37,20 @@ struct ThreadState {
   int vfork_pending = 0;     // set by the vfork stub; see Recording()
   int runtime_depth = 0;     // GPU: a CUDA runtime hook is on this thread's stack
   bool signal_context = false;  // a fatal-signal handler's private writer
+  // InternString's one-entry cache: the last string this thread interned (its copy in
+  // the intern arena, so the pointer stays valid) and its id, valid while intern_gen ==
+  // g_intern_epoch. An open right after a stat of the same path skips the table.
+  uint32_t intern_gen = 0;
+  uint32_t intern_len = 0;
+  const uint8_t* intern_data = nullptr;
+  uint64_t intern_id = 0;
+  // The I/O module's last directory (a prefix of a path in the intern arena) and the
+  // mount holding it, valid while dir_gen == g_intern_epoch: opens in one directory skip
+  // the directory hash and the shared cache.
+  uint32_t dir_gen = 0;
+  uint32_t dir_len = 0;
+  const uint8_t* dir_data = nullptr;
+  uint64_t dir_mount = 0;
 };
 
 // constinit: constant-initialised, so no TLS wrapper call on access. The vfork stub in
@@ -46,6 +60,7 @@ extern TraceFile g_trace;
 extern uint32_t g_generation;  // bumped in every fork child
 extern int g_pid;              // this process's pid (updated in fork children)
 extern bool g_recording;       // a trace is open and COLABTRACE_DISABLE is not set
+extern uint32_t g_intern_epoch;  // bumped by ResetInterning: per-thread intern caches expire
 
 // The periodic resource sample's gate (sampling.h): Emit calls g_sample_hook for the
 // first record whose timestamp reaches g_sample_due_ticks. UINT64_MAX: none due.
@@ -146,6 +161,33 @@ inline uint64_t HashBytes(const void* data, size_t n) {
 // table or its arena is full, the record is emitted again with a fresh id.
 inline constexpr size_t kMaxInternedString = 4096;
 uint64_t InternString(std::string_view s);
+// The calling thread's last interned string, as stored in the intern arena (stable for
+// the process's lifetime), if it equals s; else null.
+// Rewrites one of the calling thread's caches (fill sets its fields). A signal handler
+// that interrupts a reader on this thread may rewrite it too: the generation is cleared
+// first and set last, so the interrupted reader sees a miss, never a mix.
+template <class Fill> inline void RewriteThreadCache(uint32_t& gen, Fill&& fill) {
+  gen = 0;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  fill();
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  gen = g_intern_epoch;
+}
+inline const uint8_t* LastInterned(std::string_view s, uint64_t* id = nullptr) {
+  ThreadState& t = t_thread;
+  const uint32_t gen = t.intern_gen;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  const uint32_t len = t.intern_len;
+  const uint8_t* data = t.intern_data;
+  const uint64_t cached = t.intern_id;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  if (gen == 0 || gen != g_intern_epoch || t.intern_gen != gen || len != s.size() || data == nullptr ||
+      __builtin_memcmp(data, s.data(), s.size()) != 0) {
+    return nullptr;
+  }
+  if (id != nullptr) *id = cached;
+  return data;
+}
 inline uint64_t InternCString(const char* s) {
   return s == nullptr ? 0 : InternString(std::string_view(s));
 }

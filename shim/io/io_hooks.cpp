@@ -92,7 +92,7 @@ inline auto TimedFdCall(IoApi api, int fd, Call&& call, ToResult&& to_result, Fi
     rec.result = to_result(r);
     rec.dur = t1 - t0;
     fill(rec);
-    Emit(rec);
+    EmitHot(rec);
   }
   return r;
 }
@@ -169,7 +169,7 @@ void EmitClose(IoApi api, int fd, int64_t result, uint64_t ts) {
   rec.api = static_cast<uint64_t>(api);
   rec.fd = fd;
   rec.result = result;
-  Emit(rec);
+  EmitHot(rec);
 }
 
 // The descriptor is forgotten before the real close, so a concurrent open that reuses
@@ -177,9 +177,9 @@ void EmitClose(IoApi api, int fd, int64_t result, uint64_t ts) {
 template <class Call> inline int CloseCall(IoApi api, int fd, Call&& call) {
   if (!FdTracked(fd) || !Recording()) return call();
   const uint64_t t0 = Ticks();
-  {
+  if (g_fd_kind[fd] == kFdDir) {
     RecordScope scope;
-    if (g_fd_kind[fd] == kFdDir) FlushDirScan(fd, IoApi::kReaddir);
+    FlushDirScan(fd, IoApi::kReaddir);
   }
   UntrackFd(fd);
   const int r = call();

@@ -241,9 +241,15 @@ void TrackFd(int fd, FdKind kind, uint64_t path) {
 
 void UntrackFd(int fd) {
   if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kMaxFds) || g_fd_kind == nullptr) return;
+  // No other thread tracks this number meanwhile: it stays open until our close.
+  const uint8_t was = __atomic_load_n(&g_fd_kind[fd], __ATOMIC_RELAXED);
   __atomic_store_n(&g_fd_kind[fd], static_cast<uint8_t>(kFdNone), __ATOMIC_RELEASE);
-  g_fd_slots[fd].dir_path = nullptr;
-  g_fd_slots[fd].dir_path_len = 0;
+  // A directory's path is forgotten now; any other slot is reset by the next TrackFd
+  // of this number before anything reads it (ResolvePath reads only tracked slots).
+  if (was == kFdDir) {
+    g_fd_slots[fd].dir_path = nullptr;
+    g_fd_slots[fd].dir_path_len = 0;
+  }
 }
 
 void CopyFd(int oldfd, int newfd) {
@@ -338,11 +344,35 @@ AbsPath ResolvePath(int dirfd, const char* path, char* buf) {
   return out;
 }
 
+namespace {
+uint64_t MountOfDirectory(std::string_view p, size_t dirlen, bool exists);
+}  // namespace
+
 uint64_t MountOf(std::string_view p, bool exists) {
   if (g_mounts == nullptr || p.empty() || p[0] != '/') return 0;
-  size_t dirlen = p.size();
-  while (dirlen > 0 && p[dirlen - 1] != '/') --dirlen;
+  const void* slash = memrchr(p.data(), '/', p.size());
+  size_t dirlen = slash ? static_cast<size_t>(static_cast<const char*>(slash) - p.data()) + 1 : 0;
   if (dirlen > 1) --dirlen;  // drop the slash, except for the root directory
+  // The thread's last directory: a loop over one directory's files skips the hash.
+  ThreadState& t = t_thread;
+  if (t.dir_gen == g_intern_epoch && t.dir_len == dirlen && t.dir_data != nullptr &&
+      std::memcmp(t.dir_data, p.data(), dirlen) == 0) {
+    return t.dir_mount;
+  }
+  const uint64_t id = MountOfDirectory(p, dirlen, exists);
+  // Only a path the thread just interned has a stable copy (in the intern arena) to keep.
+  if (const uint8_t* stored = LastInterned(p); stored != nullptr && id != 0) {
+    RewriteThreadCache(t.dir_gen, [&] {
+      t.dir_len = static_cast<uint32_t>(dirlen);
+      t.dir_data = stored;
+      t.dir_mount = id;
+    });
+  }
+  return id;
+}
+
+namespace {
+uint64_t MountOfDirectory(std::string_view p, size_t dirlen, bool exists) {
   const uint64_t key = (HashBytes(p.data(), dirlen) >> 24) | 1;
   uint64_t* const cache = g_dir_cache;
   size_t slot = key & (kDirSlots - 1);
@@ -384,6 +414,7 @@ uint64_t MountOf(std::string_view p, bool exists) {
   }
   return id;
 }
+}  // namespace
 
 FdFacts MeasureFd(int fd) {
   FdFacts f;
@@ -394,7 +425,10 @@ FdFacts MeasureFd(int fd) {
   }
   f.ftype = (sx.stx_mode & S_IFMT) >> 12;
   f.size = sx.stx_size;
-  if (sx.stx_mask & STATX_MNT_ID) f.mount = MountIdOrReload(sx.stx_mnt_id);
+  // Pipes, sockets and terminals live on mounts that mountinfo never lists: looking them
+  // up would re-read the mount table for each (three times at every Python start).
+  const bool file_or_dir = S_ISREG(sx.stx_mode) || S_ISDIR(sx.stx_mode);
+  if (file_or_dir && (sx.stx_mask & STATX_MNT_ID)) f.mount = MountIdOrReload(sx.stx_mnt_id);
   return f;
 }
 
@@ -427,7 +461,7 @@ void RecordOpen(IoApi api, const PreparedPath& pp, int flags, int64_t fd, uint64
     TrackFd(static_cast<int>(fd), dir ? kFdDir : kFdFile, r.path);
     if (dir && ap.absolute) SetDirPath(static_cast<int>(fd), std::string_view(ap.s, ap.n));
   }
-  Emit(r);
+  EmitHot(r);
   EmitPendingMounts();
 }
 
@@ -448,7 +482,7 @@ void RecordStat(IoApi api, const PreparedPath* pp, int dirfd, int fd, int64_t re
     r.size = size;
     r.ftype = (mode & S_IFMT) >> 12;
   }
-  Emit(r);
+  EmitHot(r);
 }
 
 void FlushDirScan(int fd, IoApi api) {

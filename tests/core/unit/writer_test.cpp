@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -162,8 +163,11 @@ TEST_F(WriterTest, ChunkAndExtentRolloverKeepsEveryRecord) {
   EXPECT_LE(MappingsOf(s.path()), 3) << "extent 0, the current extent and the one ahead";
   s.End();
   const ProcessTrace t = MustRead(s.path());
-  EXPECT_EQ(FileSize(s.path()), t.header.next_chunk_offset)
-      << "Close() trims what was reserved but unused";
+  // Close() cuts the sparse part; what was reserved on disk stays (freeing it costs a
+  // journal transaction at exit): at most one extent, and at most as much as was used.
+  const uint64_t hwm = t.header.next_chunk_offset;
+  EXPECT_GE(FileSize(s.path()), hwm);
+  EXPECT_LE(FileSize(s.path()) - hwm, std::min<uint64_t>(hwm, 2u << 20));
   ASSERT_EQ(t.records.IoRead.size(), kRecords);
   for (uint64_t k = 0; k < kRecords; ++k) {
     const auto& r = t.records.IoRead[k];
