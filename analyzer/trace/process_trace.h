@@ -25,6 +25,8 @@ inline int ErrnoOfResult(int64_t result) {
   return result < 0 && result >= -4095 ? static_cast<int>(-result) : 0;
 }
 
+struct KeptBytes;  // the reader's copy of a trace's strings, stacks and build-ids
+
 // A decoded record plus where it came from.
 template <class R> struct Event : R {
   uint32_t tid = 0;    // the thread that wrote it
@@ -72,7 +74,7 @@ class ProcessTrace {
   friend std::optional<ProcessTrace> ParseTrace(std::vector<uint8_t>, std::string, std::string*);
   // The Bytes fields' contents (strings, stacks, build-ids), copied out of the file:
   // every String/Bytes view points here.
-  std::shared_ptr<const std::vector<uint8_t>> bytes_;
+  std::shared_ptr<const KeptBytes> bytes_;
   // String and Stack records by id. The shim numbers them 1, 2, 3, ... so they live in
   // dense vectors indexed by id; ids past what a dense vector may hold (a hostile trace)
   // go to the maps.

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <functional>
 #include <queue>
+#include <span>
 #include <thread>
 #include <cstring>
 #include <filesystem>
@@ -60,6 +61,87 @@ template <class R> bool HasBytesField() {
   return has;
 }
 
+namespace {
+
+// Where the decoder reads a trace's bytes: a buffer in memory (ParseTrace), or a file
+// read one chunk at a time (ReadTraceFile), so a big trace is never held whole.
+class TraceBytes {
+ public:
+  virtual ~TraceBytes() = default;
+  virtual uint64_t size() const = 0;
+  // Up to `len` bytes at `off` (fewer where the data ends); valid until the next Read.
+  virtual std::span<const uint8_t> Read(uint64_t off, uint64_t len) = 0;
+};
+
+class MemoryBytes final : public TraceBytes {
+ public:
+  explicit MemoryBytes(const std::vector<uint8_t>& b) : b_(b) {}
+  uint64_t size() const override { return b_.size(); }
+  std::span<const uint8_t> Read(uint64_t off, uint64_t len) override {
+    if (off >= b_.size()) return {};
+    return {b_.data() + off, static_cast<size_t>(std::min<uint64_t>(len, b_.size() - off))};
+  }
+
+ private:
+  const std::vector<uint8_t>& b_;
+};
+
+// pread into one chunk-sized buffer. A read error or a file that shrank ends the data
+// where it happened (error() says why).
+class FileBytes final : public TraceBytes {
+ public:
+  FileBytes(int fd, uint64_t size) : fd_(fd), size_(size) {}
+  uint64_t size() const override { return size_; }
+  const std::string& error() const { return error_; }
+  std::span<const uint8_t> Read(uint64_t off, uint64_t len) override {
+    if (off >= size_) return {};
+    len = std::min<uint64_t>(len, size_ - off);
+    if (buf_.size() < len) buf_.resize(static_cast<size_t>(len));
+    size_t got = 0;
+    while (got < len) {
+      const ssize_t n = pread(fd_, buf_.data() + got, static_cast<size_t>(len) - got,
+                              static_cast<off_t>(off + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) error_ = std::strerror(errno);
+      if (n <= 0) {
+        size_ = off + got;  // what was there
+        break;
+      }
+      got += static_cast<size_t>(n);
+    }
+    return {buf_.data(), got};
+  }
+
+ private:
+  int fd_;
+  uint64_t size_;
+  std::vector<uint8_t> buf_;
+  std::string error_;
+};
+
+}  // namespace
+
+// The Bytes fields' contents (strings, stacks, build-ids), copied out of the file as they
+// are decoded, in blocks that never move.
+struct KeptBytes {
+  std::vector<std::unique_ptr<uint8_t[]>> blocks;
+  size_t used = 0, capacity = 0;
+
+  const uint8_t* Copy(const uint8_t* data, size_t n) {
+    if (n == 0) return nullptr;
+    if (n > capacity - used) {
+      // Blocks grow from one page to 64 KiB: a small trace keeps little.
+      capacity = std::max<size_t>(n, std::min<size_t>(64 * 1024, std::max<size_t>(4096, 2 * capacity)));
+      blocks.push_back(std::make_unique_for_overwrite<uint8_t[]>(capacity));
+      used = 0;
+    }
+    uint8_t* at = blocks.back().get() + used;
+    std::memcpy(at, data, n);
+    used += n;
+    return at;
+  }
+};
+
 // Decodes chunks into the record tables, then converts ticks to nanoseconds.
 //
 // Speed and memory (issue 12): a first pass walks only the record frames (type byte and
@@ -70,7 +152,7 @@ template <class R> bool HasBytesField() {
 // in order by a k-way merge of those runs (ConvertTime), not a sort.
 class TraceDecoder {
  public:
-  TraceDecoder(ProcessTrace& t, const std::vector<uint8_t>& b) : t_(t), b_(b) {}
+  TraceDecoder(ProcessTrace& t, TraceBytes& b) : t_(t), b_(b), kept_(std::make_shared<KeptBytes>()) {}
 
   void DecodeChunks() {
     const uint64_t cs = t_.header.chunk_size;
@@ -79,18 +161,20 @@ class TraceDecoder {
       uint64_t offset;
     };
     std::vector<ChunkRef> chunks;
+    std::array<uint64_t, 256> counts{};
     for (uint64_t off = cs; off + sizeof(ChunkHeader) <= b_.size(); off += cs) {
+      const std::span<const uint8_t> chunk = b_.Read(off, cs);
+      if (chunk.size() < sizeof(ChunkHeader)) break;
       ChunkHeader ch;
-      std::memcpy(&ch, b_.data() + off, sizeof(ch));
+      std::memcpy(&ch, chunk.data(), sizeof(ch));
       if (ch.magic != format::kChunkMagic) continue;  // never used (or never committed)
       chunks.push_back({ch.image, ch.tid, ch.seq, off});
+      CountChunk(chunk, counts);
     }
     // Deterministic order: by image, thread and the thread's own chunk sequence.
     std::sort(chunks.begin(), chunks.end(), [](const ChunkRef& a, const ChunkRef& b) {
       return std::tie(a.image, a.tid, a.seq, a.offset) < std::tie(b.image, b.tid, b.seq, b.offset);
     });
-    std::array<uint64_t, 256> counts{};
-    for (const ChunkRef& c : chunks) CountChunk(c.offset, counts);
     Reserve(counts);
     for (size_t i = 0; i < chunks.size(); ++i) {
       // A new thread (or image) starts a new time-ordered run in every table.
@@ -103,9 +187,9 @@ class TraceDecoder {
   }
 
   // The record frames of one chunk, counted by type (up to where a length is damaged).
-  void CountChunk(uint64_t off, std::array<uint64_t, 256>& counts) const {
-    const uint8_t* p = b_.data() + off + sizeof(ChunkHeader);
-    const uint8_t* const end = b_.data() + std::min<uint64_t>(off + t_.header.chunk_size, b_.size());
+  static void CountChunk(std::span<const uint8_t> chunk, std::array<uint64_t, 256>& counts) {
+    const uint8_t* p = chunk.data() + sizeof(ChunkHeader);
+    const uint8_t* const end = chunk.data() + chunk.size();
     while (p < end && *p != 0) {
       const uint8_t type = *p & static_cast<uint8_t>(~format::kTypeTsBack);
       const uint8_t* q = p + 1;
@@ -129,14 +213,17 @@ class TraceDecoder {
   }
 
   void DecodeChunk(uint64_t off) {
-    ChunkHeader ch;
-    std::memcpy(&ch, b_.data() + off, sizeof(ch));
-    const uint8_t* const base = b_.data();
-    const uint8_t* p = base + off + sizeof(ChunkHeader);
-    const uint8_t* const end = base + std::min<uint64_t>(off + t_.header.chunk_size, b_.size());
-    if (off + t_.header.chunk_size > b_.size()) {
+    const std::span<const uint8_t> chunk = b_.Read(off, t_.header.chunk_size);
+    if (chunk.size() < t_.header.chunk_size) {
       Warn(off, "the file ends inside this chunk; records after the end are lost");
     }
+    if (chunk.size() < sizeof(ChunkHeader)) return;
+    ChunkHeader ch;
+    std::memcpy(&ch, chunk.data(), sizeof(ch));
+    // Offsets in warnings are file offsets: base is where the file would start.
+    const uint8_t* const base = chunk.data() - off;
+    const uint8_t* p = chunk.data() + sizeof(ChunkHeader);
+    const uint8_t* const end = chunk.data() + chunk.size();
     uint64_t prev_ts = ch.base_ticks;
     while (p < end) {
       const uint8_t type_byte = *p;
@@ -162,6 +249,7 @@ class TraceDecoder {
         ev.tid = ch.tid;
         ev.image = ch.image;
         prev_ts = ev.ts;
+        if (HasBytesField<R>()) Keep(ev);
         NoteRun(type, table.size() - 1);
         decoded = true;
       });
@@ -290,35 +378,19 @@ class TraceDecoder {
     table = std::move(merged);
   }
 
-  // Copies every Bytes field (strings, stacks, build-ids) out of the file's bytes into one
-  // block the trace keeps, so the file itself (mostly unused chunk space for a short-lived
-  // process) is freed as soon as it is decoded: a directory of thousands of traces holds
-  // only what they say.
-  void KeepBytesFields() {
-    uint64_t total = 0;
-    ForEachBytesField([&](format::Bytes& b) { total += b.size; });
-    auto kept = std::make_shared<std::vector<uint8_t>>();
-    kept->reserve(total);
-    ForEachBytesField([&](format::Bytes& b) {
-      const uint8_t* copy = kept->data() + kept->size();
-      kept->insert(kept->end(), b.data, b.data + b.size);
-      b.data = b.size != 0 ? copy : nullptr;
+  // Copies a record's Bytes fields (strings, stacks, build-ids) out of the chunk being
+  // decoded into the block the trace keeps: the file's bytes are never held whole, and a
+  // directory of thousands of traces holds only what they say.
+  template <class E> void Keep(E& ev) {
+    ev.Visit([&](const char*, auto tag, auto& value) {
+      if constexpr (decltype(tag)::kind == format::FieldKind::kBytes) {
+        value.data = kept_->Copy(value.data, value.size);
+      }
     });
-    t_.bytes_ = std::move(kept);
   }
 
-  template <class F> void ForEachBytesField(F&& f) {
-#define CT_BYTES(code, Name, dumpname)                                               \
-  if (HasBytesField<format::Name>()) {                                               \
-    for (auto& ev : t_.records.Name) {                                               \
-      ev.Visit([&](const char*, auto tag, auto& value) {                             \
-        if constexpr (decltype(tag)::kind == format::FieldKind::kBytes) f(value);   \
-      });                                                                            \
-    }                                                                                \
-  }
-    COLABTRACE_RECORD_TYPES(CT_BYTES)
-#undef CT_BYTES
-  }
+  // Hands the kept bytes to the trace.
+  void KeepBytesFields() { t_.bytes_ = std::move(kept_); }
 
   // Indexes String and Stack records by id; a later record of one id replaces an earlier.
   void IndexStrings() {
@@ -376,26 +448,29 @@ class TraceDecoder {
   }
 
   ProcessTrace& t_;
-  const std::vector<uint8_t>& b_;
+  TraceBytes& b_;
+  std::shared_ptr<KeptBytes> kept_;
   uint32_t run_ = 0;                               // the thread run being decoded (1, 2, ...)
   std::array<uint32_t, 256> last_run_{};            // per type: the run of its last record
   std::array<std::vector<size_t>, 256> run_starts_;  // per type: where each run starts
 };
 
-std::optional<ProcessTrace> ParseTrace(std::vector<uint8_t> bytes, std::string name,
-                                       std::string* error) {
+namespace {
+
+std::optional<ProcessTrace> ParseFrom(TraceBytes& bytes, std::string name, std::string* error) {
   auto fail = [&](std::string why) -> std::optional<ProcessTrace> {
     if (error) *error = name + ": " + why;
     return std::nullopt;
   };
-  if (bytes.empty()) return fail("empty file (the traced process may not have started)");
-  if (bytes.size() < 8 || std::memcmp(bytes.data(), format::kFileMagic, 8) != 0) {
+  if (bytes.size() == 0) return fail("empty file (the traced process may not have started)");
+  const std::span<const uint8_t> head = bytes.Read(0, sizeof(FileHeader));
+  if (head.size() < 8 || std::memcmp(head.data(), format::kFileMagic, 8) != 0) {
     return fail("not a colabtrace trace (bad magic)");
   }
-  if (bytes.size() < sizeof(FileHeader)) return fail("trace header is cut short");
+  if (head.size() < sizeof(FileHeader)) return fail("trace header is cut short");
   ProcessTrace t;
   t.file = std::move(name);
-  std::memcpy(&t.header, bytes.data(), sizeof(FileHeader));
+  std::memcpy(&t.header, head.data(), sizeof(FileHeader));
   const FileHeader& h = t.header;
   if (h.version_major != format::kVersionMajor) {
     return fail("trace format version " + std::to_string(h.version_major) +
@@ -413,7 +488,15 @@ std::optional<ProcessTrace> ParseTrace(std::vector<uint8_t> bytes, std::string n
   d.ConvertTime();
   d.KeepBytesFields();
   d.IndexStrings();
-  return t;  // the file's bytes go: what the records still point to was copied
+  return t;
+}
+
+}  // namespace
+
+std::optional<ProcessTrace> ParseTrace(std::vector<uint8_t> bytes, std::string name,
+                                       std::string* error) {
+  MemoryBytes source(bytes);
+  return ParseFrom(source, std::move(name), error);
 }
 
 namespace {
@@ -447,28 +530,22 @@ std::optional<ProcessTrace> ReadTraceFile(const std::string& path, std::string* 
   std::vector<uint8_t> bytes;
   std::string read_error;
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    // One sized read of the data the file holds; holes read as the zeros they are. The
-    // end is rounded up to a whole chunk: the unwritten tail of a chunk in use is a hole
-    // too (reserved but never written, or its zero pages evicted), and is still chunk.
+    // The data the file holds, read a chunk at a time; holes read as the zeros they are.
+    // The end is rounded up to a whole chunk: the unwritten tail of a chunk in use is a
+    // hole too (reserved but never written, or its zero pages evicted), and is still chunk.
     const uint64_t data_end = DataEnd(fd, static_cast<uint64_t>(st.st_size));
     const uint64_t size = std::min<uint64_t>(
         static_cast<uint64_t>(st.st_size),
         (data_end + format::kChunkSize - 1) / format::kChunkSize * format::kChunkSize);
-    try {
-      bytes.resize(size);
-    } catch (const std::exception&) {  // bad_alloc, length_error: a huge sparse file
-      close(fd);
-      return fail("too large to read (" + std::to_string(size) + " bytes of data)");
+    FileBytes source(fd, size);
+    std::optional<ProcessTrace> t = ParseFrom(source, path, error);
+    close(fd);
+    if (!source.error().empty()) {
+      if (!t) return fail("read error: " + source.error());
+      t->warnings.push_back(path + ": read error after " + std::to_string(t->stats.record_bytes) +
+                            " record bytes (" + source.error() + "); the rest of the file is lost");
     }
-    size_t got = 0;
-    while (got < bytes.size()) {
-      const ssize_t n = pread(fd, bytes.data() + got, bytes.size() - got, static_cast<off_t>(got));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) read_error = std::strerror(errno);
-      if (n <= 0) break;
-      got += static_cast<size_t>(n);
-    }
-    bytes.resize(got);  // a file that shrank while being read: what was there
+    return t;
   } else if (S_ISDIR(st.st_mode)) {
     close(fd);
     return fail("is a directory");

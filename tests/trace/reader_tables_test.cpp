@@ -142,5 +142,45 @@ TEST(ReaderTables, DirectoryTracesKeepFileNameOrder) {
   rmdir(dir.c_str());
 }
 
+// A file is read a chunk at a time; whatever its length (cut anywhere, as a killed or
+// still-running process leaves it), it decodes exactly as the same bytes in memory.
+TEST(ReaderTables, FileReadByChunksDecodesLikeMemory) {
+  TraceBytesBuilder b(100, 1000);
+  const uint64_t name = b.AppendString("worker", 1001);
+  for (uint32_t tid : {101u, 102u}) {
+    b.NewChunk(tid, 1000);
+    for (uint64_t k = 0; k < 9000; ++k) b.Append(StepAt(1000 + 3 * k + tid, k));  // several chunks
+  }
+  const std::vector<uint8_t>& full = b.bytes();
+  char path[] = "/tmp/ct-trace-unit-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  for (size_t cut : {full.size(), full.size() - 1, full.size() - format::kChunkSize / 2,
+                     size_t{3} * format::kChunkSize + 7, size_t{2} * format::kChunkSize,
+                     sizeof(format::FileHeader) + 1}) {
+    SCOPED_TRACE(cut);
+    std::ofstream(path, std::ios::binary | std::ios::trunc)
+        .write(reinterpret_cast<const char*>(full.data()), static_cast<std::streamsize>(cut));
+    std::string file_error, memory_error;
+    auto from_file = analyzer::ReadTraceFile(path, &file_error);
+    auto in_memory = analyzer::ParseTrace(std::vector<uint8_t>(full.begin(), full.begin() + static_cast<long>(cut)),
+                                          path, &memory_error);
+    ASSERT_TRUE(from_file) << file_error;
+    ASSERT_TRUE(in_memory) << memory_error;
+    EXPECT_EQ(from_file->stats.records, in_memory->stats.records);
+    EXPECT_EQ(from_file->stats.chunks, in_memory->stats.chunks);
+    EXPECT_EQ(from_file->warnings, in_memory->warnings);
+    EXPECT_EQ(TimesAndThreads(*from_file), TimesAndThreads(*in_memory));
+    EXPECT_EQ(from_file->Str(name), in_memory->Str(name));
+    if (cut == full.size()) {
+      EXPECT_EQ(from_file->records.Step.size(), 18000u);
+      EXPECT_EQ(from_file->Str(name), "worker");
+      EXPECT_TRUE(from_file->warnings.empty());
+    }
+  }
+  std::remove(path);
+}
+
 }  // namespace
 }  // namespace colabtrace
