@@ -250,7 +250,7 @@ class TraceDecoder {
         ev.image = ch.image;
         prev_ts = ev.ts;
         if (HasBytesField<R>()) Keep(ev);
-        NoteRun(type, table.size() - 1);
+        NoteRun(type, table.size() - 1, ev.ts);
         decoded = true;
       });
       if (!known) {
@@ -348,6 +348,9 @@ class TraceDecoder {
   // order (always, for a shim's trace) they are k-way merged, else the table is sorted.
   template <class E> void PutInTimeOrder(std::vector<E>& table, uint8_t code) {
     auto by_ts = [](const E& a, const E& b) { return a.ts < b.ts; };
+    // In tick order as decoded (tracked while decoding): also in ns order, the
+    // conversion being monotonic.
+    if (!out_of_order_[code]) return;
     if (std::is_sorted(table.begin(), table.end(), by_ts)) return;
     std::vector<size_t> bounds = std::move(run_starts_[code]);
     bounds.push_back(table.size());
@@ -436,7 +439,11 @@ class TraceDecoder {
   }
 
   // Records where each thread's run starts in the table of type `code`.
-  void NoteRun(uint8_t code, size_t index) {
+  // Records where each thread's run starts in the table of type `code`, and whether the
+  // table is still in time order.
+  void NoteRun(uint8_t code, size_t index, uint64_t ticks) {
+    if (ticks < last_ticks_[code]) out_of_order_[code] = true;
+    last_ticks_[code] = ticks;
     if (last_run_[code] == run_) return;
     last_run_[code] = run_;
     run_starts_[code].push_back(index);
@@ -452,6 +459,8 @@ class TraceDecoder {
   std::shared_ptr<KeptBytes> kept_;
   uint32_t run_ = 0;                               // the thread run being decoded (1, 2, ...)
   std::array<uint32_t, 256> last_run_{};            // per type: the run of its last record
+  std::array<uint64_t, 256> last_ticks_{};          // per type: the ts of its last record
+  std::array<bool, 256> out_of_order_{};            // per type: a record before its predecessor
   std::array<std::vector<size_t>, 256> run_starts_;  // per type: where each run starts
 };
 
