@@ -179,6 +179,26 @@ class StartupHookTest(h.TempDirTest):
         # program's I/O (it reads every *.dist-info/METADATA it finds).
         self.assertEqual([l for l in h.dump(trace) if ".dist-info" in l], [])
 
+    def test_exit_records_packages_without_importing_ctypes(self):
+        # `import ctypes` cost 2-5 ms at every traced Python exit (issue 12): the hook binds
+        # the shim's entry points through _ctypes alone. -X importtime lists every import,
+        # the exit hook's included. A third-party package of our own (it imports nothing)
+        # gives the hook something to record.
+        site = os.path.join(self.tmp, "site")
+        os.makedirs(os.path.join(site, "ctfakepkg"))
+        os.makedirs(os.path.join(site, "ctfakepkg-1.2.3.dist-info"))
+        open(os.path.join(site, "ctfakepkg", "__init__.py"), "w", encoding="utf-8").close()
+        run = h.run_traced([PYTHON, "-X", "importtime", "-c", "import ctfakepkg"],
+                           env={"COLABTRACE_PYTHON": "1", "PYTHONPATH": site})
+        self.assertEqual(run.returncode, 0, run.stderr)
+        imported = {l.rsplit("|", 1)[1].strip() for l in run.stderr.splitlines()
+                    if l.startswith("import time:") and "|" in l}
+        self.assertIn("ctfakepkg", imported)
+        self.assertNotIn("ctypes", imported)
+        (trace,) = run.traces
+        rows = [r for r in h.records(trace, "py_package") if r["name"] == "ctfakepkg"]
+        self.assertEqual([(r["version"], r["modules"]) for r in rows], [("1.2.3", "ctfakepkg")])
+
     def test_real_cpu_torch_output_identical(self):
         code = "import torch; x = torch.arange(6).reshape(2, 3); print(x.sum().item(), torch.cuda.is_available())"
         bare = subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, timeout=300)
