@@ -63,7 +63,7 @@ colabtrace_install_duckdb_node() {
     return 0
   fi
   mkdir -p "$COLABTRACE_NODE_DIR" &&
-    npm install --prefix "$COLABTRACE_NODE_DIR" --no-audit --no-fund --silent \
+    timeout 600 npm install --prefix "$COLABTRACE_NODE_DIR" --no-audit --no-fund --silent \
       "$COLABTRACE_DUCKDB_NODE_PACKAGE" >&2 ||
     echo "colabtrace: could not install $COLABTRACE_DUCKDB_NODE_PACKAGE; the DuckDB export test will skip" >&2
 }
