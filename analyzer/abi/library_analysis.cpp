@@ -11,6 +11,7 @@
 #include "abi/library_model.h"
 #include "abi/rules/rules.h"
 #include "analyses/factories.h"
+#include "analyses/process_facts.h"
 #include "elf/cuda_arch.h"
 #include "report/report.h"
 
@@ -35,7 +36,8 @@ class LibraryAnalysis final : public Analysis {
     for (size_t i = 0; i < traces.size(); ++i) {
       const abi::ProcessLibraries p = abi::ProcessLibraries::Of(traces[i], files_);
       AddRows(p, rows);
-      AddTextLines(p, text);
+      // `colabtrace run`'s own trace loads nothing of the job's: no line for it.
+      if (!IsRunWrapper(traces[i])) AddTextLines(p, text);
       abi::DuplicateLibraryRule(p, report);
       abi::MixedCudaMajorsRule(p, report);
       abi::DriverTooOldRule(p, report);

@@ -26,6 +26,10 @@ class Run(TempDirTest):
         self.assertTrue(proc["end"]["reaped_by_run"])
         text = lt.cli("report", self.tmp).stdout
         self.assertIn("colabtrace run (pid", text)
+        # The Libraries section has a line for the job's one process, none for the wrapper.
+        libs = text.split("== Libraries ==", 1)[1].split("\n== ", 1)[0]
+        lines = [l for l in libs.splitlines() if " objects loaded, " in l]
+        self.assertEqual([l.split(":")[0] for l in lines], [f"pid {info['child_pid']}"])
 
     def test_sampling_off_still_records_the_exit_status(self):
         r = lt.colabtrace_run(self.tmp, ["/bin/sh", "-c", "sleep 0.2; exit 4"], env={"COLABTRACE_SAMPLE_MS": "0"})
