@@ -116,11 +116,35 @@ def chromium(*args, timeout=120) -> subprocess.CompletedProcess:
     home = tempfile.mkdtemp(prefix="ct-chromium-")
     try:
         return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                               "--disable-dev-shm-usage",
                                "--user-data-dir=" + home, "--enable-logging=stderr", "--v=0", *args],
                               capture_output=True, text=True, timeout=timeout,
                               env={**{k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}, "HOME": home})
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+_CHROMIUM_RUNS = None
+
+
+def chromium_cannot_run() -> str:
+    """Why an installed Chromium cannot render even a trivial page on this machine (a
+    container without what it needs), or "" when it can. Our pages are judged only by a
+    Chromium that works: a broken install is a skip with its reason, not a failure."""
+    global _CHROMIUM_RUNS
+    if _CHROMIUM_RUNS is None:
+        page = os.path.join(tempfile.mkdtemp(prefix="ct-chromium-probe-"), "ok.html")
+        with open(page, "w") as f:
+            f.write("<!DOCTYPE html><html><body><p>ok</p></body></html>")
+        try:
+            r = chromium("--dump-dom", "file://" + page, timeout=90)
+            ok = r.returncode == 0 and "<p>ok</p>" in r.stdout
+            _CHROMIUM_RUNS = "" if ok else f"Chromium is installed but cannot render a page here (exit {r.returncode}): {r.stderr[-500:]}"
+        except subprocess.TimeoutExpired:
+            _CHROMIUM_RUNS = "Chromium is installed but did not render a trivial page within 90 s here"
+        finally:
+            shutil.rmtree(os.path.dirname(page), ignore_errors=True)
+    return _CHROMIUM_RUNS
 
 
 def console_errors(stderr: str) -> list[str]:
@@ -443,6 +467,8 @@ class ReportHtml(h.TempDirTest):
         self.assertIn(path, [td.text() for td in dom.root.find("td", "path")])
         if not CHROMIUM:
             self.skipTest(NO_CHROMIUM)
+        if chromium_cannot_run():
+            self.skipTest(chromium_cannot_run())
         page = os.path.join(self.tmp, "report.html")
         with open(page, "w", encoding="utf-8") as f:
             f.write(text)
@@ -455,6 +481,8 @@ class ReportHtml(h.TempDirTest):
 
     @unittest.skipUnless(CHROMIUM, NO_CHROMIUM)
     def test_chromium_loads_the_page_without_console_errors_or_requests(self):
+        if chromium_cannot_run():
+            self.skipTest(chromium_cannot_run())
         env = {"LD_LIBRARY_PATH": SIMCUDA_DIR, "SIMCUDA_MEM_BYTES": "1G", "SIMCUDA_CONTEXT_BYTES": "64M"}
         r = h.run_traced([GPU_WORKLOAD, "--allocs", "3", "--fail", "1"], env=env, out_dir=self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
