@@ -91,3 +91,28 @@ def wait_gone(pids, timeout=30.0):
 def env_values(trace: str, name: str) -> list[str]:
     """Values of env records for variable `name`, in trace order."""
     return [r["value"] for r in records(trace, "env") if r.get("name") == name]
+
+
+def run_steps_until_truncated(test, out_dir: str, steps: int, preexec, want_errno: int):
+    """Runs ct_steps (one CUDA_STEP env record per step) bare and traced into `out_dir`,
+    where the trace cannot hold every step. Checks what every such run must show: the
+    program's output unchanged and nothing on stderr, one trace marked truncated with a
+    warning naming `want_errno`, and the recorded steps a gap-free prefix. Returns
+    (the bare run, trace path, report, its one process, recorded step values)."""
+    import glob
+    argv = [prog("ct_steps"), str(steps), "0"]
+    bare = run_plain(argv)
+    traced = subprocess.run(argv, env=shim_env(out_dir), capture_output=True, timeout=120,
+                            preexec_fn=preexec)
+    test.assertEqual(traced.returncode, 0, traced.stderr)
+    test.assertEqual(traced.stdout, bare.stdout)
+    test.assertEqual(traced.stderr, b"")
+    (trace,) = glob.glob(os.path.join(out_dir, "*.ctrace"))
+    rep = report(trace)
+    (proc,) = rep["processes"]
+    test.assertTrue(proc["trace_truncated"])
+    test.assertTrue(any("tracing stopped early" in w and os.strerror(want_errno) in w
+                        for w in rep["warnings"]), rep["warnings"])
+    values = env_values(trace, "CUDA_STEP")
+    test.assertEqual(values, [str(i) for i in range(len(values))])
+    return bare, trace, rep, proc, values

@@ -2,7 +2,6 @@
 for processes killed while they start; a disk with less than one extent free still gets
 the header, the fingerprint and the first events, marked truncated."""
 import errno
-import glob
 import os
 import random
 import resource
@@ -12,7 +11,7 @@ import subprocess
 import time
 import unittest
 
-from coretest import env_values, prog, report, run_plain, shim_env
+from coretest import prog, run_steps_until_truncated, shim_env
 import ctharness as h
 from ctharness import TempDirTest
 
@@ -44,23 +43,9 @@ class TraceCreationTest(TempDirTest):
 
     def check_small_disk(self, out_dir, preexec=None, want_errno=errno.ENOSPC):
         steps = 20000  # far more than fits
-        argv = [prog("ct_steps"), str(steps), "0"]
-        bare = run_plain(argv)
-        traced = subprocess.run(argv, env=shim_env(out_dir), capture_output=True, timeout=120,
-                                preexec_fn=preexec)
-        self.assertEqual(traced.returncode, 0, traced.stderr)
-        self.assertEqual(traced.stdout, bare.stdout)
-        self.assertEqual(traced.stderr, b"")
-        (trace,) = glob.glob(os.path.join(out_dir, "*.ctrace"))
-        rep = report(trace)
-        (proc,) = rep["processes"]
-        self.assertTrue(proc["trace_truncated"])
+        _, trace, _, proc, values = run_steps_until_truncated(self, out_dir, steps, preexec, want_errno)
         self.assertTrue(proc["exe"].endswith("/ct_steps"), proc.get("exe"))
-        self.assertTrue(any("tracing stopped early" in w and os.strerror(want_errno) in w
-                            for w in rep["warnings"]), rep["warnings"])
-        values = env_values(trace, "CUDA_STEP")
         self.assertGreater(len(values), 10)
-        self.assertEqual(values, [str(i) for i in range(len(values))])
         return trace
 
     def test_a_tmpfs_smaller_than_one_extent(self):
