@@ -19,10 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def prog(name: str) -> str:
     """A C test program built by tests/core/CMakeLists.txt."""
-    path = ctharness.test_bin("core", name)
-    if not os.path.exists(path):
-        raise AssertionError(f"test program {path} is not built (ninja core_test_programs)")
-    return path
+    return ctharness.built_test_program("core", name)
 
 
 def py_script(name: str) -> str:

@@ -27,6 +27,14 @@ def test_bin(area: str, name: str) -> str:
     return os.path.join(BUILD, "tests", area, name)
 
 
+def built_test_program(area: str, name: str) -> str:
+    """test_bin(area, name), which must exist: a missing one names the target to build."""
+    path = test_bin(area, name)
+    if not os.path.exists(path):
+        raise AssertionError(f"test program {path} is not built (ninja {area}_test_programs)")
+    return path
+
+
 @dataclass
 class TracedRun:
     returncode: int

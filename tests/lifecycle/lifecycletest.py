@@ -18,10 +18,8 @@ PYTHON = ctharness.SYSTEM_PYTHON  # Debian's CPython (numpy lives there), never 
 
 
 def prog(name: str) -> str:
-    path = ctharness.test_bin("lifecycle", name)
-    if not os.path.exists(path):
-        raise AssertionError(f"test program {path} is not built (ninja lifecycle_test_programs)")
-    return path
+    """A C test program built by tests/lifecycle/CMakeLists.txt."""
+    return ctharness.built_test_program("lifecycle", name)
 
 
 def py_script(name: str) -> str:
