@@ -12,7 +12,7 @@ import sys
 import time
 
 import ctharness
-from ctharness import cli, dump, records, report, run_traced  # noqa: F401 (re-exported)
+from ctharness import clean_env, cli, dump, records, report, run_traced  # noqa: F401 (re-exported)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -32,15 +32,6 @@ def python() -> str:
         if p and os.path.exists(p):
             return p
     raise AssertionError("no CPython found")
-
-
-def clean_env(extra=None) -> dict:
-    """The environment for a run without the shim: no LD_PRELOAD, no COLABTRACE_*."""
-    e = {k: v for k, v in os.environ.items()
-         if k != "LD_PRELOAD" and not (k.startswith("COLABTRACE_") and k != "COLABTRACE_BUILD_DIR")}
-    if extra:
-        e.update(extra)
-    return e
 
 
 def run_plain(argv, env=None, timeout=60, **kw) -> subprocess.CompletedProcess:

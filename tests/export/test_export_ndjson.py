@@ -141,10 +141,8 @@ class NdjsonExportTest(h.TempDirTest):
         # colabtrace run samples its command from outside (proc_sample records in its own
         # trace); its trace is not a process of the job.
         out = os.path.join(self.tmp, "run")
-        env = {k: v for k, v in os.environ.items() if not k.startswith("COLABTRACE_") and k != "LD_PRELOAD"}
-        env["COLABTRACE_SAMPLE_MS"] = "20"
-        p = subprocess.run([h.CLI, "run", "-o", out, "--", WORKLOAD, "--sleep-ms", "300"], env=env,
-                           capture_output=True, text=True, timeout=120)
+        p = h.colabtrace_run(out, [WORKLOAD, "--sleep-ms", "300"], env={"COLABTRACE_SAMPLE_MS": "20"},
+                             timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr)
         t = self.export(out)
         wrapper = [tr for tr in glob.glob(os.path.join(out, "*.ctrace")) if h.records(tr, "run_info")]

@@ -27,6 +27,22 @@ def test_bin(area: str, name: str) -> str:
     return os.path.join(BUILD, "tests", area, name)
 
 
+def clean_env(extra=None) -> dict:
+    """The environment for a run without the shim: no LD_PRELOAD, no COLABTRACE_*."""
+    e = {k: v for k, v in os.environ.items()
+         if k != "LD_PRELOAD" and not (k.startswith("COLABTRACE_") and k != "COLABTRACE_BUILD_DIR")}
+    if extra:
+        e.update(extra)
+    return e
+
+
+def colabtrace_run(out_dir: str, argv, env=None, timeout=180, wrap=()) -> subprocess.CompletedProcess:
+    """`colabtrace run -o out_dir -- argv` from a clean environment plus `env`, optionally
+    behind a wrapper command (wrap); text output captured."""
+    return subprocess.run([*wrap, CLI, "run", "-o", out_dir, "--", *argv],
+                          env=clean_env(env), capture_output=True, text=True, timeout=timeout)
+
+
 def built_test_program(area: str, name: str) -> str:
     """test_bin(area, name), which must exist: a missing one names the target to build."""
     path = test_bin(area, name)

@@ -5,15 +5,12 @@ Everything runs the real shim and the real `colabtrace` CLI through ctharness.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import ctharness
-from ctharness import by_pid, cli, findings, records, report, run_traced  # noqa: F401
+from ctharness import by_pid, clean_env, cli, findings, records, report, run_traced  # noqa: F401
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "core"))
-from coretest import clean_env  # noqa: E402  (the environment without the shim)
+colabtrace_run = ctharness.colabtrace_run
 PYTHON = ctharness.SYSTEM_PYTHON  # Debian's CPython (numpy lives there), never pyenv's script
 
 
@@ -24,12 +21,6 @@ def prog(name: str) -> str:
 
 def py_script(name: str) -> str:
     return os.path.join(HERE, "py", name)
-
-
-def colabtrace_run(out_dir: str, argv, env=None, timeout=180, wrap=()) -> subprocess.CompletedProcess:
-    """`colabtrace run -o out_dir -- argv`, optionally behind a wrapper command (wrap)."""
-    return subprocess.run([*wrap, ctharness.CLI, "run", "-o", out_dir, "--", *argv],
-                          env=clean_env(env), capture_output=True, text=True, timeout=timeout)
 
 
 def run_trace(out_dir: str) -> str:

@@ -298,10 +298,8 @@ class ReportHtml(h.TempDirTest):
                 "for j in range(0, len(big), 4096): big[j] = 1\n"
                 "for p in kids: os.waitpid(p, 0)\n"
                 "os.kill(os.getpid(), signal.SIGKILL)\n")
-        env = {k: v for k, v in os.environ.items() if not k.startswith("COLABTRACE_") or k == "COLABTRACE_BUILD_DIR"}
-        env.update({"COLABTRACE_SAMPLE_MS": "50", "LD_PRELOAD": ""})
-        r = subprocess.run([h.CLI, "run", "-o", self.tmp, "--", h.SYSTEM_PYTHON, "-c", code], env=env,
-                           capture_output=True, text=True, timeout=120)
+        r = h.colabtrace_run(self.tmp, [h.SYSTEM_PYTHON, "-c", code], env={"COLABTRACE_SAMPLE_MS": "50"},
+                             timeout=120)
         self.assertEqual(r.returncode, 128 + signal.SIGKILL, r.stderr)
         rep = h.report(self.tmp)
         killed = [p for p in rep["processes"] if p["end"]["kind"] == "killed"]
@@ -332,10 +330,8 @@ class ReportHtml(h.TempDirTest):
                 "        return torch.full((1 << 18,), float(i))\n"
                 "if __name__ == '__main__':\n"
                 "    print(sum(int(b.sum().item()) for b in DataLoader(Slow(), batch_size=2, num_workers=2)))\n")
-        env = {k: v for k, v in os.environ.items() if not k.startswith("COLABTRACE_") or k == "COLABTRACE_BUILD_DIR"}
-        env.update({"COLABTRACE_SAMPLE_MS": "50", "LD_PRELOAD": ""})
-        r = subprocess.run([h.CLI, "run", "-o", self.tmp, "--", h.SYSTEM_PYTHON, "-c", code], env=env,
-                           capture_output=True, text=True, timeout=300)
+        r = h.colabtrace_run(self.tmp, [h.SYSTEM_PYTHON, "-c", code], env={"COLABTRACE_SAMPLE_MS": "50"},
+                             timeout=300)
         self.assertEqual(r.returncode, 0, r.stderr)
         rep = h.report(self.tmp)
         workers = [p for p in rep["processes"] if p["origin"] == "fork"]
