@@ -102,6 +102,11 @@ template <class R> inline void Emit(const R& rec) {
   }
 }
 
+// Emit through a fully inlined copy of the codec, for the per-call records of hot hooks
+// (file I/O, cudaMalloc/cudaFree): at -O2 the generic field visitor otherwise stays out of
+// line and costs about three times as much (docs/benchmarks.md, "GPU memory").
+template <class R> __attribute__((flatten)) void EmitHot(const R& rec) { Emit(rec); }
+
 // Like Emit, but into a chunk of its own: for fatal-signal handlers, which may have
 // interrupted an Emit on this very thread.
 template <class R> inline void EmitFromSignalHandler(ThreadState& local, const R& rec) {

@@ -404,14 +404,7 @@ uint64_t CallerObjectName(const void* caller) {
 
 // ---- records ----------------------------------------------------------------------------------
 
-// The per-call records are encoded through fully inlined copies of the codec: at -O2
-// the generic field visitor is otherwise called out of line and costs about three
-// times as much (measured: docs/benchmarks.md, "GPU memory").
-namespace {
-__attribute__((flatten)) void EmitHot(const format::GpuAlloc& r) { Emit(r); }
-__attribute__((flatten)) void EmitHot(const format::GpuFree& r) { Emit(r); }
-}  // namespace
-
+// The per-call records are encoded through EmitHot (writer.h), the codec inlined.
 void RecordAlloc(const Call& c, const AllocFacts& a) {
   const Libs libs = LibsOf(c);
   const bool ok = c.rc == 0;

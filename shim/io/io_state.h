@@ -86,11 +86,6 @@ void RefreshCwd();
 
 // ---- recording -------------------------------------------------------------------------
 
-// Emit through a fully inlined copy of the codec for the per-call records: at -O2 the
-// generic field visitor otherwise stays out of line (it led the encoder's profile in the
-// small-file loop; the GPU hooks do the same, shim/gpu/recording.cpp).
-template <class R> __attribute__((flatten)) void EmitHot(const R& rec) { Emit(rec); }
-
 // Marks the thread busy while a record is written. The recording path makes raw system
 // calls only and never changes errno, so read/write hooks need not save it on success.
 class RecordScope {
