@@ -195,6 +195,20 @@ char** GatherExeclArgs(const char* first, va_list ap, char** argv, size_t n, boo
   return want_envp ? va_arg(ap, char**) : nullptr;
 }
 
+// In an execl-style hook: declares `argv`, the variadic arguments after `first` gathered
+// into an exact-size array, and `envp`, what follows their NULL when want_envp (else
+// nullptr). A macro because va_start and the alloca must run in the hook's own frame,
+// which stays alive until the exec.
+#define COLABTRACE_GATHER_EXECL(first, want_envp)                                      \
+  va_list execl_ap;                                                                    \
+  va_start(execl_ap, first);                                                           \
+  const size_t execl_n = CountExeclArgs(first, execl_ap);                              \
+  va_end(execl_ap);                                                                    \
+  auto** argv = static_cast<char**>(__builtin_alloca((execl_n + 1) * sizeof(char*))); \
+  va_start(execl_ap, first);                                                           \
+  [[maybe_unused]] char** envp = GatherExeclArgs(first, execl_ap, argv, execl_n, want_envp); \
+  va_end(execl_ap)
+
 enum class SpawnApi : uint8_t { kPosixSpawn = 0, kPosixSpawnp = 1 };
 
 // r: posix_spawn's result (0 or an error number).
@@ -322,44 +336,24 @@ int execveat(int dirfd, const char* path, char* const argv[], char* const envp[]
 }
 
 int execl(const char* path, const char* arg, ...) {
-  va_list ap;
-  va_start(ap, arg);
-  const size_t n = CountExeclArgs(arg, ap);
-  va_end(ap);
-  auto** argv = static_cast<char**>(__builtin_alloca((n + 1) * sizeof(char*)));
-  va_start(ap, arg);
-  GatherExeclArgs(arg, ap, argv, n, false);
-  va_end(ap);
+  COLABTRACE_GATHER_EXECL(arg, false);
   return TracedExec(path, ExecApi::kExecl, environ,
                     [&] { return PathLoadsPreload(AT_FDCWD, path); },
                     [&] { return real::execv.get()(path, argv); });
 }
 
 int execlp(const char* file, const char* arg, ...) {
-  va_list ap;
-  va_start(ap, arg);
-  const size_t n = CountExeclArgs(arg, ap);
-  va_end(ap);
-  auto** argv = static_cast<char**>(__builtin_alloca((n + 1) * sizeof(char*)));
-  va_start(ap, arg);
-  GatherExeclArgs(arg, ap, argv, n, false);
-  va_end(ap);
+  COLABTRACE_GATHER_EXECL(arg, false);
   return TracedExec(file, ExecApi::kExeclp, environ, [&] { return SearchedFileLoadsPreload(file); },
                     [&] { return real::execvp.get()(file, argv); });
 }
 
 int execle(const char* path, const char* arg, ...) {
-  va_list ap;
-  va_start(ap, arg);
-  const size_t n = CountExeclArgs(arg, ap);
-  va_end(ap);
-  auto** argv = static_cast<char**>(__builtin_alloca((n + 1) * sizeof(char*)));
-  va_start(ap, arg);
-  char** envp = GatherExeclArgs(arg, ap, argv, n, true);
-  va_end(ap);
+  COLABTRACE_GATHER_EXECL(arg, true);
   return TracedExec(path, ExecApi::kExecle, envp, [&] { return PathLoadsPreload(AT_FDCWD, path); },
                     [&] { return real::execve.get()(path, argv, envp); });
 }
+#undef COLABTRACE_GATHER_EXECL
 
 int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
                 const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
