@@ -3,10 +3,10 @@
 // process hooks.
 #include "clock.h"
 
-#include <cstring>
-#include <string_view>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
-#include "raw.h"
 #include "writer.h"
 
 namespace colabtrace::shim {
@@ -18,7 +18,23 @@ uint64_t g_calib_ticks = 0, g_calib_ns = 0;  // the InitTicks anchor for RefineT
 }  // namespace
 
 namespace {
-bool g_ticks_decided = false;  // this address space read /proc/cpuinfo already
+bool g_ticks_decided = false;  // this address space decided the tick source already
+
+// CPUID leaf 0x80000007, EDX bit 8 ("invariant TSC"): the bit from which Linux sets both
+// constant_tsc and nonstop_tsc in /proc/cpuinfo (arch/x86/kernel/cpu/{amd,intel,...}.c).
+// Older Intel models get constant_tsc alone from their model number, and VMware guests
+// get it forced, but never nonstop_tsc, so "both flags" and "this bit" agree. Reading
+// the bit costs one or two CPUID instructions (a trap to the hypervisor in a VM, ~1 us)
+// instead of opening and formatting /proc/cpuinfo (~50 us per process start).
+bool CpuHasInvariantTsc() {
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0x80000007u, &a, &b, &c, &d) == 0) return false;  // no such leaf
+  return (d & (1u << 8)) != 0;
+#else
+  return false;
+#endif
+}
 
 // The anchor RefineTickRate measures from, and the header's first rate estimate.
 uint64_t StartCalibration() {
@@ -39,33 +55,9 @@ uint64_t InitTicksFromTrace(bool ticks_are_tsc) {
 }
 
 uint64_t InitTicks() {
-  // A fork child keeps its parent's decision: same CPU flags, and no /proc read (about
-  // 0.1 ms) in every forked worker.
+  // A fork child keeps its parent's decision (g_ticks_decided survives fork).
   if (g_ticks_decided) return StartCalibration();
-  bool constant = false, nonstop = false;
-#if defined(__x86_64__)
-  char buf[8192];
-  if (raw::ReadSmallFile("/proc/cpuinfo", buf, sizeof(buf)) > 0) {
-    // The first "flags" line (every CPU lists the same flags).
-    const char* flags = nullptr;
-    for (const char* p = buf; p != nullptr && *p != '\0';) {
-      if (std::strncmp(p, "flags", 5) == 0) {
-        flags = p + 5;
-        break;
-      }
-      p = std::strchr(p, '\n');
-      if (p != nullptr) ++p;
-    }
-    if (flags != nullptr) {
-      const char* eol = std::strchr(flags, '\n');
-      const size_t len = eol ? static_cast<size_t>(eol - flags) : std::strlen(flags);
-      const std::string_view f(flags, len);
-      constant = f.find(" constant_tsc") != std::string_view::npos;
-      nonstop = f.find(" nonstop_tsc") != std::string_view::npos;
-    }
-  }
-#endif
-  g_ticks_are_tsc = constant && nonstop;
+  g_ticks_are_tsc = CpuHasInvariantTsc();
   return StartCalibration();
 }
 

@@ -33,9 +33,9 @@ __attribute__((always_inline)) inline uint64_t Ticks() {
   return MonotonicNs();
 }
 
-// Decides the tick source (TSC only when /proc/cpuinfo reports constant_tsc and
-// nonstop_tsc) and returns an estimate of ticks per second (0: not known yet). A fork
-// child reuses the decision its parent made (no second read of /proc/cpuinfo).
+// Decides the tick source (TSC only when CPUID reports an invariant TSC, the bit behind
+// /proc/cpuinfo's constant_tsc and nonstop_tsc) and returns an estimate of ticks per
+// second (0: not known yet). A fork child reuses the decision its parent made.
 uint64_t InitTicks();
 
 // The same for an image that adopted a trace across exec: the trace's header already

@@ -1,9 +1,9 @@
 """Start-up work (issue 12): what every traced process pays before main.
 
-- The tick source is decided once per process tree branch: a fork child keeps its
-  parent's decision and an exec'd image takes it from the trace it adopts, so neither
-  reads /proc/cpuinfo again, and the exec'd image's times still line up with its clock
-  records.
+- The tick source is decided from CPUID (no /proc/cpuinfo read at all), once per
+  process tree branch: a fork child keeps its parent's decision and an exec'd image takes
+  it from the trace it adopts, the decision is the one /proc/cpuinfo's flags imply, and
+  the exec'd image's times still line up with its clock records.
 - The fingerprint and the library inventory are written before main runs: a process
   SIGKILLed as soon as its main has started still has them in its trace.
 - A short process leaves a trace whose reserved tail is bounded (the exit trims only the
@@ -11,8 +11,10 @@
 """
 import glob
 import os
+import platform
 import shutil
 import signal
+import struct
 import subprocess
 import unittest
 
@@ -40,9 +42,16 @@ class StartupTest(TempDirTest):
         self.assertEqual(p.returncode, 0, p.stderr)
         with open(log, encoding="utf-8", errors="replace") as f:
             cpuinfo = [l for l in f if '"/proc/cpuinfo"' in l]
-        self.assertEqual(len(cpuinfo), 1, "only the first image reads /proc/cpuinfo:\n" + "".join(cpuinfo))
+        self.assertEqual(cpuinfo, [], "the tick source comes from CPUID, not /proc/cpuinfo")
         traces = glob.glob(os.path.join(out, "*.ctrace"))
         self.assertEqual(len(traces), 2, traces)
+        # The decision is the one the kernel's flags imply: TSC ticks exactly when
+        # /proc/cpuinfo lists both constant_tsc and nonstop_tsc.
+        expected_tsc = self.cpuinfo_says_invariant_tsc()
+        for t in traces:
+            with open(t, "rb") as f:
+                (features,) = struct.unpack_from("<Q", f.read(24), 16)
+            self.assertEqual(bool(features & 1), expected_tsc, t)
         rep = report(*traces)
         procs = by_pid(rep)
         self.assertEqual(len(procs), 2)
@@ -64,6 +73,14 @@ class StartupTest(TempDirTest):
             self.assertAlmostEqual(t_rel - base[0], expected, delta=0.002 + expected * 0.01)
         steps = [r["value"] for r in records(child_trace, "env") if r.get("name") == "CUDA_STEP"]
         self.assertEqual(steps, ["0", "1", "2"])
+
+    @staticmethod
+    def cpuinfo_says_invariant_tsc():
+        if platform.machine() not in ("x86_64", "AMD64"):
+            return False
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
+        return "constant_tsc" in flags and "nonstop_tsc" in flags
 
     def dump_times(self, trace, name):
         """(seconds since the trace's start as the reader converts them, mono_ns) of each
