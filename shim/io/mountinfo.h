@@ -92,10 +92,12 @@ inline bool ParseMountInfoLine(char* line, size_t len, MountInfoLine* out) {
   if (!detail::NextField(&p, end, &f, &n) || !detail::ParseU32({f, n}, &out->id)) return false;
   if (!detail::NextField(&p, end, &f, &n) || !detail::ParseU32({f, n}, &out->parent)) return false;
   if (!detail::NextField(&p, end, &f, &n)) return false;
+  // "major:minor". No substr(): its out_of_range throw would link libstdc++'s exception
+  // runtime into the shim, with a static initializer that mallocs at every load.
   const std::string_view dev(f, n);
   const size_t colon = dev.find(':');
-  if (colon == std::string_view::npos || !detail::ParseU32(dev.substr(0, colon), &out->major) ||
-      !detail::ParseU32(dev.substr(colon + 1), &out->minor)) {
+  if (colon == std::string_view::npos || !detail::ParseU32({f, colon}, &out->major) ||
+      !detail::ParseU32({f + colon + 1, n - colon - 1}, &out->minor)) {
     return false;
   }
   if (!detail::NextField(&p, end, &f, &n)) return false;

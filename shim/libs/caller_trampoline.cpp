@@ -566,12 +566,14 @@ struct ObjectId {
   bool operator==(const ObjectId&) const = default;
 };
 
+// Every member initialized: the table is then constant-initialized (.bss). One left
+// uninitialized made it a dynamic initializer that wrote all 72 KiB at every load.
 struct Slot {
-  uint32_t seq;
+  uint32_t seq = 0;
   ObjectId id;
-  const void* gadget;
-  const char* name;
-  uint64_t base;
+  const void* gadget = nullptr;
+  const char* name = nullptr;
+  uint64_t base = 0;
 };
 
 constexpr size_t kSlots = 1024;

@@ -18,6 +18,7 @@ import struct
 import subprocess
 import unittest
 
+import ctharness
 from coretest import clean_env, prog, records, report, shim_env
 from ctharness import TempDirTest, by_pid, findings
 
@@ -120,6 +121,20 @@ class StartupTest(TempDirTest):
         self.assertTrue(findings(rep, "proc.killed"))
         self.assertTrue(any(os.path.basename(lib["path"] or "").startswith("libc.so")
                             for lib in rep["libraries"]), rep["libraries"])
+
+    @unittest.skipUnless(shutil.which("nm"), "nm (binutils) is not installed")
+    def test_loading_the_shim_runs_no_static_initializer(self):
+        # Every process pays for what runs when the library is loaded: the constructor
+        # only, not a C++ static initializer (one zeroed a 72 KiB table at every load)
+        # and not libstdc++'s exception runtime (its pool mallocs at every load; a
+        # string_view::substr linked it in).
+        syms = subprocess.run(["nm", "-C", ctharness.SHIM], capture_output=True, text=True,
+                              check=True).stdout
+        if "ShimInit" not in syms:
+            self.skipTest("the shim's symbol table is stripped")
+        names = [l.split(None, 2)[-1] for l in syms.splitlines() if l.strip()]
+        self.assertEqual([n for n in names if n.startswith("_GLOBAL__sub_I")], [])
+        self.assertEqual([n for n in names if n in ("__cxa_allocate_exception", "__cxa_throw")], [])
 
     def test_a_short_process_trace_is_small_and_whole(self):
         subprocess.run([prog("ct_steps"), "5", "0"], env=shim_env(self.tmp), check=True,
