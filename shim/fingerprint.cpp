@@ -6,7 +6,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <sys/statfs.h>
+#include <sys/sysinfo.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -102,8 +104,10 @@ void FingerprintEnvironment() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0) EmitHostNum("cpu_count", CPU_COUNT(&set));
   EmitHostNum("cpu_online", static_cast<uint64_t>(sysconf(_SC_NPROCESSORS_ONLN)));
-  if (raw::ReadSmallFile("/proc/meminfo", buf, sizeof(buf)) > 0) {
-    if (const char* v = FindLine(buf, "MemTotal:")) EmitHostNum("mem_total", ParseU64(v) * 1024);
+  // /proc/meminfo's MemTotal, from the same kernel counter without formatting the file.
+  struct sysinfo si;
+  if (raw::Syscall6(SYS_sysinfo, reinterpret_cast<long>(&si)) == 0) {
+    EmitHostNum("mem_total", static_cast<uint64_t>(si.totalram) * (si.mem_unit ? si.mem_unit : 1));
   }
   EmitHostInfo("cgroup_version", CgroupVersionName());
   EmitHostNum("cgroup_memory_max", ReadCgroupNumber("memory.max", "memory.limit_in_bytes"));
@@ -154,11 +158,9 @@ void FingerprintProcess(format::ProcessOrigin origin, uint32_t parent_tid, char*
     const char* eq = std::strchr(*e, '=');
     if (eq != nullptr) RecordEnvVar(*e, static_cast<size_t>(eq - *e), eq + 1, format::EnvSource::kStartup);
   }
-  char comm[64];
-  PathBuf cp;
-  cp.Add("/proc/self/task/").AddNum(static_cast<uint64_t>(raw::Gettid())).Add("/comm");
-  if (raw::ReadSmallFile(cp.s, comm, sizeof(comm)) > 0) {
-    if (char* nl = std::strchr(comm, '\n')) *nl = '\0';
+  // The thread's name as /proc/self/task/<tid>/comm shows it, in one system call.
+  char comm[32] = {};  // the kernel writes at most 16 bytes, NUL included
+  if (raw::Syscall6(SYS_prctl, PR_GET_NAME, reinterpret_cast<long>(comm)) == 0 && comm[0] != '\0') {
     format::ThreadName tn;
     tn.ts = ps.ts;
     tn.tid = static_cast<uint64_t>(raw::Gettid());
