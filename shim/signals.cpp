@@ -276,16 +276,42 @@ int ForeignSigaction(int sig, const struct sigaction* act, struct sigaction* old
 }  // namespace
 
 void InstallFatalSignalHandlers() {
+  // One sigaction per signal, not a query and then an install: ours goes in and the old
+  // disposition comes back in the same call. Almost every one was a pristine SIG_DFL
+  // (exec resets handlers to SIG_DFL, no flags, empty mask), which ours covers as is;
+  // anything else gets a second call (ours with the program's flags and mask, or the old
+  // disposition back). Signals stay blocked meanwhile, so none is delivered to our
+  // handler before its emulated entry says what the program had.
+  sigset_t all, saved;
+  sigfillset(&all);
+  raw::Syscall6(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&all),
+                reinterpret_cast<long>(&saved), _NSIG / 8);
+  struct sigaction ours = {};
+  ours.sa_sigaction = FatalHandler;
+  ours.sa_flags = SA_SIGINFO;
+  sigemptyset(&ours.sa_mask);
   for (int sig = 1; sig < NSIG; ++sig) {
     const bool rt = sig >= SIGRTMIN && sig <= SIGRTMAX;
     if (!rt && !IsCrash(sig) && !In(kTerminatingSignals, sig)) continue;
     Emulated& e = g_sig[sig];
-    if (real::sigaction.get()(sig, nullptr, &e.app) != 0) continue;
+    struct sigaction old;
+    if (real::sigaction.get()(sig, &ours, &old) != 0) continue;
+    e.app = old;
     e.emulated = true;
-    if (IsDefault(e.app) || (IsCrash(sig) && IsFunction(e.app))) {
-      e.ours = InstallOurs(sig, e.app) == 0;
+    constexpr int kCopiedFlags = SA_ONSTACK | SA_RESTART | SA_NODEFER;
+    sigset_t empty;
+    sigemptyset(&empty);
+    if (IsDefault(old) && (old.sa_flags & kCopiedFlags) == 0 &&
+        std::memcmp(&old.sa_mask, &empty, _NSIG / 8) == 0) {
+      e.ours = true;  // what InstallOurs would have installed
+    } else if (IsDefault(old) || (IsCrash(sig) && IsFunction(old))) {
+      e.ours = InstallOurs(sig, old) == 0;
+      if (!e.ours) real::sigaction.get()(sig, &old, nullptr);
+    } else {
+      real::sigaction.get()(sig, &old, nullptr);  // SIG_IGN, or the program's handler
     }
   }
+  raw::Syscall6(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&saved), 0, _NSIG / 8);
 }
 
 }  // namespace colabtrace::shim
