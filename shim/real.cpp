@@ -9,8 +9,8 @@
 namespace colabtrace::shim {
 namespace {
 
-// Looks `name`@`version` up in libc's .dynsym (version nullptr: the default version).
-// Walks the table linearly; called a handful of times per process.
+// Looks `name`@`version` up in libc's .dynsym (version nullptr: the default version)
+// through its GNU hash table; called a handful of times per process.
 struct LibcLookup {
   const char* name;
   const char* version;
@@ -46,17 +46,20 @@ int FindInObject(struct dl_phdr_info* info, size_t, void* data) {
     }
   }
   if (symtab == nullptr || strtab == nullptr || gnu_hash == nullptr) return 0;
-  // Symbol count from the GNU hash table: the highest chain end.
+  // The GNU hash table's chain for the name: a few candidates instead of a walk over
+  // libc's ~3,000 symbols (and the pages of .dynsym and .dynstr it touched).
   const uint32_t nbuckets = gnu_hash[0], symoffset = gnu_hash[1], bloom = gnu_hash[2];
   const uint32_t* buckets =
       reinterpret_cast<const uint32_t*>(reinterpret_cast<const ElfW(Addr)*>(gnu_hash + 4) + bloom);
   const uint32_t* chains = buckets + nbuckets;
-  uint32_t nsyms = symoffset;
-  for (uint32_t b = 0; b < nbuckets; ++b) {
-    if (buckets[b] >= nsyms) nsyms = buckets[b] + 1;
-  }
-  while (nsyms > symoffset && (chains[nsyms - 1 - symoffset] & 1) == 0) ++nsyms;
-  for (uint32_t i = 1; i < nsyms; ++i) {
+  uint32_t hash = 5381;
+  for (const char* c = q->name; *c != '\0'; ++c) hash = hash * 33 + static_cast<uint8_t>(*c);
+  const uint32_t first = nbuckets == 0 ? 0 : buckets[hash % nbuckets];
+  bool more = first != 0 && first >= symoffset;  // 0: an empty bucket
+  for (uint32_t i = first; more; ++i) {
+    const uint32_t chain = chains[i - symoffset];
+    more = (chain & 1) == 0;  // the low bit ends the chain
+    if ((chain | 1) != (hash | 1)) continue;
     const ElfW(Sym)& s = symtab[i];
     if (s.st_value == 0 || std::strcmp(strtab + s.st_name, q->name) != 0) continue;
     if (versym != nullptr && verdef != nullptr) {
