@@ -101,26 +101,35 @@ namespace {
 
 bool EndsWith(std::string_view s, std::string_view suffix) { return s.ends_with(suffix); }
 
-// Python and native code, interpreter and system configuration, pseudo files.
+// Python and native code, interpreter, compiler and tool configuration, version-control
+// state, pseudo files. Programs probe for these all the time (a compiler tries each
+// include directory in turn, CPython looks for pyvenv.cfg and ._pth files at every start,
+// git for .gitignore in every directory and for optional files under .git/), so a failed
+// open of one is a search, not a missing data file; and reading them is not dataset I/O.
 bool LooksLikeCode(std::string_view p) {
   static constexpr std::string_view kPrefixes[] = {
-      "/proc/", "/sys/", "/dev/", "/etc/", "/usr/lib/python", "/usr/local/lib/python",
-      "/usr/share/", "/usr/lib/locale/", "/usr/lib/x86_64-linux-gnu/", "/usr/lib/aarch64-linux-gnu/",
-      "/lib/", "/lib64/", "/usr/lib64/", "/run/"};
+      "/proc/", "/sys/", "/dev/", "/etc/", "/run/", "/lib/", "/lib64/", "/usr/lib/",
+      "/usr/lib64/", "/usr/local/lib/", "/usr/libexec/", "/usr/share/", "/usr/include/",
+      "/usr/local/include/"};
   for (std::string_view pre : kPrefixes) {
     if (p.starts_with(pre)) return true;
   }
-  static constexpr std::string_view kParts[] = {"/site-packages/", "/dist-packages/",
-                                                "/__pycache__/", "/.pyenv/", "/.cache/pip/",
-                                                "/.local/lib/python", "/.triton/", "/.nv/"};
+  static constexpr std::string_view kParts[] = {
+      "/site-packages/", "/dist-packages/", "/__pycache__/", "/.pyenv/", "/.cache/pip/",
+      "/.local/lib/python", "/.triton/", "/.nv/", "/.git/", "/.config/", "/node_modules/"};
   for (std::string_view part : kParts) {
     if (p.find(part) != std::string_view::npos) return true;
   }
-  static constexpr std::string_view kSuffixes[] = {".py", ".pyc", ".pyi", ".pth", ".so",
-                                                   ".egg-link", ".dist-info", ".ctrace"};
+  static constexpr std::string_view kSuffixes[] = {
+      ".py", ".pyc", ".pyi", ".pth", ".so", ".egg-link", ".dist-info", ".ctrace",
+      ".h", ".hh", ".hpp", ".hxx", "._pth", "/pyvenv.cfg", "/pybuilddir.txt"};
   for (std::string_view suf : kSuffixes) {
     if (EndsWith(p, suf)) return true;
   }
+  // Dotfiles (.gitignore, .pdbrc, .inputrc, .netrc...): per-user or per-directory
+  // configuration.
+  const size_t slash = p.rfind('/');
+  if (slash != std::string_view::npos && slash + 1 < p.size() && p[slash + 1] == '.') return true;
   return p.find(".so.") != std::string_view::npos;
 }
 

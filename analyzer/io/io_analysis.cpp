@@ -52,7 +52,11 @@ constexpr double kMetadataPerRead = 5.0;
 // io.errors: any failed read or write (EINTR/EAGAIN aside), or an open failing with a
 // storage error (EIO, ESTALE, ENOTCONN, ...) or a limit (EMFILE, ENOSPC, ...). Lookup
 // failures (ENOENT, EACCES, ENOTDIR, ...) of opens on data paths count from 10 on, since
-// programs probe for optional files all the time (failed stats and opendirs never count).
+// programs probe for optional files all the time (failed stats and opendirs never count),
+// and only on paths that never opened or stat'ed successfully in the run: git looks for
+// its index before it writes one, a cache looks an entry up before it creates it. A read
+// of a directory (EISDIR, from a loop over a listing that meets a subdirectory) is the
+// program's own mistake, seen at once as an exception, not storage trouble: not counted.
 constexpr uint64_t kLookupErrorsMin = 10;
 
 bool IsHardError(int e) {
@@ -773,19 +777,22 @@ class IoAnalysis final : public Analysis {
       const FileStats& f = model_.files[i];
       if (f.errors.empty()) continue;
       const bool data = !f.code && !(MountOf(f) && MountOf(f)->fs.cls == FsClass::kPseudo);
+      // The path exists (it opened or stat'ed fine at some point): its failed lookups
+      // were a race with its creation or an existence check, not a missing file.
+      const bool exists = f.opens > 0 || f.stats > f.stat_errors;
       uint64_t file_hard = 0, file_lookup = 0;
       for (const auto& [e, n] : f.errors) {
         if (e == EINTR || e == EAGAIN) continue;
         const bool io_failure = f.read_errors + f.write_errors > 0 && !IsHardError(e) &&
                                 e != ENOENT && e != ENOTDIR && e != EACCES && e != EPERM && e != ELOOP &&
-                                e != EEXIST && e != ENAMETOOLONG;
+                                e != EEXIST && e != ENAMETOOLONG && e != EISDIR;
         const bool rw_failed = f.read_errors + f.write_errors > 0;
         if ((IsHardError(e) && (data || rw_failed)) || io_failure) {
           // Open-time errors on pseudo or system paths (ENXIO on /dev/tty without a
           // terminal, say) are probes, not storage trouble; read/write failures count
           // everywhere.
           file_hard += n;
-        } else if (data && f.open_errors > 0) {
+        } else if (data && f.open_errors > 0 && !exists) {
           // Only failed opens of files: a failed stat or opendir is a probe (pyenv's
           // hook directories, Python's import path), not a missing data file.
           file_lookup += std::min<uint64_t>(n, f.open_errors);

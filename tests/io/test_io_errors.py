@@ -1,0 +1,85 @@
+"""io.errors on real programs: missing data files are reported with exact counts; the
+failed opens healthy programs make all the time (a cache looked up before it is filled,
+per-directory dotfiles, a compiler's include search, git's optional files) are not."""
+import json
+import os
+import shutil
+import subprocess
+import unittest
+
+from ctharness import SYSTEM_PYTHON, TempDirTest, findings, records, report, run_traced
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def failed_opens(traces, prefix=""):
+    """Failed open-family records (fd < 0) whose path starts with prefix, over traces."""
+    n = 0
+    for t in traces:
+        n += sum(1 for r in records(t, "io_open")
+                 if int(r["fd"]) < 0 and r.get("path", "").startswith(prefix))
+    return n
+
+
+class IoErrorsTest(TempDirTest):
+    def test_missing_data_files_counted_exactly_and_probes_not(self):
+        data = os.path.join(self.tmp, "data")
+        run = run_traced([SYSTEM_PYTHON, os.path.join(HERE, "py", "missing_files.py"), data, "20", "12"])
+        self.assertEqual(run.returncode, 0, run.stderr)
+        out = json.loads(run.stdout)
+        self.assertEqual(out, {"read": 20, "skipped": 12, "cache_misses": 15, "dotfile_misses": 12})
+        # The trace holds every failed open the program made under data/: 12 + 15 + 12.
+        self.assertEqual(failed_opens(run.traces, data + "/"), 39)
+        rep = report(*run.traces)
+        (f,) = findings(rep, "io.errors")
+        ev = f["evidence"]
+        self.assertEqual(ev["lookup_errors"], 12)
+        self.assertEqual(ev["storage_errors"], 0)
+        self.assertEqual(ev["by_errno"], {"ENOENT": 12})
+        self.assertEqual(sorted(p["path"] for p in ev["paths"]),
+                         [os.path.join(data, f"sample_{i:04d}.bin") for i in range(20, 32)])
+
+    def test_probes_alone_are_no_finding(self):
+        data = os.path.join(self.tmp, "data")
+        run = run_traced([SYSTEM_PYTHON, os.path.join(HERE, "py", "missing_files.py"), data, "20", "0"])
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(failed_opens(run.traces, data + "/"), 27)
+        self.assertEqual(findings(report(*run.traces), "io.errors"), [])
+
+    @unittest.skipUnless(shutil.which("cc") and shutil.which("c++"), "needs cc and c++")
+    def test_compiler_include_search_is_no_finding(self):
+        src_c = os.path.join(self.tmp, "hello.c")
+        src_cc = os.path.join(self.tmp, "hello.cc")
+        with open(src_c, "w") as f:
+            f.write('#include <stdio.h>\n#include <stdlib.h>\nint main(void){puts("hi");return 0;}\n')
+        with open(src_cc, "w") as f:
+            f.write("#include <iostream>\n#include <map>\n#include <vector>\n"
+                    'int main(){std::map<int,int> m; m[1]=2; std::cout << m[1] << "\\n";}\n')
+        for cmd in (["cc", "-O1", src_c, "-o", os.path.join(self.tmp, "a")],
+                    ["c++", "-O1", src_cc, "-o", os.path.join(self.tmp, "b")]):
+            run = run_traced(cmd, out_dir=os.path.join(self.tmp, "out-" + cmd[0].replace("+", "x")),
+                             timeout=300)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            # The include search really failed opens (one per directory tried)...
+            self.assertGreater(failed_opens(run.traces), 20)
+            # ...and none of it is an error.
+            self.assertEqual(findings(report(*run.traces), "io.errors"), [], cmd)
+
+    @unittest.skipUnless(shutil.which("git"), "needs git")
+    def test_git_commit_status_gc_is_no_finding(self):
+        repo = os.path.join(self.tmp, "repo")
+        os.makedirs(os.path.join(repo, "src"))
+        for i in range(30):
+            with open(os.path.join(repo, "src", f"f{i}.txt"), "w") as f:
+                f.write(f"file {i}\n" * 50)
+        script = ("git init -q && git add -A && git -c user.email=t@t -c user.name=t commit -qm one"
+                  " && git status --porcelain && git log --stat >/dev/null && git gc -q")
+        run = run_traced(["sh", "-c", script], cwd=repo, out_dir=os.path.join(self.tmp, "out"),
+                         timeout=300)
+        self.assertEqual((run.returncode, run.stdout), (0, ""), run.stderr)
+        self.assertGreater(failed_opens(run.traces, repo + "/"), 30)
+        self.assertEqual(findings(report(*run.traces), "io.errors"), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
