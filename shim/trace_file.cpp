@@ -2,10 +2,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <cstring>
 
@@ -227,14 +230,9 @@ bool TraceFile::Create(const char* path, uint32_t pid, uint64_t features,
     path_[0] = '\0';
     return false;
   }
-  // A cheap look first; the link or rename below is what really refuses a taken name.
+  // No look at the name first: the link or rename below refuses a taken name (a pid
+  // reused in the same directory, rare), and every other start saves a path lookup.
   struct stat st;
-  if (raw::Syscall6(SYS_newfstatat, AT_FDCWD, reinterpret_cast<long>(path_),
-                    reinterpret_cast<long>(&st), AT_SYMLINK_NOFOLLOW) == 0) {
-    create_error_ = EEXIST;
-    Reset();
-    return false;
-  }
   char dir[sizeof(path_)];
   std::memcpy(dir, path_, sizeof(dir));
   char* slash = std::strrchr(dir, '/');
@@ -340,7 +338,15 @@ namespace {
 // kFlagExecPending.
 int FindHandover(uint32_t pid) {
   const int floor = TraceFile::HandoverFloor();
+  // Which descriptors of the window are open, in one poll() (POLLNVAL: not open)
+  // instead of one fcntl each: nearly always none is, and every process asks.
+  struct pollfd window[kHandoverWindow];
+  for (int i = 0; i < kHandoverWindow; ++i) window[i] = {floor + i, 0, 0};
+  struct timespec no_wait = {0, 0};  // ppoll: aarch64 has no poll system call
+  const bool polled = raw::Syscall6(SYS_ppoll, reinterpret_cast<long>(window), kHandoverWindow,
+                                    reinterpret_cast<long>(&no_wait), 0, _NSIG / 8) >= 0;
   for (int fd = floor; fd < floor + kHandoverWindow; ++fd) {
+    if (polled && (window[fd - floor].revents & POLLNVAL)) continue;
     const int fdflags = raw::Fcntl(fd, F_GETFD);
     if (fdflags < 0 || (fdflags & FD_CLOEXEC)) continue;
     FileHeader h;
