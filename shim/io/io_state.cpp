@@ -93,6 +93,7 @@ constexpr uint32_t kMaxMounts = 4096;
 MountEntry* g_mounts = nullptr;  // entries [0, g_mount_count) are immutable once published
 uint32_t g_mount_count = 0;
 uint32_t g_mount_emitted = 0;  // entries [0, g_mount_emitted) have a Mount record
+bool g_mounts_read = false;    // /proc/self/mountinfo was read at least once (atomic)
 SpinLock g_mount_lock;
 char* g_mountinfo_buf = nullptr;
 constexpr size_t kMountInfoBytes = 1u << 20;
@@ -149,12 +150,14 @@ void ReloadMounts() {
       __atomic_store_n(&g_mount_count, n + 1, __ATOMIC_RELEASE);
     });
   }
+  __atomic_store_n(&g_mounts_read, true, __ATOMIC_RELEASE);
   g_mount_lock.Unlock();
 }
 
 // The mount whose mount point is the longest prefix of p (at a component boundary); the
 // later line wins a tie, as it is mounted on top.
 const MountEntry* MountByPrefix(std::string_view p) {
+  if (!__atomic_load_n(&g_mounts_read, __ATOMIC_ACQUIRE)) ReloadMounts();  // the first need
   const uint32_t n = __atomic_load_n(&g_mount_count, __ATOMIC_ACQUIRE);
   const MountEntry* best = nullptr;
   for (uint32_t i = 0; i < n; ++i) {
@@ -609,10 +612,13 @@ void StartIo(StartKind kind) {
     g_cwd_lock.Reset();
     g_mount_emitted = 0;
   }
-  ReloadMounts();
-  EmitPendingMounts();
+  // The mount table is read when a record first needs a mount (MountByPrefix, or an id
+  // not known yet; here: an inherited file): a process that touches no file pays nothing
+  // for it (~70 us here). The Mount records follow the records that use them, as after
+  // every hook; a fork child re-emits the table its parent had read.
   RefreshCwd();
   AdoptOpenDescriptors();
+  EmitPendingMounts();
   g_io_on = true;
 }
 
