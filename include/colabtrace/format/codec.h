@@ -63,6 +63,10 @@ template <class R> size_t EncodeRecordUncommitted(const R& r, uint64_t prev_ts, 
   // Assume a one-byte length; move the payload if it turns out longer.
   uint8_t* payload = dst + 2;
   const size_t len = static_cast<size_t>(EncodePayload(r, prev_ts, payload) - payload);
+  if (__builtin_expect(len < 0x80, 1)) {  // every hot record: a one-byte length, stored directly
+    dst[1] = static_cast<uint8_t>(len);
+    return 2 + len;
+  }
   uint8_t len_buf[kMaxVarintBytes];
   const size_t len_bytes = static_cast<size_t>(PutVarint(len_buf, len) - len_buf);
   if (len_bytes != 1) std::memmove(dst + 1 + len_bytes, payload, len);
