@@ -115,11 +115,26 @@ struct InternLevel {
 constexpr size_t kLevel0Slots = 1u << 11;
 constexpr uint32_t kLevel0Capacity = kLevel0Slots / 2;
 
+// Each copy in the arena follows a header holding its id (stored last, so a header with
+// id 0 is a copy still being written) and its length; copies lie in the order they were
+// interned, 8-byte aligned.
+struct ArenaEntry {
+  uint64_t id;
+  uint64_t len;
+};
+inline size_t ArenaEntryBytes(size_t len) { return sizeof(ArenaEntry) + ((len + 7) & ~size_t{7}); }
+
 // An intern table plus an arena holding copies of the interned bytes. All anonymous
 // mappings: pages are touched (and count as RSS) only as they fill.
 class InternTable {
  public:
   uint64_t Intern(const uint8_t* data, size_t len, bool is_stack);
+  // If s is the copy interned right after prev (a copy in this arena, prev_len bytes), its
+  // id; else 0. A program that walks the same files in the same order again (a dataset
+  // epoch, a sorted listing) finds each path next to the previous one, in a cache line
+  // just touched, instead of at a random slot of the table (a cache and TLB miss that cost
+  // ~0.3 us per path in the small-file loop).
+  uint64_t NextAfter(const uint8_t* prev, size_t prev_len, std::string_view s) const;
   void Reset() {
     if (l0_.slots != nullptr) raw::Munmap(l0_.slots, kLevel0Slots * sizeof(InternSlot));
     if (l1_.slots != nullptr) raw::Munmap(l1_.slots, kSlots * sizeof(InternSlot));
@@ -240,17 +255,21 @@ bool InternTable::ProbeLevel(InternLevel& lv, uint64_t hash, const uint8_t* data
         if (seen != hash) continue;  // lost the slot to another string
       } else {
         __atomic_fetch_add(&lv.used, 1, __ATOMIC_RELAXED);
-        const uint64_t off = __atomic_fetch_add(&arena_used_, len, __ATOMIC_RELAXED);
-        if (off + len > kArenaBytes) {
+        const size_t bytes = ArenaEntryBytes(len);
+        const uint64_t off = __atomic_fetch_add(&arena_used_, bytes, __ATOMIC_RELAXED);
+        if (off + bytes > kArenaBytes) {
           __atomic_store_n(&slot.id, kPoisoned, __ATOMIC_RELEASE);
           *out = EmitNew(data, len, is_stack);
           return true;
         }
-        std::memcpy(arena_ + off, data, len);
-        slot.data = arena_ + off;
+        auto* entry = reinterpret_cast<ArenaEntry*>(arena_ + off);
+        entry->len = len;
+        std::memcpy(entry + 1, data, len);
+        slot.data = reinterpret_cast<const uint8_t*>(entry + 1);
         slot.len = len;
         const uint64_t id = EmitNew(data, len, is_stack);
         __atomic_store_n(&slot.id, id, __ATOMIC_RELEASE);
+        __atomic_store_n(&entry->id, id, __ATOMIC_RELEASE);
         if (!is_stack) RememberInterned(slot.data, len, id);
         *out = id;
         return true;
@@ -277,6 +296,19 @@ bool InternTable::ProbeLevel(InternLevel& lv, uint64_t hash, const uint8_t* data
   return false;
 }
 
+uint64_t InternTable::NextAfter(const uint8_t* prev, size_t prev_len, std::string_view s) const {
+  const uint8_t* const arena = __atomic_load_n(&arena_, __ATOMIC_ACQUIRE);
+  if (arena == nullptr || prev < arena + sizeof(ArenaEntry) || prev >= arena + kArenaBytes) return 0;
+  const uint64_t next = static_cast<uint64_t>(prev - arena) - sizeof(ArenaEntry) + ArenaEntryBytes(prev_len);
+  const uint64_t used = __atomic_load_n(&arena_used_, __ATOMIC_RELAXED);
+  if (next + ArenaEntryBytes(s.size()) > (used < kArenaBytes ? used : kArenaBytes)) return 0;
+  const auto* entry = reinterpret_cast<const ArenaEntry*>(arena + next);
+  const uint64_t id = __atomic_load_n(&entry->id, __ATOMIC_ACQUIRE);  // 0: still being written
+  if (id == 0 || entry->len != s.size() || std::memcmp(entry + 1, s.data(), s.size()) != 0) return 0;
+  RememberInterned(reinterpret_cast<const uint8_t*>(entry + 1), s.size(), id);
+  return id;
+}
+
 uint64_t InternTable::Intern(const uint8_t* data, size_t len, bool is_stack) {
   if (!EnsureInit()) return EmitNew(data, len, is_stack);
   const uint64_t hash = HashBytes(data, len) | 1;  // 0 marks an empty slot
@@ -295,6 +327,17 @@ uint64_t InternString(std::string_view s) {
   if (s.size() > kMaxInternedString) s = s.substr(0, kMaxInternedString);
   uint64_t id = 0;
   if (LastInterned(s, &id) != nullptr) return id;
+  // The string interned right after the thread's last one (read as LastInterned does).
+  ThreadState& t = t_thread;
+  const uint32_t gen = t.intern_gen;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  const uint8_t* const last = t.intern_data;
+  const uint32_t last_len = t.intern_len;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  if (gen != 0 && gen == g_intern_epoch && t.intern_gen == gen && last != nullptr &&
+      (id = g_strings.NextAfter(last, last_len, s)) != 0) {
+    return id;
+  }
   return g_strings.Intern(reinterpret_cast<const uint8_t*>(s.data()), s.size(), false);
 }
 

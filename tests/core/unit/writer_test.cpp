@@ -241,6 +241,49 @@ TEST_F(WriterTest, InterningGivesOneIdPerDistinctString) {
   EXPECT_EQ(t.records.Stack.size(), 2u);
 }
 
+// A walk over the same paths in the same order again (the shim then finds each string
+// right after the previous one in its arena) and in other orders, with look-alikes (same
+// length, one character apart; a prefix) in between: every string keeps its first id and
+// is written once.
+TEST_F(WriterTest, InterningTheSameSequenceAgainKeepsEachId) {
+  WriterSession s(TracePath());
+  ASSERT_TRUE(s.Begin());
+  constexpr int kPaths = 3000;  // more than the first level of the table holds
+  auto path = [](int i) { return "/data/set/f" + std::to_string(100000 + i) + ".bin"; };
+  std::vector<uint64_t> first(kPaths);
+  uint64_t look_alike = 0, prefix = 0, look_alike_again = 0;
+  {
+    shim::ShimScope scope;
+    for (int i = 0; i < kPaths; ++i) first[i] = shim::InternString(path(i));
+    for (int pass = 0; pass < 2; ++pass) {
+      for (int i = 0; i < kPaths; ++i) ASSERT_EQ(shim::InternString(path(i)), first[i]) << i;
+    }
+    // After path(9), the next copy is path(10): ask for strings that look like it.
+    ASSERT_EQ(shim::InternString(path(9)), first[9]);
+    look_alike = shim::InternString("/data/set/f100010.bim");
+    ASSERT_EQ(shim::InternString(path(9)), first[9]);
+    prefix = shim::InternString("/data/set/f100010.bi");
+    ASSERT_EQ(shim::InternString(path(9)), first[9]);
+    EXPECT_EQ(shim::InternString(path(10)), first[10]);
+    // Backwards, and every other one.
+    for (int i = kPaths - 1; i >= 0; --i) ASSERT_EQ(shim::InternString(path(i)), first[i]) << i;
+    for (int i = 0; i < kPaths; i += 2) ASSERT_EQ(shim::InternString(path(i)), first[i]) << i;
+    // The look-alike was interned after the last path: found next to it too.
+    ASSERT_EQ(shim::InternString(path(9)), first[9]);
+    look_alike_again = shim::InternString("/data/set/f100010.bim");
+  }
+  EXPECT_EQ(look_alike_again, look_alike);
+  EXPECT_NE(look_alike, first[10]);
+  EXPECT_NE(prefix, first[10]);
+  EXPECT_NE(prefix, look_alike);
+  s.End();
+  const ProcessTrace t = MustRead(s.path());
+  for (int i = 0; i < kPaths; ++i) ASSERT_EQ(t.Str(first[i]), path(i));
+  EXPECT_EQ(t.Str(look_alike), "/data/set/f100010.bim");
+  EXPECT_EQ(t.Str(prefix), "/data/set/f100010.bi");
+  EXPECT_EQ(t.records.String.size(), static_cast<size_t>(kPaths + 2)) << "each string written once";
+}
+
 // More distinct strings than the table has slots: ids stay distinct and every one
 // resolves to its own text (the shim falls back to emitting without deduplication).
 TEST_F(WriterTest, InterningBeyondTheTableStaysCorrect) {
