@@ -56,8 +56,7 @@ bool ContinuedAfter(const ProcessTrace& t, const format::Signal& sig, uint32_t s
   bool continued = false;
   auto scan = [&](const auto& table) {
     if (continued) return;
-    auto it = std::upper_bound(table.begin(), table.end(), sig.ts,
-                               [](uint64_t ts, const auto& e) { return ts < e.ts; });
+    auto it = UpperBoundTs(table, sig.ts);
     for (; it != table.end() && !continued; ++it) {
       if (it->tid == sig_tid || it->ts > sig.ts + kOtherThreadsGraceNs) continued = true;
     }

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <numeric>
+#include <tuple>
 
 #include "absl/container/flat_hash_set.h"
 #include "analyses/process_facts.h"
@@ -211,50 +212,19 @@ class ProcessReplay {
     // replay merges the tables instead of sorting a copy of every event: on equal times
     // the kinds go in the order of Kind, and a kind's records in table order.
     // Opens are keyed by when they returned: their own order, by that key, comes first.
-    std::vector<uint32_t> opens(r.IoOpen.size());
-    std::iota(opens.begin(), opens.end(), 0u);
-    std::stable_sort(opens.begin(), opens.end(), [&](uint32_t a, uint32_t b) {
-      return r.IoOpen[a].ts + r.IoOpen[a].dur < r.IoOpen[b].ts + r.IoOpen[b].dur;
-    });
-    struct Cursor {
-      size_t at = 0, size = 0;
-    };
-    std::array<Cursor, kKinds> cur{};
-    cur[kOpen].size = opens.size();
-    cur[kClose].size = r.IoClose.size();
-    cur[kRead].size = r.IoRead.size();
-    cur[kReadAt].size = r.IoReadAt.size();
-    cur[kWrite].size = r.IoWrite.size();
-    cur[kDup].size = r.IoDup.size();
-    cur[kSeek].size = r.IoSeek.size();
-    cur[kStat].size = r.IoStat.size();
-    cur[kMmap].size = r.IoMmap.size();
-    cur[kCopy].size = r.IoCopy.size();
-    cur[kDir].size = r.IoDir.size();
-    auto key = [&](Kind k, size_t i) -> uint64_t {
-      switch (k) {
-        case kOpen: return r.IoOpen[opens[i]].ts + r.IoOpen[opens[i]].dur;
-        case kClose: return r.IoClose[i].ts;
-        case kRead: return r.IoRead[i].ts;
-        case kReadAt: return r.IoReadAt[i].ts;
-        case kWrite: return r.IoWrite[i].ts;
-        case kDup: return r.IoDup[i].ts;
-        case kSeek: return r.IoSeek[i].ts;
-        case kStat: return r.IoStat[i].ts;
-        case kMmap: return r.IoMmap[i].ts;
-        case kCopy: return r.IoCopy[i].ts;
-        case kDir: return r.IoDir[i].ts;
-      }
-      return 0;
-    };
+    // The other tables are read through cursors (the packed ones decode as they go).
+    Streams streams{OpenStream(r.IoOpen),     Stream(r.IoClose), Stream(r.IoRead),
+                    Stream(r.IoReadAt),       Stream(r.IoWrite), Stream(r.IoDup),
+                    Stream(r.IoSeek),         Stream(r.IoStat),  Stream(r.IoMmap),
+                    Stream(r.IoCopy),         Stream(r.IoDir)};
     for (;;) {
       // The earliest head of the non-empty kinds (the first kind on equal times); then
       // every record of that kind up to the next kind's head goes at once.
       int best = -1, second = -1;
       uint64_t best_key = 0, second_key = UINT64_MAX;
       for (int k = 0; k < kKinds; ++k) {
-        if (cur[k].at == cur[k].size) continue;
-        const uint64_t v = key(static_cast<Kind>(k), cur[k].at);
+        uint64_t v = 0;
+        if (!With(streams, k, [&](const auto& s) { return s.done() ? false : (v = s.key(), true); })) continue;
         if (best < 0 || v < best_key) {
           second = best, second_key = best_key;
           best = k, best_key = v;
@@ -263,15 +233,16 @@ class ProcessReplay {
         }
       }
       if (best < 0) break;
-      const Kind k = static_cast<Kind>(best);
-      Cursor& c = cur[k];
-      // Records of kind k before the runner-up's head (or at its time, when k comes
-      // first among equal kinds).
-      do {
-        Replay(k, k == kOpen ? opens[c.at] : c.at);
-        ++c.at;
-      } while (c.at < c.size &&
-               (second < 0 || key(k, c.at) < second_key || (key(k, c.at) == second_key && best < second)));
+      // Records of kind `best` before the runner-up's head (or at its time, when `best`
+      // comes first among equal kinds).
+      With(streams, best, [&](auto& s) {
+        do {
+          On(s.head());
+          s.Next();
+        } while (!s.done() && (second < 0 || s.key() < second_key ||
+                               (s.key() == second_key && best < second)));
+        return true;
+      });
     }
     for (const auto& [path_id, idx] : file_by_str_) ResolveMount(idx);
     for (const auto& [fd, idx] : unknown_fd_files_) ResolveMount(idx);
@@ -280,25 +251,59 @@ class ProcessReplay {
   }
 
  private:
-  enum Kind : uint8_t { kOpen, kClose, kRead, kReadAt, kWrite, kDup, kSeek, kStat, kMmap, kCopy, kDir };
-  static constexpr int kKinds = kDir + 1;
-
-  void Replay(Kind kind, size_t i) {
-    const auto& r = t_.records;
-    switch (kind) {
-      case kOpen: OnOpen(r.IoOpen[i]); break;
-      case kClose: fds_.erase(r.IoClose[i].fd); break;
-      case kRead: OnRead(r.IoRead[i]); break;
-      case kReadAt: OnReadAt(r.IoReadAt[i]); break;
-      case kWrite: OnWrite(r.IoWrite[i]); break;
-      case kDup: OnDup(r.IoDup[i]); break;
-      case kSeek: OnSeek(r.IoSeek[i]); break;
-      case kStat: OnStat(r.IoStat[i]); break;
-      case kMmap: OnMmap(r.IoMmap[i]); break;
-      case kCopy: OnCopy(r.IoCopy[i]); break;
-      case kDir: OnDir(r.IoDir[i]); break;
+  // A cursor over one time-ordered table.
+  template <class Table> struct Stream {
+    explicit Stream(const Table& t) : it(t.begin()), end(t.end()) {}
+    bool done() const { return it == end; }
+    uint64_t key() const { return it->ts; }
+    const auto& head() const { return *it; }
+    void Next() { ++it; }
+    typename Table::const_iterator it, end;
+  };
+  // IoOpen in the order of when each open returned (stable).
+  struct OpenStream {
+    explicit OpenStream(const std::vector<Event<format::IoOpen>>& t) : opens(&t), order(t.size()) {
+      std::iota(order.begin(), order.end(), 0u);
+      std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+        return t[a].ts + t[a].dur < t[b].ts + t[b].dur;
+      });
+    }
+    bool done() const { return at == order.size(); }
+    uint64_t key() const { return head().ts + head().dur; }
+    const Event<format::IoOpen>& head() const { return (*opens)[order[at]]; }
+    void Next() { ++at; }
+    const std::vector<Event<format::IoOpen>>* opens;
+    std::vector<uint32_t> order;
+    size_t at = 0;
+  };
+  // On equal times the kinds go in this order (the order of the tuple).
+  using Streams = std::tuple<OpenStream, Stream<TableOf<format::IoClose>>, Stream<TableOf<format::IoRead>>,
+                             Stream<TableOf<format::IoReadAt>>, Stream<TableOf<format::IoWrite>>,
+                             Stream<TableOf<format::IoDup>>, Stream<TableOf<format::IoSeek>>,
+                             Stream<TableOf<format::IoStat>>, Stream<TableOf<format::IoMmap>>,
+                             Stream<TableOf<format::IoCopy>>, Stream<TableOf<format::IoDir>>>;
+  static constexpr int kKinds = std::tuple_size_v<Streams>;
+  // f(stream k) for a kind k known only at run time.
+  template <class F, size_t K = 0> static bool With(Streams& s, int k, F&& f) {
+    if constexpr (K == kKinds) {
+      return false;
+    } else {
+      return k == static_cast<int>(K) ? f(std::get<K>(s)) : With<F, K + 1>(s, k, std::forward<F>(f));
     }
   }
+
+  void On(const Event<format::IoOpen>& e) { OnOpen(e); }
+  void On(const Event<format::IoClose>& e) { fds_.erase(e.fd); }
+  void On(const Event<format::IoRead>& e) { OnRead(e); }
+  void On(const Event<format::IoReadAt>& e) { OnReadAt(e); }
+  void On(const Event<format::IoWrite>& e) { OnWrite(e); }
+  void On(const Event<format::IoDup>& e) { OnDup(e); }
+  void On(const Event<format::IoSeek>& e) { OnSeek(e); }
+  void On(const Event<format::IoStat>& e) { OnStat(e); }
+  void On(const Event<format::IoMmap>& e) { OnMmap(e); }
+  void On(const Event<format::IoCopy>& e) { OnCopy(e); }
+  void On(const Event<format::IoDir>& e) { OnDir(e); }
+
   // An open file description: what a descriptor (and its dups) refers to.
   struct Desc {
     size_t file;

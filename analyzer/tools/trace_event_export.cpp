@@ -234,8 +234,9 @@ class TraceEventWriter {
     return stacks_.emplace(id, frames.Dump(-1)).first->second;
   }
 
-  template <class R>
-  bool Table(const ProcessTrace& t, const std::vector<Event<R>>& table, int64_t pid) {
+  template <class Records>  // a std::vector<Event<R>> or a PackedTable<R>
+  bool Table(const ProcessTrace& t, const Records& table, int64_t pid) {
+    using R = typename Records::value_type::Record;
     const RecordShape& shape = ShapeOf<R>();
     if (!shape.has_dur && !IsInstant(R::kType)) return true;
     for (const auto& ev : table) {

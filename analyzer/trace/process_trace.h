@@ -16,6 +16,7 @@
 
 #include "colabtrace/format/records.h"
 #include "colabtrace/format/wire.h"
+#include "trace/packed_table.h"
 
 namespace colabtrace::analyzer {
 
@@ -27,16 +28,12 @@ inline int ErrnoOfResult(int64_t result) {
 
 struct KeptBytes;  // the reader's copy of a trace's strings, stacks and build-ids
 
-// A decoded record plus where it came from.
-template <class R> struct Event : R {
-  uint32_t tid = 0;    // the thread that wrote it
-  uint32_t image = 0;  // the exec image (0 = the first program this process ran)
-};
-
-// One vector per record type, each sorted by time. Generated from the record table,
-// so a new record type appears here by itself: `trace.records.IoRead`.
+// One table per record type, each sorted by time. Generated from the record table,
+// so a new record type appears here by itself: `trace.records.IoRead`. A table is a
+// std::vector<Event<R>>, or for the high-volume file I/O records a PackedTable<R>
+// (packed_table.h: iterated, indexed and searched by time the same way, decoded as read).
 struct RecordTables {
-#define CT_TABLE(code, Name, dumpname) std::vector<Event<format::Name>> Name;
+#define CT_TABLE(code, Name, dumpname) TableOf<format::Name> Name;
   COLABTRACE_RECORD_TYPES(CT_TABLE)
 #undef CT_TABLE
 };

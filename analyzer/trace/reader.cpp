@@ -161,7 +161,7 @@ class TraceDecoder {
       uint64_t offset;
     };
     std::vector<ChunkRef> chunks;
-    std::array<uint64_t, 256> counts{};
+    std::array<uint64_t, 256> counts{}, bytes{};
     for (uint64_t off = cs; off + sizeof(ChunkHeader) <= b_.size(); off += cs) {
       const std::span<const uint8_t> chunk = b_.Read(off, cs);
       if (chunk.size() < sizeof(ChunkHeader)) break;
@@ -169,13 +169,13 @@ class TraceDecoder {
       std::memcpy(&ch, chunk.data(), sizeof(ch));
       if (ch.magic != format::kChunkMagic) continue;  // never used (or never committed)
       chunks.push_back({ch.image, ch.tid, ch.seq, off});
-      CountChunk(chunk, counts);
+      CountChunk(chunk, counts, bytes);
     }
     // Deterministic order: by image, thread and the thread's own chunk sequence.
     std::sort(chunks.begin(), chunks.end(), [](const ChunkRef& a, const ChunkRef& b) {
       return std::tie(a.image, a.tid, a.seq, a.offset) < std::tie(b.image, b.tid, b.seq, b.offset);
     });
-    Reserve(counts);
+    Reserve(counts, bytes);
     for (size_t i = 0; i < chunks.size(); ++i) {
       // A new thread (or image) starts a new time-ordered run in every table.
       if (i == 0 || chunks[i].image != chunks[i - 1].image || chunks[i].tid != chunks[i - 1].tid) {
@@ -186,8 +186,10 @@ class TraceDecoder {
     t_.stats.chunks = chunks.size();
   }
 
-  // The record frames of one chunk, counted by type (up to where a length is damaged).
-  static void CountChunk(std::span<const uint8_t> chunk, std::array<uint64_t, 256>& counts) {
+  // The record frames of one chunk, counted by type with their payload bytes (up to where
+  // a length is damaged).
+  static void CountChunk(std::span<const uint8_t> chunk, std::array<uint64_t, 256>& counts,
+                         std::array<uint64_t, 256>& bytes) {
     const uint8_t* p = chunk.data() + sizeof(ChunkHeader);
     const uint8_t* const end = chunk.data() + chunk.size();
     while (p < end && *p != 0) {
@@ -196,6 +198,7 @@ class TraceDecoder {
       uint64_t len = 0;
       if (!format::GetVarint(&q, end, &len) || len > static_cast<uint64_t>(end - q)) return;
       ++counts[type];
+      bytes[type] += len;
       p = q + len;
     }
   }
@@ -203,9 +206,16 @@ class TraceDecoder {
   // Sizes every table for its records. The counts are an upper bound (a damaged payload
   // is counted but not stored); a hostile trace that asks for more memory than there is
   // falls back to growing as records arrive.
-  void Reserve(const std::array<uint64_t, 256>& counts) {
+  void Reserve(const std::array<uint64_t, 256>& counts, const std::array<uint64_t, 256>& bytes) {
     try {
-#define CT_RESERVE(code, Name, dumpname) t_.records.Name.reserve(counts[code]);
+      auto reserve = [&](auto& table, uint8_t code) {
+        if constexpr (requires { table.Reserve(0, 0); }) {
+          table.Reserve(counts[code], bytes[code]);  // packed
+        } else {
+          table.reserve(counts[code]);
+        }
+      };
+#define CT_RESERVE(code, Name, dumpname) reserve(t_.records.Name, code);
       COLABTRACE_RECORD_TYPES(CT_RESERVE)
 #undef CT_RESERVE
     } catch (const std::exception&) {  // bad_alloc, length_error
@@ -240,17 +250,24 @@ class TraceDecoder {
       bool decoded = false;
       const bool known = format::DispatchRecordType(type, [&](auto tag) {
         using R = decltype(tag);
-        auto& table = Table<R>();
-        Event<R>& ev = table.emplace_back();
-        if (!format::DecodePayload(q, payload_end, prev_ts, static_cast<R*>(&ev), ts_back)) {
-          table.pop_back();
-          return;
+        auto& table = t_.records.*TableMember<R>();
+        if constexpr (kPackedRecord<R>) {
+          R rec{};
+          if (!format::DecodePayload(q, payload_end, prev_ts, &rec, ts_back)) return;
+          table.Append(rec, ch.tid, ch.image);
+          prev_ts = rec.ts;
+        } else {
+          Event<R>& ev = table.emplace_back();
+          if (!format::DecodePayload(q, payload_end, prev_ts, static_cast<R*>(&ev), ts_back)) {
+            table.pop_back();
+            return;
+          }
+          ev.tid = ch.tid;
+          ev.image = ch.image;
+          prev_ts = ev.ts;
+          if (HasBytesField<R>()) Keep(ev);
         }
-        ev.tid = ch.tid;
-        ev.image = ch.image;
-        prev_ts = ev.ts;
-        if (HasBytesField<R>()) Keep(ev);
-        NoteRun(type, table.size() - 1, ev.ts);
+        NoteRun(type, table.size() - 1, prev_ts);
         decoded = true;
       });
       if (!known) {
@@ -272,7 +289,8 @@ class TraceDecoder {
   }
 
   // Fits ticks to CLOCK_MONOTONIC with the first and last Clock records (the header's
-  // anchor and estimate when there are fewer) and rewrites every ts and Dur field.
+  // anchor and estimate when there are fewer) and rewrites every ts and Dur field (a
+  // packed table keeps ticks and converts as it is read, with the same TickClock).
   void ConvertTime() {
     const auto& clocks = t_.records.Clock;
     long double t0 = static_cast<long double>(t_.header.start_ticks);
@@ -294,52 +312,27 @@ class TraceDecoder {
                       static_cast<long double>(last->ts - first->ts);
       }
     }
-    // Traces are untrusted: a hostile Clock pair can make any product overflow, and
-    // converting an out-of-range long double to uint64_t is undefined. Saturate.
-    auto saturate = [](long double v) -> uint64_t {
-      if (!(v > 0)) return 0;  // also NaN
-      if (v >= 18446744073709551615.0L) return UINT64_MAX;
-      return static_cast<uint64_t>(v);
-    };
-    // Per record: fixed-point integer math (ns = n0 + (ticks - t0) * scale / 2^32), far
-    // cheaper than long double for millions of records. Saturating like `saturate`.
-    const long double scale_ld = ns_per_tick * 4294967296.0L;
-    const bool fixed_ok = scale_ld > 0 && scale_ld < 1.8e19L && t0 >= 0 && n0 >= 0 &&
-                          t0 < 1.8e19L && n0 < 1.8e19L;
-    const uint64_t scale = fixed_ok ? static_cast<uint64_t>(scale_ld) : 0;
-    const uint64_t t0i = fixed_ok ? static_cast<uint64_t>(t0) : 0;
-    const uint64_t n0i = fixed_ok ? static_cast<uint64_t>(n0) : 0;
-    auto fixed = [&](uint64_t ticks_delta) -> uint64_t {
-      const unsigned __int128 v = (static_cast<unsigned __int128>(ticks_delta) * scale) >> 32;
-      return v > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(v);
-    };
-    auto to_ns = [&](uint64_t ticks) -> uint64_t {
-      if (!fixed_ok) return saturate(n0 + (static_cast<long double>(ticks) - t0) * ns_per_tick);
-      if (ticks >= t0i) {
-        const uint64_t d = fixed(ticks - t0i);
-        return d > UINT64_MAX - n0i ? UINT64_MAX : n0i + d;
-      }
-      const uint64_t d = fixed(t0i - ticks);
-      return d >= n0i ? 0 : n0i - d;
-    };
-    auto dur_ns = [&](uint64_t ticks) -> uint64_t {
-      return fixed_ok ? fixed(ticks) : saturate(static_cast<long double>(ticks) * ns_per_tick);
-    };
+    const TickClock clock(t0, n0, ns_per_tick);
     uint64_t latest = 0;
-#define CT_CONVERT(code, Name, dumpname)                                          \
-  for (auto& ev : t_.records.Name) {                                             \
-    ev.ts = to_ns(ev.ts);                                                         \
-    latest = std::max(latest, ev.ts);                                             \
-    ev.Visit([&](const char*, auto tag, auto& value) {                            \
-      if constexpr (decltype(tag)::kind == format::FieldKind::kDur) {             \
-        value = dur_ns(value);                                                    \
-      }                                                                           \
-    });                                                                           \
-  }                                                                               \
-  PutInTimeOrder(t_.records.Name, code);
+    auto convert = [&](auto& table, uint8_t code) {
+      if constexpr (requires { table.SetClock(clock); }) {
+        // Packed: converted as it is read; its latest record is its largest tick count
+        // converted (the conversion is monotonic).
+        table.SetClock(clock);
+        if (!table.empty()) latest = std::max(latest, clock.ToNs(table.max_ticks()));
+        PutPackedInTimeOrder(table, code);
+      } else {
+        for (auto& ev : table) {
+          clock.Convert(ev);
+          latest = std::max(latest, ev.ts);
+        }
+        PutInTimeOrder(table, code);
+      }
+    };
+#define CT_CONVERT(code, Name, dumpname) convert(t_.records.Name, code);
     COLABTRACE_RECORD_TYPES(CT_CONVERT)
 #undef CT_CONVERT
-    t_.start_ns_ = to_ns(t_.header.start_ticks);
+    t_.start_ns_ = clock.ToNs(t_.header.start_ticks);
     t_.end_ns_ = std::max(latest, t_.start_ns_);
   }
 
@@ -378,6 +371,58 @@ class TraceDecoder {
       merged.push_back(table[at[r]++]);
       if (at[r] < bounds[r + 1]) heads.push({table[at[r]].ts, r});
     }
+    table = std::move(merged);
+  }
+
+  // PutInTimeOrder for a packed table: the same order (by ns, stable, earlier run first on
+  // equal times), merged into a new packed table from cursors at each run's start.
+  template <class R> void PutPackedInTimeOrder(PackedTable<R>& table, uint8_t code) {
+    if (!out_of_order_[code]) return;
+    auto sorted_between = [&](size_t from, size_t to) {
+      uint64_t prev = 0;
+      auto it = table.At(from);
+      for (size_t i = from; i < to; ++i, ++it) {
+        if (it->ts < prev) return false;
+        prev = it->ts;
+      }
+      return true;
+    };
+    if (sorted_between(0, table.size())) return;
+    std::vector<size_t> bounds = std::move(run_starts_[code]);
+    bounds.push_back(table.size());
+    bool runs_sorted = bounds.size() <= 4097;  // a hostile trace's thousands of runs: sort
+    for (size_t r = 0; runs_sorted && r + 1 < bounds.size(); ++r) {
+      runs_sorted = sorted_between(bounds[r], bounds[r + 1]);
+    }
+    const TickClock& clock = table.clock();
+    PackedTable<R> merged;
+    merged.Reserve(table.size(), table.byte_size());
+    if (!runs_sorted) {
+      std::vector<Event<R>> all;
+      all.reserve(table.size());
+      for (auto it = table.RawAt(0); it != table.RawEnd(); ++it) all.push_back(*it);
+      std::stable_sort(all.begin(), all.end(), [&](const Event<R>& a, const Event<R>& b) {
+        return clock.ToNs(a.ts) < clock.ToNs(b.ts);
+      });
+      for (const Event<R>& e : all) merged.Append(e, e.tid, e.image);
+    } else {
+      // Heap of (next ts, run): the earliest record next, the earlier run on equal times.
+      using Head = std::pair<uint64_t, size_t>;
+      std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heads;
+      std::vector<typename PackedTable<R>::const_iterator> at;
+      for (size_t r = 0; r + 1 < bounds.size(); ++r) {
+        at.push_back(table.RawAt(bounds[r]));
+        if (bounds[r] < bounds[r + 1]) heads.push({clock.ToNs(at[r]->ts), r});
+      }
+      while (!heads.empty()) {
+        const size_t r = heads.top().second;
+        heads.pop();
+        merged.Append(*at[r], at[r]->tid, at[r]->image);
+        ++at[r];
+        if (at[r].index() < bounds[r + 1]) heads.push({clock.ToNs(at[r]->ts), r});
+      }
+    }
+    merged.SetClock(clock);
     table = std::move(merged);
   }
 
@@ -430,9 +475,10 @@ class TraceDecoder {
   }
 
  private:
-  template <class R> std::vector<Event<R>>& Table() {
+  // The RecordTables member that holds records of type R.
+  template <class R> static constexpr TableOf<R> RecordTables::*TableMember() {
 #define CT_PICK(code, Name, dumpname) \
-  if constexpr (std::is_same_v<R, format::Name>) return t_.records.Name;
+  if constexpr (std::is_same_v<R, format::Name>) return &RecordTables::Name;
     COLABTRACE_RECORD_TYPES(CT_PICK)
 #undef CT_PICK
     __builtin_unreachable();
