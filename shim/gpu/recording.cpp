@@ -225,15 +225,29 @@ void EnsureVersion(uint64_t ts, const Libs& libs) {
   v.runtime = -1;
   v.driver = -1;
   int x = 0;
-  if (rt != nullptr && rt->rt_runtime_version != nullptr && rt->rt_runtime_version(&x) == cudaSuccess) {
-    v.runtime = x;
-  }
-  if (rt != nullptr && rt->rt_driver_version != nullptr && rt->rt_driver_version(&x) == cudaSuccess) {
-    v.driver = x;
-  }
   const CudaLib* d = libs.drv;
-  if (d != nullptr && d->cu_driver_version != nullptr && d->cu_driver_version(&x) == CUDA_SUCCESS) {
-    v.driver = x;
+  {
+    // The runtime may initialise itself on this first query: it dlopen()s libcuda.so.1
+    // (or fails to: no driver installed) and opens the driver's files. That is work the
+    // program's own next call would have done, so it is recorded as the program's: the
+    // shim's scope is lifted around the queries (the library-load and file hooks record
+    // again), and runtime_depth is raised as in a runtime hook, so driver calls the
+    // runtime makes underneath are not recorded as the program's own.
+    ThreadState& t = t_thread;
+    const int saved_busy = t.busy;
+    t.busy = 0;
+    ++t.runtime_depth;
+    if (rt != nullptr && rt->rt_runtime_version != nullptr && rt->rt_runtime_version(&x) == cudaSuccess) {
+      v.runtime = x;
+    }
+    if (rt != nullptr && rt->rt_driver_version != nullptr && rt->rt_driver_version(&x) == cudaSuccess) {
+      v.driver = x;
+    }
+    if (d != nullptr && d->cu_driver_version != nullptr && d->cu_driver_version(&x) == CUDA_SUCCESS) {
+      v.driver = x;
+    }
+    --t.runtime_depth;
+    t.busy = saved_busy;
   }
   v.runtime_lib = rt != nullptr ? InternCString(rt->path) : 0;
   v.driver_lib = d != nullptr ? InternCString(d->path) : 0;

@@ -74,6 +74,10 @@ class RealCudart(GpuTest):
         v = g["versions"][0]
         self.assertEqual((v["runtime"], v["driver"]), (13000, 0))
         self.assertEqual(v["runtime_lib"], REAL_CUDART)
+        # The cause is the missing driver (its failed load), not a driver too old.
+        self.assertEqual(h.findings(rep, "abi.driver-too-old"), [])
+        self.assertEqual([f["evidence"]["requested"] for f in h.findings(rep, "abi.load-failed")],
+                         ["libcuda.so.1"])
 
     def test_entry_points_the_real_runtime_requests_are_wrapped(self):
         run, rep, trace = self.probe(driver=True)

@@ -341,6 +341,8 @@ TEST(Findings, DriverTooOldFromVersionsAndErrors) {
   }
   {
     TraceBuilder b(10);
+    b.Load(LibApi::kDlopen, "/usr/lib/x86_64-linux-gnu/libcuda.so.1", 0x1000, "/x/libcudart.so.13", 1,
+           RTLD_NOW, 1, true, "", "libcuda.so.1");
     ctf::GpuError e;
     e.api = static_cast<uint64_t>(ctf::GpuApi::kCudaMalloc);
     e.rc = 35;
@@ -352,6 +354,28 @@ TEST(Findings, DriverTooOldFromVersionsAndErrors) {
     ASSERT_EQ(f.size(), 1u);
     EXPECT_EQ(f[0].evidence["errors"].array()[0]["api"].str(), "cudaMalloc");
   }
+}
+
+// The real libcudart.so.13 on a host without libcuda.so.1 fails with 35 too: the driver is
+// missing, not too old; abi.load-failed names that cause.
+TEST(Findings, NoDriverAtAllIsNotADriverTooOld) {
+  TraceBuilder b(10);
+  b.Load(LibApi::kDlopen, "libcuda.so.1", 0, "/x/libcudart.so.13", 0, RTLD_NOW, 0, false,
+         "libcuda.so.1: cannot open shared object file: No such file or directory");
+  ctf::GpuVersion v;
+  v.runtime = 13000;
+  v.driver = 0;
+  b.Add(v);
+  ctf::GpuError e;
+  e.api = static_cast<uint64_t>(ctf::GpuApi::kCudaMalloc);
+  e.rc = 35;
+  b.Add(e);
+  std::vector<ProcessTrace> traces;
+  traces.push_back(b.Finish());
+  EXPECT_TRUE(FindingsOf(traces, "abi.driver-too-old").empty());
+  const auto f = FindingsOf(traces, "abi.load-failed");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].evidence["requested"].str(), "libcuda.so.1");
 }
 
 TEST(Findings, NoKernelImageFromLaunchError) {

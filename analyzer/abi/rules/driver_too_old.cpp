@@ -4,10 +4,18 @@
 // > 0); or a CUDA call (GpuError, GpuModule, or an allocation) that failed with one of
 // kDriverTooOldErrors.
 //
+// Only when a driver is there: a CUDA driver library loaded or a GpuVersion naming a
+// driver version. Without any driver the runtime fails with the same 35
+// (cudaErrorInsufficientDriver: the real libcudart.so.13 does so when libcuda.so.1 is not
+// installed), and the cause is the missing driver, which abi.load-failed names (or, on a
+// CPU-only host, nothing: that is not a fault), not its age.
+//
 // Majors, not minors: since CUDA 11, a runtime runs on any driver of the same major
 // (minor-version compatibility), so a cu126 wheel on a 12.4 driver works. Only features
 // newer than the driver (PTX of a newer ISA, some APIs) then fail, and they fail with one
 // of the codes below, which is the evidence this rule reports for the same-major case.
+#include <algorithm>
+
 #include "abi/rules/rules.h"
 
 namespace colabtrace::analyzer::abi {
@@ -46,6 +54,13 @@ void DriverTooOldRule(const ProcessLibraries& p, ReportBuilder& report) {
   }
   Json errors = GpuErrors(t, kDriverTooOldErrors);
   if (!too_old && errors.array().empty()) return;
+  const bool driver_loaded =
+      std::any_of(p.family.begin(), p.family.end(), [](const elf::LibraryFamily& fam) {
+        return fam.family == "cuda-driver";
+      });
+  const bool driver_reported = std::any_of(t.records.GpuVersion.begin(), t.records.GpuVersion.end(),
+                                           [](const auto& v) { return v.driver > 0; });
+  if (!too_old && !driver_loaded && !driver_reported) return;  // no driver at all
   Finding f;
   f.id = "abi.driver-too-old";
   f.severity = Severity::kError;
