@@ -46,11 +46,13 @@ struct ThreadState {
   uint64_t intern_id = 0;
   // The I/O module's last directory (a prefix of a path in the intern arena) and the
   // mount holding it, valid while dir_gen == g_intern_epoch: opens in one directory skip
-  // the directory hash and the shared cache.
+  // the directory hash and the shared cache. dir_path_id: the String id of the last path
+  // found in that directory (0: none), so reopening one file skips the compare too.
   uint32_t dir_gen = 0;
   uint32_t dir_len = 0;
   const uint8_t* dir_data = nullptr;
   uint64_t dir_mount = 0;
+  uint64_t dir_path_id = 0;
 };
 
 // constinit: constant-initialised, so no TLS wrapper call on access. The vfork stub in

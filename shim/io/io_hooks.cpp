@@ -70,6 +70,11 @@ inline bool PathsOn() { return g_io_on && Recording(); }
 
 inline int64_t Result(int64_t r, int err) { return r < 0 ? -static_cast<int64_t>(err) : r; }
 
+// On the hottest hooks (read, pread, close, fd stats): everything the hook calls in this
+// file, the record's encoder included, is inlined into it, so its fast path makes no call
+// but the real one (a call to EmitHot cost ~15 instructions of saves and restores).
+#define CT_FLATTEN __attribute__((flatten))
+
 // ---- reads and writes (hot) ---------------------------------------------------------------
 
 // The one shape of every timed call on a descriptor: pass through unless fd is traced,
@@ -100,7 +105,7 @@ inline auto TimedFdCall(IoApi api, int fd, Call&& call, ToResult&& to_result, Fi
 inline constexpr auto kNoFill = [](auto&) {};
 // A syscall-style result: the value, or -errno when negative.
 inline constexpr auto kSyscallResult = [](auto r) -> int64_t {
-  return Result(static_cast<int64_t>(r), errno);
+  return r < 0 ? -static_cast<int64_t>(errno) : static_cast<int64_t>(r);  // errno read only on failure
 };
 
 template <class R, class Call> inline R ReadCall(IoApi api, int fd, Call&& call) {
@@ -175,16 +180,26 @@ void EmitClose(IoApi api, int fd, int64_t result, uint64_t ts) {
 // The descriptor is forgotten before the real close, so a concurrent open that reuses
 // the number is never forgotten by mistake.
 template <class Call> inline int CloseCall(IoApi api, int fd, Call&& call) {
-  if (!FdTracked(fd) || !Recording()) return call();
+  const FdKind kind = KindOfFd(fd);
+  if (kind == kFdNone || !Recording()) return call();
   const uint64_t t0 = Ticks();
-  if (g_fd_kind[fd] == kFdDir) {
+  if (__builtin_expect(kind == kFdFile, 1)) {
+    UntrackFileFd(fd);
+  } else {
     RecordScope scope;
-    FlushDirScan(fd, IoApi::kReaddir);
+    if (kind == kFdDir) FlushDirScan(fd, IoApi::kReaddir);
+    UntrackFd(fd);
   }
-  UntrackFd(fd);
   const int r = call();
   RecordScope scope;
-  if (scope.entered()) EmitClose(api, fd, r < 0 ? -static_cast<int64_t>(errno) : r, t0);
+  if (scope.entered()) {
+    format::IoClose rec;
+    rec.ts = t0;
+    rec.api = static_cast<uint64_t>(api);
+    rec.fd = fd;
+    rec.result = r < 0 ? -static_cast<int64_t>(errno) : r;
+    EmitHot(rec);
+  }
   return r;
 }
 
@@ -276,8 +291,9 @@ template <class Call> inline int OpenCall(IoApi api, int dirfd, const char* path
   const uint64_t t0 = Ticks();
   const int fd = call();
   const uint64_t t1 = Ticks();
-  ShimScope scope;  // saves the errno the call left and restores it on the way out
-  if (scope.entered()) RecordOpen(api, pp, flags, Result(fd, errno), t0, t1);
+  const int64_t result = fd < 0 ? -static_cast<int64_t>(errno) : fd;
+  RecordScope scope;  // the recording path leaves errno as the call left it (raw syscalls only)
+  if (scope.entered()) RecordOpen(api, pp, flags, result, t0, t1);
   return fd;
 }
 
@@ -301,25 +317,24 @@ inline int PathStatCall(IoApi api, int dirfd, const char* path, St* st, Call&& c
   const uint64_t t0 = Ticks();
   const int r = call();
   const uint64_t t1 = Ticks();
-  ShimScope scope;
+  const int64_t result = r < 0 ? -static_cast<int64_t>(errno) : r;
+  RecordScope scope;  // as in OpenCall
   if (scope.entered()) {
-    RecordStat(api, &pp, dirfd, -1, Result(r, errno), t0, t1,
-               r == 0 && st ? static_cast<uint64_t>(st->st_size) : 0, r == 0 && st ? st->st_mode : 0);
+    RecordStat(api, &pp, dirfd, -1, result, t0, t1, r == 0 && st ? static_cast<uint64_t>(st->st_size) : 0,
+               r == 0 && st ? st->st_mode : 0);
   }
   return r;
 }
 
+// An fd stat: recorded here rather than through RecordStat (no path to resolve), so that
+// fstat's fast path stays inline (CT_FLATTEN).
 template <class St, class Call> inline int FdStatCall(IoApi api, int fd, St* st, Call&& call) {
-  if (!FdTracked(fd) || !Recording()) return call();
-  const uint64_t t0 = Ticks();
-  const int r = call();
-  const uint64_t t1 = Ticks();
-  ShimScope scope;
-  if (scope.entered()) {
-    RecordStat(api, nullptr, fd, fd, Result(r, errno), t0, t1,
-               r == 0 && st ? static_cast<uint64_t>(st->st_size) : 0, r == 0 && st ? st->st_mode : 0);
-  }
-  return r;
+  return TimedFdCall<format::IoStat>(api, fd, call, kSyscallResult, [st](auto& rec) {
+    if (rec.result == 0 && st != nullptr) {
+      rec.size = static_cast<uint64_t>(st->st_size);
+      rec.ftype = (st->st_mode & S_IFMT) >> 12;
+    }
+  });
 }
 
 // fstatat and friends: AT_EMPTY_PATH with "" is an fd stat.
@@ -533,7 +548,7 @@ FILE* fdopen(int fd, const char* mode) {
 }
 
 // reads
-ssize_t read(int fd, void* buf, size_t n) {
+CT_FLATTEN ssize_t read(int fd, void* buf, size_t n) {
   return ReadCall<ssize_t>(IoApi::kRead, fd, [&] { return real::read.get()(fd, buf, n); });
 }
 ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
@@ -542,10 +557,10 @@ ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
 ssize_t readv(int fd, const struct iovec* iov, int cnt) {
   return ReadCall<ssize_t>(IoApi::kReadv, fd, [&] { return real::readv.get()(fd, iov, cnt); });
 }
-ssize_t pread(int fd, void* buf, size_t n, off_t off) {
+CT_FLATTEN ssize_t pread(int fd, void* buf, size_t n, off_t off) {
   return ReadAtCall<ssize_t>(IoApi::kPread, fd, off, [&] { return real::pread.get()(fd, buf, n, off); });
 }
-ssize_t pread64(int fd, void* buf, size_t n, off64_t off) {
+CT_FLATTEN ssize_t pread64(int fd, void* buf, size_t n, off64_t off) {
   return ReadAtCall<ssize_t>(IoApi::kPread64, fd, off, [&] { return real::pread64.get()(fd, buf, n, off); });
 }
 ssize_t __pread_chk(int fd, void* buf, size_t n, off_t off, size_t buflen) {
@@ -646,7 +661,7 @@ int fdatasync(int fd) {
 }
 
 // descriptor lifetime
-int close(int fd) { return CloseCall(IoApi::kClose, fd, [&] { return real::close.get()(fd); }); }
+CT_FLATTEN int close(int fd) { return CloseCall(IoApi::kClose, fd, [&] { return real::close.get()(fd); }); }
 int fclose(FILE* fp) {
   const int fd = FileFd(fp);
   return CloseCall(IoApi::kFclose, fd, [&] { return real::fclose.get()(fp); });
@@ -728,10 +743,10 @@ int lstat(const char* path, struct stat* st) {
 int lstat64(const char* path, struct stat64* st) {
   return PathStatCall(IoApi::kLstat64, AT_FDCWD, path, st, [&] { return real::lstat64.get()(path, st); });
 }
-int fstat(int fd, struct stat* st) {
+CT_FLATTEN int fstat(int fd, struct stat* st) {
   return FdStatCall(IoApi::kFstat, fd, st, [&] { return real::fstat.get()(fd, st); });
 }
-int fstat64(int fd, struct stat64* st) {
+CT_FLATTEN int fstat64(int fd, struct stat64* st) {
   return FdStatCall(IoApi::kFstat64, fd, st, [&] { return real::fstat64.get()(fd, st); });
 }
 int fstatat(int dirfd, const char* path, struct stat* st, int flags) {

@@ -351,16 +351,28 @@ namespace {
 uint64_t MountOfDirectory(std::string_view p, size_t dirlen, bool exists);
 }  // namespace
 
-uint64_t MountOf(std::string_view p, bool exists) {
+uint64_t MountOf(std::string_view p, uint64_t path_id, bool exists) {
   if (g_mounts == nullptr || p.empty() || p[0] != '/') return 0;
+  // The thread's last directory (read as LastInterned reads its cache: a signal handler
+  // that rewrites it meanwhile makes this a miss).
+  ThreadState& t = t_thread;
+  const uint32_t gen = t.dir_gen;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  const uint32_t cached_len = t.dir_len;
+  const uint8_t* cached_dir = t.dir_data;
+  const uint64_t cached_mount = t.dir_mount, cached_path = t.dir_path_id;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  const bool valid = gen != 0 && gen == g_intern_epoch && t.dir_gen == gen && cached_dir != nullptr;
+  // The same file again (a reopen): no directory compare at all.
+  if (valid && path_id != 0 && cached_path == path_id) return cached_mount;
   const void* slash = memrchr(p.data(), '/', p.size());
   size_t dirlen = slash ? static_cast<size_t>(static_cast<const char*>(slash) - p.data()) + 1 : 0;
   if (dirlen > 1) --dirlen;  // drop the slash, except for the root directory
-  // The thread's last directory: a loop over one directory's files skips the hash.
-  ThreadState& t = t_thread;
-  if (t.dir_gen == g_intern_epoch && t.dir_len == dirlen && t.dir_data != nullptr &&
-      std::memcmp(t.dir_data, p.data(), dirlen) == 0) {
-    return t.dir_mount;
+  // Another file in the thread's last directory: a loop over one directory's files
+  // skips the hash.
+  if (valid && cached_len == dirlen && std::memcmp(cached_dir, p.data(), dirlen) == 0) {
+    if (path_id != 0) RewriteThreadCache(t.dir_gen, [&] { t.dir_path_id = path_id; });
+    return cached_mount;
   }
   const uint64_t id = MountOfDirectory(p, dirlen, exists);
   // Only a path the thread just interned has a stable copy (in the intern arena) to keep.
@@ -369,6 +381,7 @@ uint64_t MountOf(std::string_view p, bool exists) {
       t.dir_len = static_cast<uint32_t>(dirlen);
       t.dir_data = stored;
       t.dir_mount = id;
+      t.dir_path_id = path_id;
     });
   }
   return id;
@@ -452,7 +465,7 @@ void RecordOpen(IoApi api, const PreparedPath& pp, int flags, int64_t fd, uint64
   r.flags = static_cast<uint32_t>(flags);
   r.dur = t1 - t0;
   if (ap.absolute) {
-    r.mount = MountOf(std::string_view(ap.s, ap.n), fd >= 0);
+    r.mount = MountOf(std::string_view(ap.s, ap.n), pp.id, fd >= 0);
   } else if (fd >= 0) {
     const FdFacts f = MeasureFd(static_cast<int>(fd));
     r.mount = f.mount;

@@ -38,16 +38,23 @@ extern uint8_t* g_fd_kind;  // kMaxFds bytes, FdKind; null when I/O tracing is o
 extern FdSlot* g_fd_slots;  // kMaxFds slots
 extern bool g_io_on;        // the module started and COLABTRACE_IO is not 0
 
-inline bool FdTracked(int fd) {
+// What fd is to the module (kFdNone: not traced, out of range, or I/O tracing off).
+inline FdKind KindOfFd(int fd) {
   uint8_t* k = g_fd_kind;
-  return static_cast<unsigned>(fd) < static_cast<unsigned>(kMaxFds) && k != nullptr &&
-         __atomic_load_n(&k[fd], __ATOMIC_RELAXED) != kFdNone;
+  if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kMaxFds) || k == nullptr) return kFdNone;
+  return static_cast<FdKind>(__atomic_load_n(&k[fd], __ATOMIC_RELAXED));
 }
+inline bool FdTracked(int fd) { return KindOfFd(fd) != kFdNone; }
 
 // Marks fd as a traced file (or directory) with its path id.
 void TrackFd(int fd, FdKind kind, uint64_t path);
 // Forgets fd (before it is closed, so a concurrent open cannot reuse it first).
 void UntrackFd(int fd);
+// The same for a descriptor known to be a traced file (KindOfFd(fd) == kFdFile): its
+// slot is reset by the next TrackFd of this number before anything reads it.
+inline void UntrackFileFd(int fd) {
+  __atomic_store_n(&g_fd_kind[fd], static_cast<uint8_t>(kFdNone), __ATOMIC_RELEASE);
+}
 // Copies the state of oldfd to newfd (dup); forgets newfd if oldfd is not traced.
 void CopyFd(int oldfd, int newfd);
 // Remembers the absolute path of a directory descriptor, for *at calls relative to it.
@@ -70,10 +77,11 @@ inline constexpr size_t kPathBuf = 4096 + 256;
 // dirfd whose path it does not know yet (once per descriptor). buf has kPathBuf bytes.
 AbsPath ResolvePath(int dirfd, const char* path, char* buf);
 
-// The Mount record id of the filesystem holding the absolute path p (0: unknown).
-// exists: the path (or its directory) exists, so a statx on the directory may be used
-// on a cache miss; otherwise only the mount table's longest prefix is used.
-uint64_t MountOf(std::string_view p, bool exists);
+// The Mount record id of the filesystem holding the absolute path p (0: unknown), whose
+// String id is path_id (0: none). exists: the path (or its directory) exists, so a statx
+// on the directory may be used on a cache miss; otherwise only the mount table's longest
+// prefix is used.
+uint64_t MountOf(std::string_view p, uint64_t path_id, bool exists);
 
 // The mount id of an open descriptor, with its size and file type (one statx).
 struct FdFacts {
