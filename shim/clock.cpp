@@ -5,6 +5,7 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#include <dlfcn.h>
 #endif
 
 #include "writer.h"
@@ -24,10 +25,22 @@ bool g_ticks_decided = false;  // this address space decided the tick source alr
 // constant_tsc and nonstop_tsc in /proc/cpuinfo (arch/x86/kernel/cpu/{amd,intel,...}.c).
 // Older Intel models get constant_tsc alone from their model number, and VMware guests
 // get it forced, but never nonstop_tsc, so "both flags" and "this bit" agree. Reading
-// the bit costs one or two CPUID instructions (a trap to the hypervisor in a VM, ~1 us)
-// instead of opening and formatting /proc/cpuinfo (~50 us per process start).
+// the bit costs two CPUID instructions (each a trap to the hypervisor in a VM, ~8 us on
+// this project's VMs) instead of opening and formatting /proc/cpuinfo (~50 us). glibc
+// (>= 2.33) ran those at its own start and keeps the leaves: its copy, when it has one,
+// costs a dlsym (~3 us) instead.
 bool CpuHasInvariantTsc() {
 #if defined(__x86_64__)
+  // <sys/platform/x86.h>'s ABI: struct cpuid_feature, and CPUID_INDEX_80000007 == 4.
+  struct CpuidFeature {
+    unsigned cpuid[4];  // eax, ebx, ecx, edx as CPUID returned them
+    unsigned active[4];
+  };
+  using LeafFn = const CpuidFeature* (*)(unsigned);
+  constexpr unsigned kIndex80000007 = 4, kEdx = 3;
+  if (const auto leaf = reinterpret_cast<LeafFn>(dlsym(RTLD_DEFAULT, "__x86_get_cpuid_feature_leaf"))) {
+    return (leaf(kIndex80000007)->cpuid[kEdx] & (1u << 8)) != 0;
+  }
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (__get_cpuid(0x80000007u, &a, &b, &c, &d) == 0) return false;  // no such leaf
   return (d & (1u << 8)) != 0;
