@@ -41,6 +41,7 @@ bool CpuHasInvariantTsc() {
   if (const auto leaf = reinterpret_cast<LeafFn>(dlsym(RTLD_DEFAULT, "__x86_get_cpuid_feature_leaf"))) {
     return (leaf(kIndex80000007)->cpuid[kEdx] & (1u << 8)) != 0;
   }
+  (void)dlerror();  // an older glibc: leave the program no "undefined symbol" message
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (__get_cpuid(0x80000007u, &a, &b, &c, &d) == 0) return false;  // no such leaf
   return (d & (1u << 8)) != 0;
