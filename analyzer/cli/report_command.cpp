@@ -1,6 +1,8 @@
 // colabtrace report: the diagnosis of one or more traces.
 #include <unistd.h>
 
+#include <cstdio>
+#include <fstream>
 #include <iostream>
 
 #include "cli/command.h"
@@ -8,6 +10,30 @@
 
 namespace colabtrace::cli {
 namespace {
+
+// WriteOutput for the JSON report, written piece by piece as it is rendered (the same
+// bytes; "cannot write PATH" for a file). A failed write to stdout (a full disk behind a
+// redirection) is exit 2 too: a large fwrite that fails leaves nothing for fflush to
+// report, so the stream's error flag is checked as well.
+bool WriteJsonOutput(const std::string& path, const analyzer::ReportBuilder& report) {
+  if (path.empty() || path == "-") {
+    analyzer::WriteJson(report, [](std::string_view piece) {
+      return std::fwrite(piece.data(), 1, piece.size(), stdout) == piece.size();
+    });
+    return std::fflush(stdout) == 0 && !std::ferror(stdout);
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  analyzer::WriteJson(report, [&out](std::string_view piece) {
+    out.write(piece.data(), static_cast<std::streamsize>(piece.size()));
+    return static_cast<bool>(out);
+  });
+  out.close();
+  if (!out) {
+    std::cerr << "colabtrace: cannot write " << path << "\n";
+    return false;
+  }
+  return true;
+}
 
 using analyzer::Severity;
 
@@ -95,13 +121,14 @@ class ReportCommand final : public Command {
     for (const auto& e : set.skipped) report->AddWarning("skipped unreadable trace: " + e);
     std::string text;
     if (format == "json") {
-      text = analyzer::RenderJson(*report);
+      // Streamed as it is rendered: the report of a fleet is tens of MB of text.
+      if (!WriteJsonOutput(output, *report)) return kExitUsage;
     } else if (format == "html") {
       text = analyzer::RenderHtml(*report);
     } else {
       text = analyzer::RenderText(*report, output.empty() && UseColor(1));
     }
-    if (!WriteOutput(output, text)) return kExitUsage;
+    if (format != "json" && !WriteOutput(output, text)) return kExitUsage;
     if (!set.errors.empty()) return kExitUsage;
     if (fail_on) {
       for (const auto& f : report->findings()) {

@@ -164,7 +164,19 @@ void AppendJsonString(std::string& out, std::string_view s) {
   out += '"';
 }
 
-void Json::DumpTo(std::string& out, int indent, int depth) const {
+struct Json::Stream {
+  static constexpr size_t kPiece = 64 * 1024;
+  const Sink& sink;
+  bool ok = true;
+  // Hands what is written so far to the sink once it is a piece's worth.
+  void MaybeFlush(std::string& out) {
+    if (out.size() < kPiece) return;
+    if (ok) ok = sink(out);
+    out.clear();
+  }
+};
+
+void Json::DumpTo(std::string& out, int indent, int depth, Stream* stream) const {
   auto newline = [&](int d) {
     if (indent < 0) return;
     out += '\n';
@@ -199,7 +211,8 @@ void Json::DumpTo(std::string& out, int indent, int depth) const {
     for (size_t k = 0; k < a->size(); ++k) {
       if (k) out += ',';
       newline(depth + 1);
-      (*a)[k].DumpTo(out, indent, depth + 1);
+      (*a)[k].DumpTo(out, indent, depth + 1, stream);
+      if (stream) stream->MaybeFlush(out);
     }
     newline(depth);
     out += ']';
@@ -214,7 +227,8 @@ void Json::DumpTo(std::string& out, int indent, int depth) const {
       newline(depth + 1);
       AppendJsonString(out, (*o)[k].first);
       out += indent < 0 ? ":" : ": ";
-      (*o)[k].second.DumpTo(out, indent, depth + 1);
+      (*o)[k].second.DumpTo(out, indent, depth + 1, stream);
+      if (stream) stream->MaybeFlush(out);
     }
     newline(depth);
     out += '}';
@@ -225,6 +239,15 @@ std::string Json::Dump(int indent) const {
   std::string out;
   DumpTo(out, indent, 0);
   return out;
+}
+
+bool Json::DumpStreaming(int indent, const Sink& sink) const {
+  std::string out;
+  out.reserve(2 * Stream::kPiece);
+  Stream stream{sink};
+  DumpTo(out, indent, 0, &stream);
+  if (stream.ok && !out.empty()) stream.ok = sink(out);
+  return stream.ok;
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -81,6 +82,11 @@ class Json {
 
   // Serializes; indent < 0 prints on one line.
   std::string Dump(int indent = 2) const;
+  // The same text, handed to `sink` in pieces of about 64 KiB as it is written, so a large
+  // document (the report of 2,000 processes: 15 MB) is never held whole as text. Stops
+  // writing at the first piece `sink` refuses; returns whether it took every piece.
+  using Sink = std::function<bool(std::string_view)>;
+  bool DumpStreaming(int indent, const Sink& sink) const;
 
   // Parses JSON text; nullopt (and *error set) on malformed input.
   static std::optional<Json> Parse(std::string_view text, std::string* error = nullptr);
@@ -93,7 +99,8 @@ class Json {
   };
   // The position of `key` in this object, or npos.
   size_t IndexOf(std::string_view key) const;
-  void DumpTo(std::string& out, int indent, int depth) const;
+  struct Stream;  // DumpStreaming's sink and state
+  void DumpTo(std::string& out, int indent, int depth, Stream* stream = nullptr) const;
   std::variant<std::monostate, bool, int64_t, uint64_t, double, std::string, Array, Object> v_;
   mutable std::unique_ptr<KeyIndex> index_;  // for objects of kIndexedSize members or more
 };

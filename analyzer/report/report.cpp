@@ -205,6 +205,10 @@ std::string RenderJson(const ReportBuilder& report) {
   return const_cast<ReportBuilder&>(report).root().Dump(2) + "\n";
 }
 
+bool WriteJson(const ReportBuilder& report, const Json::Sink& sink) {
+  return const_cast<ReportBuilder&>(report).root().DumpStreaming(2, sink) && sink("\n");
+}
+
 // RenderHtml: report/html/page.cpp.
 
 }  // namespace colabtrace::analyzer

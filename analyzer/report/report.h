@@ -122,6 +122,8 @@ std::unique_ptr<ReportBuilder> BuildReport(const std::vector<ProcessTrace>& trac
 // Renderers. `color` adds ANSI colours (the CLI decides: TTY and no NO_COLOR).
 std::string RenderText(const ReportBuilder& report, bool color);
 std::string RenderJson(const ReportBuilder& report);
+// RenderJson's text handed to `sink` in pieces as it is written (Json::DumpStreaming).
+bool WriteJson(const ReportBuilder& report, const Json::Sink& sink);
 std::string RenderHtml(const ReportBuilder& report);
 
 // Formatting helpers shared by analyses.

@@ -421,5 +421,33 @@ TEST(TraceEventExport, StopsWhenTheSinkFails) {
   EXPECT_FALSE(ExportTraceEvents(traces, [](std::string_view) { return false; }));
 }
 
+// The JSON report is streamed (report --format json): the pieces DumpStreaming hands out
+// are Dump's text exactly, more than one for a large document, and a sink that refuses a
+// piece is given no more.
+TEST(JsonStreaming, PiecesAreDumpsTextAndARefusalStops) {
+  Json doc = Json::MakeArray();
+  for (int i = 0; i < 5000; ++i) {
+    Json row = Json::MakeObject();
+    row["pid"] = static_cast<uint64_t>(i);
+    row["path"] = "/data/shard-" + std::to_string(i) + "/\"quoted\"\n";
+    row["empty"] = Json::MakeArray();
+    doc.Append(std::move(row));
+  }
+  for (int indent : {2, -1}) {
+    std::string streamed;
+    size_t pieces = 0;
+    EXPECT_TRUE(doc.DumpStreaming(indent, [&](std::string_view piece) {
+      streamed.append(piece);
+      ++pieces;
+      return true;
+    }));
+    EXPECT_EQ(streamed, doc.Dump(indent));
+    EXPECT_GT(pieces, 2u);
+  }
+  size_t calls = 0;
+  EXPECT_FALSE(doc.DumpStreaming(2, [&](std::string_view) { return ++calls < 2; }));
+  EXPECT_EQ(calls, 2u);
+}
+
 }  // namespace
 }  // namespace colabtrace::analyzer
