@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -49,8 +50,14 @@ bool UseColor(int fd) {
 
 bool WriteOutput(const std::string& path, const std::string& text) {
   if (path.empty() || path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return std::fflush(stdout) == 0;
+    // A full disk or a closed pipe under stdout: fwrite may fail at once (a large text
+    // goes straight to write(2)) while the later fflush has nothing left to fail on, so
+    // all three are checked; a report that was not written is an error, never exit 0.
+    const bool wrote = std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
+    const bool flushed = std::fflush(stdout) == 0;
+    if (wrote && flushed && !std::ferror(stdout)) return true;
+    std::cerr << "colabtrace: cannot write to standard output: " << std::strerror(errno) << "\n";
+    return false;
   }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;

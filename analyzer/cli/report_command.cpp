@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 
@@ -20,7 +21,9 @@ bool WriteJsonOutput(const std::string& path, const analyzer::ReportBuilder& rep
     analyzer::WriteJson(report, [](std::string_view piece) {
       return std::fwrite(piece.data(), 1, piece.size(), stdout) == piece.size();
     });
-    return std::fflush(stdout) == 0 && !std::ferror(stdout);
+    if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return true;
+    std::cerr << "colabtrace: cannot write to standard output: " << std::strerror(errno) << "\n";
+    return false;
   }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   analyzer::WriteJson(report, [&out](std::string_view piece) {

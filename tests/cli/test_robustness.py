@@ -52,17 +52,19 @@ class RobustnessTest(h.TempDirTest):
         self.assertEqual(p.returncode, 2)
         self.assertIn(f"{zero}: not a colabtrace trace (bad magic)".encode(), p.stderr)
 
-    def test_a_json_report_that_cannot_be_written_is_exit_2(self):
+    def test_a_report_that_cannot_be_written_is_exit_2(self):
         # stdout on a full disk: the streamed JSON report's failed write is an error, not
         # a silent success with a missing report.
         r = self.real_run()
         if not os.path.exists("/dev/full"):
             self.skipTest("no /dev/full here")
         env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-        with open("/dev/full", "wb") as full:
-            p = subprocess.run([h.CLI, "report", "--format", "json", r.out_dir], stdout=full,
-                               stderr=subprocess.PIPE, env=env, timeout=120)
-        self.assertEqual(p.returncode, 2, p.stderr)
+        for fmt in ("json", "text", "html"):
+            with self.subTest(fmt), open("/dev/full", "wb") as full:
+                p = subprocess.run([h.CLI, "report", "--format", fmt, r.out_dir], stdout=full,
+                                   stderr=subprocess.PIPE, env=env, timeout=120)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn(b"cannot write", p.stderr)
         p = cli_bytes("report", "--format", "json", "-o", os.path.join(self.tmp, "no", "such", "dir.json"),
                       r.out_dir)
         self.assertEqual(p.returncode, 2)
