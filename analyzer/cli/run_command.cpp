@@ -291,6 +291,15 @@ class RunCommand final : public Command {
     const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, child, 0));
     int status = 0;
     bool done = false;
+    // Records one ended child's wait status.
+    auto reap_one = [&out](pid_t r, int st) {
+      format::WaitStatus w;
+      w.ts = NowMonotonicNs();
+      w.pid = r;
+      w.status = static_cast<uint32_t>(st);
+      w.api = static_cast<uint64_t>(format::WaitApi::kRun);
+      out.Append(w);
+    };
     auto reap = [&](int options) {
       for (;;) {
         int st = 0;
@@ -298,12 +307,7 @@ class RunCommand final : public Command {
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) return;
         if (!WIFEXITED(st) && !WIFSIGNALED(st)) continue;
-        format::WaitStatus w;
-        w.ts = NowMonotonicNs();
-        w.pid = r;
-        w.status = static_cast<uint32_t>(st);
-        w.api = static_cast<uint64_t>(format::WaitApi::kRun);
-        out.Append(w);
+        reap_one(r, st);
         if (r == child) {
           status = st;
           done = true;
@@ -328,6 +332,7 @@ class RunCommand final : public Command {
       reap(WNOHANG);
     }
     if (pidfd >= 0) close(pidfd);
+    AwaitOrphans(reap_one);
     // One last round after the end: a surviving process's (or the cgroup's) oom_kill
     // count after a death is the evidence proc.killed cites.
     if (period_ms != 0) sampler.SampleRound();
@@ -338,6 +343,51 @@ class RunCommand final : public Command {
     }
     shim_pids_ = sampler.shim_pids();
     return status;
+  }
+
+  // The command has ended, but processes it started may still be finishing: CPython's
+  // multiprocessing resource tracker exits only when it sees the command's end, a
+  // worker may be flushing its output. They are our children now (subreaper), so wait
+  // for them, reaping each (its wait status recorded), for at most kOrphanGraceMs: their
+  // traces are then whole when the summary reads them, instead of ending without an exit
+  // record (which reads as killed). A process still running after that is named, and
+  // left running: run's job is to watch the command, not to end what it started.
+  template <class ReapOne> void AwaitOrphans(ReapOne&& reap_one) {
+    constexpr uint64_t kOrphanGraceMs = 2000;
+    const uint64_t deadline = NowMonotonicNs() + kOrphanGraceMs * 1000000ull;
+    for (;;) {
+      int st = 0;
+      const pid_t r = waitpid(-1, &st, WNOHANG);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) return;  // ECHILD: the whole tree has ended
+      if (r > 0) {
+        if (WIFEXITED(st) || WIFSIGNALED(st)) reap_one(r, st);
+        continue;
+      }
+      if (NowMonotonicNs() >= deadline) break;
+      timespec ts = {0, 5 * 1000000};
+      nanosleep(&ts, nullptr);
+    }
+    std::string left;
+    for (pid_t pid : ChildPids()) left += " " + std::to_string(pid);
+    ErrLine() << "colabtrace: processes the command started were still running " << kOrphanGraceMs
+              << " ms after it ended (pids" << (left.empty() ? " unknown" : left)
+              << "); their traces end where the summary read them, so they may read as killed\n";
+  }
+
+  // This process's children, from /proc/self/task/*/children (none where the kernel
+  // lacks CONFIG_PROC_CHILDREN).
+  static std::vector<pid_t> ChildPids() {
+    std::vector<pid_t> pids;
+    std::error_code ec;
+    for (const auto& task : fs::directory_iterator("/proc/self/task", ec)) {
+      std::FILE* f = std::fopen((task.path() / "children").c_str(), "r");
+      if (f == nullptr) continue;
+      long pid = 0;
+      while (std::fscanf(f, "%ld", &pid) == 1) pids.push_back(static_cast<pid_t>(pid));
+      std::fclose(f);
+    }
+    return pids;
   }
 
   static uint64_t NowMonotonicNs() {

@@ -47,6 +47,51 @@ class Run(TempDirTest):
         (info,) = lt.records(lt.run_trace(self.tmp), "run_info")
         self.assertEqual(info["sample_ms"], "100")
 
+    def test_processes_that_end_after_the_command_are_awaited(self):
+        # The command exits at once; the child it started ends 0.5 s later. run waits for
+        # it (an orphan, handed to run as subreaper) before it summarizes, so its trace is
+        # whole: exited 0 and reaped by run, not a trace without an exit record.
+        script = ("import subprocess, sys; "
+                  "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(0.5)']); "
+                  "print('started')")
+        r = lt.colabtrace_run(self.tmp, [lt.PYTHON, "-c", script])
+        self.assertEqual((r.returncode, r.stdout), (0, "started\n"), r.stderr)
+        self.assertIn("2 processes traced; 0 errors", r.stderr)
+        self.assertNotIn("still running", r.stderr)
+        rep = lt.report(self.tmp)
+        ends = sorted((p["end"]["kind"], p["end"]["code"]) for p in rep["processes"])
+        self.assertEqual(ends, [("exited", 0), ("exited", 0)])
+        run_pid = rep["run"][0]["pid"]
+        self.assertEqual(sorted(p["end"]["reaped_by"] for p in rep["processes"]), [run_pid, run_pid])
+        self.assertEqual(lt.findings(rep, "proc.killed"), [])
+
+    def test_cpython_resource_tracker_is_not_reported_killed(self):
+        # multiprocessing's resource tracker (a separate python3 process) exits only when it
+        # sees the command's end; run's summary used to read its trace before it did.
+        script = ("from multiprocessing import shared_memory\n"
+                  "s = shared_memory.SharedMemory(create=True, size=1 << 20)\n"
+                  "s.buf[:2] = b'ok'; print(bytes(s.buf[:2]).decode()); s.close(); s.unlink()\n")
+        r = lt.colabtrace_run(self.tmp, [lt.PYTHON, "-c", script])
+        self.assertEqual((r.returncode, r.stdout), (0, "ok\n"), r.stderr)
+        self.assertIn("2 processes traced; 0 errors", r.stderr)
+        rep = lt.report(self.tmp)
+        tracker = [p for p in rep["processes"] if "resource_tracker" in " ".join(p["argv"])]
+        self.assertEqual([(p["end"]["kind"], p["end"]["code"]) for p in tracker], [("exited", 0)])
+        self.assertEqual(lt.findings(rep, "proc.killed"), [])
+
+    def test_a_process_left_running_is_named_and_left_running(self):
+        r = lt.colabtrace_run(self.tmp, ["/bin/sh", "-c", "sleep 30 & echo $!"])
+        pid = int(r.stdout)
+        try:
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn(f"were still running 2000 ms after it ended (pids {pid})", r.stderr)
+            os.kill(pid, 0)  # still there: run does not end what the command started
+        finally:
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+
     def test_samples_every_process_of_the_tree_from_outside(self):
         # A parent and two children that live long enough for several 50 ms rounds.
         code = ("import subprocess, sys, time\n"
