@@ -47,6 +47,15 @@ class Run(TempDirTest):
         (info,) = lt.records(lt.run_trace(self.tmp), "run_info")
         self.assertEqual(info["sample_ms"], "100")
 
+    def run_python_with_a_straggler(self, script: str, stdout: str) -> dict:
+        """Runs `python3 -c script` under run, whose second process outlives it briefly;
+        checks the summary saw both ended cleanly, and returns the report."""
+        r = lt.colabtrace_run(self.tmp, [lt.PYTHON, "-c", script])
+        self.assertEqual((r.returncode, r.stdout), (0, stdout), r.stderr)
+        self.assertIn("2 processes traced; 0 errors", r.stderr)
+        self.assertNotIn("still running", r.stderr)
+        return lt.report(self.tmp)
+
     def test_processes_that_end_after_the_command_are_awaited(self):
         # The command exits at once; the child it started ends 0.5 s later. run waits for
         # it (an orphan, handed to run as subreaper) before it summarizes, so its trace is
@@ -54,11 +63,7 @@ class Run(TempDirTest):
         script = ("import subprocess, sys; "
                   "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(0.5)']); "
                   "print('started')")
-        r = lt.colabtrace_run(self.tmp, [lt.PYTHON, "-c", script])
-        self.assertEqual((r.returncode, r.stdout), (0, "started\n"), r.stderr)
-        self.assertIn("2 processes traced; 0 errors", r.stderr)
-        self.assertNotIn("still running", r.stderr)
-        rep = lt.report(self.tmp)
+        rep = self.run_python_with_a_straggler(script, "started\n")
         ends = sorted((p["end"]["kind"], p["end"]["code"]) for p in rep["processes"])
         self.assertEqual(ends, [("exited", 0), ("exited", 0)])
         run_pid = rep["run"][0]["pid"]
@@ -71,10 +76,7 @@ class Run(TempDirTest):
         script = ("from multiprocessing import shared_memory\n"
                   "s = shared_memory.SharedMemory(create=True, size=1 << 20)\n"
                   "s.buf[:2] = b'ok'; print(bytes(s.buf[:2]).decode()); s.close(); s.unlink()\n")
-        r = lt.colabtrace_run(self.tmp, [lt.PYTHON, "-c", script])
-        self.assertEqual((r.returncode, r.stdout), (0, "ok\n"), r.stderr)
-        self.assertIn("2 processes traced; 0 errors", r.stderr)
-        rep = lt.report(self.tmp)
+        rep = self.run_python_with_a_straggler(script, "ok\n")
         tracker = [p for p in rep["processes"] if "resource_tracker" in " ".join(p["argv"])]
         self.assertEqual([(p["end"]["kind"], p["end"]["code"]) for p in tracker], [("exited", 0)])
         self.assertEqual(lt.findings(rep, "proc.killed"), [])
