@@ -13,6 +13,13 @@
 #include <set>
 #include <unordered_map>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "abi/library_model.h"
 #include "analyses/factories.h"
 #include "analyses/process_facts.h"
 #include "analyses/symbolize.h"
@@ -307,6 +314,33 @@ class ProcessAnalysis final : public Analysis {
     p["host"] = host.Take();
   }
 
+  // Whether the process that wrote t is alive on this machine now: the same boot, its pid
+  // present and not a zombie, and started no later than its trace (a reused pid started
+  // after the traced process ended). A report made while a run crawls reads such a trace,
+  // which has no exit record yet.
+  static bool StillRunningHere(const ProcessTrace& t) {
+    if (!abi::HostOriginOf(t).same_host) return false;
+    const std::string path = "/proc/" + std::to_string(t.pid()) + "/stat";
+    std::FILE* f = std::fopen(path.c_str(), "r");
+    if (f == nullptr) return false;
+    char buf[1024];
+    const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+    std::fclose(f);
+    buf[n] = '\0';
+    const char* p = std::strrchr(buf, ')');  // comm may hold blanks and parentheses
+    if (p == nullptr || p[1] != ' ') return false;
+    p += 2;  // field 3, the state
+    if (*p == 'Z' || *p == 'X' || *p == 'x' || *p == '\0') return false;
+    for (int field = 3; field < 22 && *p != '\0'; ++p) field += *p == ' ';  // to field 22
+    char* end = nullptr;
+    const unsigned long long start_ticks = std::strtoull(p, &end, 10);
+    const long hz = sysconf(_SC_CLK_TCK);
+    if (end == p || hz <= 0) return false;
+    // starttime is in clock ticks since boot; allow one tick and a little for rounding.
+    const uint64_t started_ns = start_ticks * (1000000000ull / static_cast<uint64_t>(hz));
+    return started_ns <= t.start_ns() + 2 * (1000000000ull / static_cast<uint64_t>(hz));
+  }
+
   static void AddEndFindings(ReportBuilder& report, const ProcessTrace& t, const ProcessFacts& f,
                              const Json& p, const std::vector<ProcessTrace>& all,
                              const LifecycleModel& model) {
@@ -353,6 +387,20 @@ class ProcessAnalysis final : public Analysis {
       ev["last_python_sample"] = LastPythonSampleJson(t);  // where Python last was, if known
       ev["signal"] = f.end_signal ? Json(*f.end_signal) : Json();
       ev["reaped_by"] = f.reap ? Json(static_cast<int64_t>(f.reap->reaper_pid)) : Json();
+      const bool running = !f.reap && StillRunningHere(t);
+      ev["still_running"] = running;
+      if (running) {
+        // No exit record yet because it has not exited: the report was made while it ran
+        // (a run that crawls). The catalogue's id stays (no end record), the cause is named.
+        fd.summary = who + " has no exit record because it is still running (this report was made "
+                     "while it ran); last RSS " + FormatBytes(last_rss);
+        fd.advice =
+            "Report again once it has ended. While it runs, its trace so far shows where it is: "
+            "the last records, the last Python sample (last_python_sample), and with `colabtrace "
+            "run` the memory samples.";
+        report.AddFinding(std::move(fd));
+        return;  // not killed, and not signaled either
+      }
       if (f.reap) {
         fd.summary = who + " was killed by SIGKILL (its wait status, reaped by " +
                      (f.reap->by_run ? "colabtrace run" : "its parent") + ", pid " +

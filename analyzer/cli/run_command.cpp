@@ -372,7 +372,7 @@ class RunCommand final : public Command {
     for (pid_t pid : ChildPids()) left += " " + std::to_string(pid);
     ErrLine() << "colabtrace: processes the command started were still running " << kOrphanGraceMs
               << " ms after it ended (pids" << (left.empty() ? " unknown" : left)
-              << "); their traces end where the summary read them, so they may read as killed\n";
+              << "); their traces end where the summary read them (still running)\n";
   }
 
   // This process's children, from /proc/self/task/*/children (none where the kernel

@@ -1,8 +1,10 @@
 """How processes end: default-fatal signals are 'signaled' (never 'killed'), a sent
 SIGSEGV names its sender instead of a fault address, and a handled crash signal followed
 by SIGKILL ends as killed."""
+import glob
 import os
 import signal
+import subprocess
 import unittest
 
 import lifecycletest as lt
@@ -104,6 +106,31 @@ class Ends(TempDirTest):
         self.assertEqual(r.returncode, 128 + signal.SIGKILL, r.stderr)
         rep = lt.report(self.tmp)
         self._check_handled_then_killed(rep, reaped_by=rep["run"][0]["pid"])
+        self.assertFalse(lt.findings(rep, "proc.killed")[0]["evidence"]["still_running"])
+
+    def test_a_report_made_while_the_process_runs_says_so(self):
+        # A run that crawls gets a report before it ends: its trace has no exit record
+        # yet. proc.killed (the catalogue's finding for no exit record) names the cause,
+        # still running; after a SIGKILL the same trace reads as killed.
+        env = dict(lt.clean_env(), LD_PRELOAD=lt.ctharness.SHIM, COLABTRACE_OUT=self.tmp + "/")
+        proc = subprocess.Popen([lt.PYTHON, "-c", "import sys, time; print('up', flush=True); time.sleep(60)"],
+                                env=env, stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(proc.stdout.readline(), "up\n")
+            (trace,) = glob.glob(os.path.join(self.tmp, "*.ctrace"))
+            (f,) = lt.findings(lt.report(trace), "proc.killed")
+            self.assertTrue(f["evidence"]["still_running"])
+            self.assertIn(f"pid {proc.pid} (", f["summary"])
+            self.assertIn("still running", f["summary"])
+        finally:
+            proc.kill()
+            proc.wait()
+            proc.stdout.close()
+        rep = lt.report(trace)
+        (f,) = lt.findings(rep, "proc.killed")
+        self.assertFalse(f["evidence"]["still_running"])
+        self.assertIn("was killed", f["summary"])
+        self.assertEqual(rep["processes"][0]["end"]["kind"], "killed")
 
 
 if __name__ == "__main__":
