@@ -283,6 +283,17 @@ class ReportHtml(h.TempDirTest):
 
     # ---- host memory --------------------------------------------------------------------
 
+    def run_python_sampled(self, code: str, returncode: int, timeout: int) -> tuple[dict, Dom]:
+        """`colabtrace run` of Debian's python3 -c code, sampled every 50 ms: its JSON report
+        and its HTML page (checked self-contained)."""
+        r = h.colabtrace_run(self.tmp, [h.SYSTEM_PYTHON, "-c", code], env={"COLABTRACE_SAMPLE_MS": "50"},
+                             timeout=timeout)
+        self.assertEqual(r.returncode, returncode, r.stderr)
+        rep = h.report(self.tmp)
+        text, dom = render(self.tmp)
+        self.assertSelfContained(text, dom)
+        return rep, dom
+
     def test_host_memory_stacks_workers_and_marks_the_kill(self):
         code = ("import os, signal, time\n"
                 "kids = []\n"
@@ -298,14 +309,9 @@ class ReportHtml(h.TempDirTest):
                 "for j in range(0, len(big), 4096): big[j] = 1\n"
                 "for p in kids: os.waitpid(p, 0)\n"
                 "os.kill(os.getpid(), signal.SIGKILL)\n")
-        r = h.colabtrace_run(self.tmp, [h.SYSTEM_PYTHON, "-c", code], env={"COLABTRACE_SAMPLE_MS": "50"},
-                             timeout=120)
-        self.assertEqual(r.returncode, 128 + signal.SIGKILL, r.stderr)
-        rep = h.report(self.tmp)
+        rep, dom = self.run_python_sampled(code, 128 + signal.SIGKILL, timeout=120)
         killed = [p for p in rep["processes"] if p["end"]["kind"] == "killed"]
         self.assertEqual(len(killed), 1)
-        text, dom = render(self.tmp)
-        self.assertSelfContained(text, dom)
         (host,) = dom.root.find("div", "host")
         self.assertEqual(host.attrs["data-processes"], "3")
         (fig,) = host.find("figure", "hostmem")
@@ -330,14 +336,9 @@ class ReportHtml(h.TempDirTest):
                 "        return torch.full((1 << 18,), float(i))\n"
                 "if __name__ == '__main__':\n"
                 "    print(sum(int(b.sum().item()) for b in DataLoader(Slow(), batch_size=2, num_workers=2)))\n")
-        r = h.colabtrace_run(self.tmp, [h.SYSTEM_PYTHON, "-c", code], env={"COLABTRACE_SAMPLE_MS": "50"},
-                             timeout=300)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        rep = h.report(self.tmp)
+        rep, dom = self.run_python_sampled(code, 0, timeout=300)
         workers = [p for p in rep["processes"] if p["origin"] == "fork"]
         self.assertEqual(len(workers), 2, [(p["pid"], p["argv"]) for p in rep["processes"]])
-        text, dom = render(self.tmp)
-        self.assertSelfContained(text, dom)
         (host,) = dom.root.find("div", "host")
         legend = [li.text() for li in host.find("ul", "legend")[0].find("li")]
         pss = [l for l in legend if l.startswith("PSS: ")]
