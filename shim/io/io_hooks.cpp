@@ -68,7 +68,9 @@ inline int FileFd(FILE* fp) { return fp == nullptr ? -1 : fp->_fileno; }
 
 inline bool PathsOn() { return g_io_on && Recording(); }
 
-inline int64_t Result(int64_t r, int err) { return r < 0 ? -static_cast<int64_t>(err) : r; }
+// A syscall-style result: the value, or -errno when negative. errno is read only when the
+// call failed, so a hot hook's success costs no __errno_location call.
+inline int64_t Result(int64_t r) { return r < 0 ? -static_cast<int64_t>(errno) : r; }
 
 // On the hottest hooks (read, pread, close, fd stats): everything the hook calls in this
 // file, the record's encoder included, is inlined into it, so its fast path makes no call
@@ -103,10 +105,7 @@ inline auto TimedFdCall(IoApi api, int fd, Call&& call, ToResult&& to_result, Fi
 }
 
 inline constexpr auto kNoFill = [](auto&) {};
-// A syscall-style result: the value, or -errno when negative.
-inline constexpr auto kSyscallResult = [](auto r) -> int64_t {
-  return r < 0 ? -static_cast<int64_t>(errno) : static_cast<int64_t>(r);  // errno read only on failure
-};
+inline constexpr auto kSyscallResult = [](auto r) -> int64_t { return Result(static_cast<int64_t>(r)); };
 
 template <class R, class Call> inline R ReadCall(IoApi api, int fd, Call&& call) {
   return TimedFdCall<format::IoRead>(api, fd, call, kSyscallResult, kNoFill);
@@ -168,7 +167,7 @@ template <class Call> inline int FsyncCall(IoApi api, int fd, Call&& call) {
 
 // ---- descriptor lifetime ------------------------------------------------------------------
 
-void EmitClose(IoApi api, int fd, int64_t result, uint64_t ts) {
+inline void EmitClose(IoApi api, int fd, int64_t result, uint64_t ts) {
   format::IoClose rec;
   rec.ts = ts;
   rec.api = static_cast<uint64_t>(api);
@@ -192,14 +191,7 @@ template <class Call> inline int CloseCall(IoApi api, int fd, Call&& call) {
   }
   const int r = call();
   RecordScope scope;
-  if (scope.entered()) {
-    format::IoClose rec;
-    rec.ts = t0;
-    rec.api = static_cast<uint64_t>(api);
-    rec.fd = fd;
-    rec.result = r < 0 ? -static_cast<int64_t>(errno) : r;
-    EmitHot(rec);
-  }
+  if (scope.entered()) EmitClose(api, fd, Result(r), t0);  // inlined: close() is CT_FLATTEN
   return r;
 }
 
@@ -235,7 +227,7 @@ template <class Call> inline off64_t SeekCall(IoApi api, int fd, off64_t off, in
     rec.fd = fd;
     rec.offset = off;
     rec.whence = static_cast<uint64_t>(whence);
-    rec.result = r < 0 ? -static_cast<int64_t>(errno) : r;
+    rec.result = Result(r);
     Emit(rec);
   }
   return r;
@@ -291,7 +283,7 @@ template <class Call> inline int OpenCall(IoApi api, int dirfd, const char* path
   const uint64_t t0 = Ticks();
   const int fd = call();
   const uint64_t t1 = Ticks();
-  const int64_t result = fd < 0 ? -static_cast<int64_t>(errno) : fd;
+  const int64_t result = Result(fd);
   RecordScope scope;  // the recording path leaves errno as the call left it (raw syscalls only)
   if (scope.entered()) RecordOpen(api, pp, flags, result, t0, t1);
   return fd;
@@ -317,7 +309,7 @@ inline int PathStatCall(IoApi api, int dirfd, const char* path, St* st, Call&& c
   const uint64_t t0 = Ticks();
   const int r = call();
   const uint64_t t1 = Ticks();
-  const int64_t result = r < 0 ? -static_cast<int64_t>(errno) : r;
+  const int64_t result = Result(r);
   RecordScope scope;  // as in OpenCall
   if (scope.entered()) {
     RecordStat(api, &pp, dirfd, -1, result, t0, t1, r == 0 && st ? static_cast<uint64_t>(st->st_size) : 0,
@@ -353,7 +345,7 @@ template <class Call> inline int AccessCall(IoApi api, int dirfd, const char* pa
   const int r = call();
   const uint64_t t1 = Ticks();
   ShimScope scope;
-  if (scope.entered()) RecordStat(api, &pp, dirfd, -1, Result(r, errno), t0, t1, 0, 0);
+  if (scope.entered()) RecordStat(api, &pp, dirfd, -1, Result(r), t0, t1, 0, 0);
   return r;
 }
 
@@ -393,7 +385,7 @@ template <class Call> inline int ScandirCall(IoApi api, const char* path, Call&&
   const int r = call();
   const uint64_t t1 = Ticks();
   ShimScope scope;
-  if (scope.entered()) EmitDir(api, pp.id, -1, Result(r, errno), t0, t1);
+  if (scope.entered()) EmitDir(api, pp.id, -1, Result(r), t0, t1);
   return r;
 }
 
@@ -409,7 +401,7 @@ template <class Call> inline ssize_t CopyCall(IoApi api, int in_fd, int out_fd, 
     rec.api = static_cast<uint64_t>(api);
     rec.in_fd = in_fd;
     rec.out_fd = out_fd;
-    rec.result = r < 0 ? -static_cast<int64_t>(errno) : r;
+    rec.result = Result(r);
     rec.dur = t1 - t0;
     Emit(rec);
   }
@@ -804,9 +796,9 @@ int statx(int dirfd, const char* path, int flags, unsigned mask, struct statx* s
       const bool ok = r == 0 && sx != nullptr;
       const View v{ok && (sx->stx_mask & STATX_SIZE) ? sx->stx_size : 0, ok ? sx->stx_mode : 0u};
       if (fd_stat) {
-        RecordStat(IoApi::kStatx, nullptr, dirfd, dirfd, Result(r, errno), t0, t1, v.st_size, v.st_mode);
+        RecordStat(IoApi::kStatx, nullptr, dirfd, dirfd, Result(r), t0, t1, v.st_size, v.st_mode);
       } else {
-        RecordStat(IoApi::kStatx, &pp, dirfd, -1, Result(r, errno), t0, t1, v.st_size, v.st_mode);
+        RecordStat(IoApi::kStatx, &pp, dirfd, -1, Result(r), t0, t1, v.st_size, v.st_mode);
       }
     }
     return r;
@@ -875,7 +867,7 @@ ssize_t getdents64(int fd, void* buf, size_t n) {
   const ssize_t r = real::getdents64.get()(fd, buf, n);
   const uint64_t t1 = Ticks();
   RecordScope scope;
-  if (scope.entered()) EmitDir(IoApi::kGetdents64, 0, fd, r < 0 ? -static_cast<int64_t>(errno) : r, t0, t1);
+  if (scope.entered()) EmitDir(IoApi::kGetdents64, 0, fd, Result(r), t0, t1);
   return r;
 }
 int scandir(const char* dir, struct dirent*** list, int (*filter)(const struct dirent*),
