@@ -15,12 +15,9 @@
 
 #include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-
 #include "abi/library_model.h"
 #include "analyses/factories.h"
+#include "analyses/proc_stat.h"
 #include "analyses/process_facts.h"
 #include "analyses/symbolize.h"
 #include "python/python_stack.h"
@@ -320,25 +317,12 @@ class ProcessAnalysis final : public Analysis {
   // which has no exit record yet.
   static bool StillRunningHere(const ProcessTrace& t) {
     if (!abi::HostOriginOf(t).same_host) return false;
-    const std::string path = "/proc/" + std::to_string(t.pid()) + "/stat";
-    std::FILE* f = std::fopen(path.c_str(), "r");
-    if (f == nullptr) return false;
-    char buf[1024];
-    const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
-    std::fclose(f);
-    buf[n] = '\0';
-    const char* p = std::strrchr(buf, ')');  // comm may hold blanks and parentheses
-    if (p == nullptr || p[1] != ' ') return false;
-    p += 2;  // field 3, the state
-    if (*p == 'Z' || *p == 'X' || *p == 'x' || *p == '\0') return false;
-    for (int field = 3; field < 22 && *p != '\0'; ++p) field += *p == ' ';  // to field 22
-    char* end = nullptr;
-    const unsigned long long start_ticks = std::strtoull(p, &end, 10);
+    const std::optional<ProcStat> st = ReadProcStat(static_cast<pid_t>(t.pid()));
     const long hz = sysconf(_SC_CLK_TCK);
-    if (end == p || hz <= 0) return false;
+    if (!st || st->ended() || hz <= 0) return false;
     // starttime is in clock ticks since boot; allow one tick and a little for rounding.
-    const uint64_t started_ns = start_ticks * (1000000000ull / static_cast<uint64_t>(hz));
-    return started_ns <= t.start_ns() + 2 * (1000000000ull / static_cast<uint64_t>(hz));
+    const uint64_t tick_ns = 1000000000ull / static_cast<uint64_t>(hz);
+    return st->start_ticks * tick_ns <= t.start_ns() + 2 * tick_ns;
   }
 
   static void AddEndFindings(ReportBuilder& report, const ProcessTrace& t, const ProcessFacts& f,

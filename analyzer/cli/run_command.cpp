@@ -369,25 +369,10 @@ class RunCommand final : public Command {
       nanosleep(&ts, nullptr);
     }
     std::string left;
-    for (pid_t pid : ChildPids()) left += " " + std::to_string(pid);
+    for (const TreeProcess& p : DescendantsOf(getpid())) left += " " + std::to_string(p.pid);
     ErrLine() << "colabtrace: processes the command started were still running " << kOrphanGraceMs
               << " ms after it ended (pids" << (left.empty() ? " unknown" : left)
               << "); their traces end where the summary read them (still running)\n";
-  }
-
-  // This process's children, from /proc/self/task/*/children (none where the kernel
-  // lacks CONFIG_PROC_CHILDREN).
-  static std::vector<pid_t> ChildPids() {
-    std::vector<pid_t> pids;
-    std::error_code ec;
-    for (const auto& task : fs::directory_iterator("/proc/self/task", ec)) {
-      std::FILE* f = std::fopen((task.path() / "children").c_str(), "r");
-      if (f == nullptr) continue;
-      long pid = 0;
-      while (std::fscanf(f, "%ld", &pid) == 1) pids.push_back(static_cast<pid_t>(pid));
-      std::fclose(f);
-    }
-    return pids;
   }
 
   static uint64_t NowMonotonicNs() {

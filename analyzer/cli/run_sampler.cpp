@@ -9,7 +9,10 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <optional>
 #include <sstream>
+
+#include "analyses/proc_stat.h"
 
 namespace colabtrace::cli {
 namespace {
@@ -176,25 +179,14 @@ std::vector<TreeProcess> DescendantsOf(pid_t root) {
     char* end = nullptr;
     const long pid = std::strtol(e->d_name, &end, 10);
     if (pid <= 0 || *end != '\0') continue;
-    const std::string stat = ReadSmall("/proc/" + std::string(e->d_name) + "/stat");
-    // "pid (comm) state ppid ..." where comm may hold spaces and parentheses.
-    const size_t open_paren = stat.find('('), close_paren = stat.rfind(')');
-    if (open_paren == std::string::npos || close_paren == std::string::npos ||
-        close_paren < open_paren) {
-      continue;
-    }
+    const std::optional<analyzer::ProcStat> st = analyzer::ReadProcStat(static_cast<pid_t>(pid));
+    if (!st) continue;
     TreeProcess p;
-    p.pid = static_cast<pid_t>(pid);
-    p.comm = stat.substr(open_paren + 1, close_paren - open_paren - 1);
-    std::istringstream rest(stat.substr(close_paren + 2));
-    std::string field;
-    std::vector<std::string> f;
-    while (rest >> field && f.size() < 24) f.push_back(field);
-    if (f.size() < 22) continue;
-    // After ")": state(0) ppid(1) ... num_threads(17) ... rss(21), in pages.
-    p.ppid = static_cast<pid_t>(std::strtol(f[1].c_str(), nullptr, 10));
-    p.threads = std::strtoull(f[17].c_str(), nullptr, 10);
-    p.rss_pages = std::strtoull(f[21].c_str(), nullptr, 10);
+    p.pid = st->pid;
+    p.ppid = st->ppid;
+    p.comm = st->comm;
+    p.threads = st->threads;
+    p.rss_pages = st->rss_pages;
     all.push_back(std::move(p));
   }
   closedir(d);

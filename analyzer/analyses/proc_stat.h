@@ -1,0 +1,29 @@
+// One process's /proc/PID/stat line, parsed: shared by `colabtrace run`'s tree sampler and
+// the analysis that tells a still-running process from a killed one.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace colabtrace::analyzer {
+
+struct ProcStat {
+  pid_t pid = 0;
+  std::string comm;
+  char state = '?';          // R, S, D, Z (zombie), X (dead), ...
+  pid_t ppid = 0;
+  uint64_t threads = 0;
+  uint64_t start_ticks = 0;  // clock ticks after boot (sysconf(_SC_CLK_TCK) per second)
+  uint64_t rss_pages = 0;
+
+  bool ended() const { return state == 'Z' || state == 'X' || state == 'x'; }
+};
+
+// The stat line of pid, or nullopt when it is gone or unreadable. comm may hold blanks and
+// parentheses, so the fields are counted from the last ')'.
+std::optional<ProcStat> ReadProcStat(pid_t pid);
+
+}  // namespace colabtrace::analyzer
