@@ -14,8 +14,6 @@
 // (minor-version compatibility), so a cu126 wheel on a 12.4 driver works. Only features
 // newer than the driver (PTX of a newer ISA, some APIs) then fail, and they fail with one
 // of the codes below, which is the evidence this rule reports for the same-major case.
-#include <algorithm>
-
 #include "abi/rules/rules.h"
 
 namespace colabtrace::analyzer::abi {
@@ -33,6 +31,7 @@ void DriverTooOldRule(const ProcessLibraries& p, ReportBuilder& report) {
   const ProcessTrace& t = *p.trace;
   Json versions = Json::MakeArray();
   bool too_old = false;
+  bool driver_reported = false;  // a GpuVersion named a driver version
   int64_t runtime = 0, driver = 0;
   std::string runtime_lib;
   constexpr size_t kMaxVersions = 16;  // a trace repeats the record per library; list a few
@@ -45,6 +44,7 @@ void DriverTooOldRule(const ProcessLibraries& p, ReportBuilder& report) {
       j["driver_lib"] = std::string(t.Str(v.driver_lib));
       versions.Append(std::move(j));
     }
+    driver_reported |= v.driver > 0;
     if (v.runtime > 0 && v.driver > 0 && Major(v.runtime) > Major(v.driver)) {
       too_old = true;
       runtime = v.runtime;
@@ -54,13 +54,11 @@ void DriverTooOldRule(const ProcessLibraries& p, ReportBuilder& report) {
   }
   Json errors = GpuErrors(t, kDriverTooOldErrors);
   if (!too_old && errors.array().empty()) return;
-  const bool driver_loaded =
-      std::any_of(p.family.begin(), p.family.end(), [](const elf::LibraryFamily& fam) {
-        return fam.family == "cuda-driver";
-      });
-  const bool driver_reported = std::any_of(t.records.GpuVersion.begin(), t.records.GpuVersion.end(),
-                                           [](const auto& v) { return v.driver > 0; });
-  if (!too_old && !driver_loaded && !driver_reported) return;  // no driver at all
+  const LoadedLibrary* driver_lib = nullptr;  // the CUDA driver library, if one was loaded
+  for (size_t i = 0; i < p.inv.objects.size() && driver_lib == nullptr; ++i) {
+    if (p.family[i].family == "cuda-driver") driver_lib = &p.inv.objects[i];
+  }
+  if (!too_old && driver_lib == nullptr && !driver_reported) return;  // no driver at all
   Finding f;
   f.id = "abi.driver-too-old";
   f.severity = Severity::kError;
@@ -68,12 +66,7 @@ void DriverTooOldRule(const ProcessLibraries& p, ReportBuilder& report) {
   f.evidence["versions"] = std::move(versions);
   f.evidence["errors"] = std::move(errors);
   f.evidence["compared"] = "CUDA major (minor-version compatibility)";
-  for (size_t i = 0; i < p.inv.objects.size(); ++i) {
-    if (p.family[i].family == "cuda-driver") {
-      f.evidence["driver_library"] = p.inv.objects[i].path;
-      break;
-    }
-  }
+  if (driver_lib != nullptr) f.evidence["driver_library"] = driver_lib->path;
   if (too_old) {
     f.summary = "the CUDA runtime " + CudaVersionText(runtime) +
                 (runtime_lib.empty() ? "" : " (" + Basename(runtime_lib) + ")") +
