@@ -325,18 +325,11 @@ InternTable g_stacks;
 
 uint64_t InternString(std::string_view s) {
   if (s.size() > kMaxInternedString) s = s.substr(0, kMaxInternedString);
-  uint64_t id = 0;
-  if (LastInterned(s, &id) != nullptr) return id;
-  // The string interned right after the thread's last one (read as LastInterned does).
-  ThreadState& t = t_thread;
-  const uint32_t gen = t.intern_gen;
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  const uint8_t* const last = t.intern_data;
-  const uint32_t last_len = t.intern_len;
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  if (gen != 0 && gen == g_intern_epoch && t.intern_gen == gen && last != nullptr &&
-      (id = g_strings.NextAfter(last, last_len, s)) != 0) {
-    return id;
+  // The thread's last string again, or the string interned right after it (one read of
+  // the thread's cache for both).
+  if (LastString last; ReadLastInterned(&last)) {
+    if (last.Is(s)) return last.id;
+    if (const uint64_t id = g_strings.NextAfter(last.data, last.len, s); id != 0) return id;
   }
   return g_strings.Intern(reinterpret_cast<const uint8_t*>(s.data()), s.size(), false);
 }

@@ -180,20 +180,37 @@ template <class Fill> inline void RewriteThreadCache(uint32_t& gen, Fill&& fill)
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   gen = g_intern_epoch;
 }
-inline const uint8_t* LastInterned(std::string_view s, uint64_t* id = nullptr) {
+// Reads one of the calling thread's caches (read copies its fields out): true when the
+// copy is whole and of this interning epoch. A signal handler's rewrite in between clears
+// or changes the generation, so the copy then reads as a miss, never a mix.
+template <class Read> inline bool ReadThreadCache(const uint32_t& gen_field, Read&& read) {
+  const uint32_t gen = gen_field;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  read();
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  return gen != 0 && gen == g_intern_epoch && gen_field == gen;
+}
+// The calling thread's last interned string: its copy in the intern arena (stable for the
+// process's lifetime) and its id.
+struct LastString {
+  const uint8_t* data = nullptr;
+  uint32_t len = 0;
+  uint64_t id = 0;
+  bool Is(std::string_view s) const { return len == s.size() && __builtin_memcmp(data, s.data(), s.size()) == 0; }
+};
+inline bool ReadLastInterned(LastString* out) {
   ThreadState& t = t_thread;
-  const uint32_t gen = t.intern_gen;
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  const uint32_t len = t.intern_len;
-  const uint8_t* data = t.intern_data;
-  const uint64_t cached = t.intern_id;
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  if (gen == 0 || gen != g_intern_epoch || t.intern_gen != gen || len != s.size() || data == nullptr ||
-      __builtin_memcmp(data, s.data(), s.size()) != 0) {
-    return nullptr;
-  }
-  if (id != nullptr) *id = cached;
-  return data;
+  return ReadThreadCache(t.intern_gen, [&] {
+           out->len = t.intern_len;
+           out->data = t.intern_data;
+           out->id = t.intern_id;
+         }) && out->data != nullptr;
+}
+inline const uint8_t* LastInterned(std::string_view s, uint64_t* id = nullptr) {
+  LastString last;
+  if (!ReadLastInterned(&last) || !last.Is(s)) return nullptr;
+  if (id != nullptr) *id = last.id;
+  return last.data;
 }
 inline uint64_t InternCString(const char* s) {
   return s == nullptr ? 0 : InternString(std::string_view(s));

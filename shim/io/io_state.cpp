@@ -353,16 +353,18 @@ uint64_t MountOfDirectory(std::string_view p, size_t dirlen, bool exists);
 
 uint64_t MountOf(std::string_view p, uint64_t path_id, bool exists) {
   if (g_mounts == nullptr || p.empty() || p[0] != '/') return 0;
-  // The thread's last directory (read as LastInterned reads its cache: a signal handler
-  // that rewrites it meanwhile makes this a miss).
+  // The thread's last directory (a signal handler that rewrites it meanwhile makes this a
+  // miss).
   ThreadState& t = t_thread;
-  const uint32_t gen = t.dir_gen;
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  const uint32_t cached_len = t.dir_len;
-  const uint8_t* cached_dir = t.dir_data;
-  const uint64_t cached_mount = t.dir_mount, cached_path = t.dir_path_id;
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  const bool valid = gen != 0 && gen == g_intern_epoch && t.dir_gen == gen && cached_dir != nullptr;
+  uint32_t cached_len = 0;
+  const uint8_t* cached_dir = nullptr;
+  uint64_t cached_mount = 0, cached_path = 0;
+  const bool valid = ReadThreadCache(t.dir_gen, [&] {
+                       cached_len = t.dir_len;
+                       cached_dir = t.dir_data;
+                       cached_mount = t.dir_mount;
+                       cached_path = t.dir_path_id;
+                     }) && cached_dir != nullptr;
   // The same file again (a reopen): no directory compare at all.
   if (valid && path_id != 0 && cached_path == path_id) return cached_mount;
   const void* slash = memrchr(p.data(), '/', p.size());
