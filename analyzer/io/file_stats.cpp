@@ -117,13 +117,19 @@ bool LooksLikeCode(std::string_view p) {
   }
   static constexpr std::string_view kParts[] = {
       "/site-packages/", "/dist-packages/", "/__pycache__/", "/.pyenv/", "/.cache/pip/",
-      "/.local/lib/python", "/.triton/", "/.nv/", "/.git/", "/.config/", "/node_modules/"};
+      "/.local/lib/python", "/.triton/", "/.nv/", "/.git/", "/.config/", "/node_modules/",
+      // Package metadata wherever it lies (pip builds it under /tmp/pip-*): readers such
+      // as importlib.metadata try each optional file (requires.txt, entry_points.txt).
+      ".dist-info/", ".egg-info/"};
   for (std::string_view part : kParts) {
     if (p.find(part) != std::string_view::npos) return true;
   }
   static constexpr std::string_view kSuffixes[] = {
       ".py", ".pyc", ".pyi", ".pth", ".so", ".egg-link", ".dist-info", ".ctrace",
-      ".h", ".hh", ".hpp", ".hxx", "._pth", "/pyvenv.cfg", "/pybuilddir.txt"};
+      ".h", ".hh", ".hpp", ".hxx", "._pth", "/pyvenv.cfg", "/pybuilddir.txt",
+      // Configuration files (openssl.cnf at a library's compiled-in default path,
+      // Cargo.toml, setup.cfg, *.conf, *.ini): tools try them whether or not they exist.
+      ".cnf", ".conf", ".cfg", ".ini", ".toml"};
   for (std::string_view suf : kSuffixes) {
     if (EndsWith(p, suf)) return true;
   }

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <unordered_map>
 
 #include "analyses/factories.h"
 #include "io/file_stats.h"
@@ -50,14 +51,22 @@ constexpr uint64_t kMetadataMin = 2000;
 constexpr double kMetadataPerRead = 5.0;
 
 // io.errors: any failed read or write (EINTR/EAGAIN aside), or an open failing with a
-// storage error (EIO, ESTALE, ENOTCONN, ...) or a limit (EMFILE, ENOSPC, ...). Lookup
+// storage error (EIO, ESTALE, ENOTCONN, ...) or a limit (EMFILE, ENOSPC, ...); EMFILE,
+// ENFILE and ENOMEM are the process's or host's limits, counted on every path. Lookup
 // failures (ENOENT, EACCES, ENOTDIR, ...) of opens on data paths count from 10 on, since
 // programs probe for optional files all the time (failed stats and opendirs never count),
 // and only on paths that never opened or stat'ed successfully in the run: git looks for
-// its index before it writes one, a cache looks an entry up before it creates it. A read
+// its index before it writes one, a cache looks an entry up before it creates it; nor
+// on the steps of an upward search (one file name missed in a directory and its parent:
+// rustup's rust-toolchain tried from the working directory up to /). A read
 // of a directory (EISDIR, from a loop over a listing that meets a subdirectory) is the
 // program's own mistake, seen at once as an exception, not storage trouble: not counted.
 constexpr uint64_t kLookupErrorsMin = 10;
+
+// Errors of the process's (or the host's) descriptor table or memory, not of the path:
+// they mean the program ran out of a limit (a descriptor leak, ulimit -n) whatever file
+// it was opening, so they count on every path, code and pseudo files included.
+bool IsProcessLimit(int e) { return e == EMFILE || e == ENFILE || e == ENOMEM; }
 
 bool IsHardError(int e) {
   switch (e) {
@@ -768,8 +777,38 @@ class IoAnalysis final : public Analysis {
     report.AddFinding(std::move(fd));
   }
 
+  // Whether each file is a step of an upward search: it was never found, and neither
+  // was the same file name in its parent directory or in one of its subdirectories.
+  // Tools look for their configuration from the working directory up to / (rustup's
+  // rust-toolchain, a linter's pyproject.toml, npm's package.json); every miss on the way
+  // is a probe, not a missing data file.
+  std::vector<bool> UpwardSearchSteps() const {
+    std::vector<bool> step(model_.files.size(), false);
+    std::unordered_map<std::string_view, size_t> missing;  // path -> file index
+    for (size_t i = 0; i < model_.files.size(); ++i) {
+      const FileStats& f = model_.files[i];
+      const bool exists = f.opens > 0 || f.stats > f.stat_errors;
+      if (!exists && !f.errors.empty() && !f.path.empty() && f.path[0] == '/') missing.emplace(f.path, i);
+    }
+    std::string up;
+    for (const auto& [path, i] : missing) {
+      const std::string_view dir = DirOf(path);
+      if (dir == "/") continue;
+      const std::string_view parent = DirOf(dir);
+      up.assign(parent);
+      if (up != "/") up += '/';
+      up += path.substr(dir.size() + 1);
+      auto it = missing.find(up);
+      if (it == missing.end()) continue;
+      step[i] = true;
+      step[it->second] = true;
+    }
+    return step;
+  }
+
   void Errors(ReportBuilder& report) {
-    uint64_t hard = 0, lookup = 0;
+    const std::vector<bool> upward_search = UpwardSearchSteps();
+    uint64_t hard = 0, lookup = 0, limits = 0;
     std::map<std::string, uint64_t> by_errno;
     Json paths = Json::MakeArray();
     size_t listed = 0;
@@ -787,12 +826,13 @@ class IoAnalysis final : public Analysis {
                                 e != ENOENT && e != ENOTDIR && e != EACCES && e != EPERM && e != ELOOP &&
                                 e != EEXIST && e != ENAMETOOLONG && e != EISDIR;
         const bool rw_failed = f.read_errors + f.write_errors > 0;
-        if ((IsHardError(e) && (data || rw_failed)) || io_failure) {
+        if ((IsHardError(e) && (data || rw_failed || IsProcessLimit(e))) || io_failure) {
           // Open-time errors on pseudo or system paths (ENXIO on /dev/tty without a
           // terminal, say) are probes, not storage trouble; read/write failures count
           // everywhere.
           file_hard += n;
-        } else if (data && f.open_errors > 0 && !exists) {
+          if (IsProcessLimit(e)) limits += n;
+        } else if (data && f.open_errors > 0 && !exists && !upward_search[i]) {
           // Only failed opens of files: a failed stat or opendir is a probe (pyenv's
           // hook directories, Python's import path), not a missing data file.
           file_lookup += std::min<uint64_t>(n, f.open_errors);
@@ -832,10 +872,17 @@ class IoAnalysis final : public Analysis {
     ev["by_errno"] = std::move(errs);
     ev["storage_errors"] = hard;
     ev["lookup_errors"] = lookup;
+    ev["limit_errors"] = limits;
     ev["paths"] = std::move(paths);
     fd.summary = "file operations failed: " + list;
     if (!ev["paths"].array().empty()) fd.summary += "; e.g. " + ev["paths"].array().front()["path"].str();
-    fd.advice = hard > 0
+    fd.advice = limits > 0
+                    ? "Opens failed because a limit ran out: EMFILE means the process reached its "
+                      "open-descriptor limit (ulimit -n), ENFILE the system's, ENOMEM kernel memory. "
+                      "Look for files, sockets or DataLoader workers that are opened and never "
+                      "closed (use `with open(...)`), or raise the limit (ulimit -n, "
+                      "resource.setrlimit(RLIMIT_NOFILE))."
+                : hard > 0
                     ? "Reads or opens failed with storage errors (EIO, ESTALE, ENOTCONN...): the "
                       "mount may have dropped (a Drive/FUSE daemon that died or timed out, an "
                       "NFS server gone). Remount, copy the data to local disk, and retry."

@@ -80,6 +80,46 @@ class IoErrorsTest(TempDirTest):
         self.assertGreater(failed_opens(run.traces, repo + "/"), 30)
         self.assertEqual(findings(report(*run.traces), "io.errors"), [])
 
+    def test_tool_searches_are_no_finding_and_missing_samples_still_are(self):
+        # A config file looked for from the working directory up to /, optional package
+        # metadata tried by importlib.metadata (pip does both on a healthy install, the
+        # first through rustc's rustup proxy), a compiled-in default config: 45 failed
+        # opens outside system directories, none of them an error; the 12 missing samples
+        # are.
+        root = os.path.join(self.tmp, "w")
+        run = run_traced([SYSTEM_PYTHON, os.path.join(HERE, "py", "tool_probes.py"), root, "6", "12", "12"])
+        self.assertEqual(run.returncode, 0, run.stderr)
+        out = json.loads(run.stdout)
+        depth = len([p for p in os.path.join(root, "d1", "d2", "d3", "d4", "d5", "d6").split("/") if p])
+        self.assertEqual(out, {"search_misses": 2 * (depth + 1), "metadata_misses": 24,
+                               "config_misses": 1, "read": 20, "skipped": 12})
+        self.assertEqual(failed_opens(run.traces, root + "/"), 24 + 1 + 12 + 2 * 7)
+        (f,) = findings(report(*run.traces), "io.errors")
+        ev = f["evidence"]
+        self.assertEqual((ev["lookup_errors"], ev["storage_errors"], ev["by_errno"]), (12, 0, {"ENOENT": 12}))
+        self.assertEqual(sorted(p["path"] for p in ev["paths"]),
+                         [os.path.join(root, "data", f"sample_{i:04d}.bin") for i in range(20, 32)])
+        # Without the missing samples: no finding at all.
+        run = run_traced([SYSTEM_PYTHON, os.path.join(HERE, "py", "tool_probes.py"), root + "2", "6", "12", "0"])
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(findings(report(*run.traces), "io.errors"), [])
+
+    def test_descriptor_limit_is_an_error_on_any_path(self):
+        # EMFILE is the process's limit, not the file's: reported although the file that
+        # could not be opened is the interpreter's own os.py.
+        run = run_traced([SYSTEM_PYTHON, os.path.join(HERE, "py", "fd_leak.py"), "64", "2"])
+        self.assertEqual(run.returncode, 0, run.stderr)
+        out = json.loads(run.stdout)
+        self.assertEqual(out["emfile"], 3)
+        (f,) = findings(report(*run.traces), "io.errors")
+        ev = f["evidence"]
+        self.assertEqual(ev["by_errno"], {"EMFILE": 3})
+        self.assertEqual((ev["storage_errors"], ev["limit_errors"], ev["lookup_errors"]), (3, 3, 0))
+        (row,) = ev["paths"]
+        self.assertTrue(row["path"].endswith("/os.py"), row)
+        self.assertEqual((row["open_errors"], row["errors"]), (3, ["open EMFILE"]))
+        self.assertIn("ulimit -n", f["advice"])
+
 
 if __name__ == "__main__":
     unittest.main()
