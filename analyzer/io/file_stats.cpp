@@ -108,6 +108,8 @@ bool EndsWith(std::string_view s, std::string_view suffix) { return s.ends_with(
 // git for .gitignore in every directory and for optional files under .git/), so a failed
 // open of one is a search, not a missing data file; and reading them is not dataset I/O.
 bool LooksLikeCode(std::string_view p) {
+  // /dev/shm holds regular files on tmpfs: data staged in memory, not device nodes.
+  if (p.starts_with("/dev/shm/")) return false;
   static constexpr std::string_view kPrefixes[] = {
       "/proc/", "/sys/", "/dev/", "/etc/", "/run/", "/lib/", "/lib64/", "/usr/lib/",
       "/usr/lib64/", "/usr/local/lib/", "/usr/libexec/", "/usr/share/", "/usr/include/",

@@ -535,6 +535,7 @@ class IoAnalysis final : public Analysis {
 
   void SmallFiles(ReportBuilder& report) {
     uint64_t read_files = 0, small = 0, small_bytes = 0, small_ns = 0;
+    bool all_in_memory = true;  // every small file lies on tmpfs/ramfs
     std::vector<uint64_t> sizes;
     std::map<std::string, uint64_t> by_dir;
     for (size_t i = 0; i < model_.files.size(); ++i) {
@@ -543,6 +544,8 @@ class IoAnalysis final : public Analysis {
       ++read_files;
       if (f.BestSize() >= kSmallFileBytes) continue;
       ++small;
+      const MountRow* m = MountOf(f);
+      all_in_memory = all_in_memory && m && m->fs.cls == FsClass::kMemory;
       small_bytes += f.bytes_read;
       small_ns += f.io_ns();
       sizes.push_back(f.BestSize());
@@ -578,8 +581,12 @@ class IoAnalysis final : public Analysis {
     fd.advice =
         "Per-file open and lookup latency dominates when samples are small files. Pack them "
         "into a few large shards (100 MB or more): tar shards read with WebDataset, "
-        "TFRecord, or an LMDB/HDF5 file; or copy the directory to local disk first "
-        "(e.g. /content or /tmp) and read from there.";
+        "TFRecord, or an LMDB/HDF5 file";
+    // Files already in memory (tmpfs, /dev/shm) gain nothing from a copy to disk.
+    fd.advice += all_in_memory ? std::string(" (they are on tmpfs already: the cost is the "
+                                             "system calls per file, not the storage).")
+                               : std::string("; or copy the directory to local disk first (e.g. "
+                                             "/content or /tmp) and read from there.");
     report.AddFinding(std::move(fd));
   }
 

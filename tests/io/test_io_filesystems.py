@@ -1,17 +1,19 @@
 """Filesystem classification against real mounts: tmpfs, the root filesystem (ext4 or
 overlay), a fresh overlay mount, and a FUSE mount made with bindfs the way Colab's
 Drive appears (type fuse.drive), where io.network-filesystem and io.reread must fire."""
+import json
 import os
 import shutil
 import subprocess
 import tempfile
 import unittest
 
-from ctharness import SYSTEM_PYTHON, TempDirTest, findings, report, run_traced
+from ctharness import SYSTEM_PYTHON, TempDirTest, findings, mounted_tmpfs, report, run_traced
 from iotest import file_rows, make_files
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EPOCHS = os.path.join(HERE, "py", "epochs.py")
+SMALL_FILES = os.path.join(HERE, "py", "small_files.py")
 
 
 def mount_of(path: str) -> tuple[str, str]:
@@ -68,6 +70,29 @@ class FilesystemTest(TempDirTest):
         self.assertEqual(mount_of(shm)[1], "tmpfs")
         mounts = {m["mountpoint"]: m for m in rep["io"]["mounts"]}
         self.assertEqual(mounts[mount_of(shm)[0]]["class"], "memory")
+
+    def test_small_files_in_dev_shm_are_data_as_on_any_tmpfs(self):
+        # Samples staged in /dev/shm are regular files on tmpfs, not device nodes: 1,200
+        # small files read there are io.small-files exactly as on a tmpfs mounted
+        # elsewhere, with advice that does not send them to local disk.
+        shm = tempfile.mkdtemp(prefix="ct-io-", dir="/dev/shm")
+        self.addCleanup(shutil.rmtree, shm, True)
+        with mounted_tmpfs(self, "16m") as mnt:
+            for root in (shm, mnt):
+                make_files(root, 1200, 700)
+                run = run_traced([SYSTEM_PYTHON, SMALL_FILES, root, "1", "4096"],
+                                 out_dir=os.path.join(self.tmp, "out-" + os.path.basename(root)))
+                self.assertEqual(run.returncode, 0, run.stderr)
+                self.assertEqual(json.loads(run.stdout)["files"], 1200)
+                rep = report(*run.traces)
+                self.assertEqual(mount_of(root)[1], "tmpfs")
+                (f,) = findings(rep, "io.small-files")
+                ev = f["evidence"]
+                self.assertEqual((ev["count"], ev["data_files_read"], ev["median_size"]), (1200, 1200, 700))
+                self.assertEqual(ev["bytes_read"], 2 * 1200 * 700)  # open().read() and the os.read loop
+                self.assertEqual(ev["directories"], [{"path": root, "files": 1200}])
+                self.assertIn("tmpfs already", f["advice"])
+                self.assertNotIn("local disk", f["advice"])
 
     def test_overlay_mount(self):
         base = os.path.join(self.tmp, "ov")
