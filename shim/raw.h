@@ -106,9 +106,14 @@ inline long ReadSmallFile(const char* path, char* buf, size_t n) {
   if (fd < 0) return -1;
   size_t got = 0;
   while (got + 1 < n) {
-    const long r = Read(fd, buf + got, n - 1 - got);
+    const size_t want = n - 1 - got;
+    const long r = Read(fd, buf + got, want);
     if (r <= 0) break;
     got += static_cast<size_t>(r);
+    // A short read is the end: a regular file's, or that of a /proc or /sys file the
+    // kernel formats whole on the first read (all this is used for). Saves the second
+    // read() that only returned 0.
+    if (static_cast<size_t>(r) < want) break;
   }
   Close(fd);
   buf[got] = '\0';

@@ -67,6 +67,13 @@ uint64_t FileSizeLimit() {
 namespace {
 
 constexpr uint64_t kMinFirstExtent = 2 * kChunkSize;  // the header slot and one chunk
+
+// How much of the file the first extent maps: one extent, or less under an RLIMIT_FSIZE
+// below that (the same in an exec'd image, which inherits the limit).
+uint64_t FirstExtentBytes() {
+  const uint64_t limit = FileSizeLimit();
+  return limit < kExtentBytes ? limit / kChunkSize * kChunkSize : kExtentBytes;
+}
 constexpr int kHandoverWindow = 16;  // descriptors searched above HandoverFloor()
 
 // Reserves [off, off+len) on disk: fallocate, or zeros where the filesystem has none.
@@ -171,19 +178,21 @@ int TraceFile::HandoverFloor() {
 
 bool TraceFile::WriteHeader(int fd, uint32_t pid, uint64_t features, uint64_t ticks_per_sec,
                             uint64_t start_ticks, uint64_t mono_ns, uint64_t realtime_ns) {
-  // The first extent is sized (sparse: no blocks yet) and mapped whole, but only the
-  // header slot and the first chunk are reserved on disk now; later chunks are reserved
-  // as they are handed out (ReserveTo). Under an RLIMIT_FSIZE below one extent the first
-  // extent is shorter, and tracing stops, marked truncated, when it is full.
-  const uint64_t limit = FileSizeLimit();
-  uint64_t size = kExtentBytes;
-  if (limit < size) size = limit / kChunkSize * kChunkSize;
+  // The first extent is mapped whole, but only the header slot and the first chunk are
+  // reserved on disk now, and the file is only as long as what is reserved (fallocate
+  // extends it): later chunks are reserved, and the file grows, as they are handed out
+  // (ReserveTo). No page of the mapping past the reservation is ever touched, so the
+  // mapping reaching past the file's end is never a SIGBUS. The file is never sized
+  // sparse ahead of its reservation: that cost an ftruncate at creation and another at
+  // exit (two journal transactions on ext4) in every process. Under an RLIMIT_FSIZE below
+  // one extent the first extent is shorter, and tracing stops, marked truncated, when it
+  // is full.
+  const uint64_t size = FirstExtentBytes();
   if (size < kMinFirstExtent) {
     create_error_ = EFBIG;
     return false;
   }
-  int err = -raw::Ftruncate(fd, static_cast<off_t>(size));
-  if (err == 0) err = -Reserve(fd, 0, kMinFirstExtent);
+  int err = -Reserve(fd, 0, kMinFirstExtent);
   if (err != 0) {
     create_error_ = err;
     return false;
@@ -285,7 +294,7 @@ bool TraceFile::Create(const char* path, uint32_t pid, uint64_t features,
   return true;
 }
 
-int TraceFile::Reopen(uint64_t* size) {
+int TraceFile::Reopen() {
   if (path_[0] == '\0') return -ENOENT;
   const int fd = raw::Open(path_, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return fd;
@@ -294,18 +303,19 @@ int TraceFile::Reopen(uint64_t* size) {
     raw::Close(fd);
     return -ESTALE;  // renamed away or replaced: never write into someone else's file
   }
-  if (size != nullptr) *size = static_cast<uint64_t>(st.st_size);
   return fd;
 }
 
 bool TraceFile::MapExisting(int fd, uint64_t size) {
+  // The file is as long as the previous image reserved (WriteHeader, ReserveTo).
   if (size < kMinFirstExtent) return false;
-  const uint64_t first = size < kExtentBytes ? size : kExtentBytes;
+  const uint64_t first = FirstExtentBytes();
+  if (first < kMinFirstExtent) return false;
   void* p = raw::Mmap(nullptr, first, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (raw::MmapFailed(p)) return false;
   Store(&g_extent_addr[0], static_cast<uint8_t*>(p));
   first_extent_bytes_ = first;
-  first_extent_err_ = first < kExtentBytes ? ENOSPC : 0;
+  first_extent_err_ = first < kExtentBytes ? EFBIG : 0;
   g_extent_finished[0] = 1;
   // Only the extents from the high-water mark on take new chunks; the ones below are
   // the previous image's and stay unmapped.
@@ -315,9 +325,9 @@ bool TraceFile::MapExisting(int fd, uint64_t size) {
   // this, the exec'd image's first write fault read ahead over the whole sparse extent
   // (a third of a fork+exec'd tiny program's time on ext4, measured with perf).
   if (hwm < kNoReadAheadBytes) AdviseFirstExtent(p, first);
-  // Every chunk below the mark was reserved by the previous image; what it reserved
-  // beyond is not known here and is simply reserved again (a no-op for the disk).
-  Store(&reserved_end_, hwm < size ? hwm : size);
+  // Everything up to the file's end was reserved by the previous image, every chunk
+  // below the mark among it.
+  Store(&reserved_end_, size);
   uint64_t cur = first;
   while (first == kExtentBytes && cur + kExtentBytes <= size) {
     if (cur + kExtentBytes > hwm) {
@@ -402,7 +412,6 @@ bool TraceFile::MapTo(uint64_t end, bool may_block, bool speculative) {
   }
   bool ok = true;
   int fd = -1;
-  uint64_t size = 0;  // the file's size, once reopened
   uint64_t cur = Load(&mapped_end_);
   while (cur < end) {
     const uint64_t next = cur + kExtentBytes;
@@ -412,15 +421,11 @@ bool TraceFile::MapTo(uint64_t end, bool may_block, bool speculative) {
     } else if (next > kMaxTraceBytes || next > FileSizeLimit()) {
       err = EFBIG;
     } else {
-      // Sized (sparse), not reserved: ReserveTo reserves each chunk's blocks before it
-      // is handed out, so no page of the mapping is written without disk behind it.
-      if (fd < 0) fd = Reopen(&size);
-      const int r = fd < 0 ? fd : size >= next ? 0 : raw::Ftruncate(fd, static_cast<off_t>(next));
-      if (r < 0) {
-        err = -r;
-      } else if (size < next) {
-        size = next;
-      }
+      // Mapped, not reserved (the mapping may reach past the file's end): ReserveTo
+      // reserves each chunk's blocks, and extends the file, before the chunk is handed
+      // out, so no page of the mapping is written without disk behind it.
+      if (fd < 0) fd = Reopen();
+      if (fd < 0) err = -fd;
     }
     if (err == 0) {
       void* p = raw::Mmap(nullptr, kExtentBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
@@ -460,7 +465,7 @@ bool TraceFile::ReserveTo(uint64_t end, bool may_block) {
     uint64_t target = cur + (cur < kExtentBytes ? cur : kExtentBytes);
     if (target > mapped) target = mapped;
     if (target < end) target = end;
-    const int fd = Reopen(nullptr);
+    const int fd = Reopen();
     int r = fd < 0 ? fd : Reserve(fd, cur, target - cur);
     if (r < 0 && fd >= 0 && target > end) {
       target = end;  // a nearly full disk may still hold this one chunk
@@ -532,25 +537,17 @@ void TraceFile::Close() {
   if (h == nullptr) return;
   __atomic_fetch_or(&h->flags, static_cast<uint32_t>(format::kFlagClosing), __ATOMIC_SEQ_CST);
   __atomic_load_n(&h->next_chunk_offset, __ATOMIC_SEQ_CST);  // orders the claims before us
-  const uint64_t mapped = Load(&mapped_end_);
-  const uint64_t reserved = Load(&reserved_end_);
-  // Every chunk in use was reserved, so it lies below `end`. Only the sparse part past
-  // the reservation is cut: freeing reserved blocks costs a journal transaction (0.3 to
-  // 6 ms measured on a busy ext4), so a trace keeps at most its own size (and at most one
-  // extent) of reserved zeros at its end. Never grows the file (so never SIGXFSZ).
-  const uint64_t end = reserved < mapped ? reserved : mapped;
-  const int fd = Reopen(nullptr);
-  if (fd >= 0) {
-    raw::Ftruncate(fd, static_cast<off_t>(end));
-    raw::Close(fd);
-  }
+  // Nothing to trim: the file is exactly as long as its reservation, and every chunk in
+  // use lies in it. The reserved zeros past the last chunk (at most the trace's own size,
+  // and at most one extent; ReserveTo) stay: freeing reserved blocks costs a journal
+  // transaction (0.3 to 6 ms measured on a busy ext4).
   __atomic_fetch_or(&h->flags, static_cast<uint32_t>(format::kFlagEnded), __ATOMIC_ACQ_REL);
 }
 
 void TraceFile::PrepareExecHandoff() {
   FileHeader* h = Load(&header_);
   if (h == nullptr || handoff_fd_ >= 0) return;
-  const int fd = Reopen(nullptr);
+  const int fd = Reopen();
   if (fd < 0) return;
   const int floor = HandoverFloor();
   const int high = raw::Fcntl(fd, F_DUPFD, floor);  // no FD_CLOEXEC: it crosses exec

@@ -85,13 +85,14 @@ class TraceFile {
   // truncated when the disk is full.
   bool ReserveTo(uint64_t end, bool may_block);
   // Opens the trace file again by path for an extension, checking it is still the
-  // same file; returns the descriptor (close-on-exec) or -errno, and its size.
-  int Reopen(uint64_t* size);
+  // same file; returns the descriptor (close-on-exec) or -errno.
+  int Reopen();
   // Reserves and maps the first extent of a new file (smaller when the disk or the
   // size limit has less room) and writes the header into it.
   bool WriteHeader(int fd, uint32_t pid, uint64_t features, uint64_t ticks_per_sec,
                    uint64_t start_ticks, uint64_t mono_ns, uint64_t realtime_ns);
-  // Maps [0, size) of an existing file.
+  // Maps an existing trace file of `size` bytes (all of them reserved) for an exec'd
+  // image: its first extent, and the extents above the previous image's chunks.
   bool MapExisting(int fd, uint64_t size);
   void Reset();
 
