@@ -228,7 +228,7 @@ class ProcessAnalysis final : public Analysis {
   static void FillProcess(const ProcessTrace& t, const ProcessFacts& f, Json& p) {
     if (f.run_wrapper) p["role"] = "colabtrace-run";
     p["pid"] = t.pid();
-    p["ppid"] = f.start ? static_cast<int64_t>(f.start->ppid) : 0;
+    p["ppid"] = f.ppid;
     p["exe"] = f.job ? std::string(t.Str(f.job->exe)) : std::string();
     Json argv = Json::MakeArray();
     for (const auto& a : t.records.Argv) {

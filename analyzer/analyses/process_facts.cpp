@@ -3,7 +3,9 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <climits>
 #include <csignal>
+#include <map>
 
 namespace colabtrace::analyzer {
 
@@ -74,9 +76,51 @@ bool ContinuedAfter(const ProcessTrace& t, const format::Signal& sig, uint32_t s
 
 }  // namespace
 
+std::vector<int64_t> ParentPids(const std::vector<const ProcessTrace*>& traces) {
+  struct Birth {
+    uint64_t ts;
+    uint32_t parent;
+  };
+  std::vector<std::string> host(traces.size());
+  std::map<std::pair<std::string, uint32_t>, std::vector<Birth>> births;  // (host, child pid)
+  for (size_t i = 0; i < traces.size(); ++i) {
+    const ProcessTrace& t = *traces[i];
+    host[i] = HostKey(t);
+    auto note = [&](int64_t child, uint64_t ts) {
+      if (child > 0 && child <= INT32_MAX) births[{host[i], static_cast<uint32_t>(child)}].push_back({ts, t.pid()});
+    };
+    for (const auto& f : t.records.Fork) note(f.child_pid, f.ts);
+    for (const auto& s : t.records.Spawn) note(s.child_pid, s.ts);
+  }
+  std::vector<int64_t> out(traces.size(), 0);
+  for (size_t i = 0; i < traces.size(); ++i) {
+    const ProcessTrace& t = *traces[i];
+    const auto& starts = t.records.ProcessStart;
+    if (!starts.empty()) {
+      out[i] = static_cast<int64_t>(
+          std::min_element(starts.begin(), starts.end(), [](auto& a, auto& b) { return a.image < b.image; })->ppid);
+    }
+    auto it = births.find({host[i], t.pid()});
+    if (it == births.end()) continue;
+    // A pid may be reused within a run: the birth nearest this trace's start is its own.
+    const uint64_t start = t.start_ns();
+    auto distance = [start](const Birth& b) { return b.ts > start ? b.ts - start : start - b.ts; };
+    const Birth& b = *std::min_element(it->second.begin(), it->second.end(),
+                                       [&](const Birth& x, const Birth& y) { return distance(x) < distance(y); });
+    out[i] = b.parent;
+  }
+  return out;
+}
+
 // ---- LifecycleModel -------------------------------------------------------------------
 
 LifecycleModel::LifecycleModel(const std::vector<ProcessTrace>& traces) : traces_(traces) {
+  {
+    std::vector<const ProcessTrace*> all;
+    all.reserve(traces.size());
+    for (const ProcessTrace& t : traces) all.push_back(&t);
+    ppid_ = ParentPids(all);
+  }
   host_of_.reserve(traces.size());
   for (uint32_t i = 0; i < traces.size(); ++i) {
     const ProcessTrace& t = traces[i];
@@ -128,6 +172,11 @@ const Reap* LifecycleModel::ReapOf(const ProcessTrace& t) const {
   return nullptr;
 }
 
+int64_t LifecycleModel::ParentPidOf(const ProcessTrace& t) const {
+  const size_t i = IndexOf(t);
+  return i == SIZE_MAX ? -1 : ppid_[i];
+}
+
 std::vector<const OutsideSample*> LifecycleModel::SamplesOf(const ProcessTrace& t) const {
   std::vector<const OutsideSample*> out;
   const size_t i = IndexOf(t);
@@ -175,7 +224,9 @@ ProcessFacts ProcessFacts::Of(const ProcessTrace& t, const LifecycleModel* model
                                  [](auto& a, auto& b) { return a.image < b.image; });
     f.job = &*std::max_element(starts.begin(), starts.end(),
                                [](auto& a, auto& b) { return a.image < b.image; });
+    f.ppid = static_cast<int64_t>(f.start->ppid);
   }
+  if (const int64_t ppid = model ? model->ParentPidOf(t) : -1; ppid >= 0) f.ppid = ppid;
   const auto* exit = t.records.Exit.empty() ? nullptr : &t.records.Exit.back();
   const auto* sig = t.records.Signal.empty() ? nullptr : &t.records.Signal.back();
   // The signal record is the end only if no exit followed and the process did not go on

@@ -29,6 +29,13 @@ std::string HostKey(const ProcessTrace& t);
 // it carries samples and wait statuses of other processes and is never a job process.
 bool IsRunWrapper(const ProcessTrace& t);
 
+// Each trace's parent pid (same order as traces): the traced process whose fork, vfork or
+// posix_spawn record names it (on its host, the record nearest its start), else the ppid
+// its start record read with getppid(). That one is the reaper's (colabtrace run, a
+// subreaper, init) when the parent exited before the child wrote its start: the
+// grandchild of a daemon's double fork.
+std::vector<int64_t> ParentPids(const std::vector<const ProcessTrace*>& traces);
+
 // One child reaped by a traced parent's wait* call, or by `colabtrace run`.
 struct Reap {
   uint64_t ts = 0;          // when the wait returned (CLOCK_MONOTONIC ns)
@@ -60,6 +67,8 @@ class LifecycleModel {
 
   // The first reap of t's pid on t's host at or after t's start; nullptr if none.
   const Reap* ReapOf(const ProcessTrace& t) const;
+  // t's parent pid (ParentPids); -1 if t is not one of the model's traces.
+  int64_t ParentPidOf(const ProcessTrace& t) const;
   // `colabtrace run`'s samples of t's process (t's host and pid, from its start until it
   // was reaped or the pid's next trace began), oldest first.
   std::vector<const OutsideSample*> SamplesOf(const ProcessTrace& t) const;
@@ -72,6 +81,7 @@ class LifecycleModel {
   using HostPid = std::pair<std::string, uint32_t>;
   const std::vector<ProcessTrace>& traces_;
   std::vector<std::string> host_of_;  // per trace
+  std::vector<int64_t> ppid_;         // per trace
   std::map<HostPid, std::vector<Reap>> reaps_;
   std::map<HostPid, std::vector<uint64_t>> starts_;  // trace start times per (host, pid)
   std::map<std::string, std::map<uint32_t, std::vector<OutsideSample>>> samples_;
@@ -82,6 +92,7 @@ class LifecycleModel {
 struct ProcessFacts {
   const format::ProcessStart* start = nullptr;  // the first image's start record
   const format::ProcessStart* job = nullptr;    // the last image's: the real job
+  int64_t ppid = 0;                             // ParentPids, given the model; else start's
   EndKind end_kind = EndKind::kKilled;
   std::optional<int64_t> exit_code;             // when it exited with a known code
   std::optional<int64_t> end_signal;            // the signal that ended it, when known

@@ -622,6 +622,7 @@ IoModel IoModel::Build(const std::vector<const ProcessTrace*>& traces) {
     if (first_host.empty()) first_host = hosts[i];
     if (hosts[i] != first_host) m.multi_host = true;
   }
+  const std::vector<int64_t> ppids = ParentPids(traces);
   for (size_t i = 0; i < traces.size(); ++i) {
     const ProcessTrace& t = *traces[i];
     ProcessIo& p = m.processes[i];
@@ -629,7 +630,7 @@ IoModel IoModel::Build(const std::vector<const ProcessTrace*>& traces) {
     p.pid = t.pid();
     const ProcessFacts facts = ProcessFacts::Of(t);
     if (facts.start) {
-      p.ppid = static_cast<int64_t>(facts.start->ppid);
+      p.ppid = ppids[i];
       p.forked = facts.start->origin == static_cast<uint64_t>(format::ProcessOrigin::kForkChild);
     }
     for (const auto& a : t.records.Argv) {

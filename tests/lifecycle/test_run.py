@@ -1,5 +1,6 @@
 """`colabtrace run`: the command's exact exit status, the outside sampler's own trace
 (never a job process), and a clear line when a process could not write its trace."""
+import json
 import os
 import shutil
 import subprocess
@@ -80,6 +81,28 @@ class Run(TempDirTest):
         tracker = [p for p in rep["processes"] if "resource_tracker" in " ".join(p["argv"])]
         self.assertEqual([(p["end"]["kind"], p["end"]["code"]) for p in tracker], [("exited", 0)])
         self.assertEqual(lt.findings(rep, "proc.killed"), [])
+
+    def test_a_daemons_worker_names_the_parent_that_started_it(self):
+        # The worker's getppid() is run (its subreaper) by the time its trace starts; its
+        # parent is the middle process, whose posix_spawn record names it.
+        r = lt.colabtrace_run(self.tmp, [lt.PYTHON, lt.py_script("double_fork_daemon.py")])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        pids = json.loads(r.stdout)
+        self.assertIn("3 processes traced; 0 errors", r.stderr)
+        rep = lt.report(self.tmp)
+        run_pid = rep["run"][0]["pid"]
+        procs = lt.by_pid(rep)
+        command = [p for p in rep["processes"] if p["pid"] not in pids.values()]
+        self.assertEqual(len(command), 1)
+        self.assertEqual(command[0]["ppid"], run_pid)
+        self.assertEqual(procs[pids["middle"]]["ppid"], command[0]["pid"])
+        worker = procs[pids["worker"]]
+        self.assertEqual((worker["argv"][1:], worker["ppid"]), (["-c", "pass"], pids["middle"]))
+        # The worker really was handed to run: run reaped it and the middle process.
+        for p in (worker, procs[pids["middle"]]):
+            self.assertEqual((p["end"]["kind"], p["end"]["code"], p["end"]["reaped_by"]), ("exited", 0, run_pid))
+        io_ppid = {p["pid"]: p["ppid"] for p in rep["io"]["processes"]}
+        self.assertEqual(io_ppid[pids["worker"]], pids["middle"])
 
     def test_a_process_left_running_is_named_and_left_running(self):
         r = lt.colabtrace_run(self.tmp, ["/bin/sh", "-c", "sleep 30 & echo $!"])
