@@ -65,7 +65,11 @@ bool IsRecordedEnvName(const char* name, size_t len) {
   return false;
 }
 
+char g_self_exe[1024];
+
 }  // namespace
+
+const char* SelfExePath() { return g_self_exe; }
 
 void FingerprintEnvironment() {
   struct utsname u;
@@ -139,10 +143,10 @@ void FingerprintProcess(format::ProcessOrigin origin, uint32_t parent_tid, char*
   ps.origin = static_cast<uint64_t>(origin);
   ps.image = g_trace.image();
   ps.parent_tid = parent_tid;
+  long n = raw::Readlink("/proc/self/exe", g_self_exe, sizeof(g_self_exe) - 1);
+  g_self_exe[n > 0 ? n : 0] = '\0';
+  ps.exe = InternCString(g_self_exe);
   char path[1024];
-  long n = raw::Readlink("/proc/self/exe", path, sizeof(path) - 1);
-  path[n > 0 ? n : 0] = '\0';
-  ps.exe = InternCString(path);
   n = raw::Syscall6(SYS_getcwd, reinterpret_cast<long>(path), sizeof(path));
   if (n <= 0) path[0] = '\0';
   ps.cwd = InternCString(path);

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "libs/inventory.h"
+#include "lifecycle.h"
 #include "modules.h"
 #include "raw.h"
 #include "writer.h"
@@ -33,13 +34,8 @@ int EmitNewModule(struct dl_phdr_info* info, size_t, void*) {
   format::Module m;
   m.ts = Ticks();
   m.base = base;
-  char exe[1024];
   const char* name = info->dlpi_name;
-  if (name == nullptr || name[0] == '\0') {
-    const long n = raw::Readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    exe[n > 0 ? n : 0] = '\0';
-    name = exe;
-  }
+  if (name == nullptr || name[0] == '\0') name = SelfExePath();
   m.path = InternCString(name);
   uint64_t end = 0;
   for (int i = 0; i < info->dlpi_phnum; ++i) {

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "config.h"
+#include "lifecycle.h"
 #include "raw.h"
 #include "real.h"
 #include "writer.h"
@@ -116,8 +117,8 @@ unsigned long long g_seen_adds = ~0ull, g_seen_subs = ~0ull;
 uint64_t g_last_recheck_ns = 0;
 
 void ReadExePath() {
-  const long n = raw::Readlink("/proc/self/exe", g_exe, sizeof(g_exe) - 1);
-  g_exe[n > 0 ? n : 0] = '\0';
+  std::strncpy(g_exe, SelfExePath(), sizeof(g_exe) - 1);
+  g_exe[sizeof(g_exe) - 1] = '\0';
 }
 
 void ReadPreload() {
