@@ -356,11 +356,16 @@ class ProcessReplay {
   void OnOpen(const Event<format::IoOpen>& o) {
     const auto api = static_cast<IoApi>(o.api);
     if (api == IoApi::kFdopen) {
-      // A FILE on a descriptor already open: nothing new unless we missed the open.
+      // A FILE on a descriptor already open: nothing new unless we missed the open. From
+      // here on the stream may be positioned with fseek, which is not traced (numpy's
+      // fromfile dups the descriptor, fdopens it and seeks to the Python file's
+      // position), so the description's offset is no longer known.
       if (o.fd >= 0 && !fds_.contains(o.fd) && o.path != 0) {
         descs_.push_back(Desc{FileOf(o.path)});
-        descs_.back().pos_known = false;
         fds_[o.fd] = descs_.size() - 1;
+      }
+      if (o.fd >= 0) {
+        if (auto it = fds_.find(o.fd); it != fds_.end()) descs_[it->second].pos_known = false;
       }
       return;
     }
@@ -441,6 +446,7 @@ class ProcessReplay {
       f.max_end = std::max(f.max_end, off + n);
     } else {
       ++f.sequential_reads;  // position unknown: assume it follows on
+      f.unplaced_bytes += n;
     }
     if (!at) d.pos += n;
   }

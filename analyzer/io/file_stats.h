@@ -23,6 +23,7 @@
 //               included (stat_errors counts those).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -75,6 +76,7 @@ struct FileStats {
   uint64_t sequential_reads = 0, consecutive_reads = 0, random_reads = 0;
   uint64_t passes = 0;    // descriptors (opens) through which at least one byte was read
   uint64_t max_end = 0;   // the highest byte offset any read reached
+  uint64_t unplaced_bytes = 0;  // bytes read where the offset was unknown (after an fdopen)
   std::optional<uint64_t> size;  // st_size seen by a stat or measured at open
   uint64_t eof_at = 0;    // position of a 0-byte read (end of file), 0 if none
   SizeHistogram read_sizes;  // reads that returned > 0 bytes
@@ -87,8 +89,14 @@ struct FileStats {
   // the end, else the furthest byte read.
   uint64_t BestSize() const;
   bool size_known() const { return size.has_value() || eof_at != 0; }
-  // Bytes read beyond the furthest byte: at least this much was read more than once.
-  uint64_t reread_bytes() const { return bytes_read > max_end ? bytes_read - max_end : 0; }
+  // Bytes read beyond the most distinct bytes the reads can have covered (the furthest
+  // byte read, plus the bytes read at unknown offsets but never more than the file's
+  // size): at least this much was read more than once.
+  uint64_t reread_bytes() const {
+    uint64_t distinct = max_end + unplaced_bytes;
+    if (unplaced_bytes && size_known()) distinct = std::min(distinct, BestSize());
+    return bytes_read > distinct ? bytes_read - distinct : 0;
+  }
   uint64_t io_ns() const { return open_ns + read_ns + stat_ns; }
 };
 

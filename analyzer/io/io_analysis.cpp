@@ -324,7 +324,7 @@ class IoAnalysis final : public Analysis {
     defs["read_ns"] = "wall time spent inside those reads";
     defs["stats"] = "stat-family calls (stat*, lstat*, fstat*, fstatat*, __*xstat*, statx) and access/faccessat on the path or a descriptor of it, failed ones included";
     defs["passes"] = "separate opens through which at least one byte of the file was read";
-    defs["reread_bytes"] = "bytes read beyond the furthest byte read: at least this much was read more than once";
+    defs["reread_bytes"] = "bytes read beyond the furthest byte read (plus the bytes read at unknown offsets, at most up to the file's size): at least this much was read more than once";
     defs["sequential_reads"] = "reads at or after the end of the previous read on the same open file (consecutive: exactly at it); the first read of an open counts as sequential";
     defs["size_bins"] = "Darshan's bins, upper bounds inclusive, K = 1024";
     io["definitions"] = std::move(defs);

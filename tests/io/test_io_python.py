@@ -132,6 +132,31 @@ class PythonIoTest(TempDirTest):
         for p in main:
             self.assertFalse(any(p["pid"] in r["pids"] for r in rows.values()))
 
+    def test_numpy_load_through_an_fdopened_dup_keeps_the_files_size(self):
+        # np.load reads the header through Python's buffered file (one 4 KiB read), then
+        # numpy.fromfile dups the descriptor, fdopens it and fseeks (untraced) back to the
+        # end of the header before one fread of the data. The fread's offset is unknown:
+        # the file's size stays its real size, and the re-read is the header block read
+        # twice, not the whole fread.
+        npy = os.path.join(self.tmp, "arr.npy")
+        code = ("import numpy as np, sys; np.save(sys.argv[1], np.arange(1000, dtype=np.int64)); "
+                "print(int(np.load(sys.argv[1]).sum()))")
+        run = run_traced([SYSTEM_PYTHON, "-c", code, npy], out_dir=os.path.join(self.tmp, "out"))
+        if run.returncode != 0 and "No module named 'numpy'" in run.stderr:
+            self.skipTest("needs numpy")
+        self.assertEqual((run.returncode, run.stdout), (0, "499500\n"), run.stderr)
+        size = os.path.getsize(npy)
+        self.assertEqual(size, 128 + 8000)
+        fopens = [r for r in io_records(run.traces[0])
+                  if r["rec"] == "io_open" and r.get("path") == npy and r["api_name"] == "fdopen"]
+        self.assertEqual(len(fopens), 2)  # tofile in np.save, fromfile in np.load
+        row = file_rows(report(*run.traces), npy)[npy]
+        self.assertEqual((row["opens"], row["reads"], row["writes"], row["bytes_written"]), (2, 2, 2, size))
+        header_block = row["bytes_read"] - (size - 128)  # what Python's buffered read took
+        self.assertEqual(header_block, 4096)
+        self.assertEqual((row["size"], row["size_source"]), (size, "stat"))
+        self.assertEqual(row["reread_bytes"], header_block - 128)
+
 
 if __name__ == "__main__":
     unittest.main()
