@@ -199,7 +199,13 @@ bool SameAsLoaded(const LoadedLibrary& o, const FileFacts& f) {
 }
 
 std::string DiskState(const LoadedLibrary& o, const FileFacts* f, uint64_t end_realtime_ns) {
-  if (!o.changes.empty()) return "changed during the run";
+  if (!o.changes.empty()) {
+    // Every re-check failed (ENOENT) and nothing is at the path now: removed, not replaced.
+    const bool removed = std::all_of(o.changes.begin(), o.changes.end(),
+                                     [](const IdentityChange& c) { return c.err != 0; }) &&
+                         (f == nullptr || !f->exists);
+    return removed ? "removed during the run" : "changed during the run";
+  }
   if (f == nullptr || !o.identity.known()) return "unknown";
   if (!f->exists) return "missing";
   if (SameIdentity(o, *f)) return "same";

@@ -75,7 +75,8 @@ Json LibJson(const LoadedLibrary& o);
 std::string PipPackageFor(std::string_view family, std::optional<int> cuda_major);
 // True when the file on disk is (still) the one the process loaded.
 bool SameAsLoaded(const LoadedLibrary& o, const FileFacts& f);
-// "same", "changed", "changed during the run", "same build", "missing", "unknown".
+// "same", "changed", "changed during the run", "removed during the run" (the shim's
+// re-checks found no file and none is there now), "same build", "missing", "unknown".
 std::string DiskState(const LoadedLibrary& o, const FileFacts* f, uint64_t end_realtime_ns);
 // The loaded object (same namespace) whose soname or file name is `name`, or "".
 std::string LoadedPathFor(const ProcessLibraries& p, const std::string& name, int64_t nsid);

@@ -143,6 +143,25 @@ class RealRunsTest(h.TempDirTest):
         self.assertIn(p.returncode, (0, 1), p.stderr)
         return json.loads(p.stdout)
 
+    @unittest.skipUnless(shutil.which("cc"), "needs cc")
+    def test_jit_extension_removed_after_loading_is_not_stale_and_rebuilt_is(self):
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "py", "jit_extension.py")
+        for mode, stale, on_disk in (("cleanup", 0, "removed during the run"),
+                                     ("rebuild", 1, "changed during the run")):
+            src = os.path.join(self.tmp, mode)
+            os.makedirs(src)
+            r = h.run_traced([h.SYSTEM_PYTHON, script, src, mode], out_dir=os.path.join(self.tmp, "out-" + mode))
+            self.assertEqual((r.returncode, r.stdout), (0, "[42, 42]\n"), r.stderr)
+            py = [t for t in r.traces if h.records(t, "lib_check")]
+            self.assertEqual(len(py), 1, mode)  # only the python process saw its object change
+            (check,) = h.records(py[0], "lib_check")
+            self.assertTrue(check["path"].endswith("/libjit_ext.so"), check)
+            rep = h.report(*r.traces)
+            rows = [l for l in rep["libraries"] if l["path"] == check["path"]]
+            self.assertEqual([l["on_disk"] for l in rows], [on_disk], mode)
+            found = h.findings(rep, "abi.stale-library")
+            self.assertEqual([f["evidence"]["path"] for f in found], [check["path"]] * stale, mode)
+
     def test_disk_checks_are_skipped_for_a_trace_from_another_host(self):
         lib = os.path.join(self.tmp, "libct_swapped.so")
         shutil.copy(DEP, lib)

@@ -5,7 +5,10 @@
 // with a change time (ctime) before the trace's end. Not reported when the file now on
 // disk has the loaded build id (an identical reinstall). For a trace from another host
 // (see HostOrigin) only the shim's re-checks count: the analyzing machine's files are
-// other files.
+// other files. A file that was only removed (DiskState "removed during the run") is not
+// reported: nothing newer can mix with the loaded copy. A program that builds an
+// extension in a temporary directory, loads it and deletes the directory (a JIT-compiled
+// extension, a test's tmp_path) does that on every healthy run.
 #include <cstring>
 
 #include "abi/rules/rules.h"
