@@ -377,6 +377,7 @@ class ProcessReplay {
     }
     if (f.mount >= 0 && o.fd >= 0) learned_dirs_.emplace(std::string(DirOf(f.path)), f.mount);
     if (o.flags & O_DIRECTORY) f.directory = true;
+    if ((o.flags & O_ACCMODE) != O_RDONLY || (o.flags & O_CREAT)) f.output = true;
     if (o.ftype != 0) {
       if (o.ftype == (S_IFDIR >> 12)) f.directory = true;
       if (o.ftype == (S_IFREG >> 12)) f.size = std::max<uint64_t>(f.size.value_or(0), o.size);
@@ -535,7 +536,11 @@ class ProcessReplay {
     FileStats& f = m_.files[descs_[it->second].file];
     ++f.copies;
     ++p_.copies;
-    if (e.result > 0) f.bytes_copied += static_cast<uint64_t>(e.result);
+    if (e.result > 0) {
+      f.bytes_copied += static_cast<uint64_t>(e.result);
+    } else {
+      ++f.zero_copies;
+    }
   }
 
   void OnDir(const Event<format::IoDir>& e) {

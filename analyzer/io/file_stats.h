@@ -72,6 +72,8 @@ struct FileStats {
   uint64_t path_stats = 0;  // the stats (and access calls) that named a path, not a descriptor
   uint64_t writes = 0, write_errors = 0, bytes_written = 0, write_ns = 0;
   uint64_t mmaps = 0, mapped_bytes = 0, copies = 0, bytes_copied = 0;
+  uint64_t zero_copies = 0;  // copy_file_range/sendfile calls out of the file that moved no byte
+  bool output = false;       // opened (or tried) for writing or creation: a file the run produces
   uint64_t dir_scans = 0, dir_entries = 0;
   uint64_t sequential_reads = 0, consecutive_reads = 0, random_reads = 0;
   uint64_t passes = 0;    // descriptors (opens) through which at least one byte was read

@@ -45,8 +45,10 @@ constexpr uint64_t kRereadMinFiles = 20;
 constexpr uint64_t kRereadMinBytes = 64u << 20;
 
 // io.metadata-heavy: path-based metadata calls (stat/lstat/access by path, open attempts,
-// directory opens) number at least 2,000 and at least 5 per data read (a read that
-// returned bytes). fstat on an open descriptor is not counted: it costs no lookup.
+// directory opens) number at least 2,000 and at least 5 per data read (a read, or a
+// copy_file_range/sendfile out of the file, that moved bytes). fstat on an open
+// descriptor is not counted: it costs no lookup; nor are the files the run opens for
+// writing or creation (its output, not its data).
 constexpr uint64_t kMetadataMin = 2000;
 constexpr double kMetadataPerRead = 5.0;
 
@@ -737,13 +739,18 @@ class IoAnalysis final : public Analysis {
       const FileStats& f = model_.files[i];
       const MountRow* m = MountOf(f);
       if (f.code || (m && m->fs.cls == FsClass::kPseudo)) continue;
+      // Files the run writes or creates: their lookups (does the target exist yet?) are
+      // part of producing output (shutil.copytree checks each destination three times),
+      // not of finding the data it reads.
+      if (f.output) continue;
       const uint64_t mo = f.path_stats + f.opens + f.open_errors + f.dir_scans;
       meta += mo;
       path_stats += f.path_stats;
       open_attempts += f.opens + f.open_errors;
       scans += f.dir_scans;
       meta_ns += f.stat_ns + f.open_ns;
-      data_reads += f.reads - std::min(f.reads, f.zero_reads);
+      // A copy_file_range or sendfile out of the file (cp, shutil.copy) reads its data too.
+      data_reads += f.reads - std::min(f.reads, f.zero_reads) + f.copies - std::min(f.copies, f.zero_copies);
       if (mo > 0) top.emplace_back(mo, i);
     }
     if (meta < kMetadataMin ||

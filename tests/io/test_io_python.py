@@ -5,7 +5,7 @@ import json
 import os
 import unittest
 
-from ctharness import SYSTEM_PYTHON, TempDirTest, by_pid, report, run_traced
+from ctharness import SYSTEM_PYTHON, TempDirTest, by_pid, findings, report, run_traced
 from iotest import API, file_rows, io_records, make_files
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -131,6 +131,33 @@ class PythonIoTest(TempDirTest):
         # The parent read none of them.
         for p in main:
             self.assertFalse(any(p["pid"] in r["pids"] for r in rows.values()))
+
+    def test_copying_a_tree_is_not_metadata_heavy(self):
+        # shutil.copytree (sendfile) and cp -r (copy_file_range, or read/write) of 1,000
+        # small files: the data moves by copy calls, and the destination is checked for
+        # existence before each file is created. Neither is a lookup storm.
+        src = os.path.join(self.tmp, "src")
+        for d in range(10):
+            make_files(os.path.join(src, f"d{d}"), 100, 100 + d)
+        code = "import shutil, sys; shutil.copytree(sys.argv[1], sys.argv[2])"
+        for name, argv in (("copytree", [SYSTEM_PYTHON, "-c", code]), ("cp", ["cp", "-r"])):
+            dst = os.path.join(self.tmp, name)
+            run = run_traced([*argv, src, dst], out_dir=os.path.join(self.tmp, "out-" + name))
+            self.assertEqual(run.returncode, 0, run.stderr)
+            self.assertEqual(sum(len(fs) for _, _, fs in os.walk(dst)), 1000)
+            rep = report(*run.traces)
+            self.assertEqual(findings(rep, "io.metadata-heavy"), [], name)
+            rows = file_rows(rep, src + "/")
+            self.assertEqual(len([r for r in rows.values() if r["kind"] == "file"]), 1000, name)
+            for r in rows.values():
+                if r["kind"] != "file":
+                    continue
+                size = 100 + int(os.path.basename(os.path.dirname(r["path"]))[1:])
+                self.assertEqual((r["opens"], r["bytes_read"] + r.get("bytes_copied", 0)), (1, size), r)
+                if name == "copytree":  # os.sendfile until it returns 0
+                    self.assertEqual((r["copies"], r["bytes_copied"], r["reads"]), (2, size, 0), r)
+            out = file_rows(rep, dst + "/")
+            self.assertEqual(len([r for r in out.values() if r["kind"] == "file"]), 1000, name)
 
     def test_numpy_load_through_an_fdopened_dup_keeps_the_files_size(self):
         # np.load reads the header through Python's buffered file (one 4 KiB read), then
