@@ -65,9 +65,6 @@ inline long Write(int fd, const void* buf, size_t n) {
   return Syscall6(SYS_write, fd, reinterpret_cast<long>(buf), static_cast<long>(n));
 }
 inline int Close(int fd) { return static_cast<int>(Syscall6(SYS_close, fd)); }
-inline int Fallocate(int fd, int mode, off_t off, off_t len) {
-  return static_cast<int>(Syscall6(SYS_fallocate, fd, mode, off, len));
-}
 inline int Ftruncate(int fd, off_t len) {
   return static_cast<int>(Syscall6(SYS_ftruncate, fd, len));
 }
