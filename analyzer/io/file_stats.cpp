@@ -403,7 +403,8 @@ class ProcessReplay {
     fds_[o.fd] = descs_.size() - 1;
   }
 
-  void Read(Desc& d, int64_t result, uint64_t dur, std::optional<uint64_t> at) {
+  // stdio: a FILE-level read (fread, fgets, getline...), not a system call of its own.
+  void Read(Desc& d, int64_t result, uint64_t dur, std::optional<uint64_t> at, bool stdio = false) {
     FileStats& f = m_.files[d.file];
     if (result < 0) {
       ++f.read_errors;
@@ -427,7 +428,11 @@ class ProcessReplay {
       return;
     }
     f.read_sizes.Add(n);
-    if (n <= 4096) ++f.small_reads;
+    if (stdio) {
+      ++f.stdio_reads;
+    } else if (n <= 4096) {
+      ++f.small_reads;
+    }
     if (!d.read_any) {
       d.read_any = true;
       ++f.passes;
@@ -452,7 +457,11 @@ class ProcessReplay {
     if (!at) d.pos += n;
   }
 
-  void OnRead(const Event<format::IoRead>& e) { Read(*DescOf(e.fd), e.result, e.dur, std::nullopt); }
+  void OnRead(const Event<format::IoRead>& e) {
+    const auto api = static_cast<IoApi>(e.api);
+    const bool stdio = api >= IoApi::kFread && api <= IoApi::kGetdelimInternal;
+    Read(*DescOf(e.fd), e.result, e.dur, std::nullopt, stdio);
+  }
   void OnReadAt(const Event<format::IoReadAt>& e) { Read(*DescOf(e.fd), e.result, e.dur, e.offset); }
 
   void OnWrite(const Event<format::IoWrite>& e) {

@@ -82,7 +82,9 @@ struct FileStats {
   std::optional<uint64_t> size;  // st_size seen by a stat or measured at open
   uint64_t eof_at = 0;    // position of a 0-byte read (end of file), 0 if none
   SizeHistogram read_sizes;  // reads that returned > 0 bytes
-  uint64_t small_reads = 0;  // reads that returned 1..4096 bytes
+  uint64_t small_reads = 0;  // unbuffered reads (system calls) that returned 1..4096 bytes
+  uint64_t stdio_reads = 0;  // fread/fgets/getline calls that returned bytes: served from a
+                             // FILE's buffer, their refills are not traced
   std::vector<uint32_t> pids;
   std::vector<std::pair<int, uint64_t>> errors;  // errno -> count (opens, reads, writes)
   std::vector<std::string> error_ops;            // "open ENOENT" ... (first few)

@@ -159,6 +159,36 @@ class PythonIoTest(TempDirTest):
             out = file_rows(rep, dst + "/")
             self.assertEqual(len([r for r in out.values() if r["kind"] == "file"]), 1000, name)
 
+    def test_small_reads_are_system_calls_not_buffered_stdio_reads(self):
+        # dd bs=4k reads a 4 MiB file in 1,024 read() calls of 4 KiB: io.small-reads, exact.
+        # sort with a 1 MiB buffer reads a 2.6 MB file through fread_unlocked in 1,500-odd
+        # small pieces served from its FILE buffer (the refills, 4 KiB and more, are not
+        # traced): no finding.
+        big = os.path.join(self.tmp, "big.bin")
+        with open(big, "wb") as f:
+            f.write(os.urandom(4 << 20))
+        run = run_traced(["dd", f"if={big}", "of=/dev/null", "bs=4k"], out_dir=os.path.join(self.tmp, "out-dd"))
+        self.assertEqual(run.returncode, 0, run.stderr)
+        rep = report(*run.traces)
+        (f,) = findings(rep, "io.small-reads")
+        ev = f["evidence"]
+        self.assertEqual((ev["small_reads"], ev["reads_on_large_files"]), (1024, 1024))
+        self.assertEqual([(x["path"], x["reads"], x["size"]) for x in ev["files"]], [(big, 1025, 4 << 20)])
+
+        nums = os.path.join(self.tmp, "nums.txt")
+        with open(nums, "w") as f:
+            f.write("".join(f"{(i * 7919) % 400000}\n" for i in range(400000)))
+        run = run_traced(["sort", "-n", "-S", "1M", "-T", self.tmp, "-o", os.path.join(self.tmp, "sorted.txt"), nums],
+                         out_dir=os.path.join(self.tmp, "out-sort"))
+        self.assertEqual(run.returncode, 0, run.stderr)
+        freads = [r for r in io_records(run.traces[0])
+                  if r["rec"] == "io_read" and r["api_name"] in ("fread", "fread_unlocked")]
+        if len(freads) < 1000:
+            self.skipTest(f"this sort reads its input with {len(freads)} freads")
+        rep = report(*run.traces)
+        self.assertEqual(file_rows(rep, nums)[nums]["bytes_read"], os.path.getsize(nums))
+        self.assertEqual(findings(rep, "io.small-reads"), [])
+
     def test_numpy_load_through_an_fdopened_dup_keeps_the_files_size(self):
         # np.load reads the header through Python's buffered file (one 4 KiB read), then
         # numpy.fromfile dups the descriptor, fdopens it and fseeks (untraced) back to the
