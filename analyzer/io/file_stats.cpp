@@ -649,6 +649,7 @@ IoModel IoModel::Build(const std::vector<const ProcessTrace*>& traces) {
     m.host_ = hosts[i];
     p.pid = t.pid();
     const ProcessFacts facts = ProcessFacts::Of(t);
+    p.run_wrapper = facts.run_wrapper;
     if (facts.start) {
       p.ppid = ppids[i];
       p.forked = facts.start->origin == static_cast<uint64_t>(format::ProcessOrigin::kForkChild);

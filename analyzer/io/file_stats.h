@@ -108,6 +108,7 @@ struct ProcessIo {
   uint32_t pid = 0;
   int64_t ppid = 0;
   bool forked = false;
+  bool run_wrapper = false;  // `colabtrace run`'s own trace (IsRunWrapper): not a job process
   std::string command;
   uint64_t opens = 0, open_errors = 0, reads = 0, read_errors = 0, bytes_read = 0,
            read_ns = 0, open_ns = 0, stats = 0, stat_ns = 0, writes = 0, bytes_written = 0,

@@ -417,6 +417,7 @@ class IoAnalysis final : public Analysis {
 
     Json procs = Json::MakeArray();
     for (const ProcessIo& p : model_.processes) {
+      if (p.run_wrapper) continue;
       Json j = Json::MakeObject();
       j["pid"] = p.pid;
       j["ppid"] = p.ppid;
@@ -468,6 +469,7 @@ class IoAnalysis final : public Analysis {
                   "reads", "read", "read time", "stats", "command");
     s += line;
     for (const ProcessIo& p : model_.processes) {
+      if (p.run_wrapper) continue;
       std::snprintf(line, sizeof(line), "%-8u %-8lld %-14s %8llu %9llu %10s %10s %8llu  %s\n", p.pid,
                     static_cast<long long>(p.ppid), p.forked ? "forked worker" : "process",
                     static_cast<unsigned long long>(p.opens), static_cast<unsigned long long>(p.reads),
@@ -513,9 +515,10 @@ class IoAnalysis final : public Analysis {
     s += line;
     for (size_t k = 0; k < dirs_.size() && k < 10; ++k) {
       const DirRow& d = dirs_[k];
+      // No data file read there (code, stats only): no size to take a median of.
       std::snprintf(line, sizeof(line), "%-50s %7llu %7llu %10s %10s %10s\n", Shorten(d.path, 50).c_str(),
                     static_cast<unsigned long long>(d.files), static_cast<unsigned long long>(d.small_files),
-                    FormatBytes(Median(d.sizes)).c_str(), FormatBytes(d.bytes_read).c_str(),
+                    d.sizes.empty() ? "-" : FormatBytes(Median(d.sizes)).c_str(), FormatBytes(d.bytes_read).c_str(),
                     FormatDurationNs(d.io_ns()).c_str());
       s += line;
     }

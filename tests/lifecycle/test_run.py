@@ -103,6 +103,8 @@ class Run(TempDirTest):
             self.assertEqual((p["end"]["kind"], p["end"]["code"], p["end"]["reaped_by"]), ("exited", 0, run_pid))
         io_ppid = {p["pid"]: p["ppid"] for p in rep["io"]["processes"]}
         self.assertEqual(io_ppid[pids["worker"]], pids["middle"])
+        # The I/O table lists the job's processes, not run's own trace.
+        self.assertEqual(sorted(io_ppid), sorted(p["pid"] for p in rep["processes"]))
 
     def test_a_process_left_running_is_named_and_left_running(self):
         r = lt.colabtrace_run(self.tmp, ["/bin/sh", "-c", "sleep 30 & echo $!"])
