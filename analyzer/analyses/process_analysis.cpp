@@ -588,20 +588,31 @@ class HostAnalysis final : public Analysis {
       if (r.pss > peak) peak = r.pss, peak_ts = key.second, peak_round = &r;
     }
     std::string basis = "pss";
-    // 2. With a cgroup limit, memory.current is what the OOM killer compares.
+    // 2. With a cgroup limit, the cgroup's charge is what the OOM killer compares; less
+    //    the inactive page cache where colabtrace run read memory.stat (a tree streaming
+    //    a dataset fills its cgroup with cache the kernel drops on demand). The shim's own
+    //    samples carry memory.current alone: used only without such readings.
     if (use_cgroup) {
+      const bool have_working_set = std::any_of(cgroups.begin(), cgroups.end(), [](const CgroupReading& c) {
+        return c.inactive_file != UINT64_MAX && c.inactive_file != 0 && c.current != UINT64_MAX;
+      });
       uint64_t cur_peak = 0, cur_ts = 0;
       for (const CgroupReading& c : cgroups) {
-        if (c.current != UINT64_MAX && c.current > cur_peak) cur_peak = c.current, cur_ts = c.ts;
+        const uint64_t ws = c.working_set();
+        if (ws != UINT64_MAX && ws > cur_peak) cur_peak = ws, cur_ts = c.ts;
       }
       for (const ProcessTrace* t : members) {
+        if (have_working_set) break;
         for (const auto& s : t->records.Sample) {
           if (s.cgroup_current != UINT64_MAX && s.cgroup_current > cur_peak) {
             cur_peak = s.cgroup_current, cur_ts = s.ts;
           }
         }
       }
-      if (cur_peak > 0) peak = cur_peak, peak_ts = cur_ts, peak_round = nullptr, basis = "cgroup memory.current";
+      if (cur_peak > 0) {
+        peak = cur_peak, peak_ts = cur_ts, peak_round = nullptr;
+        basis = have_working_set ? "cgroup working set" : "cgroup memory.current";
+      }
     }
     // 3. Without outside samples or a cgroup: the processes' own RSS samples, leaving out
     //    fork children that never exec'd (their RSS is mostly pages shared copy-on-write
@@ -688,6 +699,8 @@ class HostAnalysis final : public Analysis {
         std::to_string(percent < 1e15 ? static_cast<long long>(percent) : 999999999999999ll);
     const std::string what = basis == "pss" ? "the process tree's memory (PSS, shared pages counted once)"
                              : basis == "cgroup memory.current" ? "the cgroup's memory.current"
+                             : basis == "cgroup working set"
+                                 ? "the cgroup's working set (memory.current less inactive page cache)"
                                                                 : "the process tree's RSS (fork children left out)";
     fd.summary = what + " reached " + FormatBytes(peak) + ", " + pct + "% of the " +
                  (use_cgroup ? "cgroup limit " : "host's MemTotal ") + FormatBytes(limit);

@@ -142,7 +142,7 @@ LifecycleModel::LifecycleModel(const std::vector<ProcessTrace>& traces) : traces
            t.Str(s.cgroup), i});
     }
     for (const auto& c : t.records.CgroupSample) {
-      cgroups_[host].push_back({c.ts, c.current, c.max, c.oom_kill, t.pid()});
+      cgroups_[host].push_back({c.ts, c.current, c.max, c.oom_kill, t.pid(), c.inactive_file});
     }
   }
   auto by_ts = [](const auto& a, const auto& b) { return a.ts < b.ts; };

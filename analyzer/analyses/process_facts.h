@@ -3,6 +3,7 @@
 // about each other's processes (a parent's wait status, `colabtrace run`'s samples).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -58,6 +59,13 @@ struct CgroupReading {
   uint64_t ts = 0;
   uint64_t current = UINT64_MAX, max = UINT64_MAX, oom_kill = UINT64_MAX;
   uint32_t wrapper_pid = 0;
+  uint64_t inactive_file = UINT64_MAX;  // reclaimable page cache; 0 in older traces
+  // memory.current less the inactive page cache (the kubelet's "working set"): what the
+  // kernel cannot simply drop before it OOM kills. UINT64_MAX when current is unknown.
+  uint64_t working_set() const {
+    if (current == UINT64_MAX) return UINT64_MAX;
+    return inactive_file == UINT64_MAX ? current : current - std::min(current, inactive_file);
+  }
 };
 
 // Cross-trace facts of one run, built once per report from every trace.

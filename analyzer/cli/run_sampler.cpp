@@ -252,6 +252,8 @@ void TreeSampler::SampleCgroup(const std::string& dir, bool v2, uint64_t ts) {
   c.max = ReadNumber(dir + (v2 ? "/memory.max" : "/memory.limit_in_bytes"));
   const std::string events = ReadSmall(dir + (v2 ? "/memory.events" : "/memory.oom_control"));
   c.oom_kill = FieldAfter(events, "oom_kill ");
+  // Reclaimable page cache: a tree that streams a dataset fills its cgroup with it.
+  c.inactive_file = FieldAfter(ReadSmall(dir + "/memory.stat"), v2 ? "inactive_file " : "total_inactive_file ");
   out_.Append(c);
 }
 

@@ -87,13 +87,45 @@ class MemoryPressure(TempDirTest):
         ev = f["evidence"]
         self.assertEqual(ev["limit_source"], "cgroup memory.max")
         self.assertEqual(ev["limit_bytes"], limit)
-        self.assertEqual(ev["basis"], "cgroup memory.current")
+        self.assertIn(ev["basis"], ("cgroup working set", "cgroup memory.current"))
         self.assertGreaterEqual(ev["percent_of_limit"], 90)
         (grown,) = ev["growing_workers"]
         self.assertEqual(grown["pid"], worker)
         self.assertGreaterEqual(grown["uss_last_bytes"] - grown["uss_first_bytes"], 300 << 20)
         self.assertIn(f"worker {worker}", f["summary"])
         self.assertIn("private memory keeps growing", f["summary"])
+
+    def test_streaming_a_file_through_a_small_cgroup_is_no_pressure(self):
+        # A 256 MiB cgroup; the job reads a 640 MiB file (not in the page cache) in 1 MiB
+        # reads. The page cache fills the cgroup's memory.current to its limit and the
+        # kernel drops it as it goes: the working set (current less inactive_file) stays
+        # small, and the job's own memory is a few MiB. No memory pressure.
+        limit = 256 << 20
+        cg = self._cgroup_v1_child(limit)
+        data = os.path.join(self.tmp, "stream.bin")
+        with open(data, "wb") as f:
+            for _ in range(640):
+                f.write(os.urandom(1 << 20))
+            f.flush()
+            os.fsync(f.fileno())
+            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        code = ("import sys\nn = 0\nwith open(sys.argv[1], 'rb', buffering=0) as f:\n"
+                "    while (b := f.read(1 << 20)):\n        n += len(b)\nprint(n)\n")
+        out = os.path.join(self.tmp, "out")
+        script = (f"echo $$ > {cg}/cgroup.procs && exec {lt.ctharness.CLI} run -o {out} -- "
+                  f"{lt.PYTHON} -c \"$0\" {data}")
+        r = subprocess.run(["/bin/sh", "-c", script, code], env=lt.clean_env({"COLABTRACE_SAMPLE_MS": "20"}),
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual((r.returncode, r.stdout), (0, f"{640 << 20}\n"), r.stderr)
+        cgs = [c for c in lt.records(lt.run_trace(out), "cgroup_sample") if c["path"] == cg]
+        self.assertTrue(cgs)
+        # The cache really filled the cgroup: memory.current alone would say > 90%.
+        self.assertGreaterEqual(max(int(c["current"]) for c in cgs), limit * 9 // 10)
+        rep = lt.report(out)
+        (mem,) = rep["memory"]["hosts"]
+        self.assertEqual((mem["basis"], mem["limit_bytes"]), ("cgroup working set", limit))
+        self.assertLess(mem["percent_of_limit"], 50)
+        self.assertEqual(lt.findings(rep, "host.memory-pressure"), [])
 
     def test_oom_killed_worker_cites_the_rising_oom_kill_count(self):
         # A 160 MiB cgroup; a forked worker allocates until the kernel's OOM killer takes

@@ -144,8 +144,10 @@ namespace colabtrace::format {
 #define CT_FIELDS_RunInfo(F) F(U, child_pid) F(U, sample_ms)
 // Written by `colabtrace run`: one cgroup v2 (or v1 memory controller) reading.
 // current/max/oom_kill: memory.current, memory.max (UINT64_MAX: no limit) and
-// memory.events oom_kill; UINT64_MAX when unknown.
-#define CT_FIELDS_CgroupSample(F) F(Str, path) F(U, current) F(U, max) F(U, oom_kill)
+// memory.events oom_kill; UINT64_MAX when unknown. inactive_file: memory.stat's
+// inactive_file (v1: total_inactive_file), page cache the kernel reclaims before it OOM
+// kills; current minus it is the working set. UINT64_MAX when unknown, 0 in older traces.
+#define CT_FIELDS_CgroupSample(F) F(Str, path) F(U, current) F(U, max) F(U, oom_kill) F(U, inactive_file)
 
 // ---- file I/O (issue: I/O tracing) ----
 // api: IoApi (below): which libc entry point the program called. Results are what the
