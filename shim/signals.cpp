@@ -25,6 +25,40 @@
 #include "python/python_stack.h"
 #include "writer.h"
 
+#if defined(__x86_64__)
+// colabtrace_call_on_stack(fn, arg, top): calls fn(arg) with the stack pointer at top
+// (16-byte aligned). %rbp keeps the caller's frame and the CFI says so, so libgcc's
+// unwinder walks from fn back through this frame, the signal frame and on into the
+// interrupted code, although the two stacks are apart. A local symbol: not exported.
+extern "C" __attribute__((visibility("hidden"))) void colabtrace_call_on_stack(void (*fn)(void*), void* arg,
+                                                                             void* top);
+asm(R"(
+	.pushsection .text
+	.p2align 4
+	.type colabtrace_call_on_stack, @function
+colabtrace_call_on_stack:
+	.cfi_startproc
+	pushq %rbp
+	.cfi_def_cfa_offset 16
+	.cfi_offset %rbp, -16
+	movq %rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	movq %rdx, %rsp
+	movq %rdi, %rax
+	movq %rsi, %rdi
+	callq *%rax
+	movq %rbp, %rsp
+	.cfi_def_cfa_register %rsp
+	popq %rbp
+	.cfi_def_cfa_offset 8
+	.cfi_restore %rbp
+	ret
+	.cfi_endproc
+	.size colabtrace_call_on_stack, .-colabtrace_call_on_stack
+	.popsection
+)");
+#endif
+
 namespace colabtrace::shim {
 namespace {
 
@@ -162,6 +196,42 @@ void RecordSignal(int sig, siginfo_t* info, void* uc) {
   EmitFromSignalHandler(w, rec);
 }
 
+// The recorder runs on a stack of its own. A program's crash handler often runs on a
+// small alternate signal stack (Rust's runtime catches a stack overflow on 8 KiB;
+// MINSIGSTKSZ is 2 KiB), and the unwinder, the /proc/self/maps scan and the Python
+// stack need several KiB more: recording there overflowed that stack, and the process
+// died of SIGSEGV where bare the program's handler ran. Only the thread that holds
+// g_in_handler uses this stack, with every signal blocked: a handler with SA_ONSTACK
+// delivered meanwhile would otherwise start again at the top of the alternate stack
+// that the interrupted handler is still using.
+constexpr size_t kRecordStackSize = 64 * 1024;
+alignas(64) char g_record_stack[kRecordStackSize];
+
+struct RecordArgs {
+  int sig;
+  siginfo_t* info;
+  void* uc;
+};
+
+void RecordFromArgs(void* p) {
+  const RecordArgs* a = static_cast<const RecordArgs*>(p);
+  RecordSignal(a->sig, a->info, a->uc);
+}
+
+void RecordSignalOnOwnStack(int sig, siginfo_t* info, void* uc) {
+#if defined(__x86_64__)
+  sigset_t all, saved;
+  sigfillset(&all);
+  raw::Syscall6(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&all),
+                reinterpret_cast<long>(&saved), _NSIG / 8);
+  RecordArgs args{sig, info, uc};
+  colabtrace_call_on_stack(RecordFromArgs, &args, g_record_stack + kRecordStackSize);
+  raw::Syscall6(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&saved), 0, _NSIG / 8);
+#else
+  RecordSignal(sig, info, uc);  // no stack switch on this architecture yet
+#endif
+}
+
 void FatalHandler(int sig, siginfo_t* info, void* uc) {
   const int saved_errno = errno;
   const bool foreign = ForeignProcess();
@@ -169,7 +239,7 @@ void FatalHandler(int sig, siginfo_t* info, void* uc) {
   const struct sigaction app = e.app;
   if (!foreign && (IsCrash(sig) || IsDefault(app)) &&
       __atomic_exchange_n(&g_in_handler, 1, __ATOMIC_ACQ_REL) == 0) {
-    RecordSignal(sig, info, uc);
+    RecordSignalOnOwnStack(sig, info, uc);
     __atomic_store_n(&g_in_handler, 0, __ATOMIC_RELEASE);
   }
   if (IsFunction(app)) {

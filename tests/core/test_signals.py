@@ -97,6 +97,44 @@ class FatalSignalTest(TempDirTest):
         self.assertEqual(proc["end"], {"kind": "exited", "code": 42, "signal": None, "reaped_by": None})
         self.assertFalse(findings(rep, "proc.fatal-signal"))
 
+    def overflow(self, mode):
+        argv = [prog("ct_crash"), mode]
+        bare = run_plain(argv)
+        traced = subprocess.run(argv, env=shim_env(self.tmp), capture_output=True, timeout=60)
+        self.assertEqual(traced.returncode, bare.returncode, traced.stderr)
+        self.assertEqual(traced.stdout, bare.stdout)
+        self.assertEqual(traced.stdout, b"ready\nstack overflow\n")
+        self.assertEqual(traced.stderr, bare.stderr)
+        traces = glob.glob(os.path.join(self.tmp, "*.ctrace"))
+        self.assertEqual(len(traces), 1)
+        return traced, report(traces[0])
+
+    def test_stack_overflow_caught_on_a_small_alternate_stack(self):
+        # Rust's runtime catches a stack overflow with a SIGSEGV handler on an 8 KiB
+        # alternate stack. The shim's recording of the crash must not overflow that stack
+        # (it did: the process died of SIGSEGV instead of running the handler).
+        traced, rep = self.overflow("overflow")
+        self.assertEqual(traced.returncode, 43)
+        (proc,) = rep["processes"]
+        self.assertEqual(proc["end"]["kind"], "exited")
+        self.assertEqual(proc["end"]["code"], 43)
+
+    def test_stack_overflow_handler_that_aborts_is_recorded_with_its_stack(self):
+        traced, rep = self.overflow("overflow-abort")
+        self.assertEqual(traced.returncode, -signal.SIGABRT)
+        (proc,) = rep["processes"]
+        self.assertEqual((proc["end"]["kind"], proc["end"]["signal"]), ("signaled", signal.SIGABRT))
+        (fatal,) = findings(rep, "proc.fatal-signal")
+        self.assertEqual(fatal["evidence"]["signal"], signal.SIGABRT)
+        # The walk goes from abort() through the handler and the signal frame into the
+        # overflowing function.
+        offsets = [int(m.group(1), 16) for m in
+                   (re.search(r"(?:^|\()ct_crash\+0x([0-9a-f]+)\)?$", f) for f in fatal["evidence"]["stack"]) if m]
+        for function in ("on_overflow", "crash_overflow"):
+            lo, hi = symbol_range(prog("ct_crash"), function)
+            self.assertTrue(any(lo <= off <= hi for off in offsets),
+                            f"{function} [{lo:#x},{hi:#x}] not in {fatal['evidence']['stack']}")
+
 
 if __name__ == "__main__":
     unittest.main()

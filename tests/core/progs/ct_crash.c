@@ -6,6 +6,10 @@
  *          (crash_bus); the file name is argv[2]
  *   handler  installs its own SIGSEGV handler (which _exit(42)s), checks that
  *          sigaction(SIGSEGV, NULL, &old) returns it, then crashes in crash_segv.
+ *   overflow        overflows its stack (crash_overflow); its SIGSEGV handler runs on an
+ *          8 KiB alternate stack, as Rust's runtime does, prints "stack overflow" and
+ *          _exit(43)s.
+ *   overflow-abort  the same, but the handler calls abort() (on_overflow), as Rust does.
  * Built with -g -fno-omit-frame-pointer so the stack walks through these functions.
  * Prints "ready" before crashing. */
 #include <fcntl.h>
@@ -44,6 +48,24 @@ static void on_segv(int sig) {
   _exit(42);
 }
 
+__attribute__((noinline)) int crash_overflow(volatile char* up) {
+  volatile char frame[4096];
+  frame[0] = up[0];
+  return crash_overflow(frame) + frame[100];
+}
+
+static int g_abort_on_overflow = 0;
+
+__attribute__((noinline)) void on_overflow(int sig, siginfo_t* info, void* uc) {
+  (void)sig, (void)info, (void)uc;
+  static const char msg[] = "stack overflow\n";
+  if (write(1, msg, sizeof(msg) - 1) < 0) _exit(44);
+  if (g_abort_on_overflow) abort();
+  _exit(43);
+}
+
+static char g_altstack[8192];
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "segv";
   setenv("CUDA_CRASH_MODE", mode, 1);
@@ -61,8 +83,27 @@ int main(int argc, char** argv) {
     }
     printf("handler ok\n");
   }
+  const int overflow = strncmp(mode, "overflow", 8) == 0;
+  if (overflow) {
+    g_abort_on_overflow = strcmp(mode, "overflow-abort") == 0;
+    stack_t ss;
+    memset(&ss, 0, sizeof(ss));
+    ss.ss_sp = g_altstack;
+    ss.ss_size = sizeof(g_altstack);
+    if (sigaltstack(&ss, NULL) != 0) return 9;
+    struct sigaction act;
+    memset(&act, 0, sizeof(act));
+    act.sa_sigaction = on_overflow;
+    act.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&act.sa_mask);
+    if (sigaction(SIGSEGV, &act, NULL) != 0) return 10;
+  }
   printf("ready\n");
   fflush(stdout);
+  if (overflow) {
+    char start = 0;
+    return crash_overflow(&start);
+  }
   if (strcmp(mode, "segv") == 0 || strcmp(mode, "handler") == 0) crash_segv(NULL);
   if (strcmp(mode, "abort") == 0) crash_abort();
   if (strcmp(mode, "fpe") == 0) return crash_fpe(7);
