@@ -113,10 +113,17 @@ bool LooksLikeCode(std::string_view p) {
   static constexpr std::string_view kPrefixes[] = {
       "/proc/", "/sys/", "/dev/", "/etc/", "/run/", "/lib/", "/lib64/", "/usr/lib/",
       "/usr/lib64/", "/usr/local/lib/", "/usr/libexec/", "/usr/share/", "/usr/include/",
-      "/usr/local/include/"};
+      "/usr/local/include/",
+      // Program directories: CPython's start-up looks for /usr/bin/Modules/Setup.local
+      // and /usr/bin/lib/python311.zip next to its executable; shells search PATH.
+      "/bin/", "/sbin/", "/usr/bin/", "/usr/sbin/", "/usr/local/bin/", "/usr/local/sbin/"};
   for (std::string_view pre : kPrefixes) {
-    if (p.starts_with(pre)) return true;
+    // The system directory itself too ("/etc" as well as "/etc/..."): NSS's userdb
+    // lookups open "/", "/etc", "/run" and "/usr" one component at a time.
+    if (p.starts_with(pre) || p == pre.substr(0, pre.size() - 1)) return true;
   }
+  // Their ancestors: "/", "/usr", "/usr/local" are no dataset's files.
+  if (p == "/" || p == "/usr" || p == "/usr/local") return true;
   static constexpr std::string_view kParts[] = {
       "/site-packages/", "/dist-packages/", "/__pycache__/", "/.pyenv/", "/.cache/pip/",
       "/.local/lib/python", "/.triton/", "/.nv/", "/.git/", "/.config/", "/node_modules/",

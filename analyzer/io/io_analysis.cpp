@@ -49,7 +49,8 @@ constexpr uint64_t kRereadMinBytes = 64u << 20;
 // directory opens) number at least 2,000 and at least 5 per data read (a read, or a
 // copy_file_range/sendfile out of the file, that moved bytes). fstat on an open
 // descriptor is not counted: it costs no lookup; nor are the files the run opens for
-// writing or creation (its output, not its data).
+// writing or creation (its output, not its data), nor stats of directories (the import
+// system's sys.path checks).
 constexpr uint64_t kMetadataMin = 2000;
 constexpr double kMetadataPerRead = 5.0;
 
@@ -747,9 +748,13 @@ class IoAnalysis final : public Analysis {
       // part of producing output (shutil.copytree checks each destination three times),
       // not of finding the data it reads.
       if (f.output) continue;
-      const uint64_t mo = f.path_stats + f.opens + f.open_errors + f.dir_scans;
+      // A directory counts by its scans and opens, not its stats: Python's import system
+      // stats every sys.path directory (the working directory included) again and again
+      // to see whether it changed; a loader checks files, not their directories.
+      const uint64_t stats = f.directory ? 0 : f.path_stats;
+      const uint64_t mo = stats + f.opens + f.open_errors + f.dir_scans;
       meta += mo;
-      path_stats += f.path_stats;
+      path_stats += stats;
       open_attempts += f.opens + f.open_errors;
       scans += f.dir_scans;
       meta_ns += f.stat_ns + f.open_ns;

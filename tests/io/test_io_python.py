@@ -5,7 +5,7 @@ import json
 import os
 import unittest
 
-from ctharness import SYSTEM_PYTHON, TempDirTest, by_pid, findings, report, run_traced
+from ctharness import SYSTEM_PYTHON, TempDirTest, by_pid, colabtrace_run, findings, report, run_traced
 from iotest import API, file_rows, io_records, make_files
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -188,6 +188,38 @@ class PythonIoTest(TempDirTest):
         rep = report(*run.traces)
         self.assertEqual(file_rows(rep, nums)[nums]["bytes_read"], os.path.getsize(nums))
         self.assertEqual(findings(rep, "io.small-reads"), [])
+
+    def test_lookup_storm_is_metadata_heavy_with_exact_counts(self):
+        data = os.path.join(self.tmp, "data")
+        make_files(data, 1000, 200)
+        run = run_traced([SYSTEM_PYTHON, py("lookup_storm.py"), data, "3", "10"],
+                         out_dir=os.path.join(self.tmp, "out"))
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(json.loads(run.stdout), {"samples": 1000, "read": 30, "bytes": 6000})
+        rep = report(*run.traces)
+        (f,) = findings(rep, "io.metadata-heavy")
+        ev = f["evidence"]
+        # Per epoch: exists and stat on 1,000 samples; 10 opens, each one read of 200
+        # bytes (and one at end of file, which moves no data); one scan of data/. The
+        # interpreter's own start-up lookups are not counted.
+        self.assertEqual((ev["path_stats"], ev["open_attempts"], ev["data_reads"]), (6000, 30, 30))
+        self.assertEqual(ev["directories"][0], {"path": data, "metadata_calls": 6030})
+        self.assertEqual(file_rows(rep, data)[data]["dir_scans"], 3)
+
+    @unittest.skipUnless(os.path.exists("/usr/lib/python3.11/test/test_tarfile.py"), "needs CPython's test suite")
+    def test_cpython_test_tarfile_under_run_is_not_metadata_heavy(self):
+        # 29 interpreters (tarfile's CLI tests) each stat their sys.path directories (the
+        # working directory, colabtrace's start-up hook) on import after import, and
+        # tarfile's uid/gid lookups go through NSS, which opens "/", "/etc", "/run"...
+        # one component at a time. None of it is a loader looking its data up.
+        out = os.path.join(self.tmp, "out")
+        r = colabtrace_run(out, [SYSTEM_PYTHON, "-m", "test", "test_tarfile", "-q"], timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        rep = report(out)
+        self.assertGreater(len(rep["processes"]), 20)
+        dir_stats = sum(x["stats"] for x in rep["io"]["files"] if x["kind"] == "directory" and not x["data"])
+        self.assertGreater(dir_stats, 1000)
+        self.assertEqual(findings(rep, "io.metadata-heavy"), [])
 
     def test_numpy_load_through_an_fdopened_dup_keeps_the_files_size(self):
         # np.load reads the header through Python's buffered file (one 4 KiB read), then
