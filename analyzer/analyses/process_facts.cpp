@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <iterator>
 #include <csignal>
 #include <map>
 
@@ -81,17 +82,24 @@ std::vector<int64_t> ParentPids(const std::vector<const ProcessTrace*>& traces) 
     uint64_t ts;
     uint32_t parent;
   };
+  // The parent writes its fork record after the child may have written its start: a
+  // birth counts for a trace that started up to kSlackNs before it.
+  constexpr uint64_t kSlackNs = 1'000'000'000;
+  using HostPid = std::pair<std::string, uint32_t>;
   std::vector<std::string> host(traces.size());
-  std::map<std::pair<std::string, uint32_t>, std::vector<Birth>> births;  // (host, child pid)
+  std::map<HostPid, std::vector<Birth>> births;     // by child pid
+  std::map<HostPid, std::vector<uint64_t>> trace_starts;  // by pid
   for (size_t i = 0; i < traces.size(); ++i) {
     const ProcessTrace& t = *traces[i];
     host[i] = HostKey(t);
+    trace_starts[{host[i], t.pid()}].push_back(t.start_ns());
     auto note = [&](int64_t child, uint64_t ts) {
       if (child > 0 && child <= INT32_MAX) births[{host[i], static_cast<uint32_t>(child)}].push_back({ts, t.pid()});
     };
     for (const auto& f : t.records.Fork) note(f.child_pid, f.ts);
     for (const auto& s : t.records.Spawn) note(s.child_pid, s.ts);
   }
+  for (auto& [k, v] : trace_starts) std::sort(v.begin(), v.end());
   std::vector<int64_t> out(traces.size(), 0);
   for (size_t i = 0; i < traces.size(); ++i) {
     const ProcessTrace& t = *traces[i];
@@ -102,12 +110,17 @@ std::vector<int64_t> ParentPids(const std::vector<const ProcessTrace*>& traces) 
     }
     auto it = births.find({host[i], t.pid()});
     if (it == births.end()) continue;
-    // A pid may be reused within a run: the birth nearest this trace's start is its own.
+    // A pid may be reused within a run: this trace's birth is the latest one after the
+    // previous trace of its pid began and before this one did (plus the slack).
     const uint64_t start = t.start_ns();
-    auto distance = [start](const Birth& b) { return b.ts > start ? b.ts - start : start - b.ts; };
-    const Birth& b = *std::min_element(it->second.begin(), it->second.end(),
-                                       [&](const Birth& x, const Birth& y) { return distance(x) < distance(y); });
-    out[i] = b.parent;
+    const std::vector<uint64_t>& same_pid = trace_starts[{host[i], t.pid()}];
+    auto prev = std::lower_bound(same_pid.begin(), same_pid.end(), start);
+    const uint64_t after = prev == same_pid.begin() ? 0 : *std::prev(prev) + kSlackNs;
+    const Birth* best = nullptr;
+    for (const Birth& b : it->second) {
+      if (b.ts > after && b.ts <= start + kSlackNs && (best == nullptr || b.ts > best->ts)) best = &b;
+    }
+    if (best != nullptr) out[i] = best->parent;
   }
   return out;
 }
