@@ -401,6 +401,7 @@ class ProcessReplay {
     } else {
       ++f.opens;
       ++p_.opens;
+      if (!f.code) ++p_.data_opens;
       f.open_ns += o.dur;
       p_.open_ns += o.dur;
     }
@@ -427,6 +428,7 @@ class ProcessReplay {
     const uint64_t n = static_cast<uint64_t>(result);
     f.bytes_read += n;
     p_.bytes_read += n;
+    if (!f.code) ++p_.data_reads, p_.data_bytes_read += n;
     const bool known = at.has_value() || d.pos_known;
     const uint64_t off = at ? *at : d.pos;
     if (n == 0) {

@@ -114,6 +114,9 @@ struct ProcessIo {
            read_ns = 0, open_ns = 0, stats = 0, stat_ns = 0, writes = 0, bytes_written = 0,
            dir_scans = 0, mmaps = 0, copies = 0, files = 0, records = 0;
   uint64_t unknown_fd_events = 0;  // events on descriptors with no known open
+  // The same on data files only (not code, libraries, configuration or pseudo files: see
+  // LooksLikeCode): what the job reads, whatever the interpreter's caches hold.
+  uint64_t data_opens = 0, data_reads = 0, data_bytes_read = 0;
 };
 
 class IoModel {

@@ -217,6 +217,9 @@ class IoAnalysis final : public Analysis {
       io["dir_scans"] = p.dir_scans;
       io["mmaps"] = p.mmaps;
       io["records"] = p.records;
+      io["data_opens"] = p.data_opens;
+      io["data_reads"] = p.data_reads;
+      io["data_bytes_read"] = p.data_bytes_read;
     }
   }
 

@@ -101,7 +101,7 @@ uint64_t Unsigned(const Json& v) {
 
 // The value of metric `index` for one processes[] entry.
 uint64_t ProcessMetric(const Json& p, size_t index) {
-  const std::string_view name = kMetrics[index].name;
+  const std::string_view name = kMetrics[index].source.empty() ? kMetrics[index].name : kMetrics[index].source;
   if (name == "processes") return 1;
   if (const size_t dot = name.find('.'); dot != std::string_view::npos) {
     return Unsigned(p[name.substr(0, dot)][name.substr(dot + 1)]);

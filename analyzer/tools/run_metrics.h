@@ -39,6 +39,9 @@ struct MetricSpec {
   MetricLimitRule rule;
   MetricMerge merge;
   std::string_view meaning;  // one line, for --help
+  // Where processes[] holds it ("io.data_opens": processes[].io.data_opens); the name
+  // when empty.
+  std::string_view source = {};
 };
 
 // Every metric, in the order budgets and tables list them.
@@ -59,12 +62,15 @@ inline constexpr MetricSpec kMetrics[] = {
      "highest sum of live GPU allocations"},
     {"gpu.leak_growth_bytes", MetricUnit::kBytes, MetricLimitRule::kExact, MetricMerge::kSum,
      "GPU bytes never freed that kept growing after warm-up (gpu.leak)"},
+    // Data files only: the interpreter's own start-up and caches (.py or .pyc, libraries,
+    // /etc, /proc) differ between identical runs, a first run compiling what the next
+    // reads from __pycache__.
     {"io.opens", MetricUnit::kCount, MetricLimitRule::kTolerance, MetricMerge::kSum,
-     "file opens"},
+     "opens of data files (not code, libraries, configuration, /proc)", "io.data_opens"},
     {"io.reads", MetricUnit::kCount, MetricLimitRule::kTolerance, MetricMerge::kSum,
-     "file read calls"},
+     "read calls on data files", "io.data_reads"},
     {"io.bytes_read", MetricUnit::kBytes, MetricLimitRule::kTolerance, MetricMerge::kSum,
-     "bytes read from files"},
+     "bytes read from data files", "io.data_bytes_read"},
 };
 inline constexpr size_t kMetricCount = std::size(kMetrics);
 

@@ -324,6 +324,38 @@ class CheckTest(BudgetTest):
         self.assertIn('unknown metric total."gpu.future_metric" ignored', p.stderr)
 
 
+class PythonCacheTest(BudgetTest):
+    def test_second_run_reading_pycache_is_no_io_regression(self):
+        # The same script twice in one directory: the first run compiles its 200 KB local
+        # module and writes __pycache__/bigmod.*.pyc, the second reads that instead
+        # (bytes_read of the process differs by far more than 10%). The data it reads, 10
+        # reads of 1 KiB from data.bin, is the same, and that is what the budget holds.
+        work = os.path.join(self.tmp, "work")
+        os.makedirs(work)
+        with open(os.path.join(work, "bigmod.py"), "w") as f:
+            f.write("".join(f"def f{i}(x):\n    return x + {i}\n" for i in range(6000)))
+        with open(os.path.join(work, "data.bin"), "wb") as f:
+            f.write(b"d" * 10240)
+        with open(os.path.join(work, "main.py"), "w") as f:
+            f.write("import bigmod\nwith open('data.bin', 'rb', buffering=0) as f:\n"
+                    "    n = sum(len(f.read(1024)) for _ in range(10))\nprint(bigmod.f5(n))\n")
+        outs = []
+        for name in ("first", "second"):
+            out = os.path.join(self.tmp, name)
+            r = h.colabtrace_run(out, [h.SYSTEM_PYTHON, "main.py"], wrap=("env", "-C", work, "-u", "PYTHONDONTWRITEBYTECODE"))
+            self.assertEqual((r.returncode, r.stdout), (0, "10245\n"), r.stderr)
+            outs.append(out)
+        self.assertTrue(os.listdir(os.path.join(work, "__pycache__")))
+        (a,), (b,) = (h.report(o)["processes"] for o in outs)
+        self.assertGreater(b["io"]["bytes_read"], a["io"]["bytes_read"] * 11 // 10)
+        self.assertEqual([(p["io"]["data_opens"], p["io"]["data_reads"], p["io"]["data_bytes_read"]) for p in (a, b)],
+                         [(1, 10, 10240)] * 2)
+        budget, doc = self.baseline(outs[0])
+        self.assertEqual(doc["total"]["io.bytes_read"], {"value": 10240, "max": 11264})
+        p = self.check(budget, outs[1], rc=0)
+        self.assertEqual(self.regressions(check_table(p.stdout)[0]), [])
+
+
 class GpuBudgetTest(BudgetTest):
     ROLE = "cli_gpu_workload"
 
