@@ -4,29 +4,42 @@
 #include <elf.h>
 #include <link.h>
 
-#include <cstring>
 
 namespace colabtrace::shim {
 namespace {
 
 // Looks `name`@`version` up in libc's .dynsym (version nullptr: the default version)
 // through its GNU hash table; called a handful of times per process.
+//
+// This runs before anything is set up: a sanitizer runtime (ASan, TSan) calls dlsym
+// (ours) from its own initialisation, before its interceptors of dl_iterate_phdr,
+// strcmp and strstr have their real functions. So the lookup calls no libc function:
+// it walks the loader's list of objects (_r_debug) and compares strings itself.
 struct LibcLookup {
   const char* name;
   const char* version;
   void* result;
 };
 
-int FindInObject(struct dl_phdr_info* info, size_t, void* data) {
-  auto* q = static_cast<LibcLookup*>(data);
-  const char* path = info->dlpi_name;
-  if (path == nullptr || std::strstr(path, "/libc.so") == nullptr) return 0;
-  const ElfW(Dyn)* dyn = nullptr;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC) {
-      dyn = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-    }
+bool SameString(const char* a, const char* b) {
+  while (*a != '\0' && *a == *b) ++a, ++b;
+  return *a == *b;
+}
+
+bool IsLibcPath(const char* path) {
+  static constexpr char kLibc[] = "/libc.so";
+  for (const char* p = path; *p != '\0'; ++p) {
+    size_t i = 0;
+    while (kLibc[i] != '\0' && p[i] == kLibc[i]) ++i;
+    if (kLibc[i] == '\0') return true;
   }
+  return false;
+}
+
+int FindInObject(const struct link_map* object, LibcLookup* q) {
+  const char* path = object->l_name;
+  if (path == nullptr || !IsLibcPath(path)) return 0;
+  const ElfW(Dyn)* dyn = object->l_ld;
   if (dyn == nullptr) return 0;
   const ElfW(Sym)* symtab = nullptr;
   const char* strtab = nullptr;
@@ -61,7 +74,7 @@ int FindInObject(struct dl_phdr_info* info, size_t, void* data) {
     more = (chain & 1) == 0;  // the low bit ends the chain
     if ((chain | 1) != (hash | 1)) continue;
     const ElfW(Sym)& s = symtab[i];
-    if (s.st_value == 0 || std::strcmp(strtab + s.st_name, q->name) != 0) continue;
+    if (s.st_value == 0 || !SameString(strtab + s.st_name, q->name)) continue;
     if (versym != nullptr && verdef != nullptr) {
       const ElfW(Half) v = versym[i];
       const bool hidden = (v & 0x8000) != 0;
@@ -78,10 +91,10 @@ int FindInObject(struct dl_phdr_info* info, size_t, void* data) {
           if (vd->vd_next == 0) break;
           p += vd->vd_next;
         }
-        if (vname == nullptr || std::strcmp(vname, q->version) != 0) continue;
+        if (vname == nullptr || !SameString(vname, q->version)) continue;
       }
     }
-    q->result = reinterpret_cast<void*>(info->dlpi_addr + s.st_value);
+    q->result = reinterpret_cast<void*>(object->l_addr + s.st_value);
     return 1;
   }
   return 0;
@@ -89,7 +102,9 @@ int FindInObject(struct dl_phdr_info* info, size_t, void* data) {
 
 void* FindLibcSymbol(const char* name) {
   LibcLookup q{name, nullptr, nullptr};
-  dl_iterate_phdr(FindInObject, &q);
+  for (const struct link_map* m = _r_debug.r_map; m != nullptr; m = m->l_next) {
+    if (FindInObject(m, &q) != 0) break;
+  }
   return q.result;
 }
 
@@ -112,6 +127,17 @@ DlvsymFn RealDlvsym() {
   if (f == nullptr) {
     f = reinterpret_cast<DlvsymFn>(FindLibcSymbol("dlvsym"));
     __atomic_store_n(&g_dlvsym, f, __ATOMIC_RELEASE);
+  }
+  return f;
+}
+
+DlIteratePhdrFn RealDlIteratePhdr() {
+  static DlIteratePhdrFn g_fn = nullptr;
+  DlIteratePhdrFn f = __atomic_load_n(&g_fn, __ATOMIC_ACQUIRE);
+  if (f == nullptr) {
+    f = reinterpret_cast<DlIteratePhdrFn>(FindLibcSymbol("dl_iterate_phdr"));
+    if (f == nullptr) f = &dl_iterate_phdr;  // a libc without it in .dynsym: the usual binding
+    __atomic_store_n(&g_fn, f, __ATOMIC_RELEASE);
   }
   return f;
 }

@@ -9,6 +9,8 @@
 // so resolving never goes through a hook, even when dlsym itself is hooked.
 #pragma once
 
+#include <link.h>
+
 #include <cstdint>
 
 #include "writer.h"
@@ -21,6 +23,11 @@ using DlvsymFn = void* (*)(void*, const char*, const char*);
 // glibc's own dlsym and dlvsym, never the shim's.
 DlsymFn RealDlsym();
 DlvsymFn RealDlvsym();
+
+// glibc's own dl_iterate_phdr: the dlsym hook's walks run while a sanitizer runtime
+// (TSan) initialises, before its dl_iterate_phdr interceptor can call the real one.
+using DlIteratePhdrFn = int (*)(int (*)(dl_phdr_info*, size_t, void*), void*);
+DlIteratePhdrFn RealDlIteratePhdr();
 
 // dlsym(RTLD_NEXT, name) as seen from the shim.
 void* ResolveNext(const char* name);

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "raw.h"
+#include "real.h"
 
 // Weak: present in glibc 2.35 and later; without it we fall back to dladdr1.
 extern "C" int _dl_find_object(void*, struct dl_find_object*) __attribute__((weak));
@@ -510,8 +511,10 @@ int SearchGadget(struct dl_phdr_info* info, size_t, void* data) {
     const uint8_t* begin = reinterpret_cast<const uint8_t*>(info->dlpi_addr + ph.p_vaddr);
     const uint8_t* end = begin + ph.p_filesz;
     for (const uint8_t* p = begin + 1; p < end; ++p) {
-      p = static_cast<const uint8_t*>(std::memchr(p, kRet, static_cast<size_t>(end - p)));
-      if (p == nullptr) break;
+      // A loop, not memchr: a sanitizer runtime (TSan) calls dlsym from its start-up,
+      // when its memchr interceptor cannot reach the real one yet.
+      while (p < end && *p != kRet) ++p;
+      if (p == end) break;
       if (q->gadget == nullptr) q->gadget = p;  // the fallback: any ret byte
       if (!have_cfi || attempts >= kMaxVerifyAttempts) return 1;
       ++attempts;
@@ -692,7 +695,7 @@ int FindSelf(struct dl_phdr_info* info, size_t, void* data) {
 
 bool IsShimCode(const void* addr) {
   if (__atomic_load_n(&g_self_known, __ATOMIC_ACQUIRE) == 0) {
-    dl_iterate_phdr(FindSelf, reinterpret_cast<void*>(&IsShimCode));
+    RealDlIteratePhdr()(FindSelf, reinterpret_cast<void*>(&IsShimCode));
     __atomic_store_n(&g_self_known, 1, __ATOMIC_RELEASE);
   }
   const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
@@ -709,7 +712,7 @@ CallerObject FindCaller(const void* return_address) {
   }
   if (CacheLookup(id, &c)) return c;
   GadgetSearch q{reinterpret_cast<uintptr_t>(return_address)};
-  dl_iterate_phdr(SearchGadget, &q);
+  RealDlIteratePhdr()(SearchGadget, &q);
   if (!q.found) {
     c.gadget = AnonymousGadget();
     return c;
