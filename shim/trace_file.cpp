@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -205,7 +206,12 @@ bool TraceFile::WriteHeader(int fd, uint32_t pid, uint64_t features, uint64_t ti
     create_error_ = EFBIG;
     return false;
   }
-  int err = -Reserve(fd, 0, kMinFirstExtent);
+  // The header slot needs only its first page on disk (the header is 256 bytes); the
+  // rest of the slot stays a hole, never written: 28 KiB less to write per process.
+  uint64_t header_page = getauxval(AT_PAGESZ);
+  if (header_page < 4096 || header_page > kChunkSize) header_page = kChunkSize;
+  int err = -Reserve(fd, 0, header_page);
+  if (err == 0) err = -Reserve(fd, kChunkSize, kMinFirstExtent - kChunkSize);
   if (err != 0) {
     create_error_ = err;
     return false;
