@@ -747,6 +747,10 @@ class IoAnalysis final : public Analysis {
       const FileStats& f = model_.files[i];
       const MountRow* m = MountOf(f);
       if (f.code || (m && m->fs.cls == FsClass::kPseudo)) continue;
+      // A copy_file_range or sendfile out of the file (cp, shutil.copy) reads its data too.
+      // Reads of a file the run wrote (a cache of decoded samples read back in later
+      // epochs) are data reads like any other.
+      data_reads += f.reads - std::min(f.reads, f.zero_reads) + f.copies - std::min(f.copies, f.zero_copies);
       // Files the run writes or creates: their lookups (does the target exist yet?) are
       // part of producing output (shutil.copytree checks each destination three times),
       // not of finding the data it reads.
@@ -761,8 +765,6 @@ class IoAnalysis final : public Analysis {
       open_attempts += f.opens + f.open_errors;
       scans += f.dir_scans;
       meta_ns += f.stat_ns + f.open_ns;
-      // A copy_file_range or sendfile out of the file (cp, shutil.copy) reads its data too.
-      data_reads += f.reads - std::min(f.reads, f.zero_reads) + f.copies - std::min(f.copies, f.zero_copies);
       if (mo > 0) top.emplace_back(mo, i);
     }
     if (meta < kMetadataMin ||

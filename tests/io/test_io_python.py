@@ -206,6 +206,28 @@ class PythonIoTest(TempDirTest):
         self.assertEqual(ev["directories"][0], {"path": data, "metadata_calls": 6030})
         self.assertEqual(file_rows(rep, data)[data]["dir_scans"], 3)
 
+    def test_reading_back_files_the_run_wrote_counts_as_data_reads(self):
+        # A loader caching decoded samples on local disk: epoch 1 reads 1,000 sources and
+        # writes 1,000 cache files, epochs 2 and 3 read the cache files. Each epoch stats
+        # every source twice and checks its cache file: 6,000 lookups of sources (the
+        # cache files' lookups are the output's, not counted) against 3,000 data reads.
+        # The reads of the files the run wrote are data reads too: no lookup storm.
+        data, cache = os.path.join(self.tmp, "data"), os.path.join(self.tmp, "cache")
+        make_files(data, 1000, 200)
+        run = run_traced([SYSTEM_PYTHON, py("cache_epochs.py"), data, cache, "3"],
+                         out_dir=os.path.join(self.tmp, "out"))
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(json.loads(run.stdout),
+                         {"samples": 1000, "source_reads": 1000, "cache_reads": 2000, "bytes": 600000})
+        rep = report(*run.traces)
+        self.assertEqual(findings(rep, "io.metadata-heavy"), [])
+        sources, cached = file_rows(rep, data + "/"), file_rows(rep, cache + "/")
+        # 6,000 path lookups, and Python's open() fstats each source it reads twice.
+        self.assertEqual(sum(r["stats"] for r in sources.values() if r["kind"] == "file"), 6000 + 2 * 1000)
+        self.assertEqual(sum(r["bytes_read"] for r in sources.values()), 200000)
+        self.assertEqual(len([r for r in cached.values() if r["kind"] == "file"]), 1000)
+        self.assertEqual(sum(r["bytes_read"] for r in cached.values()), 400000)
+
     @unittest.skipUnless(os.path.exists("/usr/lib/python3.11/test/test_tarfile.py"), "needs CPython's test suite")
     def test_cpython_test_tarfile_under_run_is_not_metadata_heavy(self):
         # 29 interpreters (tarfile's CLI tests) each stat their sys.path directories (the
