@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "io/io_state.h"
+#include "raw.h"
 #include "real.h"
 
 #if defined(_FILE_OFFSET_BITS) && _FILE_OFFSET_BITS == 64 && !defined(__LP64__)
@@ -235,31 +236,43 @@ template <class Call> inline off64_t SeekCall(IoApi api, int fd, off64_t off, in
 
 // Closes of a range: every traced descriptor in [lo, hi] is forgotten first and gets
 // one IoClose record once the call succeeded.
+// close_range and closefrom, window by window: the traced descriptors among [lo, hi]
+// are untracked before the call and get their close records after it. The call(lo, hi)
+// closes one window of kCloseWindow descriptors at a time up to the last traced one,
+// then everything above in one call, so the window's bitset takes 512 bytes of stack: a
+// bitset of every descriptor (16 KiB) overflowed a thread with a small stack
+// (PTHREAD_STACK_MIN is 16 KiB) that bare had room for. One window in the usual case.
+constexpr unsigned kCloseWindow = 4096;
+
 template <class Call> inline int CloseRangeCall(IoApi api, unsigned lo, unsigned hi, Call&& call) {
   const int max = MaxTrackedFd();
-  if (!g_io_on || !Recording() || max < 0 || lo > static_cast<unsigned>(max) || lo > hi) return call();
+  if (!g_io_on || !Recording() || max < 0 || lo > static_cast<unsigned>(max) || lo > hi) {
+    return call(lo, hi);
+  }
   const unsigned top = hi < static_cast<unsigned>(max) ? hi : static_cast<unsigned>(max);
   const uint64_t t0 = Ticks();
-  // Which descriptors were traced: at most a few thousand bits on the stack.
-  constexpr unsigned kWords = static_cast<unsigned>(kMaxFds) / 64;
-  uint64_t was[kWords] = {};
-  for (unsigned fd = lo; fd <= top; ++fd) {
-    if (FdTracked(static_cast<int>(fd))) {
-      was[fd / 64] |= 1ull << (fd % 64);
-      RecordScope scope;
-      if (g_fd_kind[fd] == kFdDir) FlushDirScan(static_cast<int>(fd), IoApi::kReaddir);
-      UntrackFd(static_cast<int>(fd));
+  for (unsigned w = lo;; w += kCloseWindow) {
+    const bool last = top - w < kCloseWindow;
+    const unsigned w_top = last ? top : w + kCloseWindow - 1;
+    uint64_t was[kCloseWindow / 64] = {};
+    for (unsigned fd = w; fd <= w_top; ++fd) {
+      if (FdTracked(static_cast<int>(fd))) {
+        was[(fd - w) / 64] |= 1ull << ((fd - w) % 64);
+        RecordScope scope;
+        if (g_fd_kind[fd] == kFdDir) FlushDirScan(static_cast<int>(fd), IoApi::kReaddir);
+        UntrackFd(static_cast<int>(fd));
+      }
     }
-  }
-  const int r = call();
-  if (r < 0) return r;
-  RecordScope scope;
-  if (scope.entered()) {
-    for (unsigned fd = lo; fd <= top; ++fd) {
-      if (was[fd / 64] & (1ull << (fd % 64))) EmitClose(api, static_cast<int>(fd), 0, t0);
+    const int r = call(w, last ? hi : w_top);
+    if (r < 0) return r;
+    RecordScope scope;
+    if (scope.entered()) {
+      for (unsigned fd = w; fd <= w_top; ++fd) {
+        if (was[(fd - w) / 64] & (1ull << ((fd - w) % 64))) EmitClose(api, static_cast<int>(fd), 0, t0);
+      }
     }
+    if (last) return r;
   }
-  return r;
 }
 
 // ---- opens and stats ------------------------------------------------------------------
@@ -659,14 +672,19 @@ int fclose(FILE* fp) {
   return CloseCall(IoApi::kFclose, fd, [&] { return real::fclose.get()(fp); });
 }
 int close_range(unsigned lo, unsigned hi, int flags) {
-  auto call = [&] { return real::close_range.get()(lo, hi, flags); };
-  if (flags & CLOSE_RANGE_CLOEXEC) return call();  // marks only; closes nothing now
+  auto call = [&](unsigned from, unsigned to) { return real::close_range.get()(from, to, flags); };
+  if (flags & CLOSE_RANGE_CLOEXEC) return call(lo, hi);  // marks only; closes nothing now
   return CloseRangeCall(IoApi::kCloseRange, lo, hi, call);
 }
 void closefrom(int lo) {
   if (lo < 0) return real::closefrom.get()(lo);
-  CloseRangeCall(IoApi::kClosefrom, static_cast<unsigned>(lo), ~0u, [&] {
-    real::closefrom.get()(lo);
+  CloseRangeCall(IoApi::kClosefrom, static_cast<unsigned>(lo), ~0u, [](unsigned from, unsigned to) {
+    if (to == ~0u) {
+      real::closefrom.get()(static_cast<int>(from));
+    } else if (real::close_range.get()(from, to, 0) != 0) {
+      // A kernel without close_range (before 5.9): one by one, as glibc's closefrom does.
+      for (unsigned fd = from; fd <= to; ++fd) raw::Close(static_cast<int>(fd));
+    }
     return 0;
   });
 }
