@@ -53,7 +53,7 @@ void SampleIfDue(uint64_t now_ticks) {
   const uint64_t now_ns = MonotonicNs();
   const uint64_t due = __atomic_load_n(&g_due_ns, __ATOMIC_ACQUIRE);
   if (now_ns >= due) {
-    TakeSample();
+    TakeSample(SampleKind::kPeriodic);
     EmitClock();  // keeps the tick-to-ns fit exact even for a process that is killed
     RefineTickRate();
     __atomic_store_n(&g_due_ns, now_ns + g_period_ns, __ATOMIC_RELEASE);
@@ -112,6 +112,20 @@ const char* CgroupVersionName() {
   return g_cgroup_dir[0] == '\0' ? "none" : g_cgroup_v2 ? "v2" : "v1";
 }
 
+namespace {
+// memory.stat's reclaimable page cache: inactive_file (v1: the hierarchy's
+// total_inactive_file, as memory.usage_in_bytes counts the hierarchy).
+uint64_t ReadInactiveFile() {
+  if (g_cgroup_dir[0] == '\0') return UINT64_MAX;
+  PathBuf p;
+  p.Add(g_cgroup_dir).Add("/memory.stat");
+  char buf[4096];
+  if (raw::ReadSmallFile(p.s, buf, sizeof(buf)) <= 0) return UINT64_MAX;
+  const char* v = FindLine(buf, g_cgroup_v2 ? "inactive_file " : "total_inactive_file ");
+  return v ? ParseU64(v) : UINT64_MAX;
+}
+}  // namespace
+
 uint64_t ReadCgroupNumber(const char* v2_name, const char* v1_name) {
   if (g_cgroup_dir[0] == '\0') return UINT64_MAX;
   PathBuf p;
@@ -133,7 +147,7 @@ void EmitClock() {
   Emit(c);
 }
 
-void TakeSample() {
+void TakeSample(SampleKind kind) {
   if (g_page_size == 0) {
     g_page_size = getauxval(AT_PAGESZ);
     if (g_page_size == 0) g_page_size = 4096;
@@ -158,6 +172,7 @@ void TakeSample() {
   }
   s.cgroup_current = ReadCgroupNumber("memory.current", "memory.usage_in_bytes");
   s.oom_kill = ReadOomKillCount();
+  s.cgroup_inactive_file = kind == SampleKind::kPeriodic ? ReadInactiveFile() : UINT64_MAX;
   Emit(s);
   python::EmitPythonSample(s.ts);  // the sampling thread's Python position (shim/python)
 }

@@ -29,8 +29,11 @@ uint64_t ReadCgroupNumber(const char* v2_name, const char* v1_name);
 // Emits a Clock record (ticks, CLOCK_MONOTONIC, CLOCK_REALTIME). Inside a ShimScope.
 void EmitClock();
 
-// Emits a Sample record now. Inside a ShimScope; raw system calls only.
-void TakeSample();
+// Emits a Sample record now. Inside a ShimScope; raw system calls only. A periodic
+// sample also reads the cgroup's memory.stat for its inactive page cache (~11 us, too
+// much for every process start and exit, where the sample goes without it).
+enum class SampleKind { kEvent, kPeriodic };
+void TakeSample(SampleKind kind = SampleKind::kEvent);
 
 // Arms the periodic sample for this process (start-up, fork child, adopted exec).
 void ArmPeriodicSamples();

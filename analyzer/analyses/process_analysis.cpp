@@ -588,38 +588,17 @@ class HostAnalysis final : public Analysis {
       if (r.pss > peak) peak = r.pss, peak_ts = key.second, peak_round = &r;
     }
     std::string basis = "pss";
-    // 2. With a cgroup limit, the cgroup's charge is what the OOM killer compares; less
-    //    the inactive page cache where colabtrace run read memory.stat (a tree streaming
-    //    a dataset fills its cgroup with cache the kernel drops on demand). The shim's own
-    //    samples carry memory.current alone: used only without such readings.
-    if (use_cgroup) {
-      const bool have_working_set = std::any_of(cgroups.begin(), cgroups.end(), [](const CgroupReading& c) {
-        return c.inactive_file != UINT64_MAX && c.inactive_file != 0 && c.current != UINT64_MAX;
-      });
-      uint64_t cur_peak = 0, cur_ts = 0;
-      for (const CgroupReading& c : cgroups) {
-        const uint64_t ws = c.working_set();
-        if (ws != UINT64_MAX && ws > cur_peak) cur_peak = ws, cur_ts = c.ts;
-      }
-      for (const ProcessTrace* t : members) {
-        if (have_working_set) break;
-        for (const auto& s : t->records.Sample) {
-          if (s.cgroup_current != UINT64_MAX && s.cgroup_current > cur_peak) {
-            cur_peak = s.cgroup_current, cur_ts = s.ts;
-          }
-        }
-      }
-      if (cur_peak > 0) {
-        peak = cur_peak, peak_ts = cur_ts, peak_round = nullptr;
-        basis = have_working_set ? "cgroup working set" : "cgroup memory.current";
-      }
-    }
-    // 3. Without outside samples or a cgroup: the processes' own RSS samples, leaving out
-    //    fork children that never exec'd (their RSS is mostly pages shared copy-on-write
-    //    with the parent; counting them is how a healthy DataLoader reads as 120%).
-    std::vector<std::pair<uint32_t, uint64_t>> rss_at_peak;
-    if (rounds.empty() && basis == "pss") {
-      basis = "rss, fork children excluded";
+    // The processes' own RSS samples summed over time (each process counted from its
+    // samples until its last event): the peak, when, and each process's RSS then. With
+    // fork_children false, fork children that never exec'd are left out (their RSS is
+    // mostly pages shared copy-on-write with the parent; counting them is how a healthy
+    // DataLoader reads as 120%); with true, the sum is an upper bound of the tree's
+    // mapped memory.
+    struct RssPeak {
+      uint64_t bytes = 0, ts = 0;
+      std::vector<uint64_t> at_peak;  // per member
+    };
+    auto rss_peak = [&](bool fork_children) {
       struct Point {
         uint64_t ts;
         size_t proc;
@@ -629,23 +608,85 @@ class HostAnalysis final : public Analysis {
       for (size_t i = 0; i < members.size(); ++i) {
         const ProcessTrace& t = *members[i];
         if (IsRunWrapper(t)) continue;
-        const ProcessFacts f = ProcessFacts::Of(t);
-        const bool forked = f.start && f.start->origin == static_cast<uint64_t>(format::ProcessOrigin::kForkChild);
-        if (forked && f.job == f.start) continue;
+        if (!fork_children) {
+          const ProcessFacts f = ProcessFacts::Of(t);
+          const bool forked = f.start && f.start->origin == static_cast<uint64_t>(format::ProcessOrigin::kForkChild);
+          if (forked && f.job == f.start) continue;
+        }
         for (const auto& s : t.records.Sample) points.push_back({s.ts, i, s.rss_bytes});
         points.push_back({t.end_ns() + 1, i, 0});  // gone after its last event
       }
       std::stable_sort(points.begin(), points.end(),
                        [](const Point& a, const Point& b) { return a.ts < b.ts; });
-      std::vector<uint64_t> current(members.size(), 0), at_peak;
+      RssPeak r;
+      std::vector<uint64_t> current(members.size(), 0);
       uint64_t sum = 0;
       for (const Point& pt : points) {
         sum = sum - current[pt.proc] + pt.rss;
         current[pt.proc] = pt.rss;
-        if (sum > peak) peak = sum, peak_ts = pt.ts, at_peak = current;
+        if (sum > r.bytes) r.bytes = sum, r.ts = pt.ts, r.at_peak = current;
       }
-      for (size_t i = 0; i < at_peak.size(); ++i) {
-        if (at_peak[i] != 0) rss_at_peak.emplace_back(members[i]->pid(), at_peak[i]);
+      return r;
+    };
+    // 2. With a cgroup limit, the cgroup's charge is what the OOM killer compares, less
+    //    the inactive page cache (a tree streaming a dataset fills its cgroup with cache
+    //    the kernel drops on demand): colabtrace run reads memory.stat with every cgroup
+    //    sample, the shim with its periodic samples. Where no reading has it (processes
+    //    that lived less than one sampling period), memory.current is capped at the
+    //    tree's summed RSS: memory.current alone counts the page cache, and the cache
+    //    another job left in the cgroup, as the tree's memory.
+    if (use_cgroup) {
+      // A periodic sample's reading (0 is a real reading, no inactive cache, as well as
+      // the field's value in traces from before it was recorded: either way the working
+      // set is memory.current then; at least one non-zero reading shows it is recorded).
+      auto shim_working_set = [](const format::Sample& s) {
+        return s.cgroup_current != UINT64_MAX && s.cgroup_inactive_file != UINT64_MAX;
+      };
+      bool have_working_set = std::any_of(cgroups.begin(), cgroups.end(), [](const CgroupReading& c) {
+        return c.inactive_file != UINT64_MAX && c.inactive_file != 0 && c.current != UINT64_MAX;
+      });
+      for (const ProcessTrace* t : members) {
+        for (const auto& s : t->records.Sample) {
+          have_working_set = have_working_set || (shim_working_set(s) && s.cgroup_inactive_file != 0);
+        }
+      }
+      uint64_t cur_peak = 0, cur_ts = 0;
+      for (const CgroupReading& c : cgroups) {
+        const uint64_t ws = c.working_set();
+        if (ws != UINT64_MAX && ws > cur_peak) cur_peak = ws, cur_ts = c.ts;
+      }
+      for (const ProcessTrace* t : members) {
+        for (const auto& s : t->records.Sample) {
+          uint64_t v = UINT64_MAX;
+          if (have_working_set) {
+            if (shim_working_set(s)) v = s.cgroup_current - std::min(s.cgroup_current, s.cgroup_inactive_file);
+          } else {
+            v = s.cgroup_current;
+          }
+          if (v != UINT64_MAX && v > cur_peak) cur_peak = v, cur_ts = s.ts;
+        }
+      }
+      if (cur_peak > 0) {
+        peak = cur_peak, peak_ts = cur_ts, peak_round = nullptr;
+        basis = have_working_set ? "cgroup working set" : "cgroup memory.current";
+        if (!have_working_set && rounds.empty()) {
+          const RssPeak cap = rss_peak(/*fork_children=*/true);
+          if (cap.bytes < peak) {
+            peak = cap.bytes, peak_ts = cap.ts;
+            basis = "cgroup memory.current, capped at the processes' rss";
+          }
+        }
+      }
+    }
+    // 3. Without outside samples or a cgroup: the processes' own RSS samples, fork
+    //    children that never exec'd left out.
+    std::vector<std::pair<uint32_t, uint64_t>> rss_at_peak;
+    if (rounds.empty() && basis == "pss") {
+      basis = "rss, fork children excluded";
+      const RssPeak r = rss_peak(/*fork_children=*/false);
+      if (r.bytes > peak) peak = r.bytes, peak_ts = r.ts;
+      for (size_t i = 0; i < r.at_peak.size(); ++i) {
+        if (r.at_peak[i] != 0) rss_at_peak.emplace_back(members[i]->pid(), r.at_peak[i]);
       }
     }
     const double percent = 100.0 * static_cast<double>(peak) / static_cast<double>(limit);

@@ -1,5 +1,6 @@
 """Host memory: PSS-based host.memory-pressure (never a sum of RSS), the worker whose
 private memory keeps growing, host.shm-small, and hosts never merged."""
+import glob
 import json
 import os
 import shutil
@@ -126,6 +127,89 @@ class MemoryPressure(TempDirTest):
         self.assertEqual((mem["basis"], mem["limit_bytes"]), ("cgroup working set", limit))
         self.assertLess(mem["percent_of_limit"], 50)
         self.assertEqual(lt.findings(rep, "host.memory-pressure"), [])
+
+    def _uncached_file(self, mib):
+        data = os.path.join(self.tmp, f"stream{mib}.bin")
+        with open(data, "wb") as f:
+            for _ in range(mib):
+                f.write(os.urandom(1 << 20))
+            f.flush()
+            os.fsync(f.fileno())
+            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        return data
+
+    def test_streaming_under_ld_preload_alone_is_no_pressure(self):
+        # The same stream as above with LD_PRELOAD alone (no colabtrace run): the shim's
+        # periodic samples read memory.stat too, so the working set is judged, not the
+        # page cache that fills memory.current.
+        limit = 256 << 20
+        cg = self._cgroup_v1_child(limit)
+        data = self._uncached_file(640)
+        code = ("import sys\nn = 0\nwith open(sys.argv[1], 'rb', buffering=0) as f:\n"
+                "    while (b := f.read(1 << 20)):\n        n += len(b)\nprint(n)\n")
+        out = os.path.join(self.tmp, "out")
+        os.mkdir(out)
+        script = f"echo $$ > {cg}/cgroup.procs && LD_PRELOAD={lt.ctharness.SHIM} exec {lt.PYTHON} -c \"$0\" {data}"
+        env = lt.clean_env({"COLABTRACE_OUT": out, "COLABTRACE_SAMPLE_MS": "20"})
+        r = subprocess.run(["/bin/sh", "-c", script, code], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual((r.returncode, r.stdout), (0, f"{640 << 20}\n"), r.stderr)
+        (trace,) = glob.glob(os.path.join(out, "*.ctrace"))
+        samples = lt.records(trace, "sample")
+        periodic = [s for s in samples if int(s["cgroup_inactive_file"]) != (1 << 64) - 1]
+        self.assertGreater(max(int(s["cgroup_inactive_file"]) for s in periodic), 100 << 20)
+        # The start and exit samples go without memory.stat.
+        self.assertEqual(len(samples) - len(periodic), 2, samples)
+        self.assertEqual({int(x["cgroup_inactive_file"]) for x in (samples[0], samples[-1])}, {(1 << 64) - 1})
+        # The cache really filled the cgroup: memory.current alone would say > 90%.
+        self.assertGreaterEqual(max(int(s["cgroup_current"]) for s in samples), limit * 9 // 10)
+        rep = lt.report(out)
+        (mem,) = rep["memory"]["hosts"]
+        self.assertEqual((mem["basis"], mem["limit_bytes"]), ("cgroup working set", limit))
+        self.assertLess(mem["percent_of_limit"], 50)
+        self.assertEqual(lt.findings(rep, "host.memory-pressure"), [])
+
+    def test_short_process_in_a_cgroup_full_of_cache_is_no_pressure(self):
+        # Page cache another job left fills a 256 MiB cgroup; then a short traced process
+        # (no periodic sample, so no memory.stat reading) starts and exits there. Its
+        # samples see memory.current near the limit; the tree's own memory is its RSS.
+        limit = 256 << 20
+        cg = self._cgroup_v1_child(limit)
+        data = self._uncached_file(400)
+        out = os.path.join(self.tmp, "out")
+        os.mkdir(out)
+        script = (f"echo $$ > {cg}/cgroup.procs && cat {data} > /dev/null && "
+                  f"LD_PRELOAD={lt.ctharness.SHIM} exec {lt.PYTHON} -c pass")
+        r = subprocess.run(["/bin/sh", "-c", script], env=lt.clean_env({"COLABTRACE_OUT": out}),
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        (trace,) = glob.glob(os.path.join(out, "*.ctrace"))
+        samples = lt.records(trace, "sample")
+        self.assertEqual(len(samples), 2)
+        self.assertGreaterEqual(max(int(s["cgroup_current"]) for s in samples), limit * 8 // 10)
+        rep = lt.report(out)
+        (mem,) = rep["memory"]["hosts"]
+        self.assertEqual(mem["basis"], "cgroup memory.current, capped at the processes' rss")
+        self.assertEqual(mem["peak_bytes"], max(int(s["rss_bytes"]) for s in samples))
+        self.assertEqual(lt.findings(rep, "host.memory-pressure"), [])
+
+    def test_growing_worker_under_ld_preload_alone_is_pressure(self):
+        # The growing worker again, LD_PRELOAD alone: its private memory is no page cache,
+        # so the working set from the shim's periodic samples passes 90% of the limit.
+        limit = 512 << 20
+        cg = self._cgroup_v1_child(limit)
+        out = os.path.join(self.tmp, "out")
+        os.mkdir(out)
+        script = (f"echo $$ > {cg}/cgroup.procs && LD_PRELOAD={lt.ctharness.SHIM} "
+                  f"exec {lt.PYTHON} {lt.py_script('grow_worker.py')} 48 420 20 0.05")
+        env = lt.clean_env({"COLABTRACE_OUT": out, "COLABTRACE_SAMPLE_MS": "50"})
+        r = subprocess.run(["/bin/sh", "-c", script], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.split()[2], "0", "the worker was killed: the cgroup limit is too tight")
+        rep = lt.report(out)
+        (f,) = lt.findings(rep, "host.memory-pressure")
+        ev = f["evidence"]
+        self.assertEqual((ev["basis"], ev["limit_bytes"]), ("cgroup working set", limit))
+        self.assertGreaterEqual(ev["percent_of_limit"], 90)
 
     def test_oom_killed_worker_cites_the_rising_oom_kill_count(self):
         # A 160 MiB cgroup; a forked worker allocates until the kernel's OOM killer takes

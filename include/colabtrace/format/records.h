@@ -102,9 +102,13 @@ namespace colabtrace::format {
 #define CT_FIELDS_HostInfo(F) F(Str, key) F(Str, value)
 #define CT_FIELDS_HostNum(F) F(Str, key) F(U, value)
 #define CT_FIELDS_ThreadName(F) F(U, tid) F(Str, name)
-// cgroup_current / oom_kill are UINT64_MAX when unknown.
+// cgroup_current / oom_kill are UINT64_MAX when unknown. cgroup_inactive_file: the
+// cgroup's memory.stat inactive_file (v1: total_inactive_file), page cache the kernel
+// drops before it OOM kills; read by the periodic samples only (UINT64_MAX in the
+// start, fork, exec and exit samples; 0 in older traces).
 #define CT_FIELDS_Sample(F) \
-  F(U, rss_bytes) F(U, cgroup_current) F(U, oom_kill) F(U, threads) F(U, vm_bytes)
+  F(U, rss_bytes) F(U, cgroup_current) F(U, oom_kill) F(U, threads) F(U, vm_bytes) \
+  F(U, cgroup_inactive_file)
 // how: ExitHow.
 #define CT_FIELDS_Exit(F) F(I, code) F(U, how)
 // A fatal signal caught by the shim. addr is si_addr; shm_mapping names the /dev/shm
