@@ -11,6 +11,11 @@ import lifecycletest as lt
 from ctharness import TempDirTest
 
 
+# Reads argv[1] in 1 MiB unbuffered reads and prints the bytes read.
+STREAM = ("import sys\nn = 0\nwith open(sys.argv[1], 'rb', buffering=0) as f:\n"
+          "    while (b := f.read(1 << 20)):\n        n += len(b)\nprint(n)\n")
+
+
 def numpy_available() -> bool:
     return subprocess.run([lt.PYTHON, "-c", "import numpy"], capture_output=True).returncode == 0
 
@@ -103,25 +108,20 @@ class MemoryPressure(TempDirTest):
         # small, and the job's own memory is a few MiB. No memory pressure.
         limit = 256 << 20
         cg = self._cgroup_v1_child(limit)
-        data = os.path.join(self.tmp, "stream.bin")
-        with open(data, "wb") as f:
-            for _ in range(640):
-                f.write(os.urandom(1 << 20))
-            f.flush()
-            os.fsync(f.fileno())
-            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
-        code = ("import sys\nn = 0\nwith open(sys.argv[1], 'rb', buffering=0) as f:\n"
-                "    while (b := f.read(1 << 20)):\n        n += len(b)\nprint(n)\n")
+        data = self._uncached_file(640)
         out = os.path.join(self.tmp, "out")
         script = (f"echo $$ > {cg}/cgroup.procs && exec {lt.ctharness.CLI} run -o {out} -- "
                   f"{lt.PYTHON} -c \"$0\" {data}")
-        r = subprocess.run(["/bin/sh", "-c", script, code], env=lt.clean_env({"COLABTRACE_SAMPLE_MS": "20"}),
+        r = subprocess.run(["/bin/sh", "-c", script, STREAM], env=lt.clean_env({"COLABTRACE_SAMPLE_MS": "20"}),
                            capture_output=True, text=True, timeout=120)
         self.assertEqual((r.returncode, r.stdout), (0, f"{640 << 20}\n"), r.stderr)
         cgs = [c for c in lt.records(lt.run_trace(out), "cgroup_sample") if c["path"] == cg]
         self.assertTrue(cgs)
         # The cache really filled the cgroup: memory.current alone would say > 90%.
         self.assertGreaterEqual(max(int(c["current"]) for c in cgs), limit * 9 // 10)
+        self._assert_working_set_below_half(out, limit)
+
+    def _assert_working_set_below_half(self, out, limit):
         rep = lt.report(out)
         (mem,) = rep["memory"]["hosts"]
         self.assertEqual((mem["basis"], mem["limit_bytes"]), ("cgroup working set", limit))
@@ -138,20 +138,25 @@ class MemoryPressure(TempDirTest):
             os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
         return data
 
+    def _preloaded_in_cgroup(self, limit, shell, args=(), sample_ms="100"):
+        """Runs `sh -c SHELL ARGS...` in a new memory cgroup of LIMIT bytes; SHELL's
+        "$PRELOAD" is the LD_PRELOAD assignment for the traced command (the shell itself
+        joins the cgroup untraced). Returns the trace directory and the result."""
+        cg = self._cgroup_v1_child(limit)
+        out = os.path.join(self.tmp, "out")
+        os.mkdir(out)
+        script = f"echo $$ > {cg}/cgroup.procs && PRELOAD=LD_PRELOAD={lt.ctharness.SHIM} && " + shell
+        env = lt.clean_env({"COLABTRACE_OUT": out, "COLABTRACE_SAMPLE_MS": sample_ms})
+        return out, subprocess.run(["/bin/sh", "-c", script, *args], env=env, capture_output=True, text=True,
+                                   timeout=120)
+
     def test_streaming_under_ld_preload_alone_is_no_pressure(self):
         # The same stream as above with LD_PRELOAD alone (no colabtrace run): the shim's
         # periodic samples read memory.stat too, so the working set is judged, not the
         # page cache that fills memory.current.
         limit = 256 << 20
-        cg = self._cgroup_v1_child(limit)
         data = self._uncached_file(640)
-        code = ("import sys\nn = 0\nwith open(sys.argv[1], 'rb', buffering=0) as f:\n"
-                "    while (b := f.read(1 << 20)):\n        n += len(b)\nprint(n)\n")
-        out = os.path.join(self.tmp, "out")
-        os.mkdir(out)
-        script = f"echo $$ > {cg}/cgroup.procs && LD_PRELOAD={lt.ctharness.SHIM} exec {lt.PYTHON} -c \"$0\" {data}"
-        env = lt.clean_env({"COLABTRACE_OUT": out, "COLABTRACE_SAMPLE_MS": "20"})
-        r = subprocess.run(["/bin/sh", "-c", script, code], env=env, capture_output=True, text=True, timeout=120)
+        out, r = self._preloaded_in_cgroup(limit, f'env "$PRELOAD" {lt.PYTHON} -c "$0" {data}', [STREAM], "20")
         self.assertEqual((r.returncode, r.stdout), (0, f"{640 << 20}\n"), r.stderr)
         (trace,) = glob.glob(os.path.join(out, "*.ctrace"))
         samples = lt.records(trace, "sample")
@@ -162,25 +167,15 @@ class MemoryPressure(TempDirTest):
         self.assertEqual({int(x["cgroup_inactive_file"]) for x in (samples[0], samples[-1])}, {(1 << 64) - 1})
         # The cache really filled the cgroup: memory.current alone would say > 90%.
         self.assertGreaterEqual(max(int(s["cgroup_current"]) for s in samples), limit * 9 // 10)
-        rep = lt.report(out)
-        (mem,) = rep["memory"]["hosts"]
-        self.assertEqual((mem["basis"], mem["limit_bytes"]), ("cgroup working set", limit))
-        self.assertLess(mem["percent_of_limit"], 50)
-        self.assertEqual(lt.findings(rep, "host.memory-pressure"), [])
+        self._assert_working_set_below_half(out, limit)
 
     def test_short_process_in_a_cgroup_full_of_cache_is_no_pressure(self):
         # Page cache another job left fills a 256 MiB cgroup; then a short traced process
         # (no periodic sample, so no memory.stat reading) starts and exits there. Its
         # samples see memory.current near the limit; the tree's own memory is its RSS.
         limit = 256 << 20
-        cg = self._cgroup_v1_child(limit)
         data = self._uncached_file(400)
-        out = os.path.join(self.tmp, "out")
-        os.mkdir(out)
-        script = (f"echo $$ > {cg}/cgroup.procs && cat {data} > /dev/null && "
-                  f"LD_PRELOAD={lt.ctharness.SHIM} exec {lt.PYTHON} -c pass")
-        r = subprocess.run(["/bin/sh", "-c", script], env=lt.clean_env({"COLABTRACE_OUT": out}),
-                           capture_output=True, text=True, timeout=120)
+        out, r = self._preloaded_in_cgroup(limit, f'cat {data} > /dev/null && env "$PRELOAD" {lt.PYTHON} -c pass')
         self.assertEqual(r.returncode, 0, r.stderr)
         (trace,) = glob.glob(os.path.join(out, "*.ctrace"))
         samples = lt.records(trace, "sample")
@@ -196,13 +191,8 @@ class MemoryPressure(TempDirTest):
         # The growing worker again, LD_PRELOAD alone: its private memory is no page cache,
         # so the working set from the shim's periodic samples passes 90% of the limit.
         limit = 512 << 20
-        cg = self._cgroup_v1_child(limit)
-        out = os.path.join(self.tmp, "out")
-        os.mkdir(out)
-        script = (f"echo $$ > {cg}/cgroup.procs && LD_PRELOAD={lt.ctharness.SHIM} "
-                  f"exec {lt.PYTHON} {lt.py_script('grow_worker.py')} 48 420 20 0.05")
-        env = lt.clean_env({"COLABTRACE_OUT": out, "COLABTRACE_SAMPLE_MS": "50"})
-        r = subprocess.run(["/bin/sh", "-c", script], env=env, capture_output=True, text=True, timeout=120)
+        out, r = self._preloaded_in_cgroup(
+            limit, f'env "$PRELOAD" {lt.PYTHON} {lt.py_script("grow_worker.py")} 48 420 20 0.05', sample_ms="50")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout.split()[2], "0", "the worker was killed: the cgroup limit is too tight")
         rep = lt.report(out)
