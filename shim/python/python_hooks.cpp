@@ -75,11 +75,14 @@ void InstallStartupHook() {
     Say("COLABTRACE_PYTHON=1 but the Python start-up hook was not found next to the shim");
     return;
   }
-  // The hook removes exactly this prefix again: "DIR" alone means PYTHONPATH was unset.
+  // The hook removes exactly this prefix again: "DIR" alone means PYTHONPATH was unset,
+  // "DIR:DIR" that it was empty ("DIR:" would put the working directory on sys.path:
+  // CPython reads an empty entry as '').
   const char* old = getenv("PYTHONPATH");
   char value[8192];
-  const int n = old == nullptr ? std::snprintf(value, sizeof(value), "%s", dir)
-                               : std::snprintf(value, sizeof(value), "%s:%s", dir, old);
+  const int n = old == nullptr  ? std::snprintf(value, sizeof(value), "%s", dir)
+                : old[0] == '\0' ? std::snprintf(value, sizeof(value), "%s:%s", dir, dir)
+                                 : std::snprintf(value, sizeof(value), "%s:%s", dir, old);
   if (n <= 0 || static_cast<size_t>(n) >= sizeof(value)) return;
   setenv("PYTHONPATH", value, 1);  // inside our ShimScope: the env hook does not record it
 }

@@ -157,6 +157,23 @@ class StartupHookTest(h.TempDirTest):
         self.assertEqual(json.loads(run.stdout)["history"], [])
         self.assertEqual([f for f in os.listdir(run.out_dir) if f.endswith(".json")], [])
 
+    def test_pythonpath_unset_empty_or_set_is_kept(self):
+        # The shim puts the hook's folder in front of PYTHONPATH and the hook takes it out
+        # again: the program sees PYTHONPATH (unset, empty, or a value) and sys.path as it
+        # would bare. An empty PYTHONPATH adds nothing to sys.path, where "DIR:" would
+        # add the working directory ('').
+        show = "import json, os, sys; print(json.dumps([os.environ.get('PYTHONPATH'), sys.path]))"
+        for value in (None, "", self.user):
+            with self.subTest(pythonpath=value):
+                argv = ["env", "-u" if value is None else f"PYTHONPATH={value}"]
+                argv += ["PYTHONPATH"] if value is None else []
+                argv += [PYTHON, "-c", show]
+                bare = h.run_traced(argv, preload=False)
+                run = h.run_traced(argv, env={"COLABTRACE_PYTHON": "1"})
+                self.assertEqual((run.returncode, run.stderr), (0, ""), run.stderr)
+                self.assertEqual(json.loads(run.stdout), json.loads(bare.stdout))
+                self.assertEqual(json.loads(run.stdout)[0], value)
+
     def test_without_flag_no_hook(self):
         run = self.run_prog(cuda=True, hook=False)
         self.assertEqual(json.loads(run.stdout)["history"], [])

@@ -35,6 +35,8 @@ def _restore_environment():
     if value is not None:
         if value == here:
             del os.environ["PYTHONPATH"]
+        elif value == here + os.pathsep + here:  # it was empty
+            os.environ["PYTHONPATH"] = ""
         elif value.startswith(here + os.pathsep):
             os.environ["PYTHONPATH"] = value[len(here) + 1:]
     sys.path[:] = [p for p in sys.path if not p or os.path.realpath(p) != here]
