@@ -54,6 +54,12 @@ size_t CaptureSignalStack(const void* uc, uint64_t* out, size_t max);
 // Installs the handler that records deaths by signal (signals.cpp).
 void InstallFatalSignalHandlers();
 
+// Runs fn(arg) on the shim's own 64 KiB stack, every signal blocked (signals.cpp), for
+// work that may be reached from a program's signal handler on a small alternate stack
+// (a handler that calls _exit). False, without running fn, when that stack is taken (a
+// crash being recorded) or on an architecture without the switch: run fn directly then.
+bool RunOnShimStack(void (*fn)(void*), void* arg);
+
 // Records an exit (once per process image) and, when finish is set, closes the trace.
 void RecordExit(int64_t code, format::ExitHow how, bool finish);
 

@@ -218,18 +218,25 @@ void RecordFromArgs(void* p) {
   RecordSignal(a->sig, a->info, a->uc);
 }
 
-void RecordSignalOnOwnStack(int sig, siginfo_t* info, void* uc) {
+// fn(arg) on g_record_stack; the caller holds g_in_handler.
+bool CallOnRecordStack(void (*fn)(void*), void* arg) {
 #if defined(__x86_64__)
   sigset_t all, saved;
   sigfillset(&all);
   raw::Syscall6(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&all),
                 reinterpret_cast<long>(&saved), _NSIG / 8);
-  RecordArgs args{sig, info, uc};
-  colabtrace_call_on_stack(RecordFromArgs, &args, g_record_stack + kRecordStackSize);
+  colabtrace_call_on_stack(fn, arg, g_record_stack + kRecordStackSize);
   raw::Syscall6(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&saved), 0, _NSIG / 8);
+  return true;
 #else
-  RecordSignal(sig, info, uc);  // no stack switch on this architecture yet
+  (void)fn, (void)arg;
+  return false;  // no stack switch on this architecture yet
 #endif
+}
+
+void RecordSignalOnOwnStack(int sig, siginfo_t* info, void* uc) {
+  RecordArgs args{sig, info, uc};
+  if (!CallOnRecordStack(RecordFromArgs, &args)) RecordSignal(sig, info, uc);
 }
 
 void FatalHandler(int sig, siginfo_t* info, void* uc) {
@@ -344,6 +351,13 @@ int ForeignSigaction(int sig, const struct sigaction* act, struct sigaction* old
 }
 
 }  // namespace
+
+bool RunOnShimStack(void (*fn)(void*), void* arg) {
+  if (__atomic_exchange_n(&g_in_handler, 1, __ATOMIC_ACQ_REL) != 0) return false;
+  const bool ran = CallOnRecordStack(fn, arg);
+  __atomic_store_n(&g_in_handler, 0, __ATOMIC_RELEASE);
+  return ran;
+}
 
 void InstallFatalSignalHandlers() {
   // One sigaction per signal, not a query and then an install: ours goes in and the old
