@@ -82,12 +82,12 @@ SUITES = {
                       "units": cpython("test_io", "test_shutil", "test_tarfile", "test_zipfile",
                                        "test_importlib", "test_compileall", "test_venv")},
     # As `colabtrace run` runs Python: with the shim's Python start-up hook
-    # (COLABTRACE_PYTHON=1), which puts its folder on PYTHONPATH and takes it off again.
-    # Not registered in ctest yet: test_cmd_line's test_empty_PYTHONPATH_issue16309 fails
-    # traced (see tests/parity/README.md).
+    # (COLABTRACE_PYTHON=1), which puts its folder on PYTHONPATH and takes it off again,
+    # chains to the next sitecustomize and adds a finder to sys.meta_path.
     "cpython-pyhook": {"needs": ["test.test_site"],
                        "units": cpython("test_site", "test_sys", "test_cmd_line",
                                         "test_cmd_line_script", "test_runpy", "test_atexit",
+                                        "test_importlib", "test_pkgutil", "test_zipimport",
                                         env={"COLABTRACE_PYTHON": "1"})},
     "cpython-mp": {"needs": ["test._test_multiprocessing"],
                    "units": [mp_unit("fork"), mp_unit("spawn"), mp_unit("forkserver")]},
