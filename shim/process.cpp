@@ -160,11 +160,45 @@ void AfterForkInChild(LibcState libc) {
   BeginTrace(format::ProcessOrigin::kForkChild, static_cast<uint32_t>(parent_tid), environ, libc);
 }
 
+namespace {
+
+// True on a signal handler's alternate stack (sigaltstack), which may be small: Rust's
+// stack-overflow handler gets 8 KiB, and a handler may _exit there.
+bool OnAlternateSignalStack() {
+  stack_t ss;
+  return raw::Syscall6(SYS_sigaltstack, 0, reinterpret_cast<long>(&ss)) == 0 &&
+         (ss.ss_flags & SS_ONSTACK) != 0;
+}
+
+void RecordExitHere(int64_t code, ExitHow how, bool finish);
+
+}  // namespace
+
 void RecordExit(int64_t code, ExitHow how, bool finish) {
   // A vfork child (e.g. _exit(127) after a failed exec) shares its parent's memory, and
   // a raw clone() child its parent's trace mapping: neither may write the parent's exit
   // record or close the parent's trace.
   if (raw::Getpid() != g_pid) return;
+  // The exit's work (the modules' last records, a sample) needs several KiB of stack:
+  // on an alternate signal stack it runs on the shim's own.
+  if (OnAlternateSignalStack()) {
+    struct Args {
+      int64_t code;
+      ExitHow how;
+      bool finish;
+    } args{code, how, finish};
+    auto run = [](void* p) {
+      const auto* a = static_cast<const Args*>(p);
+      RecordExitHere(a->code, a->how, a->finish);
+    };
+    if (RunOnShimStack(run, &args)) return;
+  }
+  RecordExitHere(code, how, finish);
+}
+
+namespace {
+
+void RecordExitHere(int64_t code, ExitHow how, bool finish) {
   if (g_recording && __atomic_exchange_n(&g_exit_recorded, 1, __ATOMIC_ACQ_REL) == 0) {
     ShimScope scope;
     if (g_modules_started) {  // a module that never started has nothing to finish
@@ -183,6 +217,8 @@ void RecordExit(int64_t code, ExitHow how, bool finish) {
   }
   if (finish && __atomic_exchange_n(&g_finished, 1, __ATOMIC_ACQ_REL) == 0) g_trace.Close();
 }
+
+}  // namespace
 
 // ---- start and end ------------------------------------------------------------------
 

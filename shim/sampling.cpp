@@ -114,8 +114,10 @@ const char* CgroupVersionName() {
 
 namespace {
 // memory.stat's reclaimable page cache: inactive_file (v1: the hierarchy's
-// total_inactive_file, as memory.usage_in_bytes counts the hierarchy).
-uint64_t ReadInactiveFile() {
+// total_inactive_file, as memory.usage_in_bytes counts the hierarchy). Not inlined: its
+// 4 KiB buffer stays off the stack of the start and exit samples, which may run on a
+// program's small alternate signal stack.
+__attribute__((noinline)) uint64_t ReadInactiveFile() {
   if (g_cgroup_dir[0] == '\0') return UINT64_MAX;
   PathBuf p;
   p.Add(g_cgroup_dir).Add("/memory.stat");
