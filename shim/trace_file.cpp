@@ -40,22 +40,28 @@ template <class T> T Load(const T* p) { return __atomic_load_n(p, __ATOMIC_ACQUI
 template <class T> void Store(T* p, T v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 
 // Zeros for ZeroFill's writes: in .bss, so the pages the kernel reads are the shared
-// zero page and cost no memory.
+// zero page and cost no memory; and one read-only vector of them for pwritev (not on the
+// stack: any thread, a small-stacked one too, may be the one extending the trace).
 uint8_t g_zeros[64u << 10];
+constexpr int kZeroIov = 32;  // 2 MiB per system call, the largest reservation
+const struct iovec g_zero_iov[kZeroIov] = {
+#define CT_Z {g_zeros, sizeof(g_zeros)}
+    CT_Z, CT_Z, CT_Z, CT_Z, CT_Z, CT_Z, CT_Z, CT_Z, CT_Z, CT_Z, CT_Z, CT_Z, CT_Z, CT_Z, CT_Z, CT_Z,
+    CT_Z, CT_Z, CT_Z, CT_Z, CT_Z, CT_Z, CT_Z, CT_Z, CT_Z, CT_Z, CT_Z, CT_Z, CT_Z, CT_Z, CT_Z, CT_Z,
+#undef CT_Z
+};
 
-// Writes zeros over [off, off+len): one pwritev of up to 64 MiB per system call.
+// Writes zeros over [off, off+len): whole 64 KiB pieces with one pwritev (up to 2 MiB),
+// the rest with one pwrite.
 int ZeroFill(int fd, uint64_t off, uint64_t len) {
-  constexpr int kMaxIov = 1024;  // IOV_MAX
-  struct iovec iov[kMaxIov];
   while (len > 0) {
-    int n = 0;
-    for (uint64_t left = len; left > 0 && n < kMaxIov; ++n) {
-      const uint64_t k = left < sizeof(g_zeros) ? left : sizeof(g_zeros);
-      iov[n] = {g_zeros, static_cast<size_t>(k)};
-      left -= k;
-    }
-    const long w = raw::Syscall6(SYS_pwritev, fd, reinterpret_cast<long>(iov), n,
-                                 static_cast<long>(off), static_cast<long>(off >> 32));
+    const uint64_t pieces = len / sizeof(g_zeros);
+    const long w = pieces > 0
+        ? raw::Syscall6(SYS_pwritev, fd, reinterpret_cast<long>(g_zero_iov),
+                        static_cast<long>(pieces < kZeroIov ? pieces : kZeroIov), static_cast<long>(off),
+                        static_cast<long>(off >> 32))
+        : raw::Syscall6(SYS_pwrite64, fd, reinterpret_cast<long>(g_zeros), static_cast<long>(len),
+                        static_cast<long>(off));
     if (w == -EINTR) continue;
     if (w <= 0) return w == 0 ? -ENOSPC : static_cast<int>(w);
     off += static_cast<uint64_t>(w);

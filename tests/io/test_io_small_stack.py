@@ -36,6 +36,11 @@ class SmallStackTest(TempDirTest):
     def test_close_range_and_closefrom_on_a_32_kib_stack(self):
         self.check(32)
 
+    def test_extending_the_trace_on_a_24_kib_stack(self):
+        # The thread's first record takes a chunk, and reserving its space wrote zeros
+        # through a 16 KiB vector on that thread's stack.
+        self.check(24)
+
 
 if __name__ == "__main__":
     unittest.main()
