@@ -26,6 +26,7 @@
 #include <cstring>
 
 #include "config.h"
+#include "lifecycle.h"
 #include "python_stack.h"
 #include "raw.h"
 #include "real.h"
@@ -63,9 +64,36 @@ bool FindHookDir(char* out, size_t cap) {
   return false;
 }
 
+// Whether the interpreter's command line turns off what loads the hook: -E and -I
+// ignore PYTHONPATH, -S skips the site module (which imports sitecustomize). Then the hook
+// would never run to take its folder out of PYTHONPATH again, and the program and its
+// children would see it: leave PYTHONPATH alone. Reads CPython's short options up to
+// the command (-c, -m, a script, "-" or "--"); -W and -X take an argument, attached or
+// the next word; long options are skipped (--check-hash-based-pycs takes the next).
+bool CommandLineSkipsTheHook() {
+  for (int i = 1; g_argv != nullptr && i < g_argc && g_argv[i] != nullptr; ++i) {
+    const char* a = g_argv[i];
+    if (a[0] != '-' || a[1] == '\0' || std::strcmp(a, "--") == 0) return false;
+    if (a[1] == '-') {
+      if (std::strcmp(a, "--check-hash-based-pycs") == 0) ++i;
+      continue;
+    }
+    for (const char* c = a + 1; *c != '\0'; ++c) {
+      if (*c == 'E' || *c == 'I' || *c == 'S') return true;
+      if (*c == 'c' || *c == 'm') return false;  // the rest is the command
+      if (*c == 'W' || *c == 'X') {
+        if (c[1] == '\0') ++i;  // the argument is the next word
+        break;
+      }
+    }
+  }
+  return false;
+}
+
 void InstallStartupHook() {
   const char* flag = getenv("COLABTRACE_PYTHON");
   if (flag == nullptr || std::strcmp(flag, "1") != 0) return;
+  if (CommandLineSkipsTheHook()) return;
   if (RealDlsym()(RTLD_DEFAULT, "Py_Initialize") == nullptr) {  // not a Python process
     dlerror();
     return;

@@ -174,6 +174,26 @@ class StartupHookTest(h.TempDirTest):
                 self.assertEqual(json.loads(run.stdout), json.loads(bare.stdout))
                 self.assertEqual(json.loads(run.stdout)[0], value)
 
+    def test_interpreter_that_skips_the_hook_keeps_pythonpath(self):
+        # -E and -I ignore PYTHONPATH and -S skips site (which imports sitecustomize): the
+        # hook never runs, so the shim leaves PYTHONPATH alone. The program and the child
+        # it starts see what they would bare (CPython's test helpers start every child
+        # with -I).
+        child = "import os; print(repr(os.environ.get('PYTHONPATH')))"
+        show = (f"import os, subprocess, sys; print(repr(os.environ.get('PYTHONPATH'))); "
+                f"subprocess.run([sys.executable, '-c', {child!r}])")
+        for flags in (["-I"], ["-E"], ["-S"], ["-Es"], ["-X", "utf8", "-I"]):
+            for value in (None, "", self.user):
+                with self.subTest(flags=flags, pythonpath=value):
+                    argv = ["env", "-u" if value is None else f"PYTHONPATH={value}"]
+                    argv += ["PYTHONPATH"] if value is None else []
+                    argv += [PYTHON, *flags, "-c", show]
+                    bare = h.run_traced(argv, preload=False)
+                    run = h.run_traced(argv, env={"COLABTRACE_PYTHON": "1"})
+                    self.assertEqual((run.returncode, run.stderr), (0, ""), run.stderr)
+                    self.assertEqual(run.stdout, bare.stdout)
+                    self.assertEqual(run.stdout.splitlines(), [repr(value)] * 2)
+
     def test_without_flag_no_hook(self):
         run = self.run_prog(cuda=True, hook=False)
         self.assertEqual(json.loads(run.stdout)["history"], [])
