@@ -267,7 +267,7 @@ bool InternTable::ProbeLevel(InternLevel& lv, uint64_t hash, const uint8_t* data
         }
         auto* entry = reinterpret_cast<ArenaEntry*>(arena_ + off);
         entry->len = len;
-        std::memcpy(entry + 1, data, len);
+        CopyBytes(entry + 1, data, len);
         slot.data = reinterpret_cast<const uint8_t*>(entry + 1);
         slot.len = len;
         const uint64_t id = EmitNew(data, len, is_stack);
@@ -290,7 +290,7 @@ bool InternTable::ProbeLevel(InternLevel& lv, uint64_t hash, const uint8_t* data
       *out = EmitNew(data, len, is_stack);
       return true;
     }
-    if (id != kPoisoned && slot.len == len && std::memcmp(slot.data, data, len) == 0) {
+    if (id != kPoisoned && slot.len == len && SameBytes(slot.data, data, len)) {
       if (!is_stack) RememberInterned(slot.data, len, id);
       *out = id;
       return true;
@@ -307,7 +307,7 @@ uint64_t InternTable::NextAfter(const uint8_t* prev, size_t prev_len, std::strin
   if (next + ArenaEntryBytes(s.size()) > (used < kArenaBytes ? used : kArenaBytes)) return 0;
   const auto* entry = reinterpret_cast<const ArenaEntry*>(arena + next);
   const uint64_t id = __atomic_load_n(&entry->id, __ATOMIC_ACQUIRE);  // 0: still being written
-  if (id == 0 || entry->len != s.size() || std::memcmp(entry + 1, s.data(), s.size()) != 0) return 0;
+  if (id == 0 || entry->len != s.size() || !SameBytes(entry + 1, s.data(), s.size())) return 0;
   RememberInterned(reinterpret_cast<const uint8_t*>(entry + 1), s.size(), id);
   return id;
 }

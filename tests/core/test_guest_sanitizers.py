@@ -27,7 +27,7 @@ class SanitizedProgramTest(TempDirTest):
         if cc is None:
             self.skipTest("no C compiler")
         exe = os.path.join(self.tmp, "ct_sanitized_" + sanitizer)
-        r = subprocess.run([cc, "-fsanitize=" + sanitizer, "-g", "-O1", "-o", exe, SOURCE, "-ldl"],
+        r = subprocess.run([cc, "-fsanitize=" + sanitizer, "-g", "-O1", "-o", exe, SOURCE, "-ldl", "-lpthread"],
                            capture_output=True, timeout=120)
         if r.returncode != 0:
             self.skipTest(f"{cc} cannot build with -fsanitize={sanitizer}: {r.stderr[-300:]!r}")
