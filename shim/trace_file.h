@@ -1,7 +1,8 @@
 // TraceFile: the crash-safe, memory-mapped trace of one process.
 //
 // The file is mapped MAP_SHARED, one extent at a time. Disk space is reserved (zeros
-// written, which extends the file) before any chunk in it is handed out, so a full disk
+// written for the first chunk, fallocate after; both extend the file) before any chunk
+// in it is handed out, so a full disk
 // or a file-size limit becomes an error code here and never a SIGBUS in the host. Pages
 // written through the mapping belong to the kernel's page cache the moment they are
 // stored, so a SIGKILL loses nothing that was committed.
@@ -81,7 +82,7 @@ class TraceFile {
 
  private:
   bool MapTo(uint64_t end, bool may_block, bool speculative);
-  // Reserves disk space (writes zeros) so that [0, end) is backed; marks the trace
+  // Reserves disk space (fallocate) so that [0, end) is backed; marks the trace
   // truncated when the disk is full.
   bool ReserveTo(uint64_t end, bool may_block);
   // Opens the trace file again by path for an extension, checking it is still the
