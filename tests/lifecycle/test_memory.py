@@ -162,9 +162,10 @@ class MemoryPressure(TempDirTest):
         samples = lt.records(trace, "sample")
         periodic = [s for s in samples if int(s["cgroup_inactive_file"]) != (1 << 64) - 1]
         self.assertGreater(max(int(s["cgroup_inactive_file"]) for s in periodic), 100 << 20)
-        # The start and exit samples go without memory.stat.
+        # The start and exit samples go without memory.stat (a periodic sample falling
+        # due during the exit's own records may follow the exit sample).
         self.assertEqual(len(samples) - len(periodic), 2, samples)
-        self.assertEqual({int(x["cgroup_inactive_file"]) for x in (samples[0], samples[-1])}, {(1 << 64) - 1})
+        self.assertEqual(int(samples[0]["cgroup_inactive_file"]), (1 << 64) - 1)
         # The cache really filled the cgroup: memory.current alone would say > 90%.
         self.assertGreaterEqual(max(int(s["cgroup_current"]) for s in samples), limit * 9 // 10)
         self._assert_working_set_below_half(out, limit)
