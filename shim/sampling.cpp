@@ -21,14 +21,30 @@ uint64_t g_page_size = 0;
 uint64_t g_period_ns = 0;    // COLABTRACE_SAMPLE_MS in ns; 0: no periodic samples
 uint64_t g_due_ns = 0;       // CLOCK_MONOTONIC of the next periodic sample (atomic)
 
-uint64_t ReadOomKillCount() {
+// The number after `key` on a line of the cgroup's file `file` (read into buf), or
+// UINT64_MAX.
+uint64_t ReadCgroupKey(const char* file, const char* key, char* buf, size_t cap) {
   if (g_cgroup_dir[0] == '\0') return UINT64_MAX;
   PathBuf p;
-  p.Add(g_cgroup_dir).Add(g_cgroup_v2 ? "/memory.events" : "/memory.oom_control");
-  char buf[512];
-  if (raw::ReadSmallFile(p.s, buf, sizeof(buf)) <= 0) return UINT64_MAX;
-  const char* v = FindLine(buf, "oom_kill ");
+  p.Add(g_cgroup_dir).Add("/").Add(file);
+  if (raw::ReadSmallFile(p.s, buf, cap) <= 0) return UINT64_MAX;
+  const char* v = FindLine(buf, key);
   return v ? ParseU64(v) : UINT64_MAX;
+}
+
+uint64_t ReadOomKillCount() {
+  char buf[512];
+  return ReadCgroupKey(g_cgroup_v2 ? "memory.events" : "memory.oom_control", "oom_kill ", buf, sizeof(buf));
+}
+
+// memory.stat's reclaimable page cache: inactive_file (v1: the hierarchy's
+// total_inactive_file, as memory.usage_in_bytes counts the hierarchy). Not inlined: its
+// 4 KiB buffer stays off the stack of the start and exit samples, which may run on a
+// program's small alternate signal stack.
+__attribute__((noinline)) uint64_t ReadInactiveFile() {
+  char buf[4096];
+  return ReadCgroupKey("memory.stat", g_cgroup_v2 ? "inactive_file " : "total_inactive_file ", buf,
+                       sizeof(buf));
 }
 
 // Ticks until the next sample is due, from the tick rate seen so far. An estimate that
@@ -111,22 +127,6 @@ void FindCgroup() {
 const char* CgroupVersionName() {
   return g_cgroup_dir[0] == '\0' ? "none" : g_cgroup_v2 ? "v2" : "v1";
 }
-
-namespace {
-// memory.stat's reclaimable page cache: inactive_file (v1: the hierarchy's
-// total_inactive_file, as memory.usage_in_bytes counts the hierarchy). Not inlined: its
-// 4 KiB buffer stays off the stack of the start and exit samples, which may run on a
-// program's small alternate signal stack.
-__attribute__((noinline)) uint64_t ReadInactiveFile() {
-  if (g_cgroup_dir[0] == '\0') return UINT64_MAX;
-  PathBuf p;
-  p.Add(g_cgroup_dir).Add("/memory.stat");
-  char buf[4096];
-  if (raw::ReadSmallFile(p.s, buf, sizeof(buf)) <= 0) return UINT64_MAX;
-  const char* v = FindLine(buf, g_cgroup_v2 ? "inactive_file " : "total_inactive_file ");
-  return v ? ParseU64(v) : UINT64_MAX;
-}
-}  // namespace
 
 uint64_t ReadCgroupNumber(const char* v2_name, const char* v1_name) {
   if (g_cgroup_dir[0] == '\0') return UINT64_MAX;

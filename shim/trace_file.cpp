@@ -96,7 +96,7 @@ constexpr int kHandoverWindow = 16;  // descriptors searched above HandoverFloor
 
 // Reserves [off, off+len) on disk, extending the file, so that a full disk fails here
 // (ENOSPC) and never a later store through the mapping (SIGBUS). Two ways:
-// - ReserveWritten writes zeros: the pages are then in the page cache and the first store
+// - ZeroFill writes zeros: the pages are then in the page cache and the first store
 //   to each is a minor fault (0.3 us per page measured on this project's ext4, against
 //   ~8 us for a page of a 32 KiB fallocate). Used for a new trace's first chunk, which
 //   every process fills at once, most of them with little more.
@@ -105,7 +105,6 @@ constexpr int kHandoverWindow = 16;  // descriptors searched above HandoverFloor
 //   to disk and then written again with the records, and a store to a page under
 //   writeback waits for it: per-call costs of long traces on disk doubled (cudaMalloc
 //   +146 ns against +60 on tmpfs).
-int ReserveWritten(int fd, uint64_t off, uint64_t len) { return ZeroFill(fd, off, len); }
 int Reserve(int fd, uint64_t off, uint64_t len) {
   int r = static_cast<int>(raw::Syscall6(SYS_fallocate, fd, 0, static_cast<long>(off), static_cast<long>(len)));
   if (r == -EOPNOTSUPP || r == -ENOSYS) r = ZeroFill(fd, off, len);
@@ -113,8 +112,9 @@ int Reserve(int fd, uint64_t off, uint64_t len) {
 }
 
 // The first extent's first pages are touched by every process, most of which write
-// little. Reserved pages are normally in the page cache (Reserve writes them); where
-// they were evicted, a write fault would read ahead over the reserved range (~400 us on
+// little. Those of the first chunk are normally in the page cache (ZeroFill wrote them);
+// elsewhere, or where they were evicted, a write fault would read ahead over the reserved
+// range (~400 us on
 // ext4 once, for a process that writes four pages). Later pages and extents keep the
 // kernel's read-ahead.
 constexpr uint64_t kNoReadAheadBytes = 256u << 10;
@@ -208,8 +208,8 @@ int TraceFile::HandoverFloor() {
 bool TraceFile::WriteHeader(int fd, uint32_t pid, uint64_t features, uint64_t ticks_per_sec,
                             uint64_t start_ticks, uint64_t mono_ns, uint64_t realtime_ns) {
   // The first extent is mapped whole, but only the header slot and the first chunk are
-  // reserved on disk now, and the file is only as long as what is reserved (Reserve
-  // extends it): later chunks are reserved, and the file grows, as they are handed out
+  // reserved on disk now, and the file is only as long as what is reserved (a
+  // reservation extends it): later chunks are reserved, and the file grows, as they are handed out
   // (ReserveTo). No page of the mapping past the reservation is ever touched, so the
   // mapping reaching past the file's end is never a SIGBUS. The file is never sized
   // sparse ahead of its reservation: that cost an ftruncate at creation and another at
@@ -225,8 +225,8 @@ bool TraceFile::WriteHeader(int fd, uint32_t pid, uint64_t features, uint64_t ti
   // rest of the slot stays a hole, never written: 28 KiB less to write per process.
   uint64_t header_page = getauxval(AT_PAGESZ);
   if (header_page < 4096 || header_page > kChunkSize) header_page = kChunkSize;
-  int err = -ReserveWritten(fd, 0, header_page);
-  if (err == 0) err = -ReserveWritten(fd, kChunkSize, kMinFirstExtent - kChunkSize);
+  int err = -ZeroFill(fd, 0, header_page);
+  if (err == 0) err = -ZeroFill(fd, kChunkSize, kMinFirstExtent - kChunkSize);
   if (err != 0) {
     create_error_ = err;
     return false;

@@ -2,8 +2,8 @@
 //
 // The file is mapped MAP_SHARED, one extent at a time. Disk space is reserved (zeros
 // written for the first chunk, fallocate after; both extend the file) before any chunk
-// in it is handed out, so a full disk
-// or a file-size limit becomes an error code here and never a SIGBUS in the host. Pages
+// in it is handed out, so a full disk or a file-size limit becomes an error code here
+// and never a SIGBUS in the host. Pages
 // written through the mapping belong to the kernel's page cache the moment they are
 // stored, so a SIGKILL loses nothing that was committed.
 //

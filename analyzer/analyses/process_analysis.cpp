@@ -636,34 +636,33 @@ class HostAnalysis final : public Analysis {
     //    tree's summed RSS: memory.current alone counts the page cache, and the cache
     //    another job left in the cgroup, as the tree's memory.
     if (use_cgroup) {
-      // A periodic sample's reading (0 is a real reading, no inactive cache, as well as
-      // the field's value in traces from before it was recorded: either way the working
-      // set is memory.current then; at least one non-zero reading shows it is recorded).
-      auto shim_working_set = [](const format::Sample& s) {
-        return s.cgroup_current != UINT64_MAX && s.cgroup_inactive_file != UINT64_MAX;
-      };
-      bool have_working_set = std::any_of(cgroups.begin(), cgroups.end(), [](const CgroupReading& c) {
-        return c.inactive_file != UINT64_MAX && c.inactive_file != 0 && c.current != UINT64_MAX;
-      });
+      // The shim's samples as cgroup readings. A periodic sample's inactive_file may be a
+      // real 0 (no inactive cache): its working set is memory.current then.
+      std::vector<CgroupReading> shim;
       for (const ProcessTrace* t : members) {
         for (const auto& s : t->records.Sample) {
-          have_working_set = have_working_set || (shim_working_set(s) && s.cgroup_inactive_file != 0);
+          CgroupReading c;
+          c.ts = s.ts;
+          c.current = s.cgroup_current;
+          c.inactive_file = s.cgroup_inactive_file;
+          shim.push_back(c);
         }
       }
+      auto recorded = [](const CgroupReading& c) { return c.records_working_set(); };
+      const bool have_working_set = std::any_of(cgroups.begin(), cgroups.end(), recorded) ||
+                                    std::any_of(shim.begin(), shim.end(), recorded);
       uint64_t cur_peak = 0, cur_ts = 0;
-      for (const CgroupReading& c : cgroups) {
-        const uint64_t ws = c.working_set();
-        if (ws != UINT64_MAX && ws > cur_peak) cur_peak = ws, cur_ts = c.ts;
-      }
-      for (const ProcessTrace* t : members) {
-        for (const auto& s : t->records.Sample) {
-          uint64_t v = UINT64_MAX;
-          if (have_working_set) {
-            if (shim_working_set(s)) v = s.cgroup_current - std::min(s.cgroup_current, s.cgroup_inactive_file);
-          } else {
-            v = s.cgroup_current;
-          }
-          if (v != UINT64_MAX && v > cur_peak) cur_peak = v, cur_ts = s.ts;
+      auto consider = [&](uint64_t v, uint64_t ts) {
+        if (v != UINT64_MAX && v > cur_peak) cur_peak = v, cur_ts = ts;
+      };
+      for (const CgroupReading& c : cgroups) consider(c.working_set(), c.ts);
+      for (const CgroupReading& c : shim) {
+        // With working sets recorded, the start, fork, exec and exit samples (no memory.stat
+        // reading) are left out; without any, memory.current is all there is.
+        if (!have_working_set) {
+          consider(c.current, c.ts);
+        } else if (c.inactive_file != UINT64_MAX) {
+          consider(c.working_set(), c.ts);
         }
       }
       if (cur_peak > 0) {

@@ -66,6 +66,11 @@ struct CgroupReading {
     if (current == UINT64_MAX) return UINT64_MAX;
     return inactive_file == UINT64_MAX ? current : current - std::min(current, inactive_file);
   }
+  // Whether this reading shows the working set recorded: inactive_file is read, and not
+  // the 0 that traces from before the field was recorded decode to.
+  bool records_working_set() const {
+    return inactive_file != UINT64_MAX && inactive_file != 0 && current != UINT64_MAX;
+  }
 };
 
 // Cross-trace facts of one run, built once per report from every trace.

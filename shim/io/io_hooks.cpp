@@ -234,8 +234,6 @@ template <class Call> inline off64_t SeekCall(IoApi api, int fd, off64_t off, in
   return r;
 }
 
-// Closes of a range: every traced descriptor in [lo, hi] is forgotten first and gets
-// one IoClose record once the call succeeded.
 // close_range and closefrom, window by window: the traced descriptors among [lo, hi]
 // are untracked before the call and get their close records after it. The call(lo, hi)
 // closes one window of kCloseWindow descriptors at a time up to the last traced one,

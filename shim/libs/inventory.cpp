@@ -111,15 +111,9 @@ Known* InsertKnown(const Known& k) {
 
 // ---- process facts -----------------------------------------------------------------------
 
-char g_exe[1024];
 char g_preload[4096];  // LD_PRELOAD at start
 unsigned long long g_seen_adds = ~0ull, g_seen_subs = ~0ull;
 uint64_t g_last_recheck_ns = 0;
-
-void ReadExePath() {
-  std::strncpy(g_exe, SelfExePath(), sizeof(g_exe) - 1);
-  g_exe[sizeof(g_exe) - 1] = '\0';
-}
 
 void ReadPreload() {
   g_preload[0] = '\0';
@@ -416,7 +410,7 @@ int PassACallback(struct dl_phdr_info* info, size_t, void* data) {
   const char* name = info->dlpi_name != nullptr ? info->dlpi_name : "";
   n.is_main = first && name[0] == '\0';
   char abs[4096];
-  k.path = ArenaAdd(name[0] == '\0' && first ? g_exe : AbsolutePath(name, abs, sizeof(abs)));
+  k.path = ArenaAdd(name[0] == '\0' && first ? SelfExePath() : AbsolutePath(name, abs, sizeof(abs)));
   k.has_file = std::strchr(ArenaStr(k.path), '/') != nullptr;
   const DynamicView dyn = ReadDynamic(info);
   k.soname = ArenaAdd(Soname(dyn));
@@ -604,7 +598,7 @@ void MaybeRecheck() {
 
 const char* RequesterName(const CallerObject& c, char* buf, size_t cap) {
   if (c.name == nullptr) return "";
-  return c.name[0] == '\0' ? g_exe : AbsolutePath(c.name, buf, cap);
+  return c.name[0] == '\0' ? SelfExePath() : AbsolutePath(c.name, buf, cap);
 }
 
 }  // namespace
@@ -646,7 +640,7 @@ void RecordLoadCall(const LoadCall& c) {
     char abs[4096];
     r.path = InternCString(m->l_name != nullptr && m->l_name[0] != '\0'
                                ? AbsolutePath(m->l_name, abs, sizeof(abs))
-                               : g_exe);
+                               : SelfExePath());
   }
   __atomic_add_fetch(&g_requests, 1, __ATOMIC_ACQ_REL);
   if (!TryLock()) {
@@ -693,7 +687,6 @@ void InventoryStart(StartKind kind) {
     return;
   }
   const bool locked = LockPatiently();
-  ReadExePath();
   ReadPreload();
   g_known_count = 0;
   g_arena_used = 1;
