@@ -741,6 +741,9 @@ class HostAnalysis final : public Analysis {
                              : basis == "cgroup memory.current" ? "the cgroup's memory.current"
                              : basis == "cgroup working set"
                                  ? "the cgroup's working set (memory.current less inactive page cache)"
+                             : basis == "cgroup memory.current, capped at the processes' rss"
+                                 ? "the process tree's RSS, fork children included (the cgroup's memory.current "
+                                   "was higher, page cache among it)"
                                                                 : "the process tree's RSS (fork children left out)";
     fd.summary = what + " reached " + FormatBytes(peak) + ", " + pct + "% of the " +
                  (use_cgroup ? "cgroup limit " : "host's MemTotal ") + FormatBytes(limit);
