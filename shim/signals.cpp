@@ -6,9 +6,15 @@
 // delivery the handler records the signal (native stack, fault address, the /dev/shm
 // file behind a SIGBUS), restores SIG_DFL and lets the signal take the process down as
 // it would have without us. A program handler is installed directly in the kernel
-// (the shim steps out), except for the five crash signals, whose handler we wrap so
-// that a crash is recorded whoever handles it. SIG_IGN is always set for real, so it is
-// inherited across fork and exec exactly as without the shim.
+// (the shim steps out), except in two cases, whose handler we wrap:
+//   - the five crash signals, so that a crash is recorded whoever handles it;
+//   - a one-shot handler (SA_RESETHAND), the "clean up, then die of the signal again"
+//     pattern (Node.js's SIGINT/SIGTERM handler resets the terminal and raise()s): the
+//     kernel would reset it to SIG_DFL, not to ours, and the death that follows would
+//     leave no record. We emulate the reset in our table instead, so the re-raised
+//     signal reaches our handler with the default action and is recorded.
+// SIG_IGN is always set for real, so it is inherited across fork and exec exactly as
+// without the shim.
 //
 // A vfork child (or any clone child) runs on its parent's memory: it must never write
 // the table. Hooks and the handler compare the real pid with g_pid and, in a child,
@@ -73,6 +79,11 @@ constexpr int kTerminatingSignals[] = {SIGHUP,  SIGINT,    SIGQUIT,   SIGTRAP, S
                                        SIGUSR2, SIGPIPE,   SIGALRM,   SIGTERM, SIGSTKFLT,
                                        SIGXCPU, SIGXFSZ,   SIGVTALRM, SIGPROF, SIGIO,
                                        SIGPWR,  SIGSYS};
+// Signals a program handler took (the JVM takes a SIGSEGV for every implicit null check
+// and a SIGFPE for every division by zero): only the first ones are recorded. A signal
+// left to its default action ends the process and is always recorded: a JVM that had
+// used up the budget on NullPointerExceptions and then crashed (SIGABRT after its
+// hs_err file) would otherwise end with no record, reported as killed.
 constexpr int kMaxRecordedSignals = 16;
 // The kernel's SA_RESTORER (not in glibc's headers): glibc sets it, with its own
 // sa_restorer, on every handler it installs, and reports both back.
@@ -100,6 +111,10 @@ void* HandlerOf(const struct sigaction& a) { return reinterpret_cast<void*>(a.sa
 bool IsDefault(const struct sigaction& a) { return HandlerOf(a) == reinterpret_cast<void*>(SIG_DFL); }
 bool IsIgnore(const struct sigaction& a) { return HandlerOf(a) == reinterpret_cast<void*>(SIG_IGN); }
 bool IsFunction(const struct sigaction& a) { return !IsDefault(a) && !IsIgnore(a); }
+// A program handler the shim wraps rather than installing it in the kernel.
+bool Wrapped(int sig, const struct sigaction& a) {
+  return IsFunction(a) && (IsCrash(sig) || (a.sa_flags & SA_RESETHAND));
+}
 
 // True in a process that runs on memory it does not own: a vfork child before exec, or
 // a clone() child the fork hooks never saw.
@@ -161,10 +176,10 @@ uint64_t FindShmMapping(ThreadState& w, uintptr_t addr) {
   return id;
 }
 
-void RecordSignal(int sig, siginfo_t* info, void* uc) {
-  if (!g_recording || __atomic_add_fetch(&g_recorded, 1, __ATOMIC_ACQ_REL) > kMaxRecordedSignals) {
-    return;
-  }
+// terminal: the signal's default action follows (the end of the process).
+void RecordSignal(int sig, siginfo_t* info, void* uc, bool terminal) {
+  if (!g_recording) return;
+  if (!terminal && __atomic_add_fetch(&g_recorded, 1, __ATOMIC_ACQ_REL) > kMaxRecordedSignals) return;
   ThreadState w;
   w.signal_context = true;
   w.tid = static_cast<uint32_t>(raw::Gettid());
@@ -211,11 +226,12 @@ struct RecordArgs {
   int sig;
   siginfo_t* info;
   void* uc;
+  bool terminal;
 };
 
 void RecordFromArgs(void* p) {
   const RecordArgs* a = static_cast<const RecordArgs*>(p);
-  RecordSignal(a->sig, a->info, a->uc);
+  RecordSignal(a->sig, a->info, a->uc, a->terminal);
 }
 
 // fn(arg) on g_record_stack; the caller holds g_in_handler.
@@ -234,9 +250,9 @@ bool CallOnRecordStack(void (*fn)(void*), void* arg) {
 #endif
 }
 
-void RecordSignalOnOwnStack(int sig, siginfo_t* info, void* uc) {
-  RecordArgs args{sig, info, uc};
-  if (!CallOnRecordStack(RecordFromArgs, &args)) RecordSignal(sig, info, uc);
+void RecordSignalOnOwnStack(int sig, siginfo_t* info, void* uc, bool terminal) {
+  RecordArgs args{sig, info, uc, terminal};
+  if (!CallOnRecordStack(RecordFromArgs, &args)) RecordSignal(sig, info, uc, terminal);
 }
 
 void FatalHandler(int sig, siginfo_t* info, void* uc) {
@@ -246,22 +262,31 @@ void FatalHandler(int sig, siginfo_t* info, void* uc) {
   const struct sigaction app = e.app;
   if (!foreign && (IsCrash(sig) || IsDefault(app)) &&
       __atomic_exchange_n(&g_in_handler, 1, __ATOMIC_ACQ_REL) == 0) {
-    RecordSignalOnOwnStack(sig, info, uc);
+    RecordSignalOnOwnStack(sig, info, uc, IsDefault(app));
     __atomic_store_n(&g_in_handler, 0, __ATOMIC_RELEASE);
   }
   if (IsFunction(app)) {
     // The program handles it: behave as if its handler were installed directly.
-    if ((app.sa_flags & SA_RESETHAND) && !foreign) {
-      e.app.sa_handler = SIG_DFL;
-      e.app.sa_flags &= ~SA_SIGINFO;
+    if (app.sa_flags & SA_RESETHAND) {
+      // What the kernel does on entry: the handler becomes SIG_DFL, the flags stay. Ours
+      // stays installed, so a signal delivered again meets the default action there. A
+      // vfork child has signal dispositions of its own but not the table: the kernel's.
+      if (!foreign) {
+        e.app.sa_handler = SIG_DFL;
+      } else {
+        struct sigaction dfl = {};
+        dfl.sa_handler = SIG_DFL;
+        real::sigaction.get()(sig, &dfl, nullptr);
+      }
     }
-    if (app.sa_flags & SA_SIGINFO) {
-      app.sa_sigaction(sig, info, uc);
-    } else {
-      app.sa_handler(sig);
-    }
+    // A tail call (a sibling call at -O2: nothing of ours is live after it), so the
+    // program's handler returns straight to the kernel's signal trampoline and this frame
+    // is gone from the stack it walks: a runtime that prints its own backtrace from a
+    // crash handler (gfortran, the JVM's hs_err) shows the frames it shows bare.
+    // tests/parity (runtimes) compares gfortran's crash backtrace with the bare one.
     errno = saved_errno;
-    return;
+    if (app.sa_flags & SA_SIGINFO) return app.sa_sigaction(sig, info, uc);
+    return app.sa_handler(sig);
   }
   if (IsIgnore(app)) {
     errno = saved_errno;
@@ -308,7 +333,7 @@ int EmulatedSigaction(int sig, const struct sigaction* act, struct sigaction* ol
   if (act != nullptr) {
     // Validate the way the kernel would before touching the table: a bad set of flags
     // fails here and leaves everything as it was.
-    if (IsDefault(*act) || (IsCrash(sig) && IsFunction(*act))) {
+    if (IsDefault(*act) || Wrapped(sig, *act)) {
       struct sigaction next = *act;
       e.app = next;  // a signal arriving during the switch already sees the new view
       if (InstallOurs(sig, *act) != 0) {
@@ -388,7 +413,7 @@ void InstallFatalSignalHandlers() {
     if (IsDefault(old) && (old.sa_flags & kCopiedFlags) == 0 &&
         std::memcmp(&old.sa_mask, &empty, _NSIG / 8) == 0) {
       e.ours = true;  // what InstallOurs would have installed
-    } else if (IsDefault(old) || (IsCrash(sig) && IsFunction(old))) {
+    } else if (IsDefault(old) || Wrapped(sig, old)) {
       e.ours = InstallOurs(sig, old) == 0;
       if (!e.ours) real::sigaction.get()(sig, &old, nullptr);
     } else {
