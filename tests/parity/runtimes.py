@@ -144,8 +144,9 @@ GROUPS = {
     },
     # cargo builds the crate once bare into {prep} (the runtime scenarios run that binary).
     "rust": {
-        "prepare": [["cargo", "build", "--offline", "-q", "--manifest-path",
-                     os.path.join(PROGRAMS, "rust", "Cargo.toml"), "--target-dir", "{prep}"]],
+        "prepare": [["cp", "-r", os.path.join(PROGRAMS, "rust"), "{prep}/crate"],
+                    ["cargo", "build", "--offline", "-q", "--manifest-path", "{prep}/crate/Cargo.toml",
+                     "--target-dir", "{prep}"]],
         "prepare_needs": ["cargo", "rustc", "cc"],
         "scenarios": [
             # Incremental-compilation directories are named after the time.
@@ -416,6 +417,7 @@ def main():
     if not a.build or not os.path.exists(os.path.join(a.build, "lib", "libcolabtrace.so")):
         print("runtimes: no shim under %s (pass --build)" % a.build)
         return 1
+    a.build = os.path.abspath(a.build)
     workdir = a.workdir or tempfile.mkdtemp(prefix="colabtrace-runtimes-")
     os.makedirs(workdir, exist_ok=True)
     failed, ran = False, 0
