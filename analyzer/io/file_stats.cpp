@@ -468,7 +468,9 @@ class ProcessReplay {
 
   void OnRead(const Event<format::IoRead>& e) {
     const auto api = static_cast<IoApi>(e.api);
-    const bool stdio = api >= IoApi::kFread && api <= IoApi::kGetdelimInternal;
+    const bool stdio = (api >= IoApi::kFread && api <= IoApi::kGetdelimInternal) ||
+                       api == IoApi::kFgetsUnlocked || api == IoApi::kFgetsUnlockedChk ||
+                       api == IoApi::kFreadUnlockedChk;
     Read(*DescOf(e.fd), e.result, e.dur, std::nullopt, stdio);
   }
   void OnReadAt(const Event<format::IoReadAt>& e) { Read(*DescOf(e.fd), e.result, e.dur, e.offset); }

@@ -9,17 +9,19 @@
 //
 // What each counter means (also printed in the report's "definitions"):
 //   opens       successful calls of the open family that created a descriptor: open*,
-//               openat*, __open*_2, creat*, fopen*, freopen*. Not counted: failed opens
-//               (open_errors), fdopen, dup, opendir, inherited descriptors.
+//               openat*, __open*_2, creat*, fopen*, freopen*, mkstemp*/mkostemp*. Not
+//               counted: failed opens (open_errors), fdopen, dup, opendir, inherited
+//               descriptors.
 //   reads       read-family calls on traced files that returned >= 0 bytes, end-of-file
 //               reads (0 bytes) included: read, pread*, readv, preadv*, __read_chk,
-//               __pread*_chk, fread*, __fread_chk, fgets*, getline, getdelim. Failed
+//               __pread*_chk, fread*, __fread*_chk, fgets*, getline, getdelim. Failed
 //               ones are read_errors. Copies (sendfile, copy_file_range) and mappings
 //               are counted apart.
 //   bytes_read  the sum of what those reads returned.
 //   read_ns     wall time inside those calls.
 //   stats       stat-family calls (stat*, lstat*, fstat*, fstatat*, __*xstat*, statx)
-//               and access/faccessat on the path or on a descriptor of it, failed ones
+//               and access/faccessat/euidaccess/eaccess on the path or on a descriptor
+//               of it, failed ones
 //               included (stat_errors counts those).
 #pragma once
 

@@ -325,11 +325,11 @@ class IoAnalysis final : public Analysis {
     io["totals"] = std::move(totals);
 
     Json defs = Json::MakeObject();
-    defs["opens"] = "successful open-family calls that created a descriptor (open*, openat*, __open*_2, creat*, fopen*, freopen*); failed opens are open_errors; fdopen, dup, opendir and inherited descriptors are not opens";
-    defs["reads"] = "read-family calls on traced files (read, pread*, readv, preadv*, __read_chk, fread*, fgets, getline, getdelim) that returned >= 0 bytes, end-of-file reads included; failed reads are read_errors; getc/fgetc are not traced";
+    defs["opens"] = "successful open-family calls that created a descriptor (open*, openat*, __open*_2, creat*, fopen*, freopen*, mkstemp*, mkostemp*); failed opens are open_errors; fdopen, dup, opendir and inherited descriptors are not opens";
+    defs["reads"] = "read-family calls on traced files (read, pread*, readv, preadv*, __read_chk, fread*, fgets*, getline, getdelim) that returned >= 0 bytes, end-of-file reads included; failed reads are read_errors; getc/fgetc are not traced";
     defs["bytes_read"] = "the sum of the byte counts those reads returned";
     defs["read_ns"] = "wall time spent inside those reads";
-    defs["stats"] = "stat-family calls (stat*, lstat*, fstat*, fstatat*, __*xstat*, statx) and access/faccessat on the path or a descriptor of it, failed ones included";
+    defs["stats"] = "stat-family calls (stat*, lstat*, fstat*, fstatat*, __*xstat*, statx) and access/faccessat/euidaccess/eaccess on the path or a descriptor of it, failed ones included";
     defs["passes"] = "separate opens through which at least one byte of the file was read";
     defs["reread_bytes"] = "bytes read beyond the furthest byte read (plus the bytes read at unknown offsets, at most up to the file's size): at least this much was read more than once";
     defs["sequential_reads"] = "reads at or after the end of the previous read on the same open file (consecutive: exactly at it); the first read of an open counts as sequential";

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
@@ -36,6 +37,8 @@ ssize_t __pread_chk(int fd, void* buf, size_t n, off_t offset, size_t buflen);
 ssize_t __pread64_chk(int fd, void* buf, size_t n, off64_t offset, size_t buflen);
 size_t __fread_chk(void* ptr, size_t ptrlen, size_t size, size_t n, FILE* fp);
 char* __fgets_chk(char* s, size_t size, int n, FILE* fp);
+size_t __fread_unlocked_chk(void* ptr, size_t ptrlen, size_t size, size_t n, FILE* fp);
+char* __fgets_unlocked_chk(char* s, size_t size, int n, FILE* fp);
 int __xstat(int ver, const char* path, struct stat* st);
 int __xstat64(int ver, const char* path, struct stat64* st);
 int __lxstat(int ver, const char* path, struct stat* st);
@@ -313,6 +316,27 @@ template <class Call> inline FILE* FopenCall(IoApi api, const char* path, const 
   return fp;
 }
 
+// The mkstemp family: libc opens the file itself (a call no hook sees), and the name is
+// known only when the call returns, with the template's XXXXXX filled in. So the path is
+// resolved and interned after the call; no read can use the descriptor before it is
+// returned. flags: what the variant adds to O_RDWR | O_CREAT | O_EXCL.
+template <class Call> inline int MkstempCall(IoApi api, char* tmpl, int flags, Call&& call) {
+  if (!PathsOn() || tmpl == nullptr) return call();
+  const uint64_t t0 = Ticks();
+  const int fd = call();
+  const uint64_t t1 = Ticks();
+  const int err = errno;
+  const int64_t result = fd < 0 ? -static_cast<int64_t>(err) : fd;
+  RecordScope scope;
+  if (scope.entered()) {
+    PreparedPath pp;
+    PreparePath(AT_FDCWD, tmpl, &pp);
+    RecordOpen(api, pp, O_RDWR | O_CREAT | O_EXCL | flags, result, t0, t1);
+  }
+  errno = err;
+  return fd;
+}
+
 template <class St, class Call>
 inline int PathStatCall(IoApi api, int dirfd, const char* path, St* st, Call&& call) {
   PreparedPath pp;
@@ -550,6 +574,33 @@ FILE* fdopen(int fd, const char* mode) {
   return r;
 }
 
+int mkstemp(char* tmpl) {
+  return MkstempCall(IoApi::kMkstemp, tmpl, 0, [&] { return real::mkstemp.get()(tmpl); });
+}
+int mkstemp64(char* tmpl) {
+  return MkstempCall(IoApi::kMkstemp64, tmpl, 0, [&] { return real::mkstemp64.get()(tmpl); });
+}
+int mkostemp(char* tmpl, int flags) {
+  return MkstempCall(IoApi::kMkostemp, tmpl, flags, [&] { return real::mkostemp.get()(tmpl, flags); });
+}
+int mkostemp64(char* tmpl, int flags) {
+  return MkstempCall(IoApi::kMkostemp64, tmpl, flags, [&] { return real::mkostemp64.get()(tmpl, flags); });
+}
+int mkstemps(char* tmpl, int suffixlen) {
+  return MkstempCall(IoApi::kMkstemps, tmpl, 0, [&] { return real::mkstemps.get()(tmpl, suffixlen); });
+}
+int mkstemps64(char* tmpl, int suffixlen) {
+  return MkstempCall(IoApi::kMkstemps64, tmpl, 0, [&] { return real::mkstemps64.get()(tmpl, suffixlen); });
+}
+int mkostemps(char* tmpl, int suffixlen, int flags) {
+  return MkstempCall(IoApi::kMkostemps, tmpl, flags,
+                     [&] { return real::mkostemps.get()(tmpl, suffixlen, flags); });
+}
+int mkostemps64(char* tmpl, int suffixlen, int flags) {
+  return MkstempCall(IoApi::kMkostemps64, tmpl, flags,
+                     [&] { return real::mkostemps64.get()(tmpl, suffixlen, flags); });
+}
+
 // reads
 CT_FLATTEN ssize_t read(int fd, void* buf, size_t n) {
   return ReadCall<ssize_t>(IoApi::kRead, fd, [&] { return real::read.get()(fd, buf, n); });
@@ -601,11 +652,22 @@ size_t __fread_chk(void* ptr, size_t ptrlen, size_t size, size_t n, FILE* fp) {
   return FreadCall(IoApi::kFreadChk, fp, size,
                    [&] { return real::__fread_chk.get()(ptr, ptrlen, size, n, fp); });
 }
+size_t __fread_unlocked_chk(void* ptr, size_t ptrlen, size_t size, size_t n, FILE* fp) {
+  return FreadCall(IoApi::kFreadUnlockedChk, fp, size,
+                   [&] { return real::__fread_unlocked_chk.get()(ptr, ptrlen, size, n, fp); });
+}
 char* fgets(char* s, int n, FILE* fp) {
   return FgetsCall(IoApi::kFgets, fp, [&] { return real::fgets.get()(s, n, fp); });
 }
 char* __fgets_chk(char* s, size_t size, int n, FILE* fp) {
   return FgetsCall(IoApi::kFgetsChk, fp, [&] { return real::__fgets_chk.get()(s, size, n, fp); });
+}
+char* fgets_unlocked(char* s, int n, FILE* fp) {
+  return FgetsCall(IoApi::kFgetsUnlocked, fp, [&] { return real::fgets_unlocked.get()(s, n, fp); });
+}
+char* __fgets_unlocked_chk(char* s, size_t size, int n, FILE* fp) {
+  return FgetsCall(IoApi::kFgetsUnlockedChk, fp,
+                   [&] { return real::__fgets_unlocked_chk.get()(s, size, n, fp); });
 }
 ssize_t getdelim(char** line, size_t* n, int delim, FILE* fp) {
   return GetdelimCall(IoApi::kGetdelim, fp, [&] { return real::getdelim.get()(line, n, delim, fp); });
@@ -832,6 +894,13 @@ int access(const char* path, int mode) {
 int faccessat(int dirfd, const char* path, int mode, int flags) {
   return AccessCall(IoApi::kFaccessat, dirfd, path,
                     [&] { return real::faccessat.get()(dirfd, path, mode, flags); });
+}
+
+int euidaccess(const char* path, int mode) {
+  return AccessCall(IoApi::kEuidaccess, AT_FDCWD, path, [&] { return real::euidaccess.get()(path, mode); });
+}
+int eaccess(const char* path, int mode) {
+  return AccessCall(IoApi::kEaccess, AT_FDCWD, path, [&] { return real::eaccess.get()(path, mode); });
 }
 
 // directories

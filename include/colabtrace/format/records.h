@@ -225,12 +225,19 @@ namespace colabtrace::format {
   X(72, Xstat, "__xstat") X(73, Xstat64, "__xstat64") X(74, Lxstat, "__lxstat")            \
   X(75, Lxstat64, "__lxstat64") X(76, Fxstat, "__fxstat") X(77, Fxstat64, "__fxstat64")    \
   X(78, Fxstatat, "__fxstatat") X(79, Fxstatat64, "__fxstatat64") X(80, Statx, "statx")    \
-  X(81, Access, "access") X(82, Faccessat, "faccessat") X(88, Opendir, "opendir")          \
+  X(81, Access, "access") X(82, Faccessat, "faccessat") X(83, Euidaccess, "euidaccess")    \
+  X(84, Eaccess, "eaccess") X(88, Opendir, "opendir")                                      \
   X(89, Fdopendir, "fdopendir") X(90, Readdir, "readdir") X(91, Readdir64, "readdir64")    \
   X(92, Getdents64, "getdents64") X(93, Scandir, "scandir") X(94, Scandir64, "scandir64")  \
   X(96, Mmap, "mmap") X(97, Mmap64, "mmap64") X(100, CopyFileRange, "copy_file_range")     \
   X(101, Sendfile, "sendfile") X(102, Sendfile64, "sendfile64") X(104, Lseek, "lseek")     \
-  X(105, Lseek64, "lseek64") X(106, Position, "position")
+  X(105, Lseek64, "lseek64") X(106, Position, "position") X(107, Mkstemp, "mkstemp")       \
+  X(108, Mkstemp64, "mkstemp64") X(109, Mkostemp, "mkostemp")                              \
+  X(110, Mkostemp64, "mkostemp64") X(111, Mkstemps, "mkstemps")                            \
+  X(112, Mkstemps64, "mkstemps64") X(113, Mkostemps, "mkostemps")                          \
+  X(114, Mkostemps64, "mkostemps64") X(115, FgetsUnlocked, "fgets_unlocked")               \
+  X(116, FgetsUnlockedChk, "__fgets_unlocked_chk")                                         \
+  X(117, FreadUnlockedChk, "__fread_unlocked_chk")
 
 enum class IoApi : uint8_t {
 #define CT_IO_API_ENUM(code, Name, name) k##Name = code,

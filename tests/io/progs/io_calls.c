@@ -26,6 +26,8 @@ ssize_t __pread_chk(int, void*, size_t, off_t, size_t);
 ssize_t __pread64_chk(int, void*, size_t, off64_t, size_t);
 size_t __fread_chk(void*, size_t, size_t, size_t, FILE*);
 char* __fgets_chk(char*, size_t, int, FILE*);
+size_t __fread_unlocked_chk(void*, size_t, size_t, size_t, FILE*);
+char* __fgets_unlocked_chk(char*, size_t, int, FILE*);
 int __xstat(int, const char*, struct stat*);
 int __xstat64(int, const char*, struct stat64*);
 int __lxstat(int, const char*, struct stat*);
@@ -294,6 +296,8 @@ int main(int argc, char** argv) {
     struct statx sx;
     PSTAT("statx", statx(AT_FDCWD, P("data"), 0, STATX_SIZE, &sx), "data", 0, 10000);
     PSTAT("access", access(P("data"), R_OK), "data", 0, 0);
+    PSTAT("euidaccess", euidaccess(P("data"), R_OK), "data", 0, 0);
+    PSTAT("eaccess", eaccess(P("missing"), R_OK), "missing", -ENOENT, 0);
     PSTAT("stat", stat(P("missing"), &st), "missing", -ENOENT, 0);
     PSTAT("lstat64", lstat64(P("missing"), &st64), "missing", -ENOENT, 0);
     PSTAT("access", access(P("missing"), F_OK), "missing", -ENOENT, 0);
@@ -318,6 +322,14 @@ int main(int argc, char** argv) {
     s = __fgets_chk(buf, sizeof(buf), 50, f);
     R("__fgets_chk", s ? (long)strlen(s) : -1, errno);
     printf("EXPECT io_read api=__fgets_chk fd=%s result=%ld\n", F(ffd, 0, b1), s ? (long)strlen(s) : 0L);
+    s = fgets_unlocked(buf, 30, f);
+    R("fgets_unlocked", s ? (long)strlen(s) : -1, errno);
+    printf("EXPECT io_read api=fgets_unlocked fd=%s result=%ld\n", F(ffd, 0, b1), s ? (long)strlen(s) : 0L);
+    s = __fgets_unlocked_chk(buf, sizeof(buf), 40, f);
+    R("__fgets_unlocked_chk", s ? (long)strlen(s) : -1, errno);
+    printf("EXPECT io_read api=__fgets_unlocked_chk fd=%s result=%ld\n", F(ffd, 0, b1),
+           s ? (long)strlen(s) : 0L);
+    CALL("io_read", "__fread_unlocked_chk", ffd, __fread_unlocked_chk(buf, sizeof(buf), 2, 7, f) * 2, "");
     char* line = NULL;
     size_t cap = 0;
     // Through a pointer: <stdio.h> inlines a direct getline() call into __getdelim().
@@ -368,6 +380,40 @@ int main(int argc, char** argv) {
     printf("EXPECT io_open api=freopen64 fd=%s path=%s\n", F(fileno(fr), 0, b1), P("data"));
     printf("EXPECT io_close api=fclose fd=%s result=0\n", F(fileno(fr), 0, b1));
     fclose(fr);
+  }
+
+  printf("# temporary files (libc opens them itself)\n");
+  {
+    // Each variant: the open with the name libc chose, then a write and a close on it.
+#define TEMP(api, expr, tmpl_name, suffix)                                                   \
+  do {                                                                                     \
+    char t_[1200];                                                                         \
+    snprintf(t_, sizeof(t_), "%s/%s", g_dir, tmpl_name);                                   \
+    char* tmpl = t_;                                                                       \
+    (void)tmpl;                                                                            \
+    errno = 0;                                                                             \
+    int fd_ = (expr);                                                                      \
+    printf("R %s %s %s suffix-kept=%d\n", api, fd_ >= 0 ? "fd" : "-1", Err(fd_, errno),  \
+           strcmp(t_ + strlen(t_) - strlen(suffix), suffix) == 0);                          \
+    printf("EXPECT io_open api=%s fd=%s path=%s\n", api, F(fd_, errno, b1), t_);          \
+    if (fd_ >= 0) {                                                                        \
+      CALL("io_write", "write", fd_, write(fd_, "abc", 3), " offset=0");                   \
+      CALL("io_close", "close", fd_, close(fd_), "");                                      \
+    }                                                                                      \
+  } while (0)
+    TEMP("mkstemp", mkstemp(tmpl), "t1XXXXXX", "");
+    TEMP("mkstemp64", mkstemp64(tmpl), "t2XXXXXX", "");
+    TEMP("mkostemp", mkostemp(tmpl, O_CLOEXEC), "t3XXXXXX", "");
+    TEMP("mkostemp64", mkostemp64(tmpl, O_APPEND), "t4XXXXXX", "");
+    TEMP("mkstemps", mkstemps(tmpl, 4), "t5XXXXXX.sfx", ".sfx");
+    TEMP("mkstemps64", mkstemps64(tmpl, 4), "t6XXXXXX.sfx", ".sfx");
+    TEMP("mkostemps", mkostemps(tmpl, 4, O_CLOEXEC), "t7XXXXXX.sfx", ".sfx");
+    TEMP("mkostemps64", mkostemps64(tmpl, 4, 0), "t8XXXXXX.sfx", ".sfx");
+    // A template without XXXXXX: EINVAL, the template unchanged.
+    TEMP("mkstemp", mkstemp(tmpl), "no-template", "");
+    // In a directory that does not exist: ENOENT.
+    TEMP("mkstemp", mkstemp(tmpl), "missing/tXXXXXX", "");
+#undef TEMP
   }
 
   printf("# directories\n");
