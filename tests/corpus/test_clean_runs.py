@@ -6,7 +6,13 @@ allowed set of warnings (each allowed one says why it is legitimately expected).
 Workloads: a torch DataLoader with 2 workers, numpy file I/O of many arrays, many
 subprocesses plus a shell pipeline, `import torch`, pyenv's `python3 -c pass` (a bash
 script), and `yes | head`. Debian's CPython (/usr/bin/python3) runs the Python ones; those
-that need torch or numpy skip where they are not installed."""
+that need torch or numpy skip where they are not installed.
+
+Language runtimes and tools (programs in tests/parity/programs, also run for parity by
+tests/parity/runtimes.py): the JVM (thousands of SIGSEGVs and SIGFPEs its own handlers
+turn into exceptions, 8 threads, a child), Node.js (libuv's pool, worker threads, fork),
+cargo (rustc, cc and the linker as children), perl (fork, %SIG, alarm, a child it kills),
+make -j2, git and sqlite3. Each skips where its tool is missing."""
 import os
 import shutil
 import subprocess
@@ -15,6 +21,7 @@ import unittest
 import ctharness as h
 
 PY = h.SYSTEM_PYTHON
+PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "parity", "programs")
 
 
 def has_module(name):
@@ -23,6 +30,20 @@ def has_module(name):
 
 HAVE_TORCH = os.path.exists(PY) and has_module("torch")
 HAVE_NUMPY = os.path.exists(PY) and has_module("numpy")
+
+
+def have(*tools):
+    return all(shutil.which(t) for t in tools)
+
+
+def exe_of(p):
+    return os.path.basename(p["exe"] or "")
+
+
+def ends(rep, exe):
+    """Sorted (kind, code, signal) of the processes of one executable."""
+    return sorted((p["end"]["kind"], p["end"]["code"] or 0, p["end"]["signal"] or 0)
+                  for p in rep["processes"] if exe_of(p) == exe)
 
 
 def pyenv_shim():
@@ -133,6 +154,99 @@ class CleanRunsTest(h.TempDirTest):
         rep = self.check_clean(r)
         yes = [p for p in rep["processes"] if os.path.basename(p["exe"] or "") == "yes"]
         self.assertEqual([(p["end"]["kind"], p["end"]["signal"]) for p in yes], [("signaled", 13)])
+
+    def copy_program(self, name):
+        src = os.path.join(PROGRAMS, name)
+        dst = os.path.join(self.tmp, name)
+        (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, dst)
+        return dst
+
+    @unittest.skipUnless(have("java", "javac"), "needs java and javac")
+    def test_jvm_null_checks_threads_and_a_child(self):
+        # 20,000 NullPointerExceptions and 20,000 divisions by zero reach the JVM as
+        # SIGSEGV and SIGFPE, which its own handlers take: the process exited 0.
+        src = self.copy_program("Probe.java")
+        subprocess.run(["javac", "-d", self.tmp, src], check=True, capture_output=True)
+        r = h.run_traced(["java", "-cp", self.tmp, "Probe"], cwd=self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("null checks 20000\ndivisions by zero 20000\n",
+                      r.stdout.replace("stack overflow caught, deep: true\n", ""))
+        rep = self.check_clean(r)
+        self.assertEqual(ends(rep, "java"), [("exited", 0, 0)])
+        self.assertEqual(ends(rep, "dash"), [("exited", 3, 0)])  # sh -c 'exit 3', via jspawnhelper
+        self.assertEqual(len(rep["processes"]), 2)
+        out = [f for f in rep["io"]["files"] if f["path"].startswith(os.path.join(self.tmp, "out") + "/")]
+        self.assertEqual(len(out), 50)
+        self.assertEqual(sum(f["opens"] for f in out), 100)  # written, then read back
+        self.assertEqual(sum(f["bytes_read"] for f in out), sum(len("line %d\n" % i) for i in range(50)))
+
+    @unittest.skipUnless(have("node"), "needs node")
+    def test_node_pool_workers_and_children(self):
+        self.copy_program("probe.js")
+        r = h.run_traced(["node", "probe.js"], cwd=self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("workers 999999,1500000,2000000,2499996\n", r.stdout)
+        rep = self.check_clean(r)
+        # The main process and its fork()ed child; sh three times: exit 4, killed by its
+        # own SIGTERM, and exec's pipeline.
+        self.assertEqual(ends(rep, "node"), [("exited", 0, 0)] * 2)
+        self.assertEqual(ends(rep, "dash"), [("exited", 0, 0), ("exited", 4, 0), ("signaled", 0, 15)])
+        self.assertEqual((ends(rep, "seq"), ends(rep, "tail")), ([("exited", 0, 0)], [("exited", 0, 0)]))
+        out = [f for f in rep["io"]["files"] if f["path"].startswith(os.path.join(self.tmp, "out") + "/")]
+        self.assertEqual((len(out), sum(f["opens"] for f in out)), (100, 200))
+
+    @unittest.skipUnless(have("cargo", "rustc", "cc"), "needs cargo, rustc and cc")
+    def test_cargo_build_offline(self):
+        crate = self.copy_program("rust")
+        r = h.run_traced(["cargo", "build", "--offline", "-j2"], cwd=crate, timeout=180)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(os.path.exists(os.path.join(crate, "target", "debug", "probe")))
+        rep = self.check_clean(r)
+        self.assertEqual(ends(rep, "cargo"), [("exited", 0, 0)])
+        self.assertGreaterEqual(len(ends(rep, "rustc")), 2)  # version probes and the build
+        self.assertTrue(all(p["end"]["kind"] == "exited" and p["end"]["code"] == 0 for p in rep["processes"]),
+                        [(exe_of(p), p["end"]) for p in rep["processes"]])
+
+    @unittest.skipUnless(have("perl"), "needs perl")
+    def test_perl_fork_signals_and_pipes(self):
+        self.copy_program("probe.pl")
+        r = h.run_traced(["perl", "probe.pl"], cwd=self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("alarm handled 1\neval: timeout\nfork exit codes sum 15\nchild signal 15\nusr1 2\n", r.stdout)
+        rep = self.check_clean(r)
+        # The script, 5 children exiting 1..5, one it kills with SIGTERM (reaped: exact),
+        # 3 reaped by its SIGCHLD handler; sh for the backticks (and its fork) and system.
+        self.assertEqual(ends(rep, "perl"), sorted([("exited", 0, 0)] * 4 + [("exited", i, 0) for i in range(1, 6)] +
+                                                   [("signaled", 0, 15)]))
+        self.assertEqual(ends(rep, "dash"), [("exited", 0, 0), ("exited", 0, 0), ("exited", 3, 0)])
+
+    @unittest.skipUnless(have("make", "cc"), "needs make and cc")
+    def test_make_j2_build(self):
+        self.copy_program("Makefile")
+        r = h.run_traced(["make", "-j2"], cwd=self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("\nsum 78\n", r.stdout)
+        rep = self.check_clean(r)
+        self.assertEqual(ends(rep, "make"), [("exited", 0, 0)])
+        self.assertEqual(ends(rep, "prog"), [("exited", 0, 0)])
+        self.assertTrue(all(p["end"]["kind"] == "exited" and p["end"]["code"] == 0 for p in rep["processes"]),
+                        [(exe_of(p), p["end"]) for p in rep["processes"]])
+
+    @unittest.skipUnless(have("git", "sqlite3"), "needs git and sqlite3")
+    def test_git_and_sqlite3(self):
+        script = """set -e
+export GIT_AUTHOR_NAME=c GIT_AUTHOR_EMAIL=c@example.com GIT_COMMITTER_NAME=c GIT_COMMITTER_EMAIL=c@example.com HOME=$PWD
+git init -q -b main repo && cd repo
+for i in 1 2 3 4 5; do echo $i > f$i; git add f$i; git commit -q -m c$i; done
+git gc -q && git log --oneline | wc -l
+sqlite3 db "create table t(i); insert into t values (1), (2), (3);" && sqlite3 db "select sum(i) from t;"
+"""
+        r = h.run_traced(["sh", "-c", script], cwd=self.tmp)
+        self.assertEqual((r.returncode, r.stdout), (0, "5\n6\n"), r.stderr)
+        rep = self.check_clean(r)
+        self.assertEqual(ends(rep, "sqlite3"), [("exited", 0, 0)] * 2)
+        self.assertTrue(all(p["end"]["kind"] == "exited" and p["end"]["code"] == 0 for p in rep["processes"]),
+                        [(exe_of(p), p["end"]) for p in rep["processes"]])
 
 
 if __name__ == "__main__":
