@@ -155,6 +155,10 @@ class CleanRunsTest(h.TempDirTest):
         yes = [p for p in rep["processes"] if os.path.basename(p["exe"] or "") == "yes"]
         self.assertEqual([(p["end"]["kind"], p["end"]["signal"]) for p in yes], [("signaled", 13)])
 
+    def assert_all_exited_0(self, rep):
+        self.assertTrue(all(p["end"]["kind"] == "exited" and p["end"]["code"] == 0 for p in rep["processes"]),
+                        [(exe_of(p), p["end"]) for p in rep["processes"]])
+
     def copy_program(self, name):
         src = os.path.join(PROGRAMS, name)
         dst = os.path.join(self.tmp, name)
@@ -204,8 +208,7 @@ class CleanRunsTest(h.TempDirTest):
         rep = self.check_clean(r)
         self.assertEqual(ends(rep, "cargo"), [("exited", 0, 0)])
         self.assertGreaterEqual(len(ends(rep, "rustc")), 2)  # version probes and the build
-        self.assertTrue(all(p["end"]["kind"] == "exited" and p["end"]["code"] == 0 for p in rep["processes"]),
-                        [(exe_of(p), p["end"]) for p in rep["processes"]])
+        self.assert_all_exited_0(rep)
 
     @unittest.skipUnless(have("perl"), "needs perl")
     def test_perl_fork_signals_and_pipes(self):
@@ -229,8 +232,7 @@ class CleanRunsTest(h.TempDirTest):
         rep = self.check_clean(r)
         self.assertEqual(ends(rep, "make"), [("exited", 0, 0)])
         self.assertEqual(ends(rep, "prog"), [("exited", 0, 0)])
-        self.assertTrue(all(p["end"]["kind"] == "exited" and p["end"]["code"] == 0 for p in rep["processes"]),
-                        [(exe_of(p), p["end"]) for p in rep["processes"]])
+        self.assert_all_exited_0(rep)
 
     @unittest.skipUnless(have("git", "sqlite3"), "needs git and sqlite3")
     def test_git_and_sqlite3(self):
@@ -245,8 +247,7 @@ sqlite3 db "create table t(i); insert into t values (1), (2), (3);" && sqlite3 d
         self.assertEqual((r.returncode, r.stdout), (0, "5\n6\n"), r.stderr)
         rep = self.check_clean(r)
         self.assertEqual(ends(rep, "sqlite3"), [("exited", 0, 0)] * 2)
-        self.assertTrue(all(p["end"]["kind"] == "exited" and p["end"]["code"] == 0 for p in rep["processes"]),
-                        [(exe_of(p), p["end"]) for p in rep["processes"]])
+        self.assert_all_exited_0(rep)
 
 
 if __name__ == "__main__":
