@@ -44,6 +44,33 @@ std::string IsoTime(uint64_t realtime_ns) {
   return out;
 }
 
+// The shim records the first kMaxRecordedHandledSignals signals that a program handler
+// took (shim/signals.cpp, kMaxRecordedSignals); the one that ends a process always.
+constexpr size_t kMaxRecordedHandledSignals = 16;
+// A handled fault this long before a self-sent death is not named as its cause.
+constexpr uint64_t kHandledFaultWindowNs = 10'000'000'000;
+
+// A runtime's crash handler (libgfortran's backtrace, Rust's stack-overflow report, the
+// JVM's hs_err file) takes the fault, reports it, then raises the signal again or
+// aborts: the process dies of a signal it sent itself, and the fault before it, on the
+// same thread, is what happened. Named only when every handled signal is in the trace
+// (fewer than the shim's budget), so the last one recorded is the last one taken.
+const format::Signal* HandledFaultBefore(const ProcessTrace& t, const format::Signal& end) {
+  size_t handled = 0;
+  const format::Signal* fault = nullptr;
+  for (const auto& s : t.records.Signal) {
+    if (&s == &end || s.ts > end.ts) continue;
+    ++handled;
+    const bool is_fault = s.si_code > 0 && (s.signo == SIGSEGV || s.signo == SIGBUS || s.signo == SIGILL ||
+                                            s.signo == SIGFPE);
+    if (s.tid == end.tid && is_fault && (fault == nullptr || s.ts >= fault->ts)) fault = &s;
+  }
+  if (handled >= kMaxRecordedHandledSignals || fault == nullptr || end.ts - fault->ts > kHandledFaultWindowNs) {
+    return nullptr;
+  }
+  return fault;
+}
+
 // A JSON object filled by key in O(1) per Set; later values replace earlier ones.
 class KeyedObject {
  public:
@@ -432,6 +459,7 @@ class ProcessAnalysis final : public Analysis {
     ev["signal_name"] = SignalName(signo);
     ev["reaped_by"] = f.reap ? Json(static_cast<int64_t>(f.reap->reaper_pid)) : Json();
     std::string shm;
+    const format::Signal* handled_fault = nullptr;
     fd.summary = who + " died of " + SignalName(signo);
     if (const auto* s = f.signal) {
       ev["si_code"] = s->si_code;
@@ -448,6 +476,21 @@ class ProcessAnalysis final : public Analysis {
         ev["sender_uid"] = s->addr >> 32;
         fd.summary += sender == t.pid() ? " that it sent itself (raise, abort or kill)"
                                         : " sent by pid " + std::to_string(sender);
+        if (const format::Signal* h = sender == t.pid() ? HandledFaultBefore(t, *s) : nullptr) {
+          Json hj = Json::MakeObject();
+          hj["signal"] = static_cast<int64_t>(h->signo);
+          hj["signal_name"] = SignalName(static_cast<int>(h->signo));
+          hj["fault_address"] = FormatHex(h->addr);
+          hj["before_end_ns"] = s->ts - h->ts;
+          Json hs = Json::MakeArray();
+          for (const std::string& frame : SymbolizeStack(t, t.Stack(h->stack))) hs.Append(frame);
+          hj["stack"] = std::move(hs);
+          ev["handled_fault"] = std::move(hj);
+          handled_fault = h;
+          fd.summary += ", " + FormatDurationNs(s->ts - h->ts) + " after its own handler took a " +
+                        SignalName(static_cast<int>(h->signo)) + " (fault address " + FormatHex(h->addr) +
+                        ") on that thread";
+        }
       }
       Json stack = Json::MakeArray();
       for (const std::string& frame : SymbolizeStack(t, t.Stack(s->stack))) stack.Append(frame);
@@ -465,6 +508,12 @@ class ProcessAnalysis final : public Analysis {
       fd.advice =
           "A SIGBUS in a /dev/shm mapping means shared memory ran out. Enlarge /dev/shm "
           "(docker run --shm-size=8g, or a bigger tmpfs), or use fewer DataLoader workers.";
+    } else if (handled_fault != nullptr) {
+      fd.advice =
+          "The program's own crash handler took the fault (handled_fault) and then ended the "
+          "process: a runtime's crash report (the JVM writes hs_err_pid<pid>.log, Rust prints "
+          "'has overflowed its stack', gfortran a backtrace on stderr). handled_fault.stack "
+          "shows where the fault happened.";
     } else if (signo == SIGABRT) {
       fd.advice =
           "The program aborted (an assertion, std::terminate, or a C++ exception nobody "

@@ -47,7 +47,7 @@ class Scenario:
     {programs}; it runs in a fresh directory holding copies of `copy` (from programs/)."""
 
     def __init__(self, name, argv, needs=(), copy=(), env=None, rc=0, findings=(), procs=None,
-                 send=None, sort_output=False, ignore_files=None, run_side=True, may_find=()):
+                 send=None, sort_output=False, ignore_files=None, run_side=True, may_find=(), says=None):
         self.name = name
         self.argv = argv
         self.needs = list(needs)
@@ -56,6 +56,7 @@ class Scenario:
         self.rc = rc                    # the bare exit status we expect (-N: signal N)
         self.findings = set(findings)   # warning/error finding ids the report must hold
         self.may_find = set(may_find)   # ... and those it may hold
+        self.says = says or {}          # finding id -> text its summary must contain
         self.procs = procs or {}        # exe basename -> processes in the report
         self.send = send                # (signal, delay s): sent once ./ready exists
         self.sort_output = sort_output  # make -j2 echoes its recipes in either order
@@ -162,7 +163,8 @@ GROUPS = {
             Scenario("rust-thread-panic", ["{prep}/debug/probe", "thread-panic"], ["cargo"]),
             # The runtime's guard-page handler prints "has overflowed its stack", aborts.
             Scenario("rust-overflow", ["{prep}/debug/probe", "overflow"], ["cargo"], rc=-signal.SIGABRT,
-                     findings={"proc.fatal-signal"}, ignore_files=r"^core"),
+                     findings={"proc.fatal-signal"}, ignore_files=r"^core",
+                     says={"proc.fatal-signal": "after its own handler took a SIGSEGV"}),
             Scenario("rust-abort", ["{prep}/debug/probe", "abort"], ["cargo"], rc=-signal.SIGABRT,
                      findings={"proc.fatal-signal"}, ignore_files=r"^core"),
         ],
@@ -189,6 +191,12 @@ GROUPS = {
             Scenario("python-abort-after-handled", ["/usr/bin/python3", "-c", PY_ABORT_AFTER_HANDLED],
                      ["/usr/bin/python3"], rc=-signal.SIGABRT, findings={"proc.fatal-signal"},
                      ignore_files=r"^core"),
+            # faulthandler takes the SIGSEGV, prints the Python traceback and raises it
+            # again (its handler is the shim's wrapped one).
+            Scenario("python-faulthandler-segv", ["/usr/bin/python3", "-X", "faulthandler", "-c",
+                                                  "import ctypes; ctypes.string_at(0)"],
+                     ["/usr/bin/python3"], rc=-signal.SIGSEGV, findings={"proc.fatal-signal"}, ignore_files=r"^core",
+                     says={"proc.fatal-signal": "after its own handler took a SIGSEGV (fault address 0x0)"}),
             Scenario("make-j2", ["make", "-j2", "-f", "Makefile"], ["make", "cc"], copy=["Makefile"],
                      sort_output=True, procs={"make": 1}),
             Scenario("gfortran-run", ["{prep}/probe"], ["gfortran"], procs={"probe": 1, "dash": 1}),
@@ -196,11 +204,13 @@ GROUPS = {
             Scenario("gfortran-error-stop", ["{prep}/probe", "error"], ["gfortran"], rc=1),
             Scenario("gfortran-bounds", ["{prep}/probe", "bounds"], ["gfortran"], rc=2),
             # libgfortran's handler prints a backtrace (which must not show the shim's
-            # frame) and raises the signal again.
+            # frame) and raises the signal again; the finding names the fault before.
             Scenario("gfortran-segv", ["{prep}/probe", "segv"], ["gfortran"], rc=-signal.SIGSEGV,
-                     findings={"proc.fatal-signal"}, ignore_files=r"^core"),
+                     findings={"proc.fatal-signal"}, ignore_files=r"^core",
+                     says={"proc.fatal-signal": "after its own handler took a SIGSEGV (fault address 0x0)"}),
             Scenario("gfortran-fpe", ["{prep}/probe-fpe", "fpe"], ["gfortran"], rc=-signal.SIGFPE,
-                     findings={"proc.fatal-signal"}, ignore_files=r"^core"),
+                     findings={"proc.fatal-signal"}, ignore_files=r"^core",
+                     says={"proc.fatal-signal": "after its own handler took a SIGFPE"}),
             Scenario("git", ["sh", "-c", GIT_SCRIPT], ["git"], ignore_files=r"^repo/\.git/"),
             Scenario("sqlite3", ["sh", "-c", SQLITE_SCRIPT], ["sqlite3"], procs={"sqlite3": 2}),
         ],
@@ -380,6 +390,10 @@ def check_report(sc, side, build):
     if findings - sc.may_find != sc.findings:
         detail = [(f["id"], f["summary"][:150]) for f in rep.get("findings", []) if f["id"] in findings ^ sc.findings]
         problems.append("findings %s, expected %s: %s" % (sorted(findings), sorted(sc.findings), detail))
+    for fid, text in sc.says.items():
+        summaries = [f["summary"] for f in rep.get("findings", []) if f["id"] == fid]
+        if not any(text in x for x in summaries):
+            problems.append("no %s finding says %r: %s" % (fid, text, summaries))
     return problems
 
 
