@@ -98,6 +98,7 @@ class LibraryAnalysis final : public Analysis {
       r["cuda_major_evidence"] = p.cuda[i] ? Json(p.cuda[i]->evidence) : Json();
       r["deepbind"] = o.deepbind;
       r["executable"] = o.is_executable;
+      r["image"] = o.image;
       r["loaded_at_ns"] = o.loaded_ns >= t.start_ns() ? o.loaded_ns - t.start_ns() : 0;
       r["unloaded"] = o.unloaded_ns.has_value();
       Json file = Json::MakeObject();

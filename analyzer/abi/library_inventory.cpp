@@ -121,11 +121,29 @@ LibraryInventory LibraryInventory::Of(const ProcessTrace& t) {
   std::map<uint64_t, const Event<format::LibLoad>*> pending_calls;  // base -> call
   size_t li = 0, ui = 0, ci = 0;
   bool first_object = true;
+  // Each exec starts a new image: everything the previous one had mapped is gone (a
+  // wrapper's libraries are not the job's), and the new image's first object is its
+  // program. The shim writes the image's process_start before its loads.
+  std::vector<std::pair<uint64_t, uint64_t>> execs;  // (start ts, image) of images after the first
+  for (const auto& s : t.records.ProcessStart) {
+    if (s.image > 0) execs.emplace_back(s.ts, s.image);
+  }
+  std::sort(execs.begin(), execs.end());
+  size_t next_exec = 0;
+  uint64_t image = 0;
   // Three-way merge by time; at equal times loads come first, then checks, then unloads.
   while (li < loads.size() || ui < unloads.size() || ci < checks.size()) {
     const uint64_t tl = li < loads.size() ? loads[li].ts : UINT64_MAX;
     const uint64_t tu = ui < unloads.size() ? unloads[ui].ts : UINT64_MAX;
     const uint64_t tc = ci < checks.size() ? checks[ci].ts : UINT64_MAX;
+    const uint64_t now = std::min({tl, tu, tc});
+    while (next_exec < execs.size() && now >= execs[next_exec].first) {
+      for (const auto& [base, idx] : live) inv.objects[idx].unloaded_ns = execs[next_exec].first;
+      live.clear();
+      pending_calls.clear();
+      first_object = true;
+      image = execs[next_exec++].second;
+    }
     if (tl <= tu && tl <= tc && li < loads.size()) {
       const auto& r = loads[li++];
       if (IsCall(r.api) && r.ok == 0) {
@@ -155,6 +173,7 @@ LibraryInventory LibraryInventory::Of(const ProcessTrace& t) {
       FillFromRecord(t, r, o);
       // The first object written at start is the executable.
       o.is_executable = first_object && o.api == LibApi::kStartup;
+      o.image = image;
       first_object = false;
       if (auto pc = pending_calls.find(r.base); pc != pending_calls.end()) {
         if (o.api == LibApi::kDiscovered) AdoptCall(t, *pc->second, o);

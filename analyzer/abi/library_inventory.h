@@ -47,8 +47,10 @@ struct LoadedLibrary {
   uint64_t loaded_ns = 0;
   std::optional<uint64_t> unloaded_ns;
   bool deepbind = false;  // mapped by an RTLD_DEEPBIND load (itself or as a dependency)
-  bool is_executable = false;
+  bool is_executable = false;  // the program of its image
   bool is_vdso = false;
+  uint64_t image = 0;  // the process image (0, then one more per exec) that had it mapped:
+                       // an exec unmaps them all (unloaded_ns is the new image's start)
   std::vector<IdentityChange> changes;
   uint64_t caller = 0;    // return address of the call that mapped it (0: none)
   uint64_t stack = 0;     // its Stack record id (0: none)

@@ -10,11 +10,13 @@ COLABTRACE_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config python3 libunwind-de
 # -wheel, -venv and -pip: `pip install --no-build-isolation --no-index .` (tests/package);
 # python3-ipython, -ipykernel, -nbclient, -nbformat: the notebook kernel and magics tests.
 # chromium: headless checks of the HTML report (tests/report_html) and
-# tools/report_screenshot.
+# tools/report_screenshot. strace, git, make, zstd, sqlite3: tests/audit (strace is the
+# ground truth the reports of real programs are compared with).
 COLABTRACE_TEST_PACKAGES=(python3-torch python3-numpy bindfs fuse3 clang libclang-rt-14-dev
   libpython3.11-testsuite python3-pytest python3-hypothesis
   python3-setuptools python3-wheel python3-venv python3-pip
-  python3-ipython python3-ipykernel python3-nbclient python3-nbformat chromium)
+  python3-ipython python3-ipykernel python3-nbclient python3-nbformat chromium
+  strace git make zstd sqlite3)
 # autoconf, automake, libtool, zlib1g-dev: tools/bench_darshan/build.sh builds the Darshan
 # peer from a local source tree (`tools/bench --install-peers` installs this list).
 COLABTRACE_BENCH_PACKAGES=(strace ltrace heaptrack autoconf automake libtool zlib1g-dev)

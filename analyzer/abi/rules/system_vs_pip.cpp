@@ -3,7 +3,7 @@
 // Rule: one library family (colabtrace_elf's ClassifyLibrary; glibc excluded) has loaded
 // files both under site-packages/dist-packages ("pip") and under system directories
 // (/usr, /lib, /lib64, /opt, /etc, including apt's /usr/lib/python3/dist-packages) in one
-// process.
+// process image (an exec replaces every library: a wrapper's are not the job's).
 #include <map>
 
 #include "abi/rules/rules.h"
@@ -11,15 +11,18 @@
 namespace colabtrace::analyzer::abi {
 
 void SystemVsPipRule(const ProcessLibraries& p, ReportBuilder& report) {
-  std::map<std::string, std::pair<std::vector<size_t>, std::vector<size_t>>> fams;
+  // (image, family) -> (pip objects, system objects)
+  std::map<std::pair<uint64_t, std::string>, std::pair<std::vector<size_t>, std::vector<size_t>>> fams;
   for (size_t i = 0; i < p.inv.objects.size(); ++i) {
     const std::string& fam = p.family[i].family;
     if (fam.empty() || fam == "glibc" || p.inv.objects[i].is_executable) continue;
     const std::string_view origin = Origin(p.inv.objects[i].path);
-    if (origin == "pip") fams[fam].first.push_back(i);
-    if (origin == "system") fams[fam].second.push_back(i);
+    const uint64_t image = p.inv.objects[i].image;
+    if (origin == "pip") fams[{image, fam}].first.push_back(i);
+    if (origin == "system") fams[{image, fam}].second.push_back(i);
   }
-  for (const auto& [fam, sides] : fams) {
+  for (const auto& [key, sides] : fams) {
+    const std::string& fam = key.second;
     if (sides.first.empty() || sides.second.empty()) continue;
     Finding f;
     f.id = "abi.system-vs-pip";

@@ -1,0 +1,434 @@
+"""Ground truth for the audit tests: one run of a real program under `strace -f` with the
+shim preloaded, so the trace and strace describe the very same processes (same pids,
+same files, same bytes), and a comparison of strace's system calls with the report.
+
+What is compared, and why these rules (docs/ARCHITECTURE.md, "What the I/O counts mean"):
+the shim sees the libc entry points a program calls, strace sees system calls. The two
+agree call for call on descriptor I/O (open, read, pread, readv, fstat, stat, access...)
+when the program makes the call itself. They differ, by design, where libc makes calls
+of its own, so the comparison leaves those out:
+  - files a process opened as a FILE (fopen, fdopen, freopen: the report's own open
+    record says so): only their opens are compared. stdio refills its buffer with read()
+    calls of its own (the report counts fread/fgets calls and the bytes they returned),
+    and fstat()s the descriptor when it allocates the buffer;
+  - directories: opendir/fdopendir open and fstat them inside libc, and scans are
+    summarized;
+  - O_PATH opens (fchmodat(AT_SYMLINK_NOFOLLOW) and similar emulations inside libc);
+  - the shim's own system calls: it reads the program's ELF headers and /proc with raw
+    system calls (never on the files compared here, which live under the test's own
+    directory), and probes mounts with statx(STATX_MNT_ID), which no program here asks for.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import unittest
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from ctharness import CLI, SHIM, clean_env, dump, parse_dump_line
+
+STRACE = shutil.which("strace")
+
+_LINE = re.compile(r'^(?P<name>\w+)\((?P<args>.*)\)\s+=\s+(?P<ret>0x[0-9a-f]+|-?\d+|\?)(?P<rest>.*)$')
+_FDPATH = re.compile(r'^(-?\d+|AT_FDCWD)<(.*)>$')
+_READS = ("read", "pread64", "readv", "preadv", "preadv2")
+_PATH_STATS = ("stat", "lstat", "access")  # the path is the first argument
+_AT_STATS = ("newfstatat", "fstatat64", "statx", "faccessat", "faccessat2")
+_STDIO_OPENS = {"fopen", "fopen64", "freopen", "freopen64", "fdopen"}
+# A glibc opendir: exactly these flags (a program's own O_DIRECTORY open carries others,
+# or none of O_NONBLOCK).
+_OPENDIR_FLAGS = "O_RDONLY|O_NONBLOCK|O_CLOEXEC|O_DIRECTORY"
+
+
+def require_strace(test: unittest.TestCase) -> None:
+    if STRACE is None:
+        test.skipTest("strace is not installed (apt-get install strace): no ground truth")
+    probe = subprocess.run([STRACE, "-f", "-qq", "-o", "/dev/null", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        test.skipTest(f"strace cannot trace here (ptrace not permitted?): {probe.stderr.strip()[:200]}")
+
+
+def require_program(test: unittest.TestCase, *names: str) -> None:
+    for n in names:
+        if shutil.which(n) is None and not os.path.exists(n):
+            test.skipTest(f"{n} is not installed")
+
+
+@dataclass
+class Counts:
+    opens: int = 0
+    reads: int = 0
+    bytes_read: int = 0
+    stats: int = 0
+
+    def as_dict(self, fields) -> dict:
+        return {k: getattr(self, k) for k in fields}
+
+
+@dataclass
+class Task:
+    tid: int
+    execs: list = field(default_factory=list)  # successful execve paths, in order
+    exit_code: int | None = None
+    killed_by: str | None = None
+    clones: list = field(default_factory=list)  # (child tid, is a thread)
+    libs: set = field(default_factory=set)  # shared objects ld.so mapped after the last exec
+
+
+def _split_args(s: str) -> list[str]:
+    out, cur, depth, quoted, esc = [], [], 0, False, False
+    for ch in s:
+        if quoted:
+            cur.append(ch)
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                quoted = False
+            continue
+        if ch == '"':
+            quoted = True
+        elif ch in "[{(<":
+            depth += 1
+        elif ch in "]})>":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+            continue
+        cur.append(ch)
+    if cur:
+        out.append("".join(cur).strip())
+    return out
+
+
+def _unquote(s: str) -> str:
+    s = s.strip()
+    if s.endswith("..."):
+        s = s[:-3]
+    if len(s) >= 2 and s[0] == '"' and s[-1] == '"':
+        return s[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+    return s
+
+
+def _fd_path(arg: str):
+    m = _FDPATH.match(arg.strip())
+    return (m.group(1), m.group(2)) if m else (None, None)
+
+
+class StraceRun:
+    """The system calls of every task of one `strace -ff -y` run, as per-(pid, path)
+    counts under the rules above."""
+
+    def __init__(self, prefix: str, root: str):
+        self.root = root
+        self.tasks: dict[int, Task] = {}
+        self.counts: dict[tuple[int, str], Counts] = defaultdict(Counts)
+        self.opened_flags: dict[tuple[int, str], list[str]] = defaultdict(list)
+        files = {int(fn.rsplit(".", 1)[1]): fn for fn in glob.glob(prefix + ".*")}
+        lines = {}
+        for tid, fn in files.items():
+            with open(fn, errors="replace") as f:
+                lines[tid] = f.read().splitlines()
+        for tid, ls in lines.items():
+            self._scan_lifecycle(tid, ls)
+        self.tgid = self._thread_groups()
+        for tid, ls in lines.items():
+            self._scan_io(tid, ls)
+
+    # -- processes --
+    def _scan_lifecycle(self, tid: int, ls: list[str]) -> None:
+        t = self.tasks.setdefault(tid, Task(tid))
+        maps: dict[str, str] = {}  # fd -> path of a .so opened since the last exec
+        for line in ls:
+            if line.startswith("+++ exited with"):
+                t.exit_code = int(line.split()[3])
+                continue
+            if line.startswith("+++ killed by"):
+                t.killed_by = line.split()[3]
+                continue
+            m = _LINE.match(line)
+            if not m:
+                continue
+            name, ret = m.group("name"), m.group("ret")
+            if name in ("execve", "execveat") and ret == "0":
+                t.execs.append(_unquote(_split_args(m.group("args"))[0 if name == "execve" else 1]))
+                t.libs = set()
+                maps = {}
+            elif name in ("clone", "clone3", "fork", "vfork") and ret.isdigit() and int(ret) > 0:
+                t.clones.append((int(ret), "CLONE_THREAD" in m.group("args")))
+            elif name == "openat" and ret.isdigit():
+                p = re.match(r"<(.*)>", m.group("rest").strip())
+                if p and re.search(r"\.so(\.\d+)*$", p.group(1)):
+                    maps[ret] = p.group(1)
+            elif name == "mmap" and ret.startswith("0x"):
+                fd, path = _fd_path(_split_args(m.group("args"))[4])
+                if path is not None and maps.get(fd) == path:
+                    t.libs.add(os.path.realpath(path))
+
+    def _thread_groups(self) -> dict[int, int]:
+        parent_of_thread = {}
+        for t in self.tasks.values():
+            for child, is_thread in t.clones:
+                if is_thread:
+                    parent_of_thread[child] = t.tid
+        tgid = {}
+        for tid in self.tasks:
+            g = tid
+            while g in parent_of_thread:
+                g = parent_of_thread[g]
+            tgid[tid] = g
+        return tgid
+
+    def processes(self) -> dict[int, Task]:
+        """Tasks that are processes (not threads), by pid."""
+        return {tid: t for tid, t in self.tasks.items() if self.tgid[tid] == tid}
+
+    # -- file I/O --
+    def _scan_io(self, tid: int, ls: list[str]) -> None:
+        pid = self.tgid[tid]
+        cwd = self.root
+        for line in ls:
+            m = _LINE.match(line)
+            if not m:
+                continue
+            name, ret = m.group("name"), m.group("ret")
+            cw = re.search(r"AT_FDCWD<([^>]*)>", line)
+            if cw:
+                cwd = cw.group(1)
+            args = _split_args(m.group("args"))
+            r = int(ret) if re.fullmatch(r"-?\d+", ret) else None
+
+            def at_path(dirarg: str, p: str) -> str:
+                if p.startswith("/"):
+                    return os.path.normpath(p)
+                _, d = _fd_path(dirarg)
+                return os.path.normpath(os.path.join(d or cwd, p))
+
+            if name in ("open", "creat", "openat"):
+                flags = args[1] if name == "open" else ("" if name == "creat" else args[2])
+                if r is None or r < 0:
+                    continue
+                p = re.match(r"<(.*?)>(\(deleted\))?$", m.group("rest").strip())
+                if not p:
+                    continue
+                path = p.group(1)
+                self.opened_flags[(pid, path)].append(flags)
+                if flags.strip() == _OPENDIR_FLAGS or "O_PATH" in flags:
+                    continue
+                self.counts[(pid, path)].opens += 1
+            elif name in _READS:
+                _, path = _fd_path(args[0])
+                if path is not None and r is not None and r >= 0:
+                    c = self.counts[(pid, path)]
+                    c.reads += 1
+                    c.bytes_read += r
+            elif name == "statx" and "STATX_MNT_ID" in args[3]:
+                continue  # the shim's mount probe
+            elif name in _AT_STATS:
+                if "AT_EMPTY_PATH" in m.group("args") and _unquote(args[1]) == "":
+                    _, path = _fd_path(args[0])
+                else:
+                    path = at_path(args[0], _unquote(args[1]))
+                if path:
+                    self.counts[(pid, path)].stats += 1
+            elif name in _PATH_STATS:
+                self.counts[(pid, at_path("", _unquote(args[0])))].stats += 1
+            elif name == "fstat":
+                _, path = _fd_path(args[0])
+                if path:
+                    self.counts[(pid, path)].stats += 1
+            elif name == "chdir" and r == 0:
+                cwd = at_path("", _unquote(args[0]))
+            elif name == "fchdir" and r == 0:
+                cwd = _fd_path(args[0])[1] or cwd
+
+
+@dataclass
+class AuditRun:
+    returncode: int
+    stdout: str
+    stderr: str
+    strace: StraceRun
+    report: dict
+    rows: dict  # (pid, path) -> io_files row of that process (export --format ndjson)
+    stdio: set  # (pid, path) a process opened as a FILE
+    root: str
+
+
+def audit_run(test: unittest.TestCase, shell_cmd: str, root: str, env=None, timeout=120) -> AuditRun:
+    """Runs `bash -c shell_cmd` in root under strace -ff with the shim preloaded (traces
+    and strace output go to siblings of root), then reads both back."""
+    base = os.path.dirname(root.rstrip("/"))
+    out = os.path.join(base, "traces")
+    prefix = os.path.join(base, "strace", "s")
+    for d in (out, os.path.dirname(prefix)):
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+    e = clean_env(env)
+    # -E: only the traced command gets the shim; strace itself runs bare.
+    argv = [STRACE, "-ff", "-y", "-q", "-s", "256", "-o", prefix,
+            "-E", f"LD_PRELOAD={SHIM}", "-E", f"COLABTRACE_OUT={out}/", "bash", "-c", shell_cmd]
+    p = subprocess.run(argv, cwd=root, env=e, capture_output=True, text=True, timeout=timeout)
+    st = StraceRun(prefix, root)
+    rep = json.loads(subprocess.run([CLI, "report", "--format", "json", out], capture_output=True, text=True,
+                                    check=True).stdout)
+    nd = os.path.join(base, "ndjson")
+    shutil.rmtree(nd, ignore_errors=True)
+    subprocess.run([CLI, "export", "--format", "ndjson", "-o", nd, out], check=True, capture_output=True)
+    rows = {}
+    with open(os.path.join(nd, "io_files.ndjson")) as f:
+        for line in f:
+            j = json.loads(line)
+            rows[(j["pid"], j["path"])] = j
+    stdio = set()
+    for trace in glob.glob(os.path.join(out, "*.ctrace")):
+        pid = None
+        for line in dump(trace):
+            parsed = parse_dump_line(line)
+            if parsed is None:
+                continue
+            kind, rec = parsed
+            if kind == "process_start":
+                pid = int(rec["pid"])
+            elif kind == "io_open" and rec.get("path", "").startswith(root):
+                from_stdio = rec.get("api") and _api_name(int(rec["api"])) in _STDIO_OPENS
+                if from_stdio and pid is not None:
+                    stdio.add((pid, rec["path"]))
+    return AuditRun(p.returncode, p.stdout, p.stderr, st, rep, rows, stdio, root)
+
+
+_API_NAMES: dict[int, str] = {}
+
+
+def _api_name(code: int) -> str:
+    if not _API_NAMES:
+        here = os.path.dirname(os.path.abspath(__file__))
+        with open(os.path.join(here, "..", "..", "include", "colabtrace", "format", "records.h")) as f:
+            text = f.read()
+        block = text[text.index("#define COLABTRACE_IO_APIS(X)"):]
+        block = block[:block.index("enum class IoApi")]
+        for c, _, n in re.findall(r'X\((\d+), (\w+), "([^"]+)"\)', block):
+            _API_NAMES[int(c)] = n
+    return _API_NAMES.get(code, str(code))
+
+
+def compare_files(run: AuditRun, paths=None, fields=("opens", "reads", "bytes_read", "stats")) -> tuple[list, int]:
+    """Per (process, file under root): strace's counts against the report's, under the
+    rules in the module docstring. Returns (differences, rows compared)."""
+    keys = {k for k in run.strace.counts if k[1].startswith(run.root + "/")}
+    keys |= {k for k in run.rows if k[1].startswith(run.root + "/")}
+    diffs, compared = [], 0
+    for pid, path in sorted(keys):
+        if paths is not None and path not in paths:
+            continue
+        if os.path.isdir(path) or any("O_DIRECTORY" in f for f in run.strace.opened_flags.get((pid, path), [])):
+            continue
+        row = run.rows.get((pid, path), {})
+        if row.get("kind") == "directory":
+            continue
+        use = ("opens",) if (pid, path) in run.stdio else fields
+        s = run.strace.counts.get((pid, path), Counts()).as_dict(use)
+        r = {k: row.get(k, 0) for k in use}
+        compared += 1
+        if s != r:
+            diffs.append(f"pid {pid} {path}: strace {s} report {r}")
+    return diffs, compared
+
+
+def compare_processes(run: AuditRun) -> list:
+    """Every process strace saw is in processes[] with its program and exit status, and
+    no other."""
+    diffs = []
+    procs = run.strace.processes()
+    rep = {p["pid"]: p for p in run.report["processes"]}
+    if set(procs) != set(rep):
+        diffs.append(f"pids: strace-only {sorted(set(procs) - set(rep))} report-only {sorted(set(rep) - set(procs))}")
+    for pid in sorted(set(procs) & set(rep)):
+        t, p = procs[pid], rep[pid]
+        end = p["end"]
+        if t.killed_by is not None:
+            if end["kind"] != "signaled":
+                diffs.append(f"pid {pid}: strace killed by {t.killed_by}, report {end}")
+        elif end["kind"] != "exited" or end["code"] != t.exit_code:
+            diffs.append(f"pid {pid}: strace exit {t.exit_code}, report {end}")
+        if t.execs:
+            want = os.path.realpath(os.path.join(run.root, t.execs[-1]))
+            if os.path.realpath(p["exe"]) != want:
+                diffs.append(f"pid {pid}: strace exec'd {want}, report exe {p['exe']}")
+    return diffs
+
+
+def compare_libraries(run: AuditRun) -> list:
+    """Per process: the shared objects ld.so mapped (strace: opened, then mmap'd, after
+    the last exec) are the report's libraries[] of that process's last image, besides the
+    shim, the dynamic loader, the vDSO and the program itself, which ld.so does not open;
+    the program's own row is the one marked executable."""
+    diffs = []
+    last_image = defaultdict(int)
+    for lib in run.report["libraries"]:
+        if lib.get("ok") is not False:
+            last_image[lib["pid"]] = max(last_image[lib["pid"]], lib["image"])
+    by_pid = defaultdict(set)
+    for lib in run.report["libraries"]:
+        if lib.get("ok") is False or lib["image"] != last_image[lib["pid"]]:
+            continue  # a failed load, or an image before the last exec
+        if lib.get("executable") or not lib["path"].startswith("/"):
+            continue
+        by_pid[lib["pid"]].add(os.path.realpath(lib["path"]))
+    shim = os.path.realpath(SHIM)
+    for pid, t in sorted(run.strace.processes().items()):
+        if not t.execs:
+            continue  # a fork child: the parent's libraries, mapped by no one
+        want = {p for p in t.libs if p != shim}
+        got = {p for p in by_pid.get(pid, set()) if p != shim and "/ld-linux" not in p}
+        exe = [lib["path"] for lib in run.report["libraries"]
+               if lib["pid"] == pid and lib.get("executable") and lib["image"] == last_image[pid]]
+        if [os.path.realpath(p) for p in exe] != [os.path.realpath(os.path.join(run.root, t.execs[-1]))]:
+            diffs.append(f"pid {pid} ({t.execs[-1]}): executable rows of the last image: {exe}")
+        if want != got:
+            diffs.append(f"pid {pid} ({t.execs[-1]}): strace-only {sorted(want - got)} report-only {sorted(got - want)}")
+    return diffs
+
+
+class AuditChecks:
+    """The checks every audit test makes, as a mixin of a TempDirTest: set SCRIPT (run
+    by bash in self.root), PROGRAMS (skip when one is missing), MIN_FILES (rows the file
+    comparison must at least cover) and optionally prepare(root) to lay out its files.
+    setUp runs the script once; each check compares one part of the report with strace."""
+
+    SCRIPT = ""
+    PROGRAMS: tuple = ()
+    MIN_FILES = 1
+    ENV: dict | None = None
+
+    def prepare(self, root: str) -> None:
+        pass
+
+    def setUp(self):
+        super().setUp()
+        require_strace(self)
+        require_program(self, *self.PROGRAMS)
+        self.root = os.path.join(self.tmp, "w")
+        os.makedirs(self.root)
+        self.prepare(self.root)
+        self.run_ = audit_run(self, self.SCRIPT, self.root, env=self.ENV)
+
+    def test_file_counts_equal_strace(self):
+        self.maxDiff = None
+        diffs, compared = compare_files(self.run_)
+        self.assertGreaterEqual(compared, self.MIN_FILES)
+        self.assertEqual(diffs, [])
+
+    def test_processes_and_exit_codes_equal_strace(self):
+        self.assertEqual(compare_processes(self.run_), [])
+
+    def test_libraries_equal_what_ld_so_mapped(self):
+        self.maxDiff = None
+        self.assertEqual(compare_libraries(self.run_), [])

@@ -1,0 +1,44 @@
+"""Coreutils, grep and bash on files nobody here wrote the readers of: per process and
+per file, the report's opens, reads, bytes read and stats equal strace's system calls of
+the same run; every process, its program and exit status; every library ld.so mapped."""
+import os
+import unittest
+
+from ctharness import TempDirTest
+from straceaudit import AuditChecks
+
+
+class CoreutilsAudit(AuditChecks, TempDirTest):
+    PROGRAMS = ("sort", "md5sum", "grep", "wc")
+    MIN_FILES = 15
+    SCRIPT = r"""
+cat a.txt b.txt > out.txt
+head -c 100 b.txt > /dev/null
+wc -l b.txt
+tail -5 b.txt > /dev/null
+cp b.txt c.txt
+grep -c 9 b.txt
+sort b.txt | md5sum
+grep -q nothing-like-this a.txt
+echo "grep: $?"
+[ -r a.txt ] && test -f b.txt && echo readable
+while read -r line; do :; done < a.txt
+ls -l > /dev/null
+(exit 3)
+"""
+
+    def prepare(self, root):
+        with open(os.path.join(root, "a.txt"), "w") as f:
+            f.write("hello\nworld\n")
+        with open(os.path.join(root, "b.txt"), "w") as f:
+            f.write("".join(f"{i}\n" for i in range(1, 100001)))
+
+    def test_the_run_behaved_as_bare(self):
+        self.assertEqual(self.run_.returncode, 3, self.run_.stderr)
+        self.assertIn("grep: 1", self.run_.stdout)
+        self.assertIn("readable", self.run_.stdout)
+        self.assertGreaterEqual(len(self.run_.strace.processes()), 12)
+
+
+if __name__ == "__main__":
+    unittest.main()
