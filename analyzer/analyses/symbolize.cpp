@@ -25,6 +25,26 @@ struct SymbolTable {
   };
   std::vector<Sym> syms;
   bool stale = false;  // the file on disk is not the one that was loaded (build-id)
+  // The executable code the file maps (vaddr, bytes), for recognising the signal
+  // trampoline, which has no symbol in a stripped libc.
+  struct Code {
+    uint64_t vaddr;
+    elf::Bytes bytes;
+  };
+  std::vector<Code> code;
+  std::shared_ptr<const void> storage;  // keeps `code` mapped
+
+  // x86-64 glibc's __restore_rt, where a signal handler returns to: mov $15,%rax;
+  // syscall (rt_sigreturn). libgcc's unwinder recognises signal frames by these bytes.
+  bool IsSigreturn(uint64_t vaddr) const {
+    static constexpr uint8_t kRestoreRt[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+    for (const Code& c : code) {
+      if (vaddr < c.vaddr || vaddr - c.vaddr >= c.bytes.size()) continue;
+      const elf::Bytes at = c.bytes.subspan(vaddr - c.vaddr);
+      return at.size() >= sizeof(kRestoreRt) && std::memcmp(at.data(), kRestoreRt, sizeof(kRestoreRt)) == 0;
+    }
+    return false;
+  }
 
   const Sym* Find(uint64_t vaddr) const {
     auto it = std::upper_bound(syms.begin(), syms.end(), vaddr,
@@ -57,6 +77,14 @@ SymbolTable LoadSymbols(const std::string& path, const std::string& build_id) {
   if (!build_id.empty() && !image->build_id().empty() && image->build_id() != build_id) {
     table.stale = true;
     return table;
+  }
+  table.storage = image->storage();
+  const elf::Bytes file = image->bytes();
+  for (const auto& seg : image->segments()) {
+    if (seg.type == PT_LOAD && (seg.flags & PF_X) && seg.offset <= file.size() &&
+        seg.filesz <= file.size() - seg.offset) {
+      table.code.push_back({seg.vaddr, file.subspan(seg.offset, seg.filesz)});
+    }
   }
   const auto& sections = image->sections();
   for (uint32_t want : {static_cast<uint32_t>(SHT_SYMTAB), static_cast<uint32_t>(SHT_DYNSYM)}) {
@@ -122,7 +150,11 @@ std::vector<std::string> SymbolizeStack(const ProcessTrace& trace,
     // innermost frame, which is the exact interrupted instruction).
     const SymbolTable::Sym* sym = it->second.Find(i == 0 ? offset : offset - 1);
     std::string line = file + "+" + FormatHex(offset);
-    if (sym != nullptr) line = Demangle(sym->name) + "+" + FormatHex(offset - sym->addr) + " (" + line + ")";
+    if (sym != nullptr) {
+      line = Demangle(sym->name) + "+" + FormatHex(offset - sym->addr) + " (" + line + ")";
+    } else if (i > 0 && it->second.IsSigreturn(offset)) {
+      line = std::string(kSignalFrame) + " (" + line + ")";
+    }
     if (it->second.stale) line += " (file on disk has changed)";
     out.push_back(std::move(line));
   }

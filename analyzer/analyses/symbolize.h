@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trace/process_trace.h"
@@ -12,7 +13,11 @@ namespace colabtrace::analyzer {
 // Turns return addresses into "function+0xoff (libfoo.so+0xoff)" lines using the
 // trace's Module records and, where the file still exists, its ELF symbol tables.
 // Frames outside every known module print as bare addresses.
+// A frame where a signal handler returns to the interrupted code (the signal
+// trampoline) reads "<signal handler called> (libc.so.6+0x...)", as in gdb: the frames
+// before it ran inside a signal handler.
 std::vector<std::string> SymbolizeStack(const ProcessTrace& trace,
                                         const std::vector<uint64_t>& frames);
+inline constexpr std::string_view kSignalFrame = "<signal handler called>";
 
 }  // namespace colabtrace::analyzer

@@ -15,12 +15,16 @@
 //       version of it was loaded afterwards: a fallback that worked);
 //   warning when a copy is in a directory the program itself added to LD_LIBRARY_PATH
 //     at run time (the loader ignores that: a notebook's os.environ mistake);
+//   info when the load was made inside a signal handler (its stack passes the signal
+//     trampoline) of a process that then failed: a crash reporter's optional plugin, such
+//     as the JVM's disassembler (hsdis) while it writes hs_err, not the cause of the crash;
 //   info otherwise: programs probe optional libraries and go on without them (bash's
 //   `enable -f` in pyenv's shims, plugin scans). Also info: the CUDA driver (libcuda,
 //   libnvidia-*) not found in a run that recorded no GPU and went on normally, which is
 //   how a CUDA build of a framework finds out it is on a CPU-only host.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 
@@ -44,8 +48,12 @@ bool FamilyMatters(const elf::LibraryFamily& fam) {
 }
 
 Verdict Judge(const ProcessLibraries& p, const FailedLoad& fl, const DlerrorFacts& facts,
-              const elf::LibraryFamily& fam, const LoadedLibrary* later) {
+              const elf::LibraryFamily& fam, const LoadedLibrary* later, bool in_signal_handler) {
   const ProcessTrace& t = *p.trace;
+  if (p.process_failed && in_signal_handler && !FamilyMatters(fam)) {
+    return {Severity::kInfo, "an optional load made inside a signal handler while the process was failing "
+                             "(a crash reporter's plugin), not a cause of the failure"};
+  }
   if (p.process_failed) return {Severity::kError, "the process failed after this load failed"};
   if (facts.kind == DlerrorFacts::kVersionNotFound || facts.kind == DlerrorFacts::kUndefinedSymbol ||
       facts.kind == DlerrorFacts::kSymbolVersion) {
@@ -113,7 +121,12 @@ void LoadFailedRule(const ProcessLibraries& p, RuleContext& ctx, ReportBuilder& 
       }
     }
     const elf::LibraryFamily fam = elf::ClassifyLibrary(wanted);
-    Verdict verdict = Judge(p, fl, facts, fam, later);
+    std::vector<std::string> stack;
+    if (fl.stack != 0) stack = SymbolizeStack(t, t.Stack(fl.stack));
+    const bool in_signal_handler = std::any_of(stack.begin(), stack.end(), [](const std::string& frame) {
+      return frame.starts_with(kSignalFrame);
+    });
+    Verdict verdict = Judge(p, fl, facts, fam, later, in_signal_handler);
     if (verdict.severity == Severity::kInfo && !copies.empty() && copies[0].why == "LD_LIBRARY_PATH set at run time") {
       // The program pointed LD_LIBRARY_PATH at the library itself: it wanted this load.
       verdict = {Severity::kWarning, "a copy is in a directory the program added to LD_LIBRARY_PATH at run time"};
@@ -146,7 +159,7 @@ void LoadFailedRule(const ProcessLibraries& p, RuleContext& ctx, ReportBuilder& 
     ev["loaded_later"] = later != nullptr ? Json(later->path) : Json();
     if (fl.stack != 0) {
       Json st = Json::MakeArray();
-      for (const std::string& fr : SymbolizeStack(t, t.Stack(fl.stack))) st.Append(fr);
+      for (const std::string& fr : stack) st.Append(fr);
       ev["stack"] = std::move(st);
     }
     f.summary = "loading " + fl.requested + (fl.requester.empty() ? "" : " (from " + Basename(fl.requester) + ")") +
