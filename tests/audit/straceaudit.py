@@ -14,9 +14,11 @@ of its own, so the comparison leaves those out:
   - directories: opendir/fdopendir open and fstat them inside libc, and scans are
     summarized;
   - O_PATH opens (fchmodat(AT_SYMLINK_NOFOLLOW) and similar emulations inside libc);
-  - the shim's own system calls: it reads the program's ELF headers and /proc with raw
-    system calls (never on the files compared here, which live under the test's own
-    directory), and probes mounts with statx(STATX_MNT_ID), which no program here asks for.
+  - the shim's own system calls: it reads /proc and the ELF headers of the program it
+    starts in and of each program about to be exec'd (set-user-ID? static?) with raw
+    system calls, so programs exec'd in the run are left out; it probes mounts with
+    statx(STATX_MNT_ID), which no program here asks for; and `colabtrace run`'s own
+    process is not one of the job's.
 """
 from __future__ import annotations
 
@@ -187,8 +189,9 @@ class StraceRun:
         return tgid
 
     def processes(self) -> dict[int, Task]:
-        """Tasks that are processes (not threads), by pid."""
-        return {tid: t for tid, t in self.tasks.items() if self.tgid[tid] == tid}
+        """Tasks that are processes (not threads), by pid; not `colabtrace run` itself."""
+        return {tid: t for tid, t in self.tasks.items()
+                if self.tgid[tid] == tid and not (t.execs and os.path.realpath(t.execs[-1]) == os.path.realpath(CLI))}
 
     # -- file I/O --
     def _scan_io(self, tid: int, ls: list[str]) -> None:
@@ -262,9 +265,12 @@ class AuditRun:
     root: str
 
 
-def audit_run(test: unittest.TestCase, shell_cmd: str, root: str, env=None, timeout=120) -> AuditRun:
-    """Runs `bash -c shell_cmd` in root under strace -ff with the shim preloaded (traces
-    and strace output go to siblings of root), then reads both back."""
+def audit_run(test: unittest.TestCase, shell_cmd: str, root: str, env=None, timeout=120,
+              via_run=False) -> AuditRun:
+    """Runs `bash -c shell_cmd` in root under strace -ff with the shim preloaded, or with
+    via_run under `colabtrace run` (which sets LD_PRELOAD itself; its own process is then
+    left out of the comparisons), traces and strace output in siblings of root; then reads
+    both back."""
     base = os.path.dirname(root.rstrip("/"))
     out = os.path.join(base, "traces")
     prefix = os.path.join(base, "strace", "s")
@@ -273,8 +279,12 @@ def audit_run(test: unittest.TestCase, shell_cmd: str, root: str, env=None, time
         os.makedirs(d)
     e = clean_env(env)
     # -E: only the traced command gets the shim; strace itself runs bare.
-    argv = [STRACE, "-ff", "-y", "-q", "-s", "256", "-o", prefix,
-            "-E", f"LD_PRELOAD={SHIM}", "-E", f"COLABTRACE_OUT={out}/", "bash", "-c", shell_cmd]
+    argv = [STRACE, "-ff", "-y", "-q", "-s", "256", "-o", prefix]
+    if via_run:
+        shutil.rmtree(out)
+        argv += [CLI, "run", "-o", out, "--", "bash", "-c", shell_cmd]
+    else:
+        argv += ["-E", f"LD_PRELOAD={SHIM}", "-E", f"COLABTRACE_OUT={out}/", "bash", "-c", shell_cmd]
     p = subprocess.run(argv, cwd=root, env=e, capture_output=True, text=True, timeout=timeout)
     st = StraceRun(prefix, root)
     rep = json.loads(subprocess.run([CLI, "report", "--format", "json", out], capture_output=True, text=True,
@@ -324,9 +334,13 @@ def compare_files(run: AuditRun, paths=None, fields=("opens", "reads", "bytes_re
     rules in the module docstring. Returns (differences, rows compared)."""
     keys = {k for k in run.strace.counts if k[1].startswith(run.root + "/")}
     keys |= {k for k in run.rows if k[1].startswith(run.root + "/")}
+    procs = run.strace.processes()
+    programs = {os.path.realpath(os.path.join(run.root, e)) for t in run.strace.tasks.values() for e in t.execs}
     diffs, compared = [], 0
     for pid, path in sorted(keys):
         if paths is not None and path not in paths:
+            continue
+        if pid not in procs or path in programs:
             continue
         if os.path.isdir(path) or any("O_DIRECTORY" in f for f in run.strace.opened_flags.get((pid, path), [])):
             continue
@@ -386,7 +400,9 @@ def compare_libraries(run: AuditRun) -> list:
     for pid, t in sorted(run.strace.processes().items()):
         if not t.execs:
             continue  # a fork child: the parent's libraries, mapped by no one
-        want = {p for p in t.libs if p != shim}
+        # The process's threads map libraries too (a JVM loads libjava on its main thread).
+        mapped = set().union(*(x.libs for x in run.strace.tasks.values() if run.strace.tgid[x.tid] == pid))
+        want = {p for p in mapped if p != shim}
         got = {p for p in by_pid.get(pid, set()) if p != shim and "/ld-linux" not in p}
         exe = [lib["path"] for lib in run.report["libraries"]
                if lib["pid"] == pid and lib.get("executable") and lib["image"] == last_image[pid]]
@@ -407,6 +423,8 @@ class AuditChecks:
     PROGRAMS: tuple = ()
     MIN_FILES = 1
     ENV: dict | None = None
+    VIA_RUN = False  # under `colabtrace run` rather than LD_PRELOAD
+    FIELDS = ("opens", "reads", "bytes_read", "stats")
 
     def prepare(self, root: str) -> None:
         pass
@@ -418,11 +436,11 @@ class AuditChecks:
         self.root = os.path.join(self.tmp, "w")
         os.makedirs(self.root)
         self.prepare(self.root)
-        self.run_ = audit_run(self, self.SCRIPT, self.root, env=self.ENV)
+        self.run_ = audit_run(self, self.SCRIPT, self.root, env=self.ENV, via_run=self.VIA_RUN)
 
     def test_file_counts_equal_strace(self):
         self.maxDiff = None
-        diffs, compared = compare_files(self.run_)
+        diffs, compared = compare_files(self.run_, fields=self.FIELDS)
         self.assertGreaterEqual(compared, self.MIN_FILES)
         self.assertEqual(diffs, [])
 

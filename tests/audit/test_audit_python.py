@@ -1,0 +1,79 @@
+"""Debian's CPython (and numpy) reading files every way a Python program does: open()
+and read, os.open/os.read, os.stat, pathlib, json.tool, compileall, np.save/np.load;
+under LD_PRELOAD and under `colabtrace run`. Per process and per file the report's
+counts equal strace's system calls of the same run; processes, exit codes, libraries."""
+import os
+import unittest
+
+from ctharness import SYSTEM_PYTHON, TempDirTest
+from straceaudit import AuditChecks
+
+PROGRAM = r"""
+import os, pathlib, json, sys
+d = sys.argv[1]
+for i in range(20):
+    p = os.path.join(d, f"f{i}.bin")
+    os.stat(p)
+    with open(p, "rb") as f:
+        f.read()
+    fd = os.open(p, os.O_RDONLY)
+    while os.read(fd, 1000):
+        pass
+    os.close(fd)
+    pathlib.Path(p).exists()
+    pathlib.Path(p).read_bytes()
+with open(os.path.join(d, "out.txt"), "w") as f:
+    f.write("x" * 5000)
+print(json.dumps(json.load(open(os.path.join(d, "c.json")))))
+try:
+    import numpy as np
+except ImportError:
+    sys.exit(5)
+np.save(os.path.join(d, "a.npy"), np.arange(1000))
+print(int(np.load(os.path.join(d, "a.npy")).sum()))
+sys.exit(7)
+"""
+
+
+class PythonAudit(AuditChecks, TempDirTest):
+    PROGRAMS = (SYSTEM_PYTHON,)
+    MIN_FILES = 24
+    SCRIPT = f"""
+{SYSTEM_PYTHON} prog.py data
+echo "prog: $?"
+{SYSTEM_PYTHON} -m json.tool data/c.json > data/pretty.json
+{SYSTEM_PYTHON} -m compileall -q prog.py
+"""
+
+    def prepare(self, root):
+        os.makedirs(os.path.join(root, "data"))
+        for i in range(20):
+            with open(os.path.join(root, "data", f"f{i}.bin"), "wb") as f:
+                f.write(b"\0" * (i * 700 + 1))
+        with open(os.path.join(root, "data", "c.json"), "w") as f:
+            f.write('{"a": [1, 2, 3]}\n')
+        with open(os.path.join(root, "prog.py"), "w") as f:
+            f.write(PROGRAM)
+
+    def test_the_run_behaved_as_bare(self):
+        self.assertEqual(self.run_.returncode, 0, self.run_.stderr)
+        if "prog: 5" in self.run_.stdout:
+            self.skipTest("numpy is not installed for " + SYSTEM_PYTHON)
+        self.assertIn("499500\nprog: 7", self.run_.stdout)
+
+    def test_every_data_file_is_counted_exactly(self):
+        # The rows the rules leave no doubt about: 20 files, each stat'ed twice (os.stat,
+        # pathlib's exists), opened three times and read to the end each time.
+        for i in range(20):
+            path = os.path.join(self.root, "data", f"f{i}.bin")
+            rows = [r for (pid, p), r in self.run_.rows.items() if p == path]
+            self.assertEqual(len(rows), 1, path)
+            self.assertEqual((rows[0]["opens"], rows[0]["bytes_read"]), (3, 3 * (i * 700 + 1)), path)
+
+
+class PythonAuditUnderRun(PythonAudit):
+    VIA_RUN = True
+
+
+if __name__ == "__main__":
+    unittest.main()
