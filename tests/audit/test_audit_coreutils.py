@@ -11,6 +11,7 @@ from straceaudit import AuditChecks
 class CoreutilsAudit(AuditChecks, TempDirTest):
     PROGRAMS = ("sort", "md5sum", "grep", "wc")
     MIN_FILES = 15
+    FINDINGS = ("proc.fatal-signal", "proc.killed")  # the SIGSEGV and the SIGKILL below
     SCRIPT = r"""
 cat a.txt b.txt > out.txt
 head -c 100 b.txt > /dev/null
@@ -24,6 +25,11 @@ echo "grep: $?"
 [ -r a.txt ] && test -f b.txt && echo readable
 while read -r line; do :; done < a.txt
 ls -l > /dev/null
+bash -c 'kill -TERM $$'
+bash -c 'kill -KILL $$'
+bash -c 'kill -SEGV $$'
+yes | head -c 10 > /dev/null
+echo "pipe: ${PIPESTATUS[0]}"
 (exit 3)
 """
 
@@ -37,6 +43,11 @@ ls -l > /dev/null
         self.assertEqual(self.run_.returncode, 3, self.run_.stderr)
         self.assertIn("grep: 1", self.run_.stdout)
         self.assertIn("readable", self.run_.stdout)
+        self.assertIn("pipe: 141", self.run_.stdout)  # yes died of SIGPIPE
+        killed = {t.killed_by: pid for pid, t in self.run_.strace.processes().items() if t.killed_by}
+        self.assertEqual(sorted(killed), ["SIGKILL", "SIGPIPE", "SIGSEGV", "SIGTERM"])
+        pids = {f["id"]: f["pid"] for f in self.run_.report["findings"] if f["severity"] != "info"}
+        self.assertEqual(pids, {"proc.fatal-signal": killed["SIGSEGV"], "proc.killed": killed["SIGKILL"]})
         self.assertGreaterEqual(len(self.run_.strace.processes()), 12)
 
 
