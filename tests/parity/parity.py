@@ -289,6 +289,7 @@ def main():
         for s, d in SUITES.items():
             print(s, " ".join(u[0] for u in d["units"]))
         return 0
+    a.build = os.path.abspath(a.build) if a.build else a.build  # the shim is preloaded from other directories
     shim = os.path.join(a.build or "", "lib", "libcolabtrace.so")
     if not a.build or not os.path.exists(shim):
         print("parity: no shim at %s (pass --build)" % shim)
