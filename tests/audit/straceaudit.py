@@ -77,6 +77,7 @@ class Counts:
 class Task:
     tid: int
     execs: list = field(default_factory=list)  # successful execve paths, in order
+    argv: list | None = None  # of the last successful execve (when strace printed it whole)
     exit_code: int | None = None
     killed_by: str | None = None
     clones: list = field(default_factory=list)  # (child tid, is a thread)
@@ -161,7 +162,10 @@ class StraceRun:
                 continue
             name, ret = m.group("name"), m.group("ret")
             if name in ("execve", "execveat") and ret == "0":
-                t.execs.append(_unquote(_split_args(m.group("args"))[0 if name == "execve" else 1]))
+                args = _split_args(m.group("args"))
+                t.execs.append(_unquote(args[0 if name == "execve" else 1]))
+                vec = args[1 if name == "execve" else 2]
+                t.argv = None if "..." in vec else [_unquote(a) for a in _split_args(vec.strip()[1:-1]) if a]
                 t.libs = set()
                 maps = {}
             elif name in ("clone", "clone3", "fork", "vfork") and ret.isdigit() and int(ret) > 0:
@@ -358,10 +362,15 @@ def compare_files(run: AuditRun, paths=None, fields=("opens", "reads", "bytes_re
 
 
 def compare_processes(run: AuditRun) -> list:
-    """Every process strace saw is in processes[] with its program and exit status, and
-    no other."""
+    """Every process strace saw is in processes[] with its parent, program, arguments and
+    exit status, and no other."""
     diffs = []
     procs = run.strace.processes()
+    parent = {}
+    for t in run.strace.tasks.values():
+        for child, is_thread in t.clones:
+            if not is_thread:
+                parent[child] = run.strace.tgid[t.tid]
     rep = {p["pid"]: p for p in run.report["processes"]}
     if set(procs) != set(rep):
         diffs.append(f"pids: strace-only {sorted(set(procs) - set(rep))} report-only {sorted(set(rep) - set(procs))}")
@@ -375,6 +384,10 @@ def compare_processes(run: AuditRun) -> list:
                 diffs.append(f"pid {pid}: strace killed by {t.killed_by}, report {end}")
         elif end["kind"] != "exited" or end["code"] != t.exit_code:
             diffs.append(f"pid {pid}: strace exit {t.exit_code}, report {end}")
+        if pid in parent and parent[pid] in procs and p["ppid"] != parent[pid]:
+            diffs.append(f"pid {pid}: strace parent {parent[pid]}, report ppid {p['ppid']}")
+        if t.argv is not None and p["argv"] != t.argv:
+            diffs.append(f"pid {pid}: strace argv {t.argv}, report argv {p['argv']}")
         if t.execs:
             want = os.path.realpath(os.path.join(run.root, t.execs[-1]))
             if os.path.realpath(p["exe"]) != want:
@@ -455,6 +468,21 @@ class AuditChecks:
     def test_no_false_alarm(self):
         got = sorted({f["id"] for f in self.run_.report["findings"] if f["severity"] != "info"})
         self.assertEqual(got, sorted(self.FINDINGS), [f["summary"] for f in self.run_.report["findings"]])
+
+    def test_summed_rows_and_process_totals_agree(self):
+        # io.files[] is one row per path summed over processes; processes[].io sums a
+        # process's rows: both agree with the per-process rows (export --format ndjson).
+        fields = ("opens", "reads", "bytes_read", "stats")
+        summed = defaultdict(lambda: dict.fromkeys(fields, 0))
+        per_pid = defaultdict(lambda: dict.fromkeys(fields, 0))
+        for (pid, path), row in self.run_.rows.items():
+            for k in fields:
+                summed[path][k] += row[k]
+                per_pid[pid][k] += row[k]
+        files = {f["path"]: {k: f[k] for k in fields} for f in self.run_.report["io"]["files"]}
+        self.assertEqual(files, dict(summed))
+        for p in self.run_.report["processes"]:
+            self.assertEqual({k: p["io"][k] for k in fields}, per_pid[p["pid"]], p["pid"])
 
     def test_libraries_equal_what_ld_so_mapped(self):
         self.maxDiff = None
