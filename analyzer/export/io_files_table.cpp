@@ -35,7 +35,9 @@ void WriteIoFiles(const ExportContext& ctx, NdjsonTable& out) {
           .U64("stat_errors", f.stat_errors)
           .U64("writes", f.writes)
           .U64("bytes_written", f.bytes_written)
-          .U64("mmaps", f.mmaps);
+          .U64("mmaps", f.mmaps)
+          .U64("copies", f.copies)
+          .U64("bytes_copied", f.bytes_copied);
       if (f.size_known()) {
         row.U64("size", f.BestSize());
       } else {

@@ -40,6 +40,8 @@ STRACE = shutil.which("strace")
 _LINE = re.compile(r'^(?P<name>\w+)\((?P<args>.*)\)\s+=\s+(?P<ret>0x[0-9a-f]+|-?\d+|\?)(?P<rest>.*)$')
 _FDPATH = re.compile(r'^(-?\d+|AT_FDCWD)<(.*)>$')
 _READS = ("read", "pread64", "readv", "preadv", "preadv2")
+_WRITES = ("write", "pwrite64", "writev", "pwritev", "pwritev2")
+_COPIES = ("copy_file_range", "sendfile")  # the source file's row counts them
 _PATH_STATS = ("stat", "lstat", "access")  # the path is the first argument
 _AT_STATS = ("newfstatat", "fstatat64", "statx", "faccessat", "faccessat2")
 _STDIO_OPENS = {"fopen", "fopen64", "freopen", "freopen64", "fdopen"}
@@ -68,6 +70,11 @@ class Counts:
     reads: int = 0
     bytes_read: int = 0
     stats: int = 0
+    open_errors: int = 0
+    writes: int = 0
+    bytes_written: int = 0
+    copies: int = 0
+    bytes_copied: int = 0
 
     def as_dict(self, fields) -> dict:
         return {k: getattr(self, k) for k in fields}
@@ -221,7 +228,13 @@ class StraceRun:
 
             if name in ("open", "creat", "openat"):
                 flags = args[1] if name == "open" else ("" if name == "creat" else args[2])
-                if r is None or r < 0:
+                if r is not None and r < 0:
+                    rel = _unquote(args[0] if name in ("open", "creat") else args[1])
+                    path = at_path("" if name in ("open", "creat") else args[0], rel)
+                    if flags.strip() != _OPENDIR_FLAGS and "O_PATH" not in flags:
+                        self.counts[(pid, path)].open_errors += 1
+                    continue
+                if r is None:
                     continue
                 p = re.match(r"<(.*?)>(\(deleted\))?$", m.group("rest").strip())
                 if not p:
@@ -237,6 +250,18 @@ class StraceRun:
                     c = self.counts[(pid, path)]
                     c.reads += 1
                     c.bytes_read += r
+            elif name in _WRITES:
+                _, path = _fd_path(args[0])
+                if path is not None and r is not None and r >= 0:
+                    c = self.counts[(pid, path)]
+                    c.writes += 1
+                    c.bytes_written += r
+            elif name in _COPIES:
+                _, path = _fd_path(args[0] if name == "copy_file_range" else args[1])
+                if path is not None and r is not None:
+                    c = self.counts[(pid, path)]
+                    c.copies += 1
+                    c.bytes_copied += max(r, 0)
             elif name == "statx" and "STATX_MNT_ID" in args[3]:
                 continue  # the shim's mount probe
             elif name in _AT_STATS:
@@ -334,7 +359,11 @@ def _api_name(code: int) -> str:
     return _API_NAMES.get(code, str(code))
 
 
-def compare_files(run: AuditRun, paths=None, fields=("opens", "reads", "bytes_read", "stats")) -> tuple[list, int]:
+ALL_FIELDS = ("opens", "open_errors", "reads", "bytes_read", "stats", "writes", "bytes_written", "copies",
+              "bytes_copied")
+
+
+def compare_files(run: AuditRun, paths=None, fields=ALL_FIELDS) -> tuple[list, int]:
     """Per (process, file under root): strace's counts against the report's, under the
     rules in the module docstring. Returns (differences, rows compared)."""
     keys = {k for k in run.strace.counts if k[1].startswith(run.root + "/")}
@@ -352,7 +381,8 @@ def compare_files(run: AuditRun, paths=None, fields=("opens", "reads", "bytes_re
         row = run.rows.get((pid, path), {})
         if row.get("kind") == "directory":
             continue
-        use = ("opens",) if (pid, path) in run.stdio else fields
+        # A FILE's opens (and failed opens) are exact; its reads and writes are stdio's.
+        use = tuple(k for k in fields if k in ("opens", "open_errors")) if (pid, path) in run.stdio else fields
         s = run.strace.counts.get((pid, path), Counts()).as_dict(use)
         r = {k: row.get(k, 0) for k in use}
         compared += 1
@@ -440,7 +470,7 @@ class AuditChecks:
     MIN_FILES = 1
     ENV: dict | None = None
     VIA_RUN = False  # under `colabtrace run` rather than LD_PRELOAD
-    FIELDS = ("opens", "reads", "bytes_read", "stats")
+    FIELDS = ALL_FIELDS
     # The warning and error findings the run truly deserves (a healthy run: none).
     FINDINGS: tuple = ()
 
@@ -472,17 +502,18 @@ class AuditChecks:
     def test_summed_rows_and_process_totals_agree(self):
         # io.files[] is one row per path summed over processes; processes[].io sums a
         # process's rows: both agree with the per-process rows (export --format ndjson).
-        fields = ("opens", "reads", "bytes_read", "stats")
+        fields = ALL_FIELDS
         summed = defaultdict(lambda: dict.fromkeys(fields, 0))
         per_pid = defaultdict(lambda: dict.fromkeys(fields, 0))
         for (pid, path), row in self.run_.rows.items():
             for k in fields:
                 summed[path][k] += row[k]
                 per_pid[pid][k] += row[k]
-        files = {f["path"]: {k: f[k] for k in fields} for f in self.run_.report["io"]["files"]}
+        files = {f["path"]: {k: f.get(k, 0) for k in fields} for f in self.run_.report["io"]["files"]}
         self.assertEqual(files, dict(summed))
+        totals = ("opens", "open_errors", "reads", "bytes_read", "stats", "writes", "bytes_written")
         for p in self.run_.report["processes"]:
-            self.assertEqual({k: p["io"][k] for k in fields}, per_pid[p["pid"]], p["pid"])
+            self.assertEqual({k: p["io"][k] for k in totals}, {k: per_pid[p["pid"]][k] for k in totals}, p["pid"])
 
     def test_libraries_equal_what_ld_so_mapped(self):
         self.maxDiff = None

@@ -90,7 +90,7 @@ class NodeAudit(AuditChecks, TempDirTest):
     MIN_FILES = 10
     # libuv makes statx with syscall(2), which no libc hook sees (docs/ARCHITECTURE.md):
     # node's fs.stat* are not counted, its opens and reads are.
-    FIELDS = ("opens", "reads", "bytes_read")
+    FIELDS = ("opens", "open_errors", "reads", "bytes_read", "writes", "bytes_written")
     SCRIPT = "node read.js . && node -e 'process.exit(6)'; echo \"node: $?\""
 
     def prepare(self, root):
