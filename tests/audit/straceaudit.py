@@ -42,6 +42,8 @@ _FDPATH = re.compile(r'^(-?\d+|AT_FDCWD)<(.*)>$')
 _READS = ("read", "pread64", "readv", "preadv", "preadv2")
 _WRITES = ("write", "pwrite64", "writev", "pwritev", "pwritev2")
 _COPIES = ("copy_file_range", "sendfile")  # the source file's row counts them
+_IO_FIELDS = {**{n: ("reads", "bytes_read") for n in _READS}, **{n: ("writes", "bytes_written") for n in _WRITES},
+              **{n: ("copies", "bytes_copied") for n in _COPIES}}
 _PATH_STATS = ("stat", "lstat", "access")  # the path is the first argument
 _AT_STATS = ("newfstatat", "fstatat64", "statx", "faccessat", "faccessat2")
 _STDIO_OPENS = {"fopen", "fopen64", "freopen", "freopen64", "fdopen"}
@@ -244,24 +246,14 @@ class StraceRun:
                 if flags.strip() == _OPENDIR_FLAGS or "O_PATH" in flags:
                     continue
                 self.counts[(pid, path)].opens += 1
-            elif name in _READS:
-                _, path = _fd_path(args[0])
-                if path is not None and r is not None and r >= 0:
+            elif name in _IO_FIELDS:
+                count, nbytes = _IO_FIELDS[name]
+                _, path = _fd_path(args[1] if name == "sendfile" else args[0])
+                # Failed copies count (as the report's copies do); failed reads and writes not.
+                if path is not None and r is not None and (r >= 0 or count == "copies"):
                     c = self.counts[(pid, path)]
-                    c.reads += 1
-                    c.bytes_read += r
-            elif name in _WRITES:
-                _, path = _fd_path(args[0])
-                if path is not None and r is not None and r >= 0:
-                    c = self.counts[(pid, path)]
-                    c.writes += 1
-                    c.bytes_written += r
-            elif name in _COPIES:
-                _, path = _fd_path(args[0] if name == "copy_file_range" else args[1])
-                if path is not None and r is not None:
-                    c = self.counts[(pid, path)]
-                    c.copies += 1
-                    c.bytes_copied += max(r, 0)
+                    setattr(c, count, getattr(c, count) + 1)
+                    setattr(c, nbytes, getattr(c, nbytes) + max(r, 0))
             elif name == "statx" and "STATX_MNT_ID" in args[3]:
                 continue  # the shim's mount probe
             elif name in _AT_STATS:
