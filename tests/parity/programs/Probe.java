@@ -1,7 +1,8 @@
 // JVM parity probe (tests/parity/runtimes.py). Each mode exercises what the JVM does with
 // signals and threads: implicit null checks and divisions by zero (SIGSEGV and SIGFPE the
 // JVM's own handlers turn into exceptions), stack overflow (guard pages), a thread pool,
-// files, a child process (posix_spawn of jspawnhelper), GC, shutdown hooks.
+// files, a child process (posix_spawn of jspawnhelper), GC, shutdown hooks, 100 children
+// started from 4 threads at once.
 import java.lang.reflect.Field;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -48,6 +49,32 @@ public class Probe {
                 Files.writeString(Path.of("ready"), "ready");
                 Thread.sleep(Long.parseLong(args[1]));
                 System.out.println("slept");
+                return;
+            }
+            case "spawn": {
+                // 4 threads start 25 processes each at once (the launch mechanism,
+                // posix_spawn, vfork or fork, is chosen with -Djdk.lang.Process.launchMechanism).
+                List<Thread> threads = new ArrayList<>();
+                int[] failed = {0};
+                for (int t = 0; t < 4; t++) {
+                    Thread th = new Thread(() -> {
+                        try {
+                            for (int i = 0; i < 25; i++) {
+                                if (new ProcessBuilder("true").start().waitFor() != 0) {
+                                    synchronized (failed) {
+                                        failed[0]++;
+                                    }
+                                }
+                            }
+                        } catch (Exception e) {
+                            throw new RuntimeException(e);
+                        }
+                    });
+                    th.start();
+                    threads.add(th);
+                }
+                for (Thread th : threads) th.join();
+                System.out.println("spawned 100, failed " + failed[0]);
                 return;
             }
             case "crash": {
