@@ -77,6 +77,7 @@ class Counts:
     bytes_written: int = 0
     copies: int = 0
     bytes_copied: int = 0
+    mmaps: int = 0
 
     def as_dict(self, fields) -> dict:
         return {k: getattr(self, k) for k in fields}
@@ -254,6 +255,10 @@ class StraceRun:
                     c = self.counts[(pid, path)]
                     setattr(c, count, getattr(c, count) + 1)
                     setattr(c, nbytes, getattr(c, nbytes) + max(r, 0))
+            elif name == "mmap" and ret.startswith("0x") and len(args) > 4:
+                _, path = _fd_path(args[4])
+                if path is not None:
+                    self.counts[(pid, path)].mmaps += 1
             elif name == "statx" and "STATX_MNT_ID" in args[3]:
                 continue  # the shim's mount probe
             elif name in _AT_STATS:
@@ -352,7 +357,7 @@ def _api_name(code: int) -> str:
 
 
 ALL_FIELDS = ("opens", "open_errors", "reads", "bytes_read", "stats", "writes", "bytes_written", "copies",
-              "bytes_copied")
+              "bytes_copied", "mmaps")
 
 
 def compare_files(run: AuditRun, paths=None, fields=ALL_FIELDS) -> tuple[list, int]:

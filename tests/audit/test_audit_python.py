@@ -75,5 +75,43 @@ class PythonAuditUnderRun(PythonAudit):
     VIA_RUN = True
 
 
+WORKERS = r"""
+import concurrent.futures, multiprocessing as mp, os, sys
+d = sys.argv[1]
+
+def read_file(i):
+    with open(os.path.join(d, f"f{i}.bin"), "rb") as f:
+        return len(f.read())
+
+if __name__ == "__main__":
+    with concurrent.futures.ThreadPoolExecutor(4) as ex:  # reads on threads: the process's
+        print(sum(ex.map(read_file, range(20))))
+    for method in ("fork", "spawn", "forkserver"):
+        with mp.get_context(method).Pool(2) as pool:  # leaving `with` terminates: SIGTERM
+            print(method, sum(pool.map(read_file, range(20))))
+"""
+
+
+class PythonWorkersAudit(AuditChecks, TempDirTest):
+    # Threads, and multiprocessing pools started by fork, spawn and forkserver: each
+    # worker's reads are its own, each worker ends as strace saw (SIGTERM at terminate).
+    PROGRAMS = (SYSTEM_PYTHON,)
+    MIN_FILES = 20
+    SCRIPT = f"{SYSTEM_PYTHON} workers.py data"
+
+    def prepare(self, root):
+        PythonAudit.prepare(self, root)
+        with open(os.path.join(root, "workers.py"), "w") as f:
+            f.write(WORKERS)
+
+    def test_the_run_behaved_as_bare(self):
+        self.assertEqual(self.run_.returncode, 0, self.run_.stderr)
+        total = str(sum(i * 700 + 1 for i in range(20)))
+        self.assertEqual(self.run_.stdout.split(), [total, "fork", total, "spawn", total, "forkserver", total])
+        self.assertGreaterEqual(len(self.run_.strace.processes()), 8)
+        # The six pool workers die of the pool's SIGTERM (compared with the report above).
+        self.assertEqual([t.killed_by for t in self.run_.strace.processes().values() if t.killed_by], ["SIGTERM"] * 6)
+
+
 if __name__ == "__main__":
     unittest.main()
