@@ -383,7 +383,9 @@ class ProcessReplay {
       if (it != mount_by_id_.end()) f.mount = it->second;
     }
     if (f.mount >= 0 && o.fd >= 0) learned_dirs_.emplace(std::string(DirOf(f.path)), f.mount);
-    if (o.flags & O_DIRECTORY) f.directory = true;
+    // Only an open that succeeded says it is a directory: cp probes its destination with
+    // O_PATH|O_DIRECTORY, which fails (ENOENT, ENOTDIR) on the file it then writes.
+    if ((o.flags & O_DIRECTORY) && o.fd >= 0) f.directory = true;
     if ((o.flags & O_ACCMODE) != O_RDONLY || (o.flags & O_CREAT)) f.output = true;
     if (o.ftype != 0) {
       if (o.ftype == (S_IFDIR >> 12)) f.directory = true;

@@ -13,7 +13,7 @@ of its own, so the comparison leaves those out:
     and fstat()s the descriptor when it allocates the buffer;
   - directories: opendir/fdopendir open and fstat them inside libc, and scans are
     summarized;
-  - O_PATH opens (fchmodat(AT_SYMLINK_NOFOLLOW) and similar emulations inside libc);
+  - fchmodat(AT_SYMLINK_NOFOLLOW)'s O_PATH open inside libc;
   - the shim's own system calls: it reads /proc and the ELF headers of the program it
     starts in and of each program about to be exec'd (set-user-ID? static?) with raw
     system calls, so programs exec'd in the run are left out; it probes mounts with
@@ -50,6 +50,9 @@ _STDIO_OPENS = {"fopen", "fopen64", "freopen", "freopen64", "fdopen"}
 # A glibc opendir: exactly these flags (a program's own O_DIRECTORY open carries others,
 # or none of O_NONBLOCK).
 _OPENDIR_FLAGS = "O_RDONLY|O_NONBLOCK|O_CLOEXEC|O_DIRECTORY"
+# fchmodat(AT_SYMLINK_NOFOLLOW)'s own O_PATH open (tar sets modes so); a program's O_PATH
+# opens (cp probes its destination with O_PATH|O_DIRECTORY) are its calls.
+_FCHMODAT_FLAGS = "O_RDONLY|O_NOFOLLOW|O_CLOEXEC|O_PATH"
 
 
 def require_strace(test: unittest.TestCase) -> None:
@@ -234,7 +237,7 @@ class StraceRun:
                 if r is not None and r < 0:
                     rel = _unquote(args[0] if name in ("open", "creat") else args[1])
                     path = at_path("" if name in ("open", "creat") else args[0], rel)
-                    if flags.strip() != _OPENDIR_FLAGS and "O_PATH" not in flags:
+                    if flags.strip() not in (_OPENDIR_FLAGS, _FCHMODAT_FLAGS):
                         self.counts[(pid, path)].open_errors += 1
                     continue
                 if r is None:
@@ -244,7 +247,7 @@ class StraceRun:
                     continue
                 path = p.group(1)
                 self.opened_flags[(pid, path)].append(flags)
-                if flags.strip() == _OPENDIR_FLAGS or "O_PATH" in flags:
+                if flags.strip() in (_OPENDIR_FLAGS, _FCHMODAT_FLAGS):
                     continue
                 self.counts[(pid, path)].opens += 1
             elif name in _IO_FIELDS:
@@ -373,13 +376,14 @@ def compare_files(run: AuditRun, paths=None, fields=ALL_FIELDS) -> tuple[list, i
             continue
         if pid not in procs or path in programs:
             continue
-        if os.path.isdir(path) or any("O_DIRECTORY" in f for f in run.strace.opened_flags.get((pid, path), [])):
-            continue
         row = run.rows.get((pid, path), {})
-        if row.get("kind") == "directory":
-            continue
-        # A FILE's opens (and failed opens) are exact; its reads and writes are stdio's.
-        use = tuple(k for k in fields if k in ("opens", "open_errors")) if (pid, path) in run.stdio else fields
+        directory = os.path.isdir(path) or any("O_DIRECTORY" in f for f in run.strace.opened_flags.get((pid, path), []))
+        # A FILE's opens (and failed opens) are exact; its reads and writes are stdio's. So
+        # are a directory's opens (opendir's own open is a scan, not an open).
+        exact_opens = directory or (pid, path) in run.stdio
+        if os.path.isfile(path) and row.get("kind") == "directory":
+            diffs.append(f"pid {pid} {path}: a regular file reported as a directory")
+        use = tuple(k for k in fields if k in ("opens", "open_errors")) if exact_opens else fields
         s = run.strace.counts.get((pid, path), Counts()).as_dict(use)
         r = {k: row.get(k, 0) for k in use}
         compared += 1
