@@ -571,13 +571,14 @@ class ProcessReplay {
       if (e.path == 0) return;
       const size_t idx = FileOf(e.path);
       FileStats& f = m_.files[idx];
-      f.directory = true;
       ++f.dir_scans;
       ++p_.dir_scans;
       if (e.result < 0) {
+        // Not a directory, or none at all (os.listdir on a file fails with ENOTDIR).
         AddError(f, ErrnoOfResult(e.result), "opendir");
         return;
       }
+      f.directory = true;
       if (api != IoApi::kOpendir) f.dir_entries += static_cast<uint64_t>(e.result);
       if (api == IoApi::kOpendir && e.fd >= 0) {
         descs_.push_back(Desc{idx});

@@ -22,6 +22,10 @@ for i in range(20):
     os.close(fd)
     pathlib.Path(p).exists()
     pathlib.Path(p).read_bytes()
+    try:
+        os.listdir(p)  # opendir on a file: ENOTDIR
+    except NotADirectoryError:
+        pass
 with open(os.path.join(d, "out.txt"), "w") as f:
     f.write("x" * 5000)
 print(json.dumps(json.load(open(os.path.join(d, "c.json")))))
