@@ -130,8 +130,9 @@ class PythonWorkersAudit(AuditChecks, TempDirTest):
         total = str(sum(i * 700 + 1 for i in range(20)))
         self.assertEqual(self.run_.stdout.split(), [total, "fork", total, "spawn", total, "forkserver", total])
         self.assertGreaterEqual(len(self.run_.strace.processes()), 8)
-        # The six pool workers die of the pool's SIGTERM (compared with the report above).
-        self.assertEqual([t.killed_by for t in self.run_.strace.processes().values() if t.killed_by], ["SIGTERM"] * 6)
+        # Pool workers die of the pool's SIGTERM, unless they saw the end first and exited
+        # (a race): each as strace saw, test_processes_and_exit_codes_equal_strace checks.
+        self.assertLessEqual({t.killed_by for t in self.run_.strace.processes().values() if t.killed_by}, {"SIGTERM"})
 
 
 if __name__ == "__main__":
