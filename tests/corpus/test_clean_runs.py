@@ -21,6 +21,7 @@ import unittest
 import ctharness as h
 
 PY = h.SYSTEM_PYTHON
+SH = os.path.basename(os.path.realpath(shutil.which("sh") or "/bin/sh"))  # dash on Debian
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "parity", "programs")
 
 
@@ -177,7 +178,7 @@ class CleanRunsTest(h.TempDirTest):
                       r.stdout.replace("stack overflow caught, deep: true\n", ""))
         rep = self.check_clean(r)
         self.assertEqual(ends(rep, "java"), [("exited", 0, 0)])
-        self.assertEqual(ends(rep, "dash"), [("exited", 3, 0)])  # sh -c 'exit 3', via jspawnhelper
+        self.assertEqual(ends(rep, SH), [("exited", 3, 0)])  # sh -c 'exit 3', via jspawnhelper
         self.assertEqual(len(rep["processes"]), 2)
         out = [f for f in rep["io"]["files"] if f["path"].startswith(os.path.join(self.tmp, "out") + "/")]
         self.assertEqual(len(out), 50)
@@ -194,7 +195,7 @@ class CleanRunsTest(h.TempDirTest):
         # The main process and its fork()ed child; sh three times: exit 4, killed by its
         # own SIGTERM, and exec's pipeline.
         self.assertEqual(ends(rep, "node"), [("exited", 0, 0)] * 2)
-        self.assertEqual(ends(rep, "dash"), [("exited", 0, 0), ("exited", 4, 0), ("signaled", 0, 15)])
+        self.assertEqual(ends(rep, SH), [("exited", 0, 0), ("exited", 4, 0), ("signaled", 0, 15)])
         self.assertEqual((ends(rep, "seq"), ends(rep, "tail")), ([("exited", 0, 0)], [("exited", 0, 0)]))
         out = [f for f in rep["io"]["files"] if f["path"].startswith(os.path.join(self.tmp, "out") + "/")]
         self.assertEqual((len(out), sum(f["opens"] for f in out)), (100, 200))
@@ -221,7 +222,7 @@ class CleanRunsTest(h.TempDirTest):
         # 3 reaped by its SIGCHLD handler; sh for the backticks (and its fork) and system.
         self.assertEqual(ends(rep, "perl"), sorted([("exited", 0, 0)] * 4 + [("exited", i, 0) for i in range(1, 6)] +
                                                    [("signaled", 0, 15)]))
-        self.assertEqual(ends(rep, "dash"), [("exited", 0, 0), ("exited", 0, 0), ("exited", 3, 0)])
+        self.assertEqual(ends(rep, SH), [("exited", 0, 0), ("exited", 0, 0), ("exited", 3, 0)])
 
     @unittest.skipUnless(have("make", "cc"), "needs make and cc")
     def test_make_j2_build(self):

@@ -64,10 +64,12 @@ class Scenario:
         self.run_side = run_side and send is None
 
 
+# The shell's executable as the report names it (dash on Debian, where /bin/sh links to it).
+SH = os.path.basename(os.path.realpath(shutil.which("sh") or "/bin/sh"))
 JAVA = ["java", "-XX:ErrorFile=hs_err.log", "-cp", "{prep}"]
 JAVA_NEEDS = ["java", "javac"]
 # posix_spawn of jspawnhelper, which execs sh.
-JAVA_CHILD = {"java": 1, "dash": 1}
+JAVA_CHILD = {"java": 1, SH: 1}
 PY_ABORT_AFTER_HANDLED = """
 import os, signal
 handled = 0
@@ -135,7 +137,7 @@ GROUPS = {
     "node": {
         "scenarios": [
             Scenario("node-all", ["node", "probe.js"], ["node"], copy=["probe.js"],
-                     procs={"node": 2, "dash": 3, "seq": 1, "tail": 1}),
+                     procs={"node": 2, SH: 3, "seq": 1, "tail": 1}),
             Scenario("node-sigint", ["node", "probe.js", "sigint"], ["node"], copy=["probe.js"], rc=7),
             # Node's own one-shot SIGTERM handler raises it again: signaled, no finding.
             Scenario("node-sigterm", ["node", "probe.js", "sigterm"], ["node"], copy=["probe.js"],
@@ -159,7 +161,7 @@ GROUPS = {
                      ignore_files=r"/incremental/|\.lock$|/\.fingerprint/|/deps/probe-"),
             Scenario("rustc", ["rustc", "-O", "-o", "probe", os.path.join("rust", "src", "main.rs")],
                      ["rustc", "cc"], copy=["rust"]),
-            Scenario("rust-run", ["{prep}/debug/probe"], ["cargo"], procs={"probe": 1, "dash": 1}),
+            Scenario("rust-run", ["{prep}/debug/probe"], ["cargo"], procs={"probe": 1, SH: 1}),
             Scenario("rust-panic", ["{prep}/debug/probe", "panic"], ["cargo"], rc=101,
                      env={"RUST_BACKTRACE": "1"}),
             Scenario("rust-thread-panic", ["{prep}/debug/probe", "thread-panic"], ["cargo"]),
@@ -182,7 +184,7 @@ GROUPS = {
                               "-ldl"])],
         "scenarios": [
             Scenario("perl-all", ["perl", "probe.pl"], ["perl"], copy=["probe.pl"],
-                     procs={"perl": 10, "dash": 3, "tr": 1, "seq": 1}),
+                     procs={"perl": 10, SH: 3, "tr": 1, "seq": 1}),
             Scenario("perl-die", ["perl", "probe.pl", "die"], ["perl"], copy=["probe.pl"], rc=255),
             Scenario("perl-exit", ["perl", "probe.pl", "exit"], ["perl"], copy=["probe.pl"], rc=42),
             Scenario("perl-alarm", ["perl", "probe.pl", "alarm"], ["perl"], copy=["probe.pl"], rc=-signal.SIGALRM),
@@ -208,7 +210,7 @@ GROUPS = {
                      says={"proc.fatal-signal": "after its own handler took a SIGSEGV (fault address 0x10)"}),
             Scenario("make-j2", ["make", "-j2", "-f", "Makefile"], ["make", "cc"], copy=["Makefile"],
                      sort_output=True, procs={"make": 1}),
-            Scenario("gfortran-run", ["{prep}/probe"], ["gfortran"], procs={"probe": 1, "dash": 1}),
+            Scenario("gfortran-run", ["{prep}/probe"], ["gfortran"], procs={"probe": 1, SH: 1}),
             Scenario("gfortran-stop", ["{prep}/probe", "stop"], ["gfortran"], rc=3),
             Scenario("gfortran-error-stop", ["{prep}/probe", "error"], ["gfortran"], rc=1),
             Scenario("gfortran-bounds", ["{prep}/probe", "bounds"], ["gfortran"], rc=2),
