@@ -160,6 +160,17 @@ class CleanRunsTest(h.TempDirTest):
         self.assertTrue(all(p["end"]["kind"] == "exited" and p["end"]["code"] == 0 for p in rep["processes"]),
                         [(exe_of(p), p["end"]) for p in rep["processes"]])
 
+    def run_clean(self, argv, cwd, stdout_has, timeout=120):
+        """Runs argv traced in cwd: exit 0, stdout holding stdout_has, a clean report."""
+        r = h.run_traced(argv, cwd=cwd, timeout=timeout)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(stdout_has, r.stdout)
+        return self.check_clean(r)
+
+    def out_files(self, rep):
+        """The report's rows for the files under tmp/out."""
+        return [f for f in rep["io"]["files"] if f["path"].startswith(os.path.join(self.tmp, "out") + "/")]
+
     def copy_program(self, name):
         src = os.path.join(PROGRAMS, name)
         dst = os.path.join(self.tmp, name)
@@ -172,15 +183,12 @@ class CleanRunsTest(h.TempDirTest):
         # SIGSEGV and SIGFPE, which its own handlers take: the process exited 0.
         src = self.copy_program("Probe.java")
         subprocess.run(["javac", "-d", self.tmp, src], check=True, capture_output=True)
-        r = h.run_traced(["java", "-cp", self.tmp, "Probe"], cwd=self.tmp)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("null checks 20000\ndivisions by zero 20000\n",
-                      r.stdout.replace("stack overflow caught, deep: true\n", ""))
-        rep = self.check_clean(r)
+        rep = self.run_clean(["java", "-cp", self.tmp, "Probe"], self.tmp,
+                             "null checks 20000\nstack overflow caught, deep: true\ndivisions by zero 20000\n")
         self.assertEqual(ends(rep, "java"), [("exited", 0, 0)])
         self.assertEqual(ends(rep, SH), [("exited", 3, 0)])  # sh -c 'exit 3', via jspawnhelper
         self.assertEqual(len(rep["processes"]), 2)
-        out = [f for f in rep["io"]["files"] if f["path"].startswith(os.path.join(self.tmp, "out") + "/")]
+        out = self.out_files(rep)
         self.assertEqual(len(out), 50)
         self.assertEqual(sum(f["opens"] for f in out), 100)  # written, then read back
         self.assertEqual(sum(f["bytes_read"] for f in out), sum(len("line %d\n" % i) for i in range(50)))
@@ -188,25 +196,20 @@ class CleanRunsTest(h.TempDirTest):
     @unittest.skipUnless(have("node"), "needs node")
     def test_node_pool_workers_and_children(self):
         self.copy_program("probe.js")
-        r = h.run_traced(["node", "probe.js"], cwd=self.tmp)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("workers 999999,1500000,2000000,2499996\n", r.stdout)
-        rep = self.check_clean(r)
+        rep = self.run_clean(["node", "probe.js"], self.tmp, "workers 999999,1500000,2000000,2499996\n")
         # The main process and its fork()ed child; sh three times: exit 4, killed by its
         # own SIGTERM, and exec's pipeline.
         self.assertEqual(ends(rep, "node"), [("exited", 0, 0)] * 2)
         self.assertEqual(ends(rep, SH), [("exited", 0, 0), ("exited", 4, 0), ("signaled", 0, 15)])
         self.assertEqual((ends(rep, "seq"), ends(rep, "tail")), ([("exited", 0, 0)], [("exited", 0, 0)]))
-        out = [f for f in rep["io"]["files"] if f["path"].startswith(os.path.join(self.tmp, "out") + "/")]
+        out = self.out_files(rep)
         self.assertEqual((len(out), sum(f["opens"] for f in out)), (100, 200))
 
     @unittest.skipUnless(have("cargo", "rustc", "cc"), "needs cargo, rustc and cc")
     def test_cargo_build_offline(self):
         crate = self.copy_program("rust")
-        r = h.run_traced(["cargo", "build", "--offline", "-j2"], cwd=crate, timeout=180)
-        self.assertEqual(r.returncode, 0, r.stderr)
+        rep = self.run_clean(["cargo", "build", "--offline", "-j2"], crate, "", timeout=180)
         self.assertTrue(os.path.exists(os.path.join(crate, "target", "debug", "probe")))
-        rep = self.check_clean(r)
         self.assertEqual(ends(rep, "cargo"), [("exited", 0, 0)])
         self.assertGreaterEqual(len(ends(rep, "rustc")), 2)  # version probes and the build
         self.assert_all_exited_0(rep)
@@ -214,10 +217,8 @@ class CleanRunsTest(h.TempDirTest):
     @unittest.skipUnless(have("perl"), "needs perl")
     def test_perl_fork_signals_and_pipes(self):
         self.copy_program("probe.pl")
-        r = h.run_traced(["perl", "probe.pl"], cwd=self.tmp)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("alarm handled 1\neval: timeout\nfork exit codes sum 15\nchild signal 15\nusr1 2\n", r.stdout)
-        rep = self.check_clean(r)
+        rep = self.run_clean(["perl", "probe.pl"], self.tmp,
+                             "alarm handled 1\neval: timeout\nfork exit codes sum 15\nchild signal 15\nusr1 2\n")
         # The script, 5 children exiting 1..5, one it kills with SIGTERM (reaped: exact),
         # 3 reaped by its SIGCHLD handler; sh for the backticks (and its fork) and system.
         self.assertEqual(ends(rep, "perl"), sorted([("exited", 0, 0)] * 4 + [("exited", i, 0) for i in range(1, 6)] +
@@ -227,10 +228,7 @@ class CleanRunsTest(h.TempDirTest):
     @unittest.skipUnless(have("make", "cc"), "needs make and cc")
     def test_make_j2_build(self):
         self.copy_program("Makefile")
-        r = h.run_traced(["make", "-j2"], cwd=self.tmp)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertIn("\nsum 78\n", r.stdout)
-        rep = self.check_clean(r)
+        rep = self.run_clean(["make", "-j2"], self.tmp, "\nsum 78\n")
         self.assertEqual(ends(rep, "make"), [("exited", 0, 0)])
         self.assertEqual(ends(rep, "prog"), [("exited", 0, 0)])
         self.assert_all_exited_0(rep)
