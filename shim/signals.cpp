@@ -19,7 +19,11 @@
 // A vfork child (or any clone child) runs on its parent's memory: it must never write
 // the table. Hooks and the handler compare the real pid with g_pid and, in a child,
 // act on the kernel only (and re-raise with the child's own pid and tid).
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
 
 #include <cstring>
@@ -142,38 +146,91 @@ uint64_t EmitStringHere(ThreadState& w, const char* s, size_t n) {
   return r.id;
 }
 
+// What the handler learns about the /dev/shm file behind a fault address.
+struct ShmFacts {
+  uint64_t path_id = 0;  // String id of the path; 0: the address is not in a /dev/shm file
+  uint64_t offset = 0, file_size = 0, free = 0;
+  uint64_t known = 0;  // format::ShmFact bits
+};
+
+uint64_t ParseHex(const char*& p) {
+  uint64_t v = 0;
+  for (; (*p >= '0' && *p <= '9') || ((*p | 32) >= 'a' && (*p | 32) <= 'f'); ++p) {
+    v = v * 16 + static_cast<uint64_t>(*p <= '9' ? *p - '0' : (*p | 32) - 'a' + 10);
+  }
+  return v;
+}
+
+// Reads the facts that tell the two causes of a SIGBUS in a /dev/shm mapping apart: a
+// store past the file's end (the file was truncated, or never sized to the mapping), or
+// tmpfs with no page left to give (/dev/shm full). The size comes from the path only when
+// it still names the mapped inode (a file unlinked or replaced since tells nothing).
+void ReadShmFacts(const char* line, const char* path, uintptr_t lo, uintptr_t addr, ShmFacts* f) {
+  // "lo-hi perms offset dev inode path": the offset and inode follow the address range.
+  const char* p = std::strchr(line, ' ');
+  if (p == nullptr) return;
+  while (*p == ' ') ++p;
+  while (*p != '\0' && *p != ' ') ++p;  // perms
+  while (*p == ' ') ++p;
+  const uint64_t pgoff = ParseHex(p);
+  while (*p == ' ') ++p;
+  while (*p != '\0' && *p != ' ') ++p;  // dev
+  while (*p == ' ') ++p;
+  uint64_t inode = 0;
+  for (; *p >= '0' && *p <= '9'; ++p) inode = inode * 10 + static_cast<uint64_t>(*p - '0');
+  f->offset = pgoff + (addr - lo);
+  struct stat st;
+  const size_t len = std::strlen(path);
+  static constexpr char kDeleted[] = " (deleted)";
+  const bool deleted = len >= sizeof(kDeleted) - 1 &&
+                       std::strcmp(path + len - (sizeof(kDeleted) - 1), kDeleted) == 0;
+  if (!deleted && raw::Syscall6(SYS_newfstatat, AT_FDCWD, reinterpret_cast<long>(path),
+                                reinterpret_cast<long>(&st), 0) == 0 &&
+      static_cast<uint64_t>(st.st_ino) == inode) {
+    f->file_size = static_cast<uint64_t>(st.st_size);
+    f->known |= format::kShmOffsetAndSize;
+  }
+  struct statfs sf;
+  if (raw::Syscall6(SYS_statfs, reinterpret_cast<long>("/dev/shm"), reinterpret_cast<long>(&sf)) == 0) {
+    f->free = static_cast<uint64_t>(sf.f_bavail) * static_cast<uint64_t>(sf.f_bsize);
+    f->known |= format::kShmFree;
+  }
+}
+
 // Finds the /dev/shm file mapped at addr by streaming /proc/self/maps.
-uint64_t FindShmMapping(ThreadState& w, uintptr_t addr) {
+ShmFacts FindShmMapping(ThreadState& w, uintptr_t addr) {
+  ShmFacts f;
   const int fd = raw::Open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
+  if (fd < 0) return f;
   char buf[4096];
   char line[1024];
   size_t len = 0;
-  uint64_t id = 0;
+  bool found = false;
   for (;;) {
     const long n = raw::Read(fd, buf, sizeof(buf));
     if (n <= 0) break;
-    for (long i = 0; i < n && id == 0; ++i) {
+    for (long i = 0; i < n && !found; ++i) {
       if (buf[i] != '\n') {
         if (len + 1 < sizeof(line)) line[len++] = buf[i];
         continue;
       }
       line[len] = '\0';
       len = 0;
-      uintptr_t lo = 0, hi = 0;
       const char* p = line;
-      while (*p && *p != '-') lo = lo * 16 + static_cast<uintptr_t>(*p <= '9' ? *p - '0' : (*p | 32) - 'a' + 10), ++p;
+      const uintptr_t lo = ParseHex(p);
       if (*p == '-') ++p;
-      while (*p && *p != ' ') hi = hi * 16 + static_cast<uintptr_t>(*p <= '9' ? *p - '0' : (*p | 32) - 'a' + 10), ++p;
+      const uintptr_t hi = ParseHex(p);
       if (addr < lo || addr >= hi) continue;
+      found = true;  // the one mapping that holds addr, a /dev/shm file or not
       const char* path = std::strstr(line, " /dev/shm/");
-      if (path != nullptr) id = EmitStringHere(w, path + 1, std::strlen(path + 1));
-      break;
+      if (path == nullptr) break;
+      f.path_id = EmitStringHere(w, path + 1, std::strlen(path + 1));
+      ReadShmFacts(line, path + 1, lo, addr, &f);
     }
-    if (id != 0) break;
+    if (found) break;
   }
   raw::Close(fd);
-  return id;
+  return f;
 }
 
 // terminal: the signal's default action follows (the end of the process).
@@ -204,7 +261,14 @@ void RecordSignal(int sig, siginfo_t* info, void* uc, bool terminal) {
     EmitFromSignalHandler(w, st);
     rec.stack = st.id;
   }
-  if (sig == SIGBUS || sig == SIGSEGV) rec.shm_mapping = FindShmMapping(w, rec.addr);
+  if (sig == SIGBUS || sig == SIGSEGV) {
+    const ShmFacts shm = FindShmMapping(w, rec.addr);
+    rec.shm_mapping = shm.path_id;
+    rec.shm_offset = shm.offset;
+    rec.shm_file_size = shm.file_size;
+    rec.shm_free = shm.free;
+    rec.shm_known = shm.known;
+  }
   char py[2048];  // the Python stack, read with checked copies (shim/python)
   const size_t py_len = python::CapturePythonStackTextSafe(py, sizeof(py));
   if (py_len > 0) rec.py_stack = EmitStringHere(w, py, py_len);

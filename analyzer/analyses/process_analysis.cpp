@@ -50,6 +50,21 @@ constexpr size_t kMaxRecordedHandledSignals = 16;
 // A handled fault this long before a self-sent death is not named as its cause.
 constexpr uint64_t kHandledFaultWindowNs = 10'000'000'000;
 
+// Why a SIGBUS in a /dev/shm mapping happened, from the facts the shim read in its
+// handler. tmpfs raises it for a store past the file's end (the page holding the end is
+// still the file's) and when it has no page left to give.
+enum class ShmBusCause { kUnknown, kPastEnd, kFull };
+
+ShmBusCause ShmBusCauseOf(const format::Signal& s) {
+  constexpr uint64_t kPage = 4096;  // tmpfs pages on x86-64
+  if ((s.shm_known & format::kShmOffsetAndSize) != 0 &&
+      s.shm_offset >= (s.shm_file_size + kPage - 1) / kPage * kPage) {
+    return ShmBusCause::kPastEnd;
+  }
+  if ((s.shm_known & format::kShmFree) != 0 && s.shm_free < kPage) return ShmBusCause::kFull;
+  return ShmBusCause::kUnknown;
+}
+
 // A runtime's crash handler (libgfortran's backtrace, Rust's stack-overflow report, the
 // JVM's hs_err file) takes the fault, reports it, then raises the signal again or
 // aborts: the process dies of a signal it sent itself, and the fault before it, on the
@@ -459,6 +474,7 @@ class ProcessAnalysis final : public Analysis {
     ev["signal_name"] = SignalName(signo);
     ev["reaped_by"] = f.reap ? Json(static_cast<int64_t>(f.reap->reaper_pid)) : Json();
     std::string shm;
+    ShmBusCause shm_cause = ShmBusCause::kUnknown;
     const format::Signal* handled_fault = nullptr;
     fd.summary = who + " died of " + SignalName(signo);
     if (const auto* s = f.signal) {
@@ -498,13 +514,33 @@ class ProcessAnalysis final : public Analysis {
       ev["python_stack"] = PythonStackJson(t, s->py_stack);  // innermost Python frame first
       if (const auto py = PythonStackFrames(t, s->py_stack); !py.empty()) fd.summary += " at " + py.front();
       shm = std::string(t.Str(s->shm_mapping));
+      if (!shm.empty() && signo == SIGBUS) {
+        shm_cause = ShmBusCauseOf(*s);
+        if (s->shm_known & format::kShmOffsetAndSize) {
+          ev["shm_offset"] = s->shm_offset;
+          ev["shm_file_size"] = s->shm_file_size;
+        }
+        if (s->shm_known & format::kShmFree) ev["shm_free_bytes"] = s->shm_free;
+      }
     } else {
       ev["stack"] = Json::MakeArray();
       fd.summary += " (from its wait status; its own trace has no signal record)";
     }
     ev["shm_mapping"] = shm.empty() ? Json() : Json(shm);
-    if (!shm.empty() && signo == SIGBUS) {
+    if (!shm.empty() && signo == SIGBUS && shm_cause == ShmBusCause::kPastEnd) {
+      ev["shm_cause"] = "past-end-of-file";
+      fd.summary += " inside the /dev/shm mapping " + shm + ", past the end of the file (offset " +
+                    std::to_string(f.signal->shm_offset) + ", file size " +
+                    std::to_string(f.signal->shm_file_size) + ")";
+      fd.advice =
+          "The process touched its /dev/shm mapping beyond the file's end: the file was "
+          "truncated (or replaced) while mapped, or mapped larger than it was sized with "
+          "ftruncate. Shared memory did not run out; look for the process that resized or "
+          "removed the file, or the size passed to mmap.";
+    } else if (!shm.empty() && signo == SIGBUS) {
+      ev["shm_cause"] = shm_cause == ShmBusCause::kFull ? "shm-full" : "unknown";
       fd.summary += " inside the /dev/shm mapping " + shm;
+      if (shm_cause == ShmBusCause::kFull) fd.summary += " with /dev/shm full";
       fd.advice =
           "A SIGBUS in a /dev/shm mapping means shared memory ran out. Enlarge /dev/shm "
           "(docker run --shm-size=8g, or a bigger tmpfs), or use fewer DataLoader workers.";
@@ -835,7 +871,8 @@ class HostAnalysis final : public Analysis {
         }
       }
       for (const auto& s : t.records.Signal) {
-        if (s.signo == SIGBUS && !t.Str(s.shm_mapping).empty()) {
+        if (s.signo == SIGBUS && !t.Str(s.shm_mapping).empty() &&
+            ShmBusCauseOf(s) != ShmBusCause::kPastEnd) {  // a truncated file: not a size problem
           failures.push_back("pid " + std::to_string(t.pid()) + ": SIGBUS in " +
                              std::string(t.Str(s.shm_mapping)));
         }

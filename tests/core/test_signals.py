@@ -78,8 +78,53 @@ class FatalSignalTest(TempDirTest):
         finally:
             if os.path.exists(path):
                 os.unlink(path)
-        self.assertEqual(fatal["evidence"]["shm_mapping"], path)
+        ev = fatal["evidence"]
+        self.assertEqual(ev["shm_mapping"], path)
         self.assertIn(f"inside the /dev/shm mapping {path}", fatal["summary"])
+        # ct_crash truncated the file to 0 bytes under its 8 KiB mapping and stored at
+        # 4096: past the file's end, with /dev/shm far from full. That is not "shared
+        # memory ran out", and no host.shm-small either.
+        self.assertEqual(ev["shm_offset"], 4096)
+        self.assertEqual(ev["shm_file_size"], 0)
+        self.assertGreater(ev["shm_free_bytes"], 1 << 20)
+        self.assertEqual(ev["shm_cause"], "past-end-of-file")
+        self.assertIn("past the end of the file (offset 4096, file size 0)", fatal["summary"])
+        self.assertNotIn("ran out", fatal["advice"])
+        (trace,) = glob.glob(os.path.join(self.tmp, "*.ctrace"))
+        self.assertFalse(findings(report(trace), "host.shm-small"))
+
+    def test_sigbus_with_dev_shm_full_says_so(self):
+        # /dev/shm as a 64 KiB tmpfs in a mount namespace of its own: ct_crash sizes a file
+        # to 1 MiB and stores into its pages until tmpfs has none left to give.
+        if os.geteuid() == 0:
+            unshare = ["unshare", "-m"]
+        else:
+            unshare = ["unshare", "-r", "-m"]
+        probe = subprocess.run([*unshare, "sh", "-c", "mount -t tmpfs -o size=64k none /dev/shm"],
+                               capture_output=True, timeout=30)
+        if probe.returncode != 0:
+            self.skipTest(f"no mount namespace here: {probe.stderr.decode(errors='replace').strip()}")
+        env = shim_env(self.tmp)
+        preload = env.pop("LD_PRELOAD")
+        script = 'mount -t tmpfs -o size=64k none /dev/shm && exec env LD_PRELOAD="$0" "$@"'
+        argv = [*unshare, "sh", "-c", script, preload, prog("ct_crash"), "bus-full", "/dev/shm/full"]
+        traced = subprocess.run(argv, env=env, capture_output=True, timeout=60)
+        self.assertEqual(traced.returncode, -signal.SIGBUS, traced.stderr)
+        (trace,) = glob.glob(os.path.join(self.tmp, "*.ctrace"))
+        rep = report(trace)
+        (fatal,) = findings(rep, "proc.fatal-signal")
+        ev = fatal["evidence"]
+        self.assertEqual(ev["shm_mapping"], "/dev/shm/full")
+        self.assertEqual(ev["shm_file_size"], 1 << 20)
+        # 64 KiB of tmpfs hold 16 pages: a store that far in faults, inside the file.
+        self.assertEqual(ev["shm_offset"] % 4096, 0)
+        self.assertLessEqual(ev["shm_offset"], 64 << 10)
+        self.assertEqual(ev["shm_free_bytes"], 0)
+        self.assertEqual(ev["shm_cause"], "shm-full")
+        self.assertIn("inside the /dev/shm mapping /dev/shm/full with /dev/shm full", fatal["summary"])
+        self.assertIn("ran out", fatal["advice"])
+        (small,) = findings(rep, "host.shm-small")
+        self.assertIn("SIGBUS in /dev/shm/full", str(small["evidence"]))
 
     def test_program_handler_is_kept_and_its_exit_code_too(self):
         argv = [prog("ct_crash"), "handler"]

@@ -112,10 +112,13 @@ namespace colabtrace::format {
 // how: ExitHow.
 #define CT_FIELDS_Exit(F) F(I, code) F(U, how)
 // A fatal signal caught by the shim. addr is si_addr; shm_mapping names the /dev/shm
-// file when a SIGBUS address lies inside one.
+// file when a SIGBUS address lies inside one, and then: shm_offset, the file offset the
+// address maps; shm_file_size, the file's size at the signal; shm_free, the bytes free
+// on /dev/shm at the signal; shm_known, which of those were read (ShmFact bits; 0 in
+// traces from before these fields).
 #define CT_FIELDS_Signal(F) \
   F(U, signo) F(I, si_code) F(Hex, addr) F(U, tid) F(Stack, stack) F(Str, shm_mapping) \
-  F(Str, py_stack)
+  F(Str, py_stack) F(U, shm_offset) F(U, shm_file_size) F(U, shm_free) F(U, shm_known)
 // In the parent. how: ForkHow. child_pid < 0 is -errno.
 #define CT_FIELDS_Fork(F) F(I, child_pid) F(U, how)
 // Written just before an exec; if it succeeds the next image continues this file.
@@ -396,6 +399,8 @@ enum class ExitHow : uint8_t {
   kReturnFromMain = 0, kExit = 1, kUnderscoreExit = 2, kQuickExit = 3, kDestructor = 4
 };
 enum class ForkHow : uint8_t { kFork = 0, kVfork = 1 };
+// Signal.shm_known bits: which facts about the /dev/shm file behind a SIGBUS were read.
+enum ShmFact : uint8_t { kShmOffsetAndSize = 1, kShmFree = 2 };
 enum class WaitApi : uint8_t {
   kWait = 0, kWaitpid = 1, kWait3 = 2, kWait4 = 3, kWaitid = 4, kRun = 5  // kRun: colabtrace run
 };

@@ -4,6 +4,9 @@
  *   fpe    an integer division by zero (crash_fpe)
  *   bus    touches a page of a /dev/shm file that was truncated under its mapping
  *          (crash_bus); the file name is argv[2]
+ *   bus-full  sizes a /dev/shm file (argv[2]) to 1 MiB, maps it and touches its pages
+ *          in order (crash_bus) until tmpfs has no page left to give: run it where
+ *          /dev/shm is smaller than 1 MiB.
  *   handler  installs its own SIGSEGV handler (which _exit(42)s), checks that
  *          sigaction(SIGSEGV, NULL, &old) returns it, then crashes in crash_segv.
  *   overflow        overflows its stack (crash_overflow); its SIGSEGV handler runs on an
@@ -107,6 +110,16 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "segv") == 0 || strcmp(mode, "handler") == 0) crash_segv(NULL);
   if (strcmp(mode, "abort") == 0) crash_abort();
   if (strcmp(mode, "fpe") == 0) return crash_fpe(7);
+  if (strcmp(mode, "bus-full") == 0) {
+    const char* name = argc > 2 ? argv[2] : "/dev/shm/ct_crash_bus";
+    const size_t size = 1u << 20;
+    const int fd = open(name, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || ftruncate(fd, (off_t)size) != 0) return 6;
+    char* p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) return 7;
+    for (size_t off = 0; off < size; off += 4096) crash_bus(p + off);
+    return 11;  // /dev/shm had room for all of it
+  }
   if (strcmp(mode, "bus") == 0) {
     const char* name = argc > 2 ? argv[2] : "/dev/shm/ct_crash_bus";
     const int fd = open(name, O_RDWR | O_CREAT | O_TRUNC, 0600);
