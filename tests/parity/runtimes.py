@@ -126,6 +126,8 @@ GROUPS = {
                      sort_output=True),
             Scenario("java-sigterm", JAVA + ["Probe", "wait", "20000"], JAVA_NEEDS, rc=143,
                      send=(signal.SIGTERM, 0.2)),
+            Scenario("java-sigint", JAVA + ["Probe", "wait", "20000"], JAVA_NEEDS, rc=130,
+                     send=(signal.SIGINT, 0.2)),
             # 100,000 NullPointerExceptions (SIGSEGVs the JVM handles), then a real crash:
             # hs_err, then SIGABRT. The report must say signaled (SIGABRT), not killed.
             # Writing hs_err, the JVM may try to load its disassembler plugin (hsdis),
@@ -140,6 +142,10 @@ GROUPS = {
                      procs={"node": 2, SH: 3, "seq": 1, "tail": 1}),
             Scenario("node-sigint", ["node", "probe.js", "sigint"], ["node"], copy=["probe.js"], rc=7),
             # Node's own one-shot SIGTERM handler raises it again: signaled, no finding.
+            # SIGINT from outside with no listener: node's one-shot handler raises it again.
+            Scenario("node-sigint-outside",
+                     ["node", "-e", "require('fs').writeFileSync('ready', ''); setTimeout(() => {}, 20000)"],
+                     ["node"], rc=-signal.SIGINT, send=(signal.SIGINT, 0.2)),
             Scenario("node-sigterm", ["node", "probe.js", "sigterm"], ["node"], copy=["probe.js"],
                      rc=-signal.SIGTERM),
             Scenario("node-overflow", ["node", "probe.js", "overflow"], ["node"], copy=["probe.js"]),
