@@ -64,6 +64,9 @@ class Scenario:
         self.run_side = run_side and send is None
 
 
+CARGO_ARGS = ["--offline", "-j2", "--manifest-path", "rust/Cargo.toml"]
+# What cargo names after the time or a hash of it, or rewrites on every build.
+CARGO_VARYING = r"/incremental/|\.lock$|/\.fingerprint/|/deps/probe-"
 # The shell's executable as the report names it (dash on Debian, where /bin/sh links to it).
 SH = os.path.basename(os.path.realpath(shutil.which("sh") or "/bin/sh"))
 JAVA = ["java", "-XX:ErrorFile=hs_err.log", "-cp", "{prep}"]
@@ -161,10 +164,10 @@ GROUPS = {
                                                 "{prep}/crate/Cargo.toml", "--target-dir", "{prep}"])],
         "scenarios": [
             # Incremental-compilation directories are named after the time.
-            Scenario("cargo-build", ["cargo", "build", "--offline", "-j2", "--manifest-path", "rust/Cargo.toml"], ["cargo", "rustc", "cc"],
-                     copy=["rust"], ignore_files=r"/incremental/|\.lock$|/\.fingerprint/|/deps/probe-"),
-            Scenario("cargo-test", ["cargo", "test", "--offline", "-j2", "--manifest-path", "rust/Cargo.toml"], ["cargo", "rustc", "cc"], copy=["rust"],
-                     ignore_files=r"/incremental/|\.lock$|/\.fingerprint/|/deps/probe-"),
+            Scenario("cargo-build", ["cargo", "build"] + CARGO_ARGS, ["cargo", "rustc", "cc"], copy=["rust"],
+                     ignore_files=CARGO_VARYING),
+            Scenario("cargo-test", ["cargo", "test"] + CARGO_ARGS, ["cargo", "rustc", "cc"], copy=["rust"],
+                     ignore_files=CARGO_VARYING),
             Scenario("rustc", ["rustc", "-O", "-o", "probe", os.path.join("rust", "src", "main.rs")],
                      ["rustc", "cc"], copy=["rust"]),
             Scenario("rust-run", ["{prep}/debug/probe"], ["cargo"], procs={"probe": 1, SH: 1}),
