@@ -324,9 +324,13 @@ void FatalHandler(int sig, siginfo_t* info, void* uc) {
   const bool foreign = ForeignProcess();
   Emulated& e = g_sig[sig];
   const struct sigaction app = e.app;
-  if (!foreign && (IsCrash(sig) || IsDefault(app)) &&
+  const bool terminal = IsDefault(app);
+  // Once the budget of handled signals is spent, a handled one costs nothing more: no
+  // stack switch, no sigprocmask (the JVM takes a SIGSEGV per NullPointerException).
+  const bool budget_left = __atomic_load_n(&g_recorded, __ATOMIC_RELAXED) < kMaxRecordedSignals;
+  if (!foreign && (IsCrash(sig) || terminal) && (terminal || budget_left) &&
       __atomic_exchange_n(&g_in_handler, 1, __ATOMIC_ACQ_REL) == 0) {
-    RecordSignalOnOwnStack(sig, info, uc, IsDefault(app));
+    RecordSignalOnOwnStack(sig, info, uc, terminal);
     __atomic_store_n(&g_in_handler, 0, __ATOMIC_RELEASE);
   }
   if (IsFunction(app)) {
