@@ -8,7 +8,7 @@ agree call for call on descriptor I/O (open, read, pread, readv, fstat, stat, ac
 when the program makes the call itself. They differ, by design, where libc makes calls
 of its own, so the comparison leaves those out:
   - files a process opened as a FILE (fopen, fdopen, freopen: the report's own open
-    record says so): only their opens are compared. stdio refills its buffer with read()
+    record says so) or used as stdin, stdout or stderr: only their opens are compared. stdio refills its buffer with read()
     calls of its own (the report counts fread/fgets calls and the bytes they returned),
     and fstat()s the descriptor when it allocates the buffer;
   - directories: opendir/fdopendir open and fstat them inside libc, and scans are
@@ -47,6 +47,7 @@ _IO_FIELDS = {**{n: ("reads", "bytes_read") for n in _READS}, **{n: ("writes", "
 _PATH_STATS = ("stat", "lstat", "access")  # the path is the first argument
 _AT_STATS = ("newfstatat", "fstatat64", "statx", "faccessat", "faccessat2")
 _STDIO_OPENS = {"fopen", "fopen64", "freopen", "freopen64", "fdopen"}
+_STD_FDS = ("0", "1", "2")
 # A glibc opendir: exactly these flags (a program's own O_DIRECTORY open carries others,
 # or none of O_NONBLOCK).
 _OPENDIR_FLAGS = "O_RDONLY|O_NONBLOCK|O_CLOEXEC|O_DIRECTORY"
@@ -148,6 +149,9 @@ class StraceRun:
         self.tasks: dict[int, Task] = {}
         self.counts: dict[tuple[int, str], Counts] = defaultdict(Counts)
         self.opened_flags: dict[tuple[int, str], list[str]] = defaultdict(list)
+        # Files a process used as stdin, stdout or stderr: FILEs (printf's flushes are
+        # stdio's own writes), so only their opens are compared.
+        self.std_streams: set[tuple[int, str]] = set()
         files = {int(fn.rsplit(".", 1)[1]): fn for fn in glob.glob(prefix + ".*")}
         lines = {}
         for tid, fn in files.items():
@@ -250,9 +254,12 @@ class StraceRun:
                 if flags.strip() in (_OPENDIR_FLAGS, _FCHMODAT_FLAGS):
                     continue
                 self.counts[(pid, path)].opens += 1
-            elif name in _IO_FIELDS:
+            elif name in _IO_FIELDS or name in ("fstat", "newfstatat") and _fd_path(args[0])[0] in _STD_FDS:
+                fd, path = _fd_path(args[1] if name == "sendfile" else args[0])
+                if fd in _STD_FDS:
+                    self.std_streams.add((pid, path))
+                    continue
                 count, nbytes = _IO_FIELDS[name]
-                _, path = _fd_path(args[1] if name == "sendfile" else args[0])
                 # Failed copies count (as the report's copies do); failed reads and writes not.
                 if path is not None and r is not None and (r >= 0 or count == "copies"):
                     c = self.counts[(pid, path)]
@@ -380,7 +387,7 @@ def compare_files(run: AuditRun, paths=None, fields=ALL_FIELDS) -> tuple[list, i
         directory = os.path.isdir(path) or any("O_DIRECTORY" in f for f in run.strace.opened_flags.get((pid, path), []))
         # A FILE's opens (and failed opens) are exact; its reads and writes are stdio's. So
         # are a directory's opens (opendir's own open is a scan, not an open).
-        exact_opens = directory or (pid, path) in run.stdio
+        exact_opens = directory or (pid, path) in run.stdio or (pid, path) in run.strace.std_streams
         if os.path.isfile(path) and row.get("kind") == "directory":
             diffs.append(f"pid {pid} {path}: a regular file reported as a directory")
         use = tuple(k for k in fields if k in ("opens", "open_errors")) if exact_opens else fields

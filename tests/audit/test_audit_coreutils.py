@@ -51,5 +51,17 @@ echo "pipe: ${PIPESTATUS[0]}"
         self.assertGreaterEqual(len(self.run_.strace.processes()), 12)
 
 
+class CoreutilsAuditUnderRun(CoreutilsAudit):
+    # Under `colabtrace run`, with an orphan the run must wait for and reap (its end
+    # comes from the run's wait status).
+    VIA_RUN = True
+    SCRIPT = CoreutilsAudit.SCRIPT.replace("(exit 3)", "(sleep 0.3; wc -c b.txt > wc.out) &\n(exit 3)")
+
+    def test_the_orphan_was_traced(self):
+        self.assertTrue(os.path.exists(os.path.join(self.root, "wc.out")))
+        wc = [p for p in self.run_.report["processes"] if p["argv"] == ["wc", "-c", "b.txt"]]
+        self.assertEqual([p["end"]["kind"] for p in wc], ["exited"])
+
+
 if __name__ == "__main__":
     unittest.main()
