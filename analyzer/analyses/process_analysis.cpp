@@ -47,8 +47,6 @@ std::string IsoTime(uint64_t realtime_ns) {
 // The shim records the first kMaxRecordedHandledSignals signals that a program handler
 // took (shim/signals.cpp, kMaxRecordedSignals); the one that ends a process always.
 constexpr size_t kMaxRecordedHandledSignals = 16;
-// A handled fault this long before a self-sent death is not named as its cause.
-constexpr uint64_t kHandledFaultWindowNs = 10'000'000'000;
 
 // Why a SIGBUS in a /dev/shm mapping happened, from the facts the shim read in its
 // handler. tmpfs raises it for a store past the file's end (the page holding the end is
@@ -67,23 +65,44 @@ ShmBusCause ShmBusCauseOf(const format::Signal& s) {
 
 // A runtime's crash handler (libgfortran's backtrace, Rust's stack-overflow report, the
 // JVM's hs_err file) takes the fault, reports it, then raises the signal again or
-// aborts: the process dies of a signal it sent itself, and the fault before it, on the
-// same thread, is what happened. Named only when every handled signal is in the trace
-// (fewer than the shim's budget), so the last one recorded is the last one taken.
-const format::Signal* HandledFaultBefore(const ProcessTrace& t, const format::Signal& end) {
+// aborts: the process dies of a signal it sent itself. Where it was interrupted names
+// the fault: the frame after the signal trampoline in the death's stack (raised inside
+// the handler), or its innermost frame (raised, blocked, and delivered as the handler
+// returned to the faulting instruction). A fault record on that thread whose stack
+// starts there is the fault, when every handled signal is in the trace (fewer than the
+// shim's budget); otherwise only the interrupted frame is known.
+struct HandledFault {
+  const format::Signal* fault = nullptr;  // the record of the fault, when known
+  std::string interrupted;                // the frame a signal handler interrupted
+};
+
+HandledFault HandledFaultOf(const ProcessTrace& t, const format::Signal& end) {
+  HandledFault out;
+  const std::vector<uint64_t>& frames = t.Stack(end.stack);
+  if (frames.empty()) return out;
+  const std::vector<std::string> names = SymbolizeFrames(t, frames);
+  uint64_t pc = frames[0];
+  for (size_t i = 0; i + 1 < names.size(); ++i) {
+    if (names[i].starts_with(kSignalFrame)) {
+      pc = frames[i + 1];
+      out.interrupted = names[i + 1];
+      break;
+    }
+  }
   size_t handled = 0;
-  const format::Signal* fault = nullptr;
   for (const auto& s : t.records.Signal) {
     if (&s == &end || s.ts > end.ts) continue;
     ++handled;
     const bool is_fault = s.si_code > 0 && (s.signo == SIGSEGV || s.signo == SIGBUS || s.signo == SIGILL ||
                                             s.signo == SIGFPE);
-    if (s.tid == end.tid && is_fault && (fault == nullptr || s.ts >= fault->ts)) fault = &s;
+    const std::vector<uint64_t>& at = t.Stack(s.stack);
+    if (s.tid == end.tid && is_fault && !at.empty() && at[0] == pc &&
+        (out.fault == nullptr || s.ts >= out.fault->ts)) {
+      out.fault = &s;
+    }
   }
-  if (handled >= kMaxRecordedHandledSignals || fault == nullptr || end.ts - fault->ts > kHandledFaultWindowNs) {
-    return nullptr;
-  }
-  return fault;
+  if (handled >= kMaxRecordedHandledSignals) out.fault = nullptr;
+  return out;
 }
 
 // A JSON object filled by key in O(1) per Set; later values replace earlier ones.
@@ -492,7 +511,8 @@ class ProcessAnalysis final : public Analysis {
         ev["sender_uid"] = s->addr >> 32;
         fd.summary += sender == t.pid() ? " that it sent itself (raise, abort or kill)"
                                         : " sent by pid " + std::to_string(sender);
-        if (const format::Signal* h = sender == t.pid() ? HandledFaultBefore(t, *s) : nullptr) {
+        const HandledFault hf = sender == t.pid() ? HandledFaultOf(t, *s) : HandledFault{};
+        if (const format::Signal* h = hf.fault) {
           Json hj = Json::MakeObject();
           hj["signal"] = static_cast<int64_t>(h->signo);
           hj["signal_name"] = SignalName(static_cast<int>(h->signo));
@@ -506,6 +526,9 @@ class ProcessAnalysis final : public Analysis {
           fd.summary += ", " + FormatDurationNs(s->ts - h->ts) + " after its own handler took a " +
                         SignalName(static_cast<int>(h->signo)) + " (fault address " + FormatHex(h->addr) +
                         ") on that thread";
+        } else if (!hf.interrupted.empty()) {
+          ev["interrupted_frame"] = hf.interrupted;
+          fd.summary += ", from inside a signal handler that interrupted " + hf.interrupted;
         }
       }
       Json stack = Json::MakeArray();

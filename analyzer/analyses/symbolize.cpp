@@ -122,8 +122,8 @@ std::string Demangle(const std::string& name) {
 
 }  // namespace
 
-std::vector<std::string> SymbolizeStack(const ProcessTrace& trace,
-                                        const std::vector<uint64_t>& frames) {
+std::vector<std::string> SymbolizeFrames(const ProcessTrace& trace,
+                                         const std::vector<uint64_t>& frames) {
   std::map<uint64_t, SymbolTable> tables;  // by module base, loaded on first use
   std::vector<std::string> out;
   out.reserve(frames.size());
@@ -142,7 +142,10 @@ std::vector<std::string> SymbolizeStack(const ProcessTrace& trace,
     const std::string path(trace.Str(best->path));
     const size_t slash = path.rfind('/');
     const std::string file = slash == std::string::npos ? path : path.substr(slash + 1);
-    if (file == "libcolabtrace.so") continue;  // the shim's own frames say nothing
+    if (file == "libcolabtrace.so") {  // the shim's own frames say nothing
+      out.emplace_back();
+      continue;
+    }
     const uint64_t offset = ip - best->base;
     auto it = tables.find(best->base);
     if (it == tables.end()) it = tables.emplace(best->base, LoadSymbols(path, HexBuildId(best->build_id))).first;
@@ -158,6 +161,13 @@ std::vector<std::string> SymbolizeStack(const ProcessTrace& trace,
     if (it->second.stale) line += " (file on disk has changed)";
     out.push_back(std::move(line));
   }
+  return out;
+}
+
+std::vector<std::string> SymbolizeStack(const ProcessTrace& trace,
+                                        const std::vector<uint64_t>& frames) {
+  std::vector<std::string> out = SymbolizeFrames(trace, frames);
+  out.erase(std::remove(out.begin(), out.end(), std::string()), out.end());
   return out;
 }
 

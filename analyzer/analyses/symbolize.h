@@ -19,5 +19,8 @@ namespace colabtrace::analyzer {
 std::vector<std::string> SymbolizeStack(const ProcessTrace& trace,
                                         const std::vector<uint64_t>& frames);
 inline constexpr std::string_view kSignalFrame = "<signal handler called>";
+// One line per frame, in order: the shim's own frames as empty strings.
+std::vector<std::string> SymbolizeFrames(const ProcessTrace& trace,
+                                         const std::vector<uint64_t>& frames);
 
 }  // namespace colabtrace::analyzer

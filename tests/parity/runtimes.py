@@ -217,6 +217,11 @@ GROUPS = {
             Scenario("c-crash-plugin", ["{prep}/crash_plugin"], ["cc"], rc=-signal.SIGSEGV,
                      findings={"proc.fatal-signal"}, ignore_files=r"^core",
                      says={"proc.fatal-signal": "after its own handler took a SIGSEGV (fault address 0x10)"}),
+            # The same after 20 handled SIGSEGVs (past the shim's budget), ending in abort()
+            # inside the handler: the finding names the frame the handler interrupted.
+            Scenario("c-crash-abort-after-handled", ["{prep}/crash_plugin", "abort"], ["cc"], rc=-signal.SIGABRT,
+                     findings={"proc.fatal-signal"}, ignore_files=r"^core",
+                     says={"proc.fatal-signal": "from inside a signal handler that interrupted main+"}),
             Scenario("make-j2", ["make", "-j2", "-f", "Makefile"], ["make", "cc"], copy=["Makefile"],
                      sort_output=True, procs={"make": 1}),
             Scenario("gfortran-run", ["{prep}/probe"], ["gfortran"], procs={"probe": 1, SH: 1}),
