@@ -16,6 +16,7 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -73,6 +74,68 @@ std::string FindShim() {
   return {};
 }
 
+// ---- signals sent to `colabtrace run` itself ------------------------------------------
+// A signal that asks the job to stop or to act (SIGTERM, SIGHUP, SIGUSR1, SIGUSR2), sent
+// to `colabtrace run` by a process outside the command's process group, is passed on to
+// the command, and run stays to record how it ends, as a container's init does (tini):
+// `docker stop` and Kubernetes signal PID 1 only, and `kill PID` from another terminal
+// meant the job. From inside the command's group (a script or harness that started run,
+// `timeout`, which signals run and then the whole group) run cannot tell a signal meant
+// for it alone from one the whole group got, so it ends by the signal as before, and the
+// command gets what was sent to it; so does one from the kernel (a terminal hang-up goes
+// to the whole foreground group). Ctrl-C and Ctrl-\ reach the command
+// from the terminal; run ignores them (see Run). A group signal from outside the group
+// (a shell's `kill %1`) reaches the command twice: directly and passed on.
+constexpr int kForwardedSignals[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+volatile pid_t g_forward_to = 0;
+
+void ForwardSignal(int sig, siginfo_t* info, void*) {
+  const int saved_errno = errno;
+  const pid_t child = g_forward_to;
+  const bool from_kernel = info != nullptr && info->si_code == SI_KERNEL;
+  // si_pid is 0 for a sender in an ancestor pid namespace (docker stop): outside.
+  const bool from_job_group = info != nullptr && info->si_pid > 0 && getpgid(info->si_pid) == getpgid(child);
+  if (child > 0 && !from_kernel && !from_job_group) {
+    kill(child, sig);
+  } else {
+    // What run did without a handler: end by the signal (it is delivered again, with the
+    // default action, when this handler returns).
+    struct sigaction dfl = {};
+    dfl.sa_handler = SIG_DFL;
+    sigaction(sig, &dfl, nullptr);
+    kill(getpid(), sig);
+  }
+  errno = saved_errno;
+}
+
+// Installs ForwardSignal for kForwardedSignals (but not for one run was started with
+// ignored: the command inherited that too) and restores the old dispositions when it goes.
+class SignalForwarding {
+ public:
+  explicit SignalForwarding(pid_t child) {
+    g_forward_to = child;
+    for (size_t k = 0; k < std::size(kForwardedSignals); ++k) {
+      struct sigaction act = {};
+      act.sa_sigaction = ForwardSignal;
+      act.sa_flags = SA_SIGINFO | SA_RESTART;
+      sigemptyset(&act.sa_mask);
+      sigaction(kForwardedSignals[k], nullptr, &old_[k]);
+      if (old_[k].sa_handler != SIG_IGN) sigaction(kForwardedSignals[k], &act, nullptr);
+    }
+  }
+  ~SignalForwarding() {
+    for (size_t k = 0; k < std::size(kForwardedSignals); ++k) {
+      if (old_[k].sa_handler != SIG_IGN) sigaction(kForwardedSignals[k], &old_[k], nullptr);
+    }
+    g_forward_to = 0;
+  }
+  SignalForwarding(const SignalForwarding&) = delete;
+  SignalForwarding& operator=(const SignalForwarding&) = delete;
+
+ private:
+  struct sigaction old_[std::size(kForwardedSignals)] = {};
+};
+
 std::string DefaultOutDir() {
   const time_t now = time(nullptr);
   struct tm tm;
@@ -90,7 +153,9 @@ class RunCommand final : public Command {
     return "Usage: colabtrace run [-o DIR] [--cupti] -- COMMAND [ARGS...]\n\n"
            "Runs COMMAND with libcolabtrace.so preloaded (one trace per process, in DIR),\n"
            "then prints a short summary on stderr. Exits with COMMAND's exit code (128+N\n"
-           "when it died of signal N).\n\n"
+           "when it died of signal N). SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to run\n"
+           "from outside its process group (docker stop, kill PID from another terminal)\n"
+           "are passed on to COMMAND, and run waits for it.\n\n"
            "Options:\n"
            "  -o, --output DIR   where traces go (default: ./colabtrace-YYYYMMDD-HHMMSS)\n"
            "      --cupti        also subscribe to CUPTI (sets COLABTRACE_CUPTI=1; off by\n"
@@ -158,12 +223,20 @@ class RunCommand final : public Command {
     // Orphans of the tree become our children, so they stay in the sampled tree and their
     // wait status is known too.
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    // The forwarded signals wait, blocked, until their forwarder knows the child: one sent
+    // meanwhile is passed on, not lost with run.
+    sigset_t forwarded, old_mask;
+    sigemptyset(&forwarded);
+    for (int sig : kForwardedSignals) sigaddset(&forwarded, sig);
+    sigprocmask(SIG_BLOCK, &forwarded, &old_mask);
     const pid_t child = fork();
     if (child < 0) {
+      sigprocmask(SIG_SETMASK, &old_mask, nullptr);
       ErrLine() << "colabtrace run: fork failed: " << std::strerror(errno) << "\n";
       return kExitUsage;
     }
     if (child == 0) {
+      sigprocmask(SIG_SETMASK, &old_mask, nullptr);
       sigaction(SIGINT, &old_int, nullptr);
       sigaction(SIGQUIT, &old_quit, nullptr);
       setenv("LD_PRELOAD", preload.c_str(), 1);
@@ -174,7 +247,12 @@ class RunCommand final : public Command {
       ErrLine() << "colabtrace run: cannot run " << argv[0] << ": " << std::strerror(errno) << "\n";
       _exit(127);
     }
-    const int status = Supervise(child, abs_dir, args);
+    int status = 0;
+    {
+      SignalForwarding forwarding(child);
+      sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+      status = Supervise(child, abs_dir, args);
+    }
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGQUIT, &old_quit, nullptr);
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
