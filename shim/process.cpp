@@ -21,9 +21,12 @@
 
 extern char** environ;
 
-// The real vfork, for the assembly stub (vfork_x86_64.S).
+// The real vfork and syscall, for the assembly stubs (vfork_x86_64.S,
+// io/syscall_x86_64.S).
 extern "C" __attribute__((visibility("hidden"))) void* colabtrace_real_vfork;
 void* colabtrace_real_vfork = nullptr;
+extern "C" __attribute__((visibility("hidden"))) void* colabtrace_real_syscall;
+void* colabtrace_real_syscall = nullptr;
 
 namespace colabtrace::shim {
 
@@ -228,8 +231,9 @@ __attribute__((constructor(101))) void ShimInit(int argc, char** argv, char** en
   g_pid = raw::Getpid();
   g_argc = argc;
   g_argv = argv;
-  // Always, even when not tracing: the vfork stub must reach the real vfork.
+  // Always, even when not tracing: the stubs must reach the real vfork and syscall.
   colabtrace_real_vfork = ResolveNext("vfork");
+  __atomic_store_n(&colabtrace_real_syscall, ResolveNext("syscall"), __ATOMIC_RELEASE);
   LoadConfig();
   if (g_config.disable) {
     TraceFile::CloseInherited(static_cast<uint32_t>(g_pid));  // never leak a hand-over

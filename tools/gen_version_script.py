@@ -22,6 +22,7 @@ import sys
 # hook -> architectures it is exported on (hooks not listed here: every architecture).
 ARCH_ONLY_HOOKS = {
     "vfork": {"x86_64"},
+    "syscall": {"x86_64"},
     "dlopen": {"x86_64"},
     "dlmopen": {"x86_64"},
     "dlsym": {"x86_64"},

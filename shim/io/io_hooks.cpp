@@ -736,6 +736,42 @@ int close_range(unsigned lo, unsigned hi, int flags) {
   if (flags & CLOSE_RANGE_CLOEXEC) return call(lo, hi);  // marks only; closes nothing now
   return CloseRangeCall(IoApi::kCloseRange, lo, hi, call);
 }
+#if defined(__x86_64__)
+// syscall(): the assembly stub (io/syscall_x86_64.S) sends SYS_close and SYS_close_range
+// here and every other number straight to the real syscall. libuv (Node.js) closes
+// descriptors this way.
+extern void* colabtrace_real_syscall;
+using SyscallFn = long (*)(long, ...);
+
+// The stub calls this when it runs before the constructor resolved the real syscall.
+__attribute__((visibility("hidden"))) void* colabtrace_resolve_syscall() {
+  void* f = __atomic_load_n(&colabtrace_real_syscall, __ATOMIC_ACQUIRE);
+  if (f == nullptr) {
+    f = ResolveNext("syscall");
+    __atomic_store_n(&colabtrace_real_syscall, f, __ATOMIC_RELEASE);
+  }
+  return f;
+}
+
+__attribute__((visibility("hidden"))) long colabtrace_syscall_close(long number, long fd) {
+  const auto real_syscall = reinterpret_cast<SyscallFn>(colabtrace_resolve_syscall());
+  if (fd < 0 || fd > INT32_MAX) return real_syscall(number, fd);
+  return CloseCall(IoApi::kClose, static_cast<int>(fd), [&] { return static_cast<int>(real_syscall(number, fd)); });
+}
+
+__attribute__((visibility("hidden"))) long colabtrace_syscall_close_range(long number, long first, long last,
+                                                                         long flags) {
+  const auto real_syscall = reinterpret_cast<SyscallFn>(colabtrace_resolve_syscall());
+  auto call = [&](unsigned from, unsigned to) {
+    return static_cast<int>(real_syscall(number, static_cast<long>(from), static_cast<long>(to), flags));
+  };
+  if ((flags & CLOSE_RANGE_CLOEXEC) || first < 0 || last < 0 || first > UINT32_MAX || last > UINT32_MAX) {
+    return real_syscall(number, first, last, flags);
+  }
+  return CloseRangeCall(IoApi::kCloseRange, static_cast<unsigned>(first), static_cast<unsigned>(last), call);
+}
+#endif
+
 void closefrom(int lo) {
   if (lo < 0) return real::closefrom.get()(lo);
   CloseRangeCall(IoApi::kClosefrom, static_cast<unsigned>(lo), ~0u, [](unsigned from, unsigned to) {
