@@ -32,6 +32,7 @@
 #include "core_hooks.h"
 #include "modules.h"
 #include "raw.h"
+#include "text.h"
 #include "python/python_stack.h"
 #include "writer.h"
 
@@ -87,8 +88,9 @@ constexpr int kTerminatingSignals[] = {SIGHUP,  SIGINT,    SIGQUIT,   SIGTRAP, S
 // and a SIGFPE for every division by zero): only the first ones are recorded. A signal
 // left to its default action ends the process and is always recorded: a JVM that had
 // used up the budget on NullPointerExceptions and then crashed (SIGABRT after its
-// hs_err file) would otherwise end with no record, reported as killed.
-constexpr int kMaxRecordedSignals = 16;
+// hs_err file) would otherwise end with no record, reported as killed. The analyzer
+// reads the same budget (format::kMaxRecordedHandledSignals).
+constexpr int kMaxRecordedSignals = static_cast<int>(format::kMaxRecordedHandledSignals);
 // The kernel's SA_RESTORER (not in glibc's headers): glibc sets it, with its own
 // sa_restorer, on every handler it installs, and reports both back.
 constexpr int kSaRestorer = 0x04000000;
@@ -146,13 +148,6 @@ uint64_t EmitStringHere(ThreadState& w, const char* s, size_t n) {
   return r.id;
 }
 
-// What the handler learns about the /dev/shm file behind a fault address.
-struct ShmFacts {
-  uint64_t path_id = 0;  // String id of the path; 0: the address is not in a /dev/shm file
-  uint64_t offset = 0, file_size = 0, free = 0;
-  uint64_t known = 0;  // format::ShmFact bits
-};
-
 uint64_t ParseHex(const char*& p) {
   uint64_t v = 0;
   for (; (*p >= '0' && *p <= '9') || ((*p | 32) >= 'a' && (*p | 32) <= 'f'); ++p) {
@@ -161,24 +156,24 @@ uint64_t ParseHex(const char*& p) {
   return v;
 }
 
-// Reads the facts that tell the two causes of a SIGBUS in a /dev/shm mapping apart: a
-// store past the file's end (the file was truncated, or never sized to the mapping), or
-// tmpfs with no page left to give (/dev/shm full). The size comes from the path only when
-// it still names the mapped inode (a file unlinked or replaced since tells nothing).
-void ReadShmFacts(const char* line, const char* path, uintptr_t lo, uintptr_t addr, ShmFacts* f) {
-  // "lo-hi perms offset dev inode path": the offset and inode follow the address range.
-  const char* p = std::strchr(line, ' ');
-  if (p == nullptr) return;
+// Past the blank-separated field at p and the blanks after it.
+const char* SkipField(const char* p) {
+  while (*p != '\0' && *p != ' ') ++p;
   while (*p == ' ') ++p;
-  while (*p != '\0' && *p != ' ') ++p;  // perms
-  while (*p == ' ') ++p;
+  return p;
+}
+
+// The facts that tell the two causes of a SIGBUS in a /dev/shm mapping apart, into rec:
+// a store past the file's end (the file was truncated, or never sized to the mapping), or
+// tmpfs with no page left to give (/dev/shm full). line is the mapping's line of
+// /proc/self/maps ("lo-hi perms offset dev inode path"); the size comes from the path
+// only when it still names the mapped inode (a file unlinked or replaced since tells
+// nothing).
+void ReadShmFacts(const char* line, const char* path, uintptr_t lo, uintptr_t addr, format::Signal* rec) {
+  const char* p = SkipField(SkipField(line));  // the address range, perms
   const uint64_t pgoff = ParseHex(p);
-  while (*p == ' ') ++p;
-  while (*p != '\0' && *p != ' ') ++p;  // dev
-  while (*p == ' ') ++p;
-  uint64_t inode = 0;
-  for (; *p >= '0' && *p <= '9'; ++p) inode = inode * 10 + static_cast<uint64_t>(*p - '0');
-  f->offset = pgoff + (addr - lo);
+  const uint64_t inode = ParseU64(SkipField(SkipField(p)));  // past the offset and dev
+  rec->shm_offset = pgoff + (addr - lo);
   struct stat st;
   const size_t len = std::strlen(path);
   static constexpr char kDeleted[] = " (deleted)";
@@ -187,21 +182,21 @@ void ReadShmFacts(const char* line, const char* path, uintptr_t lo, uintptr_t ad
   if (!deleted && raw::Syscall6(SYS_newfstatat, AT_FDCWD, reinterpret_cast<long>(path),
                                 reinterpret_cast<long>(&st), 0) == 0 &&
       static_cast<uint64_t>(st.st_ino) == inode) {
-    f->file_size = static_cast<uint64_t>(st.st_size);
-    f->known |= format::kShmOffsetAndSize;
+    rec->shm_file_size = static_cast<uint64_t>(st.st_size);
+    rec->shm_known |= format::kShmOffsetAndSize;
   }
   struct statfs sf;
   if (raw::Syscall6(SYS_statfs, reinterpret_cast<long>("/dev/shm"), reinterpret_cast<long>(&sf)) == 0) {
-    f->free = static_cast<uint64_t>(sf.f_bavail) * static_cast<uint64_t>(sf.f_bsize);
-    f->known |= format::kShmFree;
+    rec->shm_free = static_cast<uint64_t>(sf.f_bavail) * static_cast<uint64_t>(sf.f_bsize);
+    rec->shm_known |= format::kShmFree;
   }
 }
 
-// Finds the /dev/shm file mapped at addr by streaming /proc/self/maps.
-ShmFacts FindShmMapping(ThreadState& w, uintptr_t addr) {
-  ShmFacts f;
+// Finds the /dev/shm file mapped at addr by streaming /proc/self/maps, and fills rec's
+// shm_* fields when there is one.
+void FindShmMapping(ThreadState& w, uintptr_t addr, format::Signal* rec) {
   const int fd = raw::Open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return f;
+  if (fd < 0) return;
   char buf[4096];
   char line[1024];
   size_t len = 0;
@@ -224,13 +219,12 @@ ShmFacts FindShmMapping(ThreadState& w, uintptr_t addr) {
       found = true;  // the one mapping that holds addr, a /dev/shm file or not
       const char* path = std::strstr(line, " /dev/shm/");
       if (path == nullptr) break;
-      f.path_id = EmitStringHere(w, path + 1, std::strlen(path + 1));
-      ReadShmFacts(line, path + 1, lo, addr, &f);
+      rec->shm_mapping = EmitStringHere(w, path + 1, std::strlen(path + 1));
+      ReadShmFacts(line, path + 1, lo, addr, rec);
     }
     if (found) break;
   }
   raw::Close(fd);
-  return f;
 }
 
 // terminal: the signal's default action follows (the end of the process).
@@ -261,14 +255,7 @@ void RecordSignal(int sig, siginfo_t* info, void* uc, bool terminal) {
     EmitFromSignalHandler(w, st);
     rec.stack = st.id;
   }
-  if (sig == SIGBUS || sig == SIGSEGV) {
-    const ShmFacts shm = FindShmMapping(w, rec.addr);
-    rec.shm_mapping = shm.path_id;
-    rec.shm_offset = shm.offset;
-    rec.shm_file_size = shm.file_size;
-    rec.shm_free = shm.free;
-    rec.shm_known = shm.known;
-  }
+  if (sig == SIGBUS || sig == SIGSEGV) FindShmMapping(w, rec.addr, &rec);
   char py[2048];  // the Python stack, read with checked copies (shim/python)
   const size_t py_len = python::CapturePythonStackTextSafe(py, sizeof(py));
   if (py_len > 0) rec.py_stack = EmitStringHere(w, py, py_len);

@@ -44,10 +44,6 @@ std::string IsoTime(uint64_t realtime_ns) {
   return out;
 }
 
-// The shim records the first kMaxRecordedHandledSignals signals that a program handler
-// took (shim/signals.cpp, kMaxRecordedSignals); the one that ends a process always.
-constexpr size_t kMaxRecordedHandledSignals = 16;
-
 // Why a SIGBUS in a /dev/shm mapping happened, from the facts the shim read in its
 // handler. tmpfs raises it for a store past the file's end (the page holding the end is
 // still the file's) and when it has no page left to give.
@@ -101,7 +97,7 @@ HandledFault HandledFaultOf(const ProcessTrace& t, const format::Signal& end) {
       out.fault = &s;
     }
   }
-  if (handled >= kMaxRecordedHandledSignals) out.fault = nullptr;
+  if (handled >= format::kMaxRecordedHandledSignals) out.fault = nullptr;
   return out;
 }
 
@@ -493,7 +489,6 @@ class ProcessAnalysis final : public Analysis {
     ev["signal_name"] = SignalName(signo);
     ev["reaped_by"] = f.reap ? Json(static_cast<int64_t>(f.reap->reaper_pid)) : Json();
     std::string shm;
-    ShmBusCause shm_cause = ShmBusCause::kUnknown;
     const format::Signal* handled_fault = nullptr;
     fd.summary = who + " died of " + SignalName(signo);
     if (const auto* s = f.signal) {
@@ -537,36 +532,36 @@ class ProcessAnalysis final : public Analysis {
       ev["python_stack"] = PythonStackJson(t, s->py_stack);  // innermost Python frame first
       if (const auto py = PythonStackFrames(t, s->py_stack); !py.empty()) fd.summary += " at " + py.front();
       shm = std::string(t.Str(s->shm_mapping));
-      if (!shm.empty() && signo == SIGBUS) {
-        shm_cause = ShmBusCauseOf(*s);
-        if (s->shm_known & format::kShmOffsetAndSize) {
-          ev["shm_offset"] = s->shm_offset;
-          ev["shm_file_size"] = s->shm_file_size;
-        }
-        if (s->shm_known & format::kShmFree) ev["shm_free_bytes"] = s->shm_free;
-      }
     } else {
       ev["stack"] = Json::MakeArray();
       fd.summary += " (from its wait status; its own trace has no signal record)";
     }
     ev["shm_mapping"] = shm.empty() ? Json() : Json(shm);
-    if (!shm.empty() && signo == SIGBUS && shm_cause == ShmBusCause::kPastEnd) {
-      ev["shm_cause"] = "past-end-of-file";
-      fd.summary += " inside the /dev/shm mapping " + shm + ", past the end of the file (offset " +
-                    std::to_string(f.signal->shm_offset) + ", file size " +
-                    std::to_string(f.signal->shm_file_size) + ")";
-      fd.advice =
-          "The process touched its /dev/shm mapping beyond the file's end: the file was "
-          "truncated (or replaced) while mapped, or mapped larger than it was sized with "
-          "ftruncate. Shared memory did not run out; look for the process that resized or "
-          "removed the file, or the size passed to mmap.";
-    } else if (!shm.empty() && signo == SIGBUS) {
-      ev["shm_cause"] = shm_cause == ShmBusCause::kFull ? "shm-full" : "unknown";
+    if (!shm.empty() && signo == SIGBUS) {
+      const format::Signal& s = *f.signal;  // shm comes from its record
+      const ShmBusCause cause = ShmBusCauseOf(s);
+      if (s.shm_known & format::kShmOffsetAndSize) {
+        ev["shm_offset"] = s.shm_offset;
+        ev["shm_file_size"] = s.shm_file_size;
+      }
+      if (s.shm_known & format::kShmFree) ev["shm_free_bytes"] = s.shm_free;
       fd.summary += " inside the /dev/shm mapping " + shm;
-      if (shm_cause == ShmBusCause::kFull) fd.summary += " with /dev/shm full";
-      fd.advice =
-          "A SIGBUS in a /dev/shm mapping means shared memory ran out. Enlarge /dev/shm "
-          "(docker run --shm-size=8g, or a bigger tmpfs), or use fewer DataLoader workers.";
+      if (cause == ShmBusCause::kPastEnd) {
+        ev["shm_cause"] = "past-end-of-file";
+        fd.summary += ", past the end of the file (offset " + std::to_string(s.shm_offset) + ", file size " +
+                      std::to_string(s.shm_file_size) + ")";
+        fd.advice =
+            "The process touched its /dev/shm mapping beyond the file's end: the file was "
+            "truncated (or replaced) while mapped, or mapped larger than it was sized with "
+            "ftruncate. Shared memory did not run out; look for the process that resized or "
+            "removed the file, or the size passed to mmap.";
+      } else {
+        ev["shm_cause"] = cause == ShmBusCause::kFull ? "shm-full" : "unknown";
+        if (cause == ShmBusCause::kFull) fd.summary += " with /dev/shm full";
+        fd.advice =
+            "A SIGBUS in a /dev/shm mapping means shared memory ran out. Enlarge /dev/shm "
+            "(docker run --shm-size=8g, or a bigger tmpfs), or use fewer DataLoader workers.";
+      }
     } else if (handled_fault != nullptr) {
       fd.advice =
           "The program's own crash handler took the fault (handled_fault) and then ended the "

@@ -276,6 +276,13 @@ template <class Call> inline int CloseRangeCall(IoApi api, unsigned lo, unsigned
   }
 }
 
+// close_range(lo, hi, flags) however it is reached: with CLOSE_RANGE_CLOEXEC it only marks
+// the descriptors (nothing is closed now); otherwise CloseRangeCall.
+template <class Call> inline int CloseRangeFlagsCall(unsigned lo, unsigned hi, int flags, Call&& call) {
+  if (flags & CLOSE_RANGE_CLOEXEC) return call(lo, hi);
+  return CloseRangeCall(IoApi::kCloseRange, lo, hi, call);
+}
+
 // ---- opens and stats ------------------------------------------------------------------
 
 inline bool NeedsMode(int flags) {
@@ -732,9 +739,8 @@ int fclose(FILE* fp) {
   return CloseCall(IoApi::kFclose, fd, [&] { return real::fclose.get()(fp); });
 }
 int close_range(unsigned lo, unsigned hi, int flags) {
-  auto call = [&](unsigned from, unsigned to) { return real::close_range.get()(from, to, flags); };
-  if (flags & CLOSE_RANGE_CLOEXEC) return call(lo, hi);  // marks only; closes nothing now
-  return CloseRangeCall(IoApi::kCloseRange, lo, hi, call);
+  return CloseRangeFlagsCall(lo, hi, flags,
+                             [&](unsigned from, unsigned to) { return real::close_range.get()(from, to, flags); });
 }
 #if defined(__x86_64__)
 // syscall(): the assembly stub (io/syscall_x86_64.S) sends SYS_close and SYS_close_range
@@ -762,13 +768,12 @@ __attribute__((visibility("hidden"))) long colabtrace_syscall_close(long number,
 __attribute__((visibility("hidden"))) long colabtrace_syscall_close_range(long number, long first, long last,
                                                                          long flags) {
   const auto real_syscall = reinterpret_cast<SyscallFn>(colabtrace_resolve_syscall());
-  auto call = [&](unsigned from, unsigned to) {
-    return static_cast<int>(real_syscall(number, static_cast<long>(from), static_cast<long>(to), flags));
-  };
-  if ((flags & CLOSE_RANGE_CLOEXEC) || first < 0 || last < 0 || first > UINT32_MAX || last > UINT32_MAX) {
-    return real_syscall(number, first, last, flags);
-  }
-  return CloseRangeCall(IoApi::kCloseRange, static_cast<unsigned>(first), static_cast<unsigned>(last), call);
+  if (first < 0 || last < 0 || first > UINT32_MAX || last > UINT32_MAX) return real_syscall(number, first, last, flags);
+  return CloseRangeFlagsCall(static_cast<unsigned>(first), static_cast<unsigned>(last), static_cast<int>(flags),
+                             [&](unsigned from, unsigned to) {
+                               return static_cast<int>(real_syscall(number, static_cast<long>(from),
+                                                                    static_cast<long>(to), flags));
+                             });
 }
 #endif
 

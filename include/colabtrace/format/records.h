@@ -401,6 +401,9 @@ enum class ExitHow : uint8_t {
 enum class ForkHow : uint8_t { kFork = 0, kVfork = 1 };
 // Signal.shm_known bits: which facts about the /dev/shm file behind a SIGBUS were read.
 enum ShmFact : uint8_t { kShmOffsetAndSize = 1, kShmFree = 2 };
+// The shim writes a Signal record for at most this many signals that a program handler
+// took (the JVM takes one per NullPointerException); one that ends the process, always.
+constexpr uint32_t kMaxRecordedHandledSignals = 16;
 enum class WaitApi : uint8_t {
   kWait = 0, kWaitpid = 1, kWait3 = 2, kWait4 = 3, kWaitid = 4, kRun = 5  // kRun: colabtrace run
 };
