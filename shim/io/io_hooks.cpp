@@ -470,6 +470,40 @@ inline void* MmapCall(int fd, size_t len, int prot, int flags, off64_t off, Call
   return r;
 }
 
+// statx however it is reached (libc's statx, or syscall(SYS_statx) as libuv makes it):
+// call() makes the real one, which returns -1 with errno set on failure.
+template <class Call> inline int StatxCall(int dirfd, const char* path, int flags, struct statx* sx, Call&& call) {
+  // statx has its own field names; adapt it to the st_size/st_mode the templates read.
+  struct View {
+    uint64_t st_size;
+    uint32_t st_mode;
+  };
+  auto record = [&](bool fd_stat) -> int {
+    PreparedPath pp;
+    if (!fd_stat && !Prepare(dirfd, path, &pp)) return call();
+    const uint64_t t0 = Ticks();
+    const int r = call();
+    const uint64_t t1 = Ticks();
+    ShimScope scope;
+    if (scope.entered()) {
+      const bool ok = r == 0 && sx != nullptr;
+      const View v{ok && (sx->stx_mask & STATX_SIZE) ? sx->stx_size : 0, ok ? sx->stx_mode : 0u};
+      if (fd_stat) {
+        RecordStat(IoApi::kStatx, nullptr, dirfd, dirfd, Result(r), t0, t1, v.st_size, v.st_mode);
+      } else {
+        RecordStat(IoApi::kStatx, &pp, dirfd, -1, Result(r), t0, t1, v.st_size, v.st_mode);
+      }
+    }
+    return r;
+  };
+  if ((flags & AT_EMPTY_PATH) && path != nullptr && path[0] == '\0') {
+    if (!FdTracked(dirfd) || !Recording()) return call();
+    return record(true);
+  }
+  if (!PathsOn()) return call();
+  return record(false);
+}
+
 }  // namespace
 }  // namespace io
 }  // namespace colabtrace::shim
@@ -743,9 +777,9 @@ int close_range(unsigned lo, unsigned hi, int flags) {
                              [&](unsigned from, unsigned to) { return real::close_range.get()(from, to, flags); });
 }
 #if defined(__x86_64__)
-// syscall(): the assembly stub (io/syscall_x86_64.S) sends SYS_close and SYS_close_range
-// here and every other number straight to the real syscall. libuv (Node.js) closes
-// descriptors this way.
+// syscall(): the assembly stub (io/syscall_x86_64.S) sends SYS_close, SYS_close_range
+// and SYS_statx (further down, after statx) here and every other number straight to the
+// real syscall. libuv (Node.js) closes descriptors and stats files this way.
 extern void* colabtrace_real_syscall;
 using SyscallFn = long (*)(long, ...);
 
@@ -761,14 +795,15 @@ __attribute__((visibility("hidden"))) void* colabtrace_resolve_syscall() {
 
 __attribute__((visibility("hidden"))) long colabtrace_syscall_close(long number, long fd) {
   const auto real_syscall = reinterpret_cast<SyscallFn>(colabtrace_resolve_syscall());
-  if (fd < 0 || fd > INT32_MAX) return real_syscall(number, fd);
+  // The kernel reads the arguments as 32-bit (unsigned int fd; upper halves are whatever
+  // the caller's variadic call left there).
+  if (static_cast<int>(fd) < 0) return real_syscall(number, fd);
   return CloseCall(IoApi::kClose, static_cast<int>(fd), [&] { return static_cast<int>(real_syscall(number, fd)); });
 }
 
 __attribute__((visibility("hidden"))) long colabtrace_syscall_close_range(long number, long first, long last,
                                                                          long flags) {
   const auto real_syscall = reinterpret_cast<SyscallFn>(colabtrace_resolve_syscall());
-  if (first < 0 || last < 0 || first > UINT32_MAX || last > UINT32_MAX) return real_syscall(number, first, last, flags);
   return CloseRangeFlagsCall(static_cast<unsigned>(first), static_cast<unsigned>(last), static_cast<int>(flags),
                              [&](unsigned from, unsigned to) {
                                return static_cast<int>(real_syscall(number, static_cast<long>(from),
@@ -898,37 +933,20 @@ int __fxstatat64(int ver, int dirfd, const char* path, struct stat64* st, int fl
                     [&] { return real::__fxstatat64.get()(ver, dirfd, path, st, flags); });
 }
 int statx(int dirfd, const char* path, int flags, unsigned mask, struct statx* sx) {
-  auto call = [&] { return real::statx.get()(dirfd, path, flags, mask, sx); };
-  // statx has its own field names; adapt it to the st_size/st_mode the templates read.
-  struct View {
-    uint64_t st_size;
-    uint32_t st_mode;
-  };
-  auto record = [&](bool fd_stat) -> int {
-    PreparedPath pp;
-    if (!fd_stat && !Prepare(dirfd, path, &pp)) return call();
-    const uint64_t t0 = Ticks();
-    const int r = call();
-    const uint64_t t1 = Ticks();
-    ShimScope scope;
-    if (scope.entered()) {
-      const bool ok = r == 0 && sx != nullptr;
-      const View v{ok && (sx->stx_mask & STATX_SIZE) ? sx->stx_size : 0, ok ? sx->stx_mode : 0u};
-      if (fd_stat) {
-        RecordStat(IoApi::kStatx, nullptr, dirfd, dirfd, Result(r), t0, t1, v.st_size, v.st_mode);
-      } else {
-        RecordStat(IoApi::kStatx, &pp, dirfd, -1, Result(r), t0, t1, v.st_size, v.st_mode);
-      }
-    }
-    return r;
-  };
-  if ((flags & AT_EMPTY_PATH) && path != nullptr && path[0] == '\0') {
-    if (!FdTracked(dirfd) || !Recording()) return call();
-    return record(true);
-  }
-  if (!PathsOn()) return call();
-  return record(false);
+  return StatxCall(dirfd, path, flags, sx, [&] { return real::statx.get()(dirfd, path, flags, mask, sx); });
 }
+#if defined(__x86_64__)
+// syscall(SYS_statx, ...), as libuv (Node.js) makes every fs.stat*: the stub
+// (io/syscall_x86_64.S) sends it here. Recorded as statx() is.
+__attribute__((visibility("hidden"))) long colabtrace_syscall_statx(long number, long dirfd, const char* path,
+                                                                    long flags, long mask, struct statx* sx) {
+  const auto real_syscall = reinterpret_cast<SyscallFn>(colabtrace_resolve_syscall());
+  auto call = [&] { return static_cast<int>(real_syscall(number, dirfd, path, flags, mask, sx)); };
+  // The kernel reads dirfd and flags as ints: a caller's int -100 (AT_FDCWD) passed
+  // through the variadic call may arrive with its upper half zero.
+  return StatxCall(static_cast<int>(dirfd), path, static_cast<int>(flags), sx, call);
+}
+#endif
 int access(const char* path, int mode) {
   return AccessCall(IoApi::kAccess, AT_FDCWD, path, [&] { return real::access.get()(path, mode); });
 }

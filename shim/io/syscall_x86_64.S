@@ -1,12 +1,12 @@
-/* syscall(): only SYS_close and SYS_close_range are looked at; every other number is a
+/* syscall(): only SYS_close, SYS_close_range and SYS_statx are looked at; every other number is a
  * tail jump to the real syscall with every register and the stack as the caller left
  * them, so a syscall(SYS_vfork) or syscall(SYS_clone, ...) child that returns through
  * here finds no frame of ours (a C wrapper's frame would be the parent's, overwritten).
  *
  * libuv (Node.js) closes descriptors with syscall(SYS_close): unseen, the shim kept the
  * file behind the number, and a pipe that got the number next had its reads counted as
- * that file's. The two closes go to C (shim/io/io_hooks.cpp), which records them as
- * close() and close_range() do.
+ * that file's. It makes every fs.stat* with syscall(SYS_statx) too. The three go to C
+ * (shim/io/io_hooks.cpp), which records them as close(), close_range() and statx() do.
  *
  * The real syscall is resolved by the constructor whether or not this process is traced;
  * a call before that resolves it in C first (colabtrace_resolve_syscall).
@@ -20,6 +20,8 @@ syscall:
     je 3f
     cmpq $436, %rdi                 /* SYS_close_range */
     je 4f
+    cmpq $332, %rdi                 /* SYS_statx */
+    je 5f
 1:  movq colabtrace_real_syscall(%rip), %r11
     testq %r11, %r11
     jz 2f
@@ -57,6 +59,7 @@ syscall:
     jmp *%r11
 3:  jmp colabtrace_syscall_close        /* (number, fd) */
 4:  jmp colabtrace_syscall_close_range  /* (number, first, last, flags) */
+5:  jmp colabtrace_syscall_statx        /* (number, dirfd, path, flags, mask, buf) */
     .cfi_endproc
     .size syscall, .-syscall
     .section .note.GNU-stack,"",@progbits

@@ -3,7 +3,9 @@ shim's syscall stub records SYS_close and SYS_close_range like close() and close
 so a pipe that gets the number next does not have its reads counted as the file's (node
 reading 100 files once each was reported as 122 reads and 79,117 B, against 100 and
 79,000). Other numbers pass through untouched: the program prints the same bare and
-traced (errno of a bad close, getpid, a six-argument mmap)."""
+traced (errno of a bad close, getpid, a six-argument mmap). SYS_statx, which libuv makes
+for every fs.stat*, is recorded as statx() is: by path (AT_FDCWD), by descriptor, and
+failed."""
 import os
 import platform
 import subprocess
@@ -34,11 +36,16 @@ class RawSyscallCloseTest(TempDirTest):
         (trace,) = run.traces
         rep = report(trace)
         rows = {f["path"]: f for f in rep["io"]["files"] if f["path"].startswith(d + "/")}
-        got = {os.path.basename(p): (r["opens"], r["reads"], r["bytes_read"]) for p, r in rows.items()}
-        self.assertEqual(got, {"a": (1, 1, 100), "b": (1, 1, 50), "c": (1, 1, 20)})
+        self.assertIn("statx sizes 4000 missing -1 No such file or directory\n", run.stdout)
+        got = {os.path.basename(p): (r["opens"], r["reads"], r["bytes_read"], r["stats"], r["stat_errors"])
+               for p, r in rows.items()}
+        # b: opened twice (read, then stat'ed by descriptor); a: 3 stats by path.
+        self.assertEqual(got, {"a": (1, 1, 100, 3, 0), "b": (2, 1, 50, 1, 0), "c": (1, 1, 20, 0, 0),
+                               "missing": (0, 0, 0, 1, 1)})
         closes = [r for r in io_records(trace) if r["rec"] == "io_close"]
-        # a by SYS_close, b by SYS_close_range, c by close(): one close record each.
-        self.assertEqual(sorted(int(r["fd"]) for r in closes if int(r["fd"]) == 3), [3, 3, 3])
+        # a by SYS_close, b by SYS_close_range, c and b's second open by close(): one
+        # close record each.
+        self.assertEqual(sorted(int(r["fd"]) for r in closes if int(r["fd"]) == 3), [3, 3, 3, 3])
 
 
 if __name__ == "__main__":

@@ -6,18 +6,25 @@
  *   2. DIR/b: open, read 50 B, syscall(SYS_close_range, fd, fd, 0); DIR/c opened next
  *      gets the number and is read 20 B.
  *   3. syscall(SYS_close, -1) and syscall(SYS_close, 123456): -1 with errno EBADF.
- *   4. syscall(SYS_getpid) and a six-argument syscall(SYS_mmap) pass through. */
+ *   4. syscall(SYS_getpid) and a six-argument syscall(SYS_mmap) pass through.
+ *   5. syscall(SYS_statx), as libuv makes every fs.stat*: DIR/a by path 3 times (AT_FDCWD
+ *      passed as an int, so the register's upper half is not sign-extended), DIR/b by
+ *      descriptor once (AT_EMPTY_PATH), DIR/missing once (-1, ENOENT). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #ifndef SYS_close_range
 #define SYS_close_range 436
+#endif
+#ifndef SYS_statx
+#define SYS_statx 332
 #endif
 
 static int OpenIn(const char* dir, const char* name) {
@@ -62,5 +69,22 @@ int main(int argc, char** argv) {
   if (m == MAP_FAILED) return 30;
   memset(m, 7, 4096);
   printf("mmap %d\n", ((char*)m)[4095]);
+
+  char path[4096];
+  struct statx sx;
+  long sizes = 0;
+  snprintf(path, sizeof(path), "%s/a", argv[1]);
+  for (int i = 0; i < 3; ++i) {
+    if (syscall(SYS_statx, AT_FDCWD, path, 0, STATX_ALL, &sx) != 0) return 40;
+    sizes += (long)sx.stx_size;
+  }
+  const int b2 = OpenIn(argv[1], "b");
+  if (b2 < 0 || syscall(SYS_statx, b2, "", AT_EMPTY_PATH, STATX_SIZE, &sx) != 0) return 41;
+  sizes += (long)sx.stx_size;
+  close(b2);
+  snprintf(path, sizeof(path), "%s/missing", argv[1]);
+  errno = 0;
+  long r3 = syscall(SYS_statx, AT_FDCWD, path, 0, STATX_ALL, &sx);
+  printf("statx sizes %ld missing %ld %s\n", sizes, r3, strerror(errno));
   return 0;
 }
