@@ -102,6 +102,18 @@ namespace {
 
 bool EndsWith(std::string_view s, std::string_view suffix) { return s.ends_with(suffix); }
 
+// A failed open followed, within this many opens of the same process, by a successful
+// open of the same file name in another directory was a search-path step
+// (FileStats::search_misses): a compiler tries each -I directory for <cstdlib>, the
+// linker each -L directory for libfoo.a, before the one that has it. 32 covers ld's two
+// names per directory over its default directories.
+constexpr uint64_t kSearchWindow = 32;
+
+std::string_view BaseName(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
 // Python and native code, interpreter, compiler and tool configuration, version-control
 // state, pseudo files. Programs probe for these all the time (a compiler tries each
 // include directory in turn, CPython looks for pyvenv.cfg and ._pth files at every start,
@@ -134,7 +146,9 @@ bool LooksLikeCode(std::string_view p) {
     if (p.find(part) != std::string_view::npos) return true;
   }
   static constexpr std::string_view kSuffixes[] = {
-      ".py", ".pyc", ".pyi", ".pth", ".so", ".egg-link", ".dist-info", ".ctrace",
+      // Static archives too: the linker tries libfoo.a next to libfoo.so in every -L
+      // directory (and ctypes.util.find_library runs it for libraries that may not exist).
+      ".py", ".pyc", ".pyi", ".pth", ".so", ".a", ".egg-link", ".dist-info", ".ctrace",
       ".h", ".hh", ".hpp", ".hxx", "._pth", "/pyvenv.cfg", "/pybuilddir.txt",
       // Configuration files (openssl.cnf at a library's compiled-in default path,
       // Cargo.toml, setup.cfg, *.conf, *.ini): tools try them whether or not they exist.
@@ -391,13 +405,17 @@ class ProcessReplay {
       if (o.ftype == (S_IFDIR >> 12)) f.directory = true;
       if (o.ftype == (S_IFREG >> 12)) f.size = std::max<uint64_t>(f.size.value_or(0), o.size);
     }
+    ++opens_seen_;
     if (o.fd < 0) {
       ++f.open_errors;
       ++p_.open_errors;
       f.open_ns += o.dur;
       AddError(f, ErrnoOfResult(o.fd), "open");
+      std::erase_if(misses_, [&](const Miss& miss) { return opens_seen_ - miss.at >= kSearchWindow; });
+      misses_.push_back(Miss{idx, opens_seen_});
       return;
     }
+    if (!misses_.empty()) SearchFound(idx);
     if (api == IoApi::kInherited) {
       ++f.inherited;
     } else {
@@ -625,9 +643,30 @@ class ProcessReplay {
     }
   }
 
+  // A successful open of files[found]: the recent failed opens of the same name in other
+  // directories were steps of the search that ended here.
+  void SearchFound(size_t found) {
+    const std::string_view path = m_.files[found].path;
+    const std::string_view name = BaseName(path), dir = DirOf(path);
+    std::erase_if(misses_, [&](const Miss& miss) {
+      if (opens_seen_ - miss.at > kSearchWindow) return true;
+      FileStats& f = m_.files[miss.file];
+      if (BaseName(f.path) != name || DirOf(f.path) == dir) return false;
+      ++f.search_misses;
+      return true;
+    });
+  }
+
+  struct Miss {
+    size_t file;  // files[] index of the failed open
+    uint64_t at;  // opens_seen_ when it failed
+  };
+
   IoModel& m_;
   const ProcessTrace& t_;
   ProcessIo& p_;
+  uint64_t opens_seen_ = 0;    // open attempts replayed so far (fdopen aside)
+  std::vector<Miss> misses_;  // failed opens of the last kSearchWindow opens, oldest first
   std::vector<Desc> descs_;
   absl::flat_hash_map<int64_t, size_t> fds_;
   absl::flat_hash_map<uint64_t, size_t> file_by_str_;

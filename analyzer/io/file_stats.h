@@ -87,6 +87,10 @@ struct FileStats {
   uint64_t small_reads = 0;  // unbuffered reads (system calls) that returned 1..4096 bytes
   uint64_t stdio_reads = 0;  // fread/fgets/getline calls that returned bytes: served from a
                              // FILE's buffer, their refills are not traced
+  // Failed opens that were one step of a search path: the same file name opened fine in
+  // another directory by the same process within its next few opens (kSearchWindow; a
+  // compiler trying <cstdlib> in each -I directory, ld trying libfoo.a in each -L one).
+  uint64_t search_misses = 0;
   std::vector<uint32_t> pids;
   std::vector<std::pair<int, uint64_t>> errors;  // errno -> count (opens, reads, writes)
   std::vector<std::string> error_ops;            // "open ENOENT" ... (first few)

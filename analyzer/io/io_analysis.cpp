@@ -62,7 +62,9 @@ constexpr double kMetadataPerRead = 5.0;
 // and only on paths that never opened or stat'ed successfully in the run: git looks for
 // its index before it writes one, a cache looks an entry up before it creates it; nor
 // on the steps of an upward search (one file name missed in a directory and its parent:
-// rustup's rust-toolchain tried from the working directory up to /). A read
+// rustup's rust-toolchain tried from the working directory up to /), nor on the steps of
+// a search path (the name opened from another directory right after: a C++ compiler
+// trying <cstdlib> in every -I directory; FileStats::search_misses). A read
 // of a directory (EISDIR, from a loop over a listing that meets a subdirectory) is the
 // program's own mistake, seen at once as an exception, not storage trouble: not counted.
 constexpr uint64_t kLookupErrorsMin = 10;
@@ -71,6 +73,10 @@ constexpr uint64_t kLookupErrorsMin = 10;
 // they mean the program ran out of a limit (a descriptor leak, ulimit -n) whatever file
 // it was opening, so they count on every path, code and pseudo files included.
 bool IsProcessLimit(int e) { return e == EMFILE || e == ENFILE || e == ENOMEM; }
+
+// Writes that ran out of room: a full filesystem, a quota, a file-size limit (ulimit -f,
+// RLIMIT_FSIZE) or the filesystem's largest file. The storage works; no remount helps.
+bool IsSpaceError(int e) { return e == ENOSPC || e == EDQUOT || e == EFBIG; }
 
 bool IsHardError(int e) {
   switch (e) {
@@ -836,7 +842,7 @@ class IoAnalysis final : public Analysis {
 
   void Errors(ReportBuilder& report) {
     const std::vector<bool> upward_search = UpwardSearchSteps();
-    uint64_t hard = 0, lookup = 0, limits = 0;
+    uint64_t hard = 0, lookup = 0, limits = 0, space = 0;
     std::map<std::string, uint64_t> by_errno;
     Json paths = Json::MakeArray();
     size_t listed = 0;
@@ -860,10 +866,12 @@ class IoAnalysis final : public Analysis {
           // everywhere.
           file_hard += n;
           if (IsProcessLimit(e)) limits += n;
-        } else if (data && f.open_errors > 0 && !exists && !upward_search[i]) {
+          if (IsSpaceError(e)) space += n;
+        } else if (data && f.open_errors > f.search_misses && !exists && !upward_search[i]) {
           // Only failed opens of files: a failed stat or opendir is a probe (pyenv's
-          // hook directories, Python's import path), not a missing data file.
-          file_lookup += std::min<uint64_t>(n, f.open_errors);
+          // hook directories, Python's import path), not a missing data file; nor is a
+          // search-path step (the name found in a later directory: search_misses).
+          file_lookup += std::min<uint64_t>(n, f.open_errors - f.search_misses);
         } else {
           continue;
         }
@@ -901,6 +909,7 @@ class IoAnalysis final : public Analysis {
     ev["storage_errors"] = hard;
     ev["lookup_errors"] = lookup;
     ev["limit_errors"] = limits;
+    ev["space_errors"] = space;
     ev["paths"] = std::move(paths);
     fd.summary = "file operations failed: " + list;
     if (!ev["paths"].array().empty()) fd.summary += "; e.g. " + ev["paths"].array().front()["path"].str();
@@ -910,10 +919,15 @@ class IoAnalysis final : public Analysis {
                       "Look for files, sockets or DataLoader workers that are opened and never "
                       "closed (use `with open(...)`), or raise the limit (ulimit -n, "
                       "resource.setrlimit(RLIMIT_NOFILE))."
-                : hard > 0
+                : hard > space
                     ? "Reads or opens failed with storage errors (EIO, ESTALE, ENOTCONN...): the "
                       "mount may have dropped (a Drive/FUSE daemon that died or timed out, an "
                       "NFS server gone). Remount, copy the data to local disk, and retry."
+                : space > 0
+                    ? "Writes ran out of room: ENOSPC means the filesystem is full (df -h), EDQUOT "
+                      "a disk quota, EFBIG a file-size limit (ulimit -f, RLIMIT_FSIZE) or the "
+                      "filesystem's largest file. Free space or write checkpoints and outputs to "
+                      "a larger disk, or raise the limit."
                     : "Many opens failed on data paths (missing files or permissions): check "
                       "the dataset's file list against what is on disk, and the paths' base "
                       "directory (a relative path depends on the working directory).";

@@ -12,7 +12,8 @@ Language runtimes and tools (programs in tests/parity/programs, also run for par
 tests/parity/runtimes.py): the JVM (thousands of SIGSEGVs and SIGFPEs its own handlers
 turn into exceptions, 8 threads, a child), Node.js (libuv's pool, worker threads, fork),
 cargo (rustc, cc and the linker as children), perl (fork, %SIG, alarm, a child it kills),
-make -j2, git and sqlite3. Each skips where its tool is missing."""
+make -j2, a C++ build with its own -I and -L directories, git and sqlite3. Each skips
+where its tool is missing."""
 import os
 import shutil
 import subprocess
@@ -254,6 +255,36 @@ class CleanRunsTest(h.TempDirTest):
         self.assertEqual(ends(rep, "make"), [("exited", 0, 0)])
         self.assertEqual(ends(rep, "prog"), [("exited", 0, 0)])
         self.assert_all_exited_0(rep)
+
+    @unittest.skipUnless(have("c++", "ar"), "needs c++ and ar")
+    def test_cxx_build_with_include_and_library_dirs(self):
+        # A C++ build with its own -I and -L directories (every pip build of an extension,
+        # torch's cpp_extension): the compiler tries each standard header in every -I
+        # directory before the system one, the linker libproj.so/.a in every -L directory
+        # before the one that has it. Those failed opens are a search path, not missing
+        # files (they were an io.errors warning: "64 ENOENT; e.g. .../empty/cstdlib").
+        for d in ("empty", "inc", "lib"):
+            os.makedirs(os.path.join(self.tmp, d))
+        with open(os.path.join(self.tmp, "inc", "proj.h"), "w") as f:
+            f.write("#pragma once\n#include <string>\nint proj_twice(int);\n")
+        with open(os.path.join(self.tmp, "proj.cc"), "w") as f:
+            f.write('#include <cstdlib>\n#include "proj.h"\nint proj_twice(int x) { return std::abs(2 * x); }\n')
+        with open(os.path.join(self.tmp, "main.cc"), "w") as f:
+            f.write("#include <cmath>\n#include <cstdio>\n#include <map>\n#include <vector>\n#include <proj.h>\n"
+                    "int main() { std::map<int, std::vector<int>> m; m[1].push_back(proj_twice(-21));\n"
+                    '  std::printf("%d %.0f\\n", m[1][0], std::sqrt(49.0)); }\n')
+        script = ("set -e\nc++ -Iempty -Iinc -c proj.cc -o proj.o\nar rcs lib/libproj.a proj.o\n"
+                  "c++ -Iempty -Iinc main.cc -Lempty -Llib -lproj -o prog\n./prog\n")
+        r = h.run_traced(["sh", "-c", script], cwd=self.tmp, timeout=180)
+        self.assertEqual((r.returncode, r.stdout), (0, "42 7\n"), r.stderr)
+        rep = self.check_clean(r)
+        self.assert_all_exited_0(rep)
+        self.assertEqual(ends(rep, "prog"), [("exited", 0, 0)])
+        # The search really failed opens in the empty directories (each header, libproj.*).
+        empty = os.path.join(self.tmp, "empty") + "/"
+        missed = {os.path.basename(f["path"]) for f in rep["io"]["files"]
+                  if f["path"].startswith(empty) and f["open_errors"] > 0}
+        self.assertTrue({"cstdlib", "cmath", "map", "vector", "string", "libproj.a"} <= missed, sorted(missed))
 
     @unittest.skipUnless(have("git", "sqlite3"), "needs git and sqlite3")
     def test_git_and_sqlite3(self):

@@ -104,6 +104,61 @@ class IoErrorsTest(TempDirTest):
         self.assertEqual(run.returncode, 0, run.stderr)
         self.assertEqual(findings(report(*run.traces), "io.errors"), [])
 
+    def io_errors_of(self, script, arg, stdout):
+        """Runs `python -c script arg` traced: the run (printing stdout) and its one io.errors."""
+        run = run_traced([SYSTEM_PYTHON, "-c", script, arg])
+        self.assertEqual((run.returncode, run.stdout), (0, stdout), run.stderr)
+        (f,) = findings(report(*run.traces), "io.errors")
+        return run, f
+
+    def test_names_found_in_another_directory_earlier_still_count(self):
+        # A search-path step is a failed open whose name opens fine in another directory
+        # right after (a compiler's -I directories). A split whose files share names with
+        # another split read before it is not one: val/ misses 12 of train/'s 20 names.
+        root = os.path.join(self.tmp, "ds")
+        script = ("import os, sys\n"
+                  "root = sys.argv[1]\n"
+                  "names = ['sample_%04d.bin' % i for i in range(20)]\n"
+                  "for split, present in (('train', names), ('val', names[:8])):\n"
+                  "    os.makedirs(os.path.join(root, split))\n"
+                  "    for n in present:\n"
+                  "        with open(os.path.join(root, split, n), 'wb') as f: f.write(b'x' * 500)\n"
+                  "read = missing = 0\n"
+                  "for split in ('train', 'val'):\n"
+                  "    for n in names:\n"
+                  "        try:\n"
+                  "            with open(os.path.join(root, split, n), 'rb') as f: read += len(f.read())\n"
+                  "        except FileNotFoundError:\n"
+                  "            missing += 1\n"
+                  "print(read, missing)\n")
+        run, f = self.io_errors_of(script, root, "14000 12\n")
+        self.assertEqual(failed_opens(run.traces, root + "/"), 12)
+        ev = f["evidence"]
+        self.assertEqual((ev["lookup_errors"], ev["storage_errors"], ev["by_errno"]), (12, 0, {"ENOENT": 12}))
+        self.assertEqual(sorted(p["path"] for p in ev["paths"]),
+                         [os.path.join(root, "val", "sample_%04d.bin" % i) for i in range(8, 20)])
+
+    def test_file_size_limit_is_a_space_error_not_a_dropped_mount(self):
+        # EFBIG past RLIMIT_FSIZE (SIGXFSZ ignored, as CPython's test_resource does): the
+        # storage works, so the advice is about room and limits, not about remounting.
+        out = os.path.join(self.tmp, "out.bin")
+        script = ("import os, resource, signal, sys\n"
+                  "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+                  "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.RLIM_INFINITY))\n"
+                  "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)\n"
+                  "n = os.write(fd, b'x' * 4096)\n"
+                  "try:\n"
+                  "    os.write(fd, b'y')\n"
+                  "except OSError as e:\n"
+                  "    print(n, e.strerror)\n")
+        _, f = self.io_errors_of(script, out, "4096 File too large\n")
+        ev = f["evidence"]
+        self.assertEqual((ev["by_errno"], ev["storage_errors"], ev["space_errors"], ev["lookup_errors"]),
+                         ({"EFBIG": 1}, 1, 1, 0))
+        self.assertEqual([(p["path"], p["errors"]) for p in ev["paths"]], [(out, ["write EFBIG"])])
+        self.assertIn("RLIMIT_FSIZE", f["advice"])
+        self.assertNotIn("emount", f["advice"])
+
     def test_descriptor_limit_is_an_error_on_any_path(self):
         # EMFILE is the process's limit, not the file's: reported although the file that
         # could not be opened is the interpreter's own os.py.
