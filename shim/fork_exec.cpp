@@ -2,8 +2,9 @@
 // tree together, each child's fresh trace, and the exec hand-over.
 //
 // Exec hand-over: the trace crosses exec only when the next image will really load this
-// shim: envp's LD_PRELOAD names it, and the file is neither set-user/group-ID (a secure
-// exec ignores such preloads) nor a static executable (no loader at all). Then a
+// shim: envp's LD_PRELOAD names it, and the file is neither a secure exec (a set-user/
+// group-ID file that changes who the caller is, or file capabilities: ld.so then ignores
+// such preloads) nor a static executable (no loader at all). Then a
 // descriptor without FD_CLOEXEC is made at a fixed high number (TraceFile::HandoverFloor)
 // and the next image's shim adopts and closes it before the program runs. Otherwise the
 // trace stays close-on-exec and the next image sees exactly the descriptors it would
@@ -14,6 +15,8 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 
 #include <cstdarg>
 #include <cstring>
@@ -79,42 +82,80 @@ bool EnvPreloadsShim(char* const* envp) {
   return false;
 }
 
-// True unless the file open on fd is set-user/group-ID or a static ELF executable: an
-// image that will not load a preload. Unreadable or unknown files count as loading it
-// (a script's interpreter is dynamic in practice; a bad file makes exec fail anyway).
-bool FileLoadsPreload(int fd) {
-  struct stat st;
-  if (raw::Syscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) != 0) return true;
-  if (st.st_mode & (S_ISUID | S_ISGID)) return false;
-  ElfW(Ehdr) eh;
-  if (raw::Pread(fd, &eh, sizeof(eh), 0) != sizeof(eh)) return true;
-  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != (sizeof(void*) == 8 ? ELFCLASS64 : ELFCLASS32)) {
-    return true;
+// Whether exec'ing the file open on fd (stat st) will be a secure exec (AT_SECURE), in
+// which ld.so ignores LD_PRELOAD: as the kernel decides it (commoncap's
+// cap_bprm_creds_from_file), when the new effective uid or gid differs from the real
+// ones, or file capabilities raise a non-root caller's privileges. A set-user-ID file
+// that does not change the caller's identity is not secure: root running root's
+// setuid `mount` or `su` (as on Colab) loads the preload, and its trace must cross the exec.
+bool SecureExec(int fd, const struct stat& st) {
+  const long ruid = raw::Syscall6(SYS_getuid), rgid = raw::Syscall6(SYS_getgid);
+  long euid = raw::Syscall6(SYS_geteuid), egid = raw::Syscall6(SYS_getegid);
+  if (st.st_mode & (S_ISUID | S_ISGID)) {
+    struct statfs fs;
+    const bool nosuid = raw::Syscall6(SYS_fstatfs, fd, reinterpret_cast<long>(&fs)) == 0 && (fs.f_flags & ST_NOSUID);
+    if (!nosuid && (st.st_mode & S_ISUID)) euid = st.st_uid;
+    if (!nosuid && (st.st_mode & S_ISGID) && (st.st_mode & S_IXGRP)) egid = st.st_gid;
   }
-  if (eh.e_phentsize != sizeof(ElfW(Phdr))) return true;
-  for (unsigned i = 0; i < eh.e_phnum && i < 256; ++i) {
-    ElfW(Phdr) ph;
-    if (raw::Pread(fd, &ph, sizeof(ph), static_cast<off_t>(eh.e_phoff + i * sizeof(ph))) !=
-        sizeof(ph)) {
-      return true;
-    }
-    if (ph.p_type == PT_INTERP) return true;
-  }
-  return false;  // no program interpreter: static, no preloads
+  if (euid != ruid || egid != rgid) return true;
+  if (ruid == 0) return false;  // root gains no capability it lacks
+  char caps[4];
+  return raw::Syscall6(SYS_fgetxattr, fd, reinterpret_cast<long>("security.capability"),
+                       reinterpret_cast<long>(caps), sizeof(caps)) > 0;
 }
 
-bool PathLoadsPreload(int dirfd, const char* path) {
+// What exec'ing a file will do with the preload, and the file, for the record of an
+// image the shim cannot follow.
+struct ExecTarget {
+  format::ExecUntracedWhy why{};  // 0: the next image loads the shim
+  char exe[1024] = "";            // the opened file's canonical path ("" if not opened)
+  bool follows() const { return why == format::ExecUntracedWhy{}; }
+};
+
+// Fills t from the file open on fd: a secure exec (SecureExec) or a static ELF executable
+// will not load a preload. Unreadable or unknown files count as loading it (a script's
+// interpreter is dynamic in practice; a bad file makes exec fail anyway).
+void InspectFile(int fd, ExecTarget* t) {
+  PathBuf link;  // named even for an image that follows: envp may still drop the preload
+  link.Add("/proc/self/fd/").AddNum(static_cast<uint64_t>(fd));
+  const long n = raw::Readlink(link.s, t->exe, sizeof(t->exe) - 1);
+  t->exe[n > 0 ? n : 0] = '\0';
+  t->why = {};
+  struct stat st;
+  if (raw::Syscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) != 0) return;
+  if (SecureExec(fd, st)) {
+    t->why = format::ExecUntracedWhy::kSecure;
+    return;
+  }
+  ElfW(Ehdr) eh;
+  if (raw::Pread(fd, &eh, sizeof(eh), 0) != sizeof(eh)) return;
+  if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != (sizeof(void*) == 8 ? ELFCLASS64 : ELFCLASS32)) {
+    return;
+  }
+  if (eh.e_phentsize != sizeof(ElfW(Phdr))) return;
+  for (unsigned i = 0; i < eh.e_phnum && i < 256; ++i) {
+    ElfW(Phdr) ph;
+    if (raw::Pread(fd, &ph, sizeof(ph), static_cast<off_t>(eh.e_phoff + i * sizeof(ph))) != sizeof(ph)) {
+      return;
+    }
+    if (ph.p_type == PT_INTERP) return;
+  }
+  t->why = format::ExecUntracedWhy::kStatic;  // no program interpreter: no preloads
+}
+
+void InspectPath(int dirfd, const char* path, ExecTarget* t) {
+  t->why = {};
   const int fd = raw::OpenAt(dirfd, path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return true;
-  const bool r = FileLoadsPreload(fd);
+  if (fd < 0) return;
+  InspectFile(fd, t);
   raw::Close(fd);
-  return r;
 }
 
 // execvp's search: the first PATH entry holding an executable `file`.
-bool SearchedFileLoadsPreload(const char* file) {
-  if (file == nullptr || *file == '\0') return true;
-  if (std::strchr(file, '/') != nullptr) return PathLoadsPreload(AT_FDCWD, file);
+void InspectSearched(const char* file, ExecTarget* t) {
+  t->why = {};
+  if (file == nullptr || *file == '\0') return;
+  if (std::strchr(file, '/') != nullptr) return InspectPath(AT_FDCWD, file, t);
   const char* path = getenv("PATH");
   if (path == nullptr) path = "/bin:/usr/bin";
   for (const char* p = path;;) {
@@ -131,9 +172,9 @@ bool SearchedFileLoadsPreload(const char* file) {
       full.Add(dir).Add("/").Add(file);
     }
     if (raw::Syscall6(SYS_faccessat, AT_FDCWD, reinterpret_cast<long>(full.s), X_OK) == 0) {
-      return PathLoadsPreload(AT_FDCWD, full.s);
+      return InspectPath(AT_FDCWD, full.s, t);
     }
-    if (end == nullptr) return true;
+    if (end == nullptr) return;
     p = end + 1;
   }
 }
@@ -141,10 +182,28 @@ bool SearchedFileLoadsPreload(const char* file) {
 enum class ExecApi : uint8_t { kExecve, kExecv, kExecvp, kExecvpe, kExecl, kExeclp, kExecle,
                                kFexecve, kExecveat };
 
-// Runs do_exec() with the trace handed over to the next image when will_load_shim()
-// says it adopts it; records the failure if the exec returns.
-template <class Check, class F>
-int TracedExec(const char* path, ExecApi api, char* const* envp, Check&& will_load_shim,
+// The next image, which the shim will not follow: its executable and argv, so the
+// report names the program that really ran under this pid.
+void EmitExecUntraced(uint64_t ts, const ExecTarget& t, const char* path, char* const* argv) {
+  format::ExecUntraced u;
+  u.ts = ts;
+  u.exe = InternCString(t.exe[0] != '\0' ? t.exe : path);
+  u.why = static_cast<uint64_t>(t.why);
+  Emit(u);
+  for (int i = 0; argv != nullptr && argv[i] != nullptr; ++i) {
+    format::ExecArgv a;
+    a.ts = ts;
+    a.index = static_cast<uint64_t>(i);
+    a.value = InternCString(argv[i]);
+    Emit(a);
+  }
+}
+
+// Runs do_exec() with the trace handed over to the next image when inspect() (filling
+// an ExecTarget) and envp say it adopts it, else records the image it will not follow;
+// records the failure if the exec returns.
+template <class Inspect, class F>
+int TracedExec(const char* path, ExecApi api, char* const* envp, char* const* argv, Inspect&& inspect,
                F&& do_exec) {
   // A child on our memory (a vfork child where no vfork stub marked it, as on aarch64)
   // must not touch its parent's trace: no records, no hand-over.
@@ -159,7 +218,11 @@ int TracedExec(const char* path, ExecApi api, char* const* envp, Check&& will_lo
     Emit(r);
     TakeSample();
     EmitClock();
-    handoff = EnvPreloadsShim(envp) && will_load_shim();
+    ExecTarget target;
+    inspect(&target);
+    if (target.follows() && !EnvPreloadsShim(envp)) target.why = format::ExecUntracedWhy::kNoPreload;
+    handoff = target.follows();
+    if (!handoff) EmitExecUntraced(r.ts, target, path, argv);
   }
   if (handoff) g_trace.PrepareExecHandoff();
   const int ret = do_exec();
@@ -299,58 +362,60 @@ int clone(int (*fn)(void*), void* stack, int flags, void* arg, ...) {
 }
 
 int execve(const char* path, char* const argv[], char* const envp[]) {
-  return TracedExec(path, ExecApi::kExecve, envp, [&] { return PathLoadsPreload(AT_FDCWD, path); },
+  return TracedExec(path, ExecApi::kExecve, envp, argv, [&](ExecTarget* t) { InspectPath(AT_FDCWD, path, t); },
                     [&] { return real::execve.get()(path, argv, envp); });
 }
 
 int execv(const char* path, char* const argv[]) {
-  return TracedExec(path, ExecApi::kExecv, environ,
-                    [&] { return PathLoadsPreload(AT_FDCWD, path); },
+  return TracedExec(path, ExecApi::kExecv, environ, argv,
+                    [&](ExecTarget* t) { InspectPath(AT_FDCWD, path, t); },
                     [&] { return real::execv.get()(path, argv); });
 }
 
 int execvp(const char* file, char* const argv[]) {
-  return TracedExec(file, ExecApi::kExecvp, environ, [&] { return SearchedFileLoadsPreload(file); },
+  return TracedExec(file, ExecApi::kExecvp, environ, argv, [&](ExecTarget* t) { InspectSearched(file, t); },
                     [&] { return real::execvp.get()(file, argv); });
 }
 
 int execvpe(const char* file, char* const argv[], char* const envp[]) {
-  return TracedExec(file, ExecApi::kExecvpe, envp, [&] { return SearchedFileLoadsPreload(file); },
+  return TracedExec(file, ExecApi::kExecvpe, envp, argv, [&](ExecTarget* t) { InspectSearched(file, t); },
                     [&] { return real::execvpe.get()(file, argv, envp); });
 }
 
 int fexecve(int fd, char* const argv[], char* const envp[]) {
-  return TracedExec("(fexecve)", ExecApi::kFexecve, envp, [&] { return FileLoadsPreload(fd); },
+  return TracedExec("(fexecve)", ExecApi::kFexecve, envp, argv, [&](ExecTarget* t) { InspectFile(fd, t); },
                     [&] { return real::fexecve.get()(fd, argv, envp); });
 }
 
 int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) {
   return TracedExec(
-      path, ExecApi::kExecveat, envp,
-      [&] {
-        return (flags & AT_EMPTY_PATH) && path != nullptr && *path == '\0'
-                   ? FileLoadsPreload(dirfd)
-                   : PathLoadsPreload(dirfd, path);
+      path, ExecApi::kExecveat, envp, argv,
+      [&](ExecTarget* t) {
+        if ((flags & AT_EMPTY_PATH) && path != nullptr && *path == '\0') {
+          InspectFile(dirfd, t);
+        } else {
+          InspectPath(dirfd, path, t);
+        }
       },
       [&] { return real::execveat.get()(dirfd, path, argv, envp, flags); });
 }
 
 int execl(const char* path, const char* arg, ...) {
   COLABTRACE_GATHER_EXECL(arg, false);
-  return TracedExec(path, ExecApi::kExecl, environ,
-                    [&] { return PathLoadsPreload(AT_FDCWD, path); },
+  return TracedExec(path, ExecApi::kExecl, environ, argv,
+                    [&](ExecTarget* t) { InspectPath(AT_FDCWD, path, t); },
                     [&] { return real::execv.get()(path, argv); });
 }
 
 int execlp(const char* file, const char* arg, ...) {
   COLABTRACE_GATHER_EXECL(arg, false);
-  return TracedExec(file, ExecApi::kExeclp, environ, [&] { return SearchedFileLoadsPreload(file); },
+  return TracedExec(file, ExecApi::kExeclp, environ, argv, [&](ExecTarget* t) { InspectSearched(file, t); },
                     [&] { return real::execvp.get()(file, argv); });
 }
 
 int execle(const char* path, const char* arg, ...) {
   COLABTRACE_GATHER_EXECL(arg, true);
-  return TracedExec(path, ExecApi::kExecle, envp, [&] { return PathLoadsPreload(AT_FDCWD, path); },
+  return TracedExec(path, ExecApi::kExecle, envp, argv, [&](ExecTarget* t) { InspectPath(AT_FDCWD, path, t); },
                     [&] { return real::execve.get()(path, argv, envp); });
 }
 #undef COLABTRACE_GATHER_EXECL

@@ -181,6 +181,7 @@ void TraceFile::Reset() {
   path_[0] = '\0';
   dev_ = ino_ = 0;
   handoff_fd_ = -1;
+  kept_fd_ = -1;
   first_extent_bytes_ = 0;
   first_extent_err_ = 0;
   mapped_end_ = 0;
@@ -325,8 +326,15 @@ bool TraceFile::Create(const char* path, uint32_t pid, uint64_t features,
 }
 
 int TraceFile::Reopen() {
-  if (path_[0] == '\0') return -ENOENT;
-  const int fd = raw::Open(path_, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  int fd;
+  if (kept_fd_ >= 0) {
+    // The program may have closed the number and reused it: the identity check below
+    // refuses anything but the trace.
+    fd = raw::Fcntl(kept_fd_, F_DUPFD_CLOEXEC, kept_fd_);
+  } else {
+    if (path_[0] == '\0') return -ENOENT;
+    fd = raw::Open(path_, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  }
   if (fd < 0) return fd;
   struct stat st;
   if (Fstat(fd, &st) != 0 || st.st_dev != dev_ || st.st_ino != ino_) {
@@ -416,10 +424,17 @@ bool TraceFile::AdoptInherited(uint32_t pid) {
   dev_ = st.st_dev;
   ino_ = st.st_ino;
   const bool mapped = MapExisting(fd, static_cast<uint64_t>(st.st_size));
-  raw::Close(fd);  // the program never sees it
   if (!mapped) {
+    raw::Close(fd);
     Reset();
     return false;
+  }
+  if (const int probe = Reopen(); probe >= 0) {
+    raw::Close(probe);
+    raw::Close(fd);  // the program never sees it
+  } else {
+    raw::Fcntl(fd, F_SETFD, FD_CLOEXEC);  // not openable by path: kept (see kept_fd_)
+    kept_fd_ = fd;
   }
   auto* hp = reinterpret_cast<FileHeader*>(g_extent_addr[0]);
   image_ = __atomic_fetch_add(&hp->image_count, 1, __ATOMIC_ACQ_REL);
@@ -610,6 +625,7 @@ void TraceFile::AbandonInChild() {
     g_extent_finished[i] = 0;
   }
   if (handoff_fd_ >= 0) raw::Close(handoff_fd_);
+  if (kept_fd_ >= 0) raw::Close(kept_fd_);
   Reset();
 }
 

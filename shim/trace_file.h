@@ -98,10 +98,16 @@ class TraceFile {
   void Reset();
 
   // No descriptor is held while the program runs: the mapping keeps the file, and
-  // extensions reopen it by path. Only an exec hand-over keeps one (handoff_fd_).
+  // extensions reopen it by path. Only an exec hand-over keeps one (handoff_fd_), and
+  // an image that cannot reopen the file it adopted (kept_fd_).
   char path_[1200] = {};
   uint64_t dev_ = 0, ino_ = 0;  // identity of the file at path_
   int handoff_fd_ = -1;
+  // The handed-over descriptor, kept (close-on-exec, at its high number) when this image
+  // may not open the file by path: a previous image created it as another user and then
+  // dropped privileges before exec (gosu, su-exec, setpriv, `sudo -u` in a container's
+  // entrypoint). Reopen then duplicates it. -1 otherwise.
+  int kept_fd_ = -1;
   uint64_t first_extent_bytes_ = 0;  // < kExtentBytes when the disk had less free
   int first_extent_err_ = 0;         // why the first extent is short
   int create_error_ = 0;

@@ -286,11 +286,9 @@ class ProcessAnalysis final : public Analysis {
     if (f.run_wrapper) p["role"] = "colabtrace-run";
     p["pid"] = t.pid();
     p["ppid"] = f.ppid;
-    p["exe"] = f.job ? std::string(t.Str(f.job->exe)) : std::string();
+    p["exe"] = std::string(f.JobExe(t));
     Json argv = Json::MakeArray();
-    for (const auto& a : t.records.Argv) {
-      if (f.job && a.image == f.job->image) argv.Append(std::string(t.Str(a.value)));
-    }
+    for (std::string_view a : f.JobArgv(t)) argv.Append(std::string(a));
     p["argv"] = std::move(argv);
     p["origin"] = !f.start ? "unknown"
                   : f.start->origin == static_cast<uint64_t>(format::ProcessOrigin::kForkChild)
@@ -301,6 +299,14 @@ class ProcessAnalysis final : public Analysis {
       Json im = Json::MakeObject();
       im["image"] = s.image;
       im["exe"] = std::string(t.Str(s.exe));
+      images.Append(std::move(im));
+    }
+    if (f.untraced != nullptr) {  // the image the shim could not follow (no trace of its own)
+      Json im = Json::MakeObject();
+      im["image"] = f.untraced->image + 1;
+      im["exe"] = std::string(t.Str(f.untraced->exe));
+      im["traced"] = false;
+      im["untraced_why"] = UntracedWhyName(f.untraced->why);
       images.Append(std::move(im));
     }
     p["images"] = std::move(images);

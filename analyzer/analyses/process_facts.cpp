@@ -20,6 +20,15 @@ std::string_view EndKindName(EndKind k) {
   return "killed";
 }
 
+std::string_view UntracedWhyName(uint64_t why) {
+  switch (static_cast<format::ExecUntracedWhy>(why)) {
+    case format::ExecUntracedWhy::kNoPreload: return "no-preload";
+    case format::ExecUntracedWhy::kStatic: return "static";
+    case format::ExecUntracedWhy::kSecure: return "secure-exec";
+  }
+  return "unknown";
+}
+
 std::string HostKey(const ProcessTrace& t) {
   std::string_view host, boot;
   for (const auto& h : t.records.HostInfo) {
@@ -47,6 +56,17 @@ bool EndsInUntracedExec(const ProcessTrace& t, const format::ProcessStart* job) 
     if (f.image == last.image && f.ts >= last.ts) return false;
   }
   return true;
+}
+
+// The ExecUntraced record of the exec that ended t (EndsInUntracedExec), if the shim
+// wrote one.
+const Event<format::ExecUntraced>* UntracedImage(const ProcessTrace& t, const format::ProcessStart* job) {
+  if (!EndsInUntracedExec(t, job)) return nullptr;
+  const auto& last = t.records.ExecStart.back();
+  for (const auto& u : t.records.ExecUntraced) {
+    if (u.image == last.image && u.ts == last.ts) return &u;
+  }
+  return nullptr;
 }
 
 // A crash signal is recorded even when the program's own handler takes it, so a signal
@@ -240,6 +260,7 @@ ProcessFacts ProcessFacts::Of(const ProcessTrace& t, const LifecycleModel* model
     f.ppid = static_cast<int64_t>(f.start->ppid);
   }
   if (const int64_t ppid = model ? model->ParentPidOf(t) : -1; ppid >= 0) f.ppid = ppid;
+  f.untraced = UntracedImage(t, f.job);
   const auto* exit = t.records.Exit.empty() ? nullptr : &t.records.Exit.back();
   const auto* sig = t.records.Signal.empty() ? nullptr : &t.records.Signal.back();
   // The signal record is the end only if no exit followed and the process did not go on
@@ -289,6 +310,28 @@ ProcessFacts ProcessFacts::Of(const ProcessTrace& t, const LifecycleModel* model
     if (key == "shm_size") f.shm_size = h.value;
   }
   return f;
+}
+
+std::string_view ProcessFacts::JobExe(const ProcessTrace& t) const {
+  if (untraced != nullptr) return t.Str(untraced->exe);
+  return job != nullptr ? t.Str(job->exe) : std::string_view();
+}
+
+std::vector<std::string_view> ProcessFacts::JobArgv(const ProcessTrace& t) const {
+  std::vector<std::string_view> argv;
+  if (untraced != nullptr) {
+    std::vector<const Event<format::ExecArgv>*> args;  // one ts: ordered by index, not by table
+    for (const auto& a : t.records.ExecArgv) {
+      if (a.image == untraced->image && a.ts == untraced->ts) args.push_back(&a);
+    }
+    std::stable_sort(args.begin(), args.end(), [](auto* x, auto* y) { return x->index < y->index; });
+    for (const auto* a : args) argv.push_back(t.Str(a->value));
+  } else if (job != nullptr) {
+    for (const auto& a : t.records.Argv) {
+      if (a.image == job->image) argv.push_back(t.Str(a.value));
+    }
+  }
+  return argv;
 }
 
 }  // namespace colabtrace::analyzer

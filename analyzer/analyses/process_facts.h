@@ -21,6 +21,9 @@ enum class EndKind { kExited, kSignaled, kKilled, kExecUntraced };
 // into a program the shim could not follow is reported as "exited" with no code.
 std::string_view EndKindName(EndKind k);
 
+// The JSON name of an ExecUntraced.why: "no-preload", "static" or "secure-exec".
+std::string_view UntracedWhyName(uint64_t why);
+
 // The machine a trace was written on: "hostname/boot_id" from its host_info records
 // (either part may be empty in old traces). CLOCK_MONOTONIC times and pids compare only
 // between traces of one key.
@@ -116,6 +119,15 @@ struct ProcessFacts {
   uint64_t cgroup_max = UINT64_MAX;             // UINT64_MAX: unlimited or unknown
   uint64_t mem_total = UINT64_MAX;
   uint64_t shm_size = UINT64_MAX;
+  // The image the last exec went into when the shim could not follow it (a static or
+  // secure-exec program, or LD_PRELOAD dropped): no trace of its own follows, so the
+  // process is that program. nullptr otherwise (and in traces from before the record).
+  const Event<format::ExecUntraced>* untraced = nullptr;
+
+  // The program this process finally ran: the untraced image's, else the last traced
+  // image's executable and argv.
+  std::string_view JobExe(const ProcessTrace& t) const;
+  std::vector<std::string_view> JobArgv(const ProcessTrace& t) const;
 
   // The facts from t alone, or, given the run's model, with its reaper's wait status (the
   // exact end) and `colabtrace run`'s samples (peak RSS) folded in.

@@ -707,13 +707,11 @@ IoModel IoModel::Build(const std::vector<const ProcessTrace*>& traces) {
       p.ppid = ppids[i];
       p.forked = facts.start->origin == static_cast<uint64_t>(format::ProcessOrigin::kForkChild);
     }
-    for (const auto& a : t.records.Argv) {
-      if (facts.job && a.image == facts.job->image) {
-        if (!p.command.empty()) p.command += ' ';
-        p.command += std::string(t.Str(a.value));
-      }
+    for (std::string_view a : facts.JobArgv(t)) {
+      if (!p.command.empty()) p.command += ' ';
+      p.command += std::string(a);
     }
-    if (p.command.empty() && facts.job) p.command = std::string(t.Str(facts.job->exe));
+    if (p.command.empty()) p.command = std::string(facts.JobExe(t));
     if (p.command.size() > 120) p.command = p.command.substr(0, 117) + "...";
     const auto& r = t.records;
     p.records = r.IoOpen.size() + r.IoRead.size() + r.IoReadAt.size() + r.IoWrite.size() +

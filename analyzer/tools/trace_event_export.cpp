@@ -93,11 +93,8 @@ std::string_view Basename(std::string_view path) {
 std::string ProcessName(const ProcessTrace& t) {
   const ProcessFacts f = ProcessFacts::Of(t);
   std::string name;
-  std::vector<std::string_view> argv;
-  for (const auto& a : t.records.Argv) {
-    if (f.job && a.image == f.job->image) argv.push_back(t.Str(a.value));
-  }
-  if (f.job) name = std::string(Basename(t.Str(f.job->exe)));
+  const std::vector<std::string_view> argv = f.JobArgv(t);
+  name = std::string(Basename(f.JobExe(t)));
   if (name.empty() && !argv.empty()) name = std::string(Basename(argv[0]));
   if (name.empty()) return "pid " + std::to_string(t.pid());
   for (size_t i = 1; i < argv.size() && name.size() < 160; ++i) {

@@ -98,6 +98,59 @@ class GuestTest(TempDirTest):
         (proc,) = report(trace)["processes"]
         self.assertEqual(proc["end"].get("exec_untraced"), prog("ct_guest"), proc["end"])
 
+    def setuid_copy(self):
+        """A set-user-ID copy of ct_guest owned by root, in a directory anyone may read."""
+        if os.geteuid() != 0:
+            self.skipTest("needs root to make a set-user-ID root program")
+        os.chmod(self.tmp, 0o777)
+        suid = os.path.join(self.tmp, "ct_guest_suid")
+        with open(prog("ct_guest"), "rb") as src, open(suid, "wb") as dst:
+            dst.write(src.read())
+        os.chmod(suid, 0o4755)
+        return suid
+
+    def test_setuid_exec_that_keeps_the_identity_keeps_the_trace(self):
+        # Root running root's set-user-ID program (mount, su; everything on Colab runs as
+        # root) is no secure exec: ld.so loads the preload, so the trace crosses the exec
+        # (one trace for the pid, two images) and no descriptor is left to the program.
+        suid = self.setuid_copy()
+        p = self.same_as_bare(["/bin/sh", "-c", f"exec '{suid}' fds"])
+        self.assertEqual(p.stdout, b"0,1,2\n")
+        (trace,) = self.traces()
+        (proc,) = report(trace)["processes"]
+        self.assertEqual([(i["image"], os.path.basename(i["exe"]), i.get("traced", True)) for i in proc["images"]],
+                         [(0, "dash", True), (1, "ct_guest_suid", True)])
+        self.assertEqual(proc["argv"], [suid, "fds"])
+
+    def test_secure_exec_is_not_followed_and_is_named(self):
+        # An unprivileged user running a set-user-ID root program is a secure exec: ld.so
+        # ignores LD_PRELOAD. The trace stays close-on-exec (the program sees 0,1,2) and
+        # ends with the image named, as one the shim could not follow.
+        suid = self.setuid_copy()
+        if os.statvfs(self.tmp).f_flag & os.ST_NOSUID:
+            self.skipTest(f"{self.tmp} is on a nosuid mount: no secure exec there")
+        setpriv = "/usr/bin/setpriv"
+        if not os.path.exists(setpriv):
+            self.skipTest("setpriv (util-linux) is not installed")
+        # setpriv (root) drops to nobody and execs sh, which runs `id` and then execs the
+        # program. sh cannot open the trace root created by path: it keeps the handed-over
+        # descriptor (close-on-exec) to extend the trace (before, tracing stopped there).
+        argv = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sh", "-c",
+                f"id -u; id -u; exec '{suid}' fds"]
+        p = self.same_as_bare(argv)
+        self.assertEqual(p.stdout, b"65534\n65534\n0,1,2\n")
+        rep = report(*self.traces())
+        self.assertEqual(rep["warnings"], [])
+        (proc,) = [q for q in rep["processes"] if os.path.basename(q["exe"]) != "id"]
+        self.assertFalse(proc["trace_truncated"])
+        ids = [q for q in rep["processes"] if os.path.basename(q["exe"]) == "id"]
+        self.assertEqual([q["ppid"] for q in ids], [proc["pid"]] * 2)
+        self.assertEqual([os.path.basename(i["exe"]) for i in proc["images"]], ["setpriv", "dash", "ct_guest_suid"])
+        self.assertEqual(proc["images"][-1], {"image": 2, "exe": suid, "traced": False,
+                                              "untraced_why": "secure-exec"})
+        self.assertEqual(proc["exe"], suid)
+        self.assertEqual(proc["argv"], [suid, "fds"])
+
     # ---- no thread of our own ----------------------------------------------------------
 
     def test_a_traced_single_threaded_program_has_one_thread(self):

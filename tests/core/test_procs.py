@@ -148,11 +148,46 @@ class ProcessTreeTest(TempDirTest):
         self.assertEqual(len(traces), 1)
         rep = report(self.tmp)
         (proc,) = rep["processes"]
-        self.assertEqual([os.path.basename(i["exe"]) for i in proc["images"]], ["dash", "env"])
+        # The process is the program env ran: named, with its argv, as an untraced image.
+        self.assertEqual([os.path.basename(i["exe"]) for i in proc["images"]], ["dash", "env", "ct_exit"])
+        self.assertEqual(proc["images"][-1], {"image": 2, "exe": target, "traced": False,
+                                              "untraced_why": "no-preload"})
+        self.assertEqual(proc["exe"], target)
+        self.assertEqual(proc["argv"], [target, "exit", "4"])
         self.assertEqual(proc["end"]["kind"], "exited")
         self.assertIsNone(proc["end"]["code"])
         self.assertEqual(proc["end"]["exec_untraced"], target)
         self.assertEqual([f for f in rep["findings"] if f["id"] == "proc.killed"], [])
+
+    def test_exec_into_a_static_program_names_it(self):
+        # A static executable has no loader, so no preload: the trace ends at the exec,
+        # and the report names the static program (exe, argv) as what the pid ran.
+        target = prog("ct_exit_static")
+        p, traces = self.run_traced(["/bin/sh", "-c", f"exec '{target}' exit 4 two"], expect_rc=4)
+        self.assertEqual(p.stdout, "out: mode=exit code=4\n")
+        self.assertEqual(len(traces), 1)
+        rep = report(self.tmp)
+        (proc,) = rep["processes"]
+        self.assertEqual(proc["exe"], target)
+        self.assertEqual(proc["argv"], [target, "exit", "4", "two"])
+        self.assertEqual([(i["image"], os.path.basename(i["exe"]), i.get("traced", True)) for i in proc["images"]],
+                         [(0, "dash", True), (1, "ct_exit_static", False)])
+        self.assertEqual(proc["images"][1]["untraced_why"], "static")
+        self.assertEqual(proc["end"]["exec_untraced"], target)
+        self.assertEqual(rep["findings"], [])
+
+    def test_failed_exec_of_a_static_program_leaves_no_untraced_image(self):
+        # A static program that fails to exec (not executable, EACCES): the shell's child
+        # goes on and exits 126; no image is recorded as untraced.
+        target = os.path.join(self.tmp, "noexec")
+        with open(prog("ct_exit_static"), "rb") as src, open(target, "wb") as dst:
+            dst.write(src.read())
+        os.chmod(target, 0o644)
+        p, traces = self.run_traced(["/bin/sh", "-c", f"exec 2>/dev/null; '{target}' exit 4; exit 3"],
+                                    expect_rc=3)
+        rep = report(self.tmp)
+        self.assertEqual([q["exe"] for q in rep["processes"] if q["exe"] == target], [])
+        self.assertEqual([i for q in rep["processes"] for i in q["images"] if "traced" in i], [])
 
     def test_shell_wrapper_that_forks_is_not_mistaken_for_the_job(self):
         target = prog("ct_exit")

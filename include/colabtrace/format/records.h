@@ -45,6 +45,8 @@ namespace colabtrace::format {
   X(16, Spawn, "spawn")                     \
   X(17, ShimNote, "shim_note")              \
   X(18, Module, "module")                   \
+  X(19, ExecUntraced, "exec_untraced")      \
+  X(20, ExecArgv, "exec_argv")              \
   X(23, WaitStatus, "wait_status")          \
   X(24, ProcSample, "proc_sample")          \
   X(25, RunInfo, "run_info")                \
@@ -124,6 +126,12 @@ namespace colabtrace::format {
 // Written just before an exec; if it succeeds the next image continues this file.
 #define CT_FIELDS_ExecStart(F) F(Str, path) F(U, api)
 #define CT_FIELDS_ExecFailed(F) F(Str, path) F(U, err)
+// Written after ExecStart when the next image will not load the shim (why:
+// ExecUntracedWhy), so no trace follows it: its executable (the opened file's
+// /proc/self/fd link when the shim could open it, else the path as given) and, in
+// ExecArgv records with the same ts, its argv. An ExecFailed after it voids both.
+#define CT_FIELDS_ExecUntraced(F) F(Str, exe) F(U, why)
+#define CT_FIELDS_ExecArgv(F) F(U, index) F(Str, value)
 #define CT_FIELDS_Spawn(F) F(I, child_pid) F(Str, path) F(U, api)
 // Something the shim itself wants the analyzer to know (code: ShimNoteCode).
 #define CT_FIELDS_ShimNote(F) F(U, code) F(Str, text) F(U, value)
@@ -399,6 +407,10 @@ enum class ExitHow : uint8_t {
   kReturnFromMain = 0, kExit = 1, kUnderscoreExit = 2, kQuickExit = 3, kDestructor = 4
 };
 enum class ForkHow : uint8_t { kFork = 0, kVfork = 1 };
+// Why an exec's next image is not traced (ExecUntraced.why): its environment does not
+// preload the shim; it is a static executable (no loader); or a secure exec (set-user/
+// group-ID changing the caller's identity, or file capabilities: ld.so ignores the preload).
+enum class ExecUntracedWhy : uint8_t { kNoPreload = 1, kStatic = 2, kSecure = 3 };
 // Signal.shm_known bits: which facts about the /dev/shm file behind a SIGBUS were read.
 enum ShmFact : uint8_t { kShmOffsetAndSize = 1, kShmFree = 2 };
 // The shim writes a Signal record for at most this many signals that a program handler
