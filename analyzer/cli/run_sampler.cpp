@@ -2,7 +2,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/kcmp.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -257,6 +259,21 @@ void TreeSampler::SampleCgroup(const std::string& dir, bool v2, uint64_t ts) {
   out_.Append(c);
 }
 
+namespace {
+
+// Whether pid runs on its parent's memory: a vfork child before it execs (CPython's
+// subprocess vforks; a tool missing from PATH makes the child try every directory and
+// _exit(255)), or a clone(CLONE_VM) child. The shim shows in its maps because they are
+// the parent's; by design it writes no trace of its own (its hooks pass through until an
+// exec), so it is no process that "could not write its trace". kcmp needs the kernel's
+// CONFIG_CHECKPOINT_RESTORE and, under Docker's default seccomp profile, CAP_SYS_PTRACE:
+// where it fails, false (such a child, caught alive by a sample, is named as before).
+bool SharesParentMemory(const TreeProcess& p) {
+  return p.ppid > 0 && syscall(SYS_kcmp, p.pid, p.ppid, KCMP_VM, 0, 0) == 0;
+}
+
+}  // namespace
+
 void TreeSampler::SampleRound() {
   page_size_ = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
   const uint64_t ts = NowNs(CLOCK_MONOTONIC);
@@ -280,9 +297,10 @@ void TreeSampler::SampleRound() {
     Known& k = known_[p.pid];
     if (k.maps_checks == 0) k.cgroup_dir = CgroupMemoryDir(p.pid, &k.cgroup_v2);
     // Whether the shim is in it: checked when first seen, then now and then until it
-    // appears (an exec may load it later).
+    // appears (an exec may load it later). Memory shared with the parent is checked first:
+    // an exec between the two reads then shows the new image's maps.
     if (!k.shim && (k.maps_checks < 3 || k.maps_checks % 10 == 0)) {
-      k.shim = ReadSmall(proc + "/maps").find("libcolabtrace") != std::string::npos;
+      k.shim = !SharesParentMemory(p) && ReadSmall(proc + "/maps").find("libcolabtrace") != std::string::npos;
       if (k.shim) shim_pids_[p.pid] = p.comm;
     }
     ++k.maps_checks;

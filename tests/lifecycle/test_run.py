@@ -1,5 +1,7 @@
 """`colabtrace run`: the command's exact exit status, the outside sampler's own trace
 (never a job process), and a clear line when a process could not write its trace."""
+import ctypes
+import glob
 import json
 import os
 import shutil
@@ -166,6 +168,34 @@ class Run(TempDirTest):
         self.assertRegex(r.stderr, r"colabtrace run: cannot write its own trace .*No space left on device")
         self.assertRegex(r.stderr, r"colabtrace: pid \d+ \(python3\) loaded the shim but could not write its "
                                    r"trace to .*/out \([^)]* free there\)")
+
+
+    def test_a_vfork_child_that_never_execs_is_no_missing_trace(self):
+        # CPython's subprocess vforks; a tool missing from a long PATH keeps the child
+        # trying every directory (~0.1 s) before it _exits(255) on the parent's memory,
+        # shim included. By design it writes no trace of its own, yet a sample that caught
+        # it alive named it: "pid N (python3) loaded the shim but could not write its
+        # trace" (the traced CPython test suite, test_subprocess).
+        kcmp = {"x86_64": 312, "aarch64": 272}.get(os.uname().machine)
+        libc = ctypes.CDLL(None, use_errno=True)
+        if kcmp is None or libc.syscall(kcmp, os.getpid(), os.getpid(), 1, 0, 0) != 0:  # KCMP_VM
+            self.skipTest("kcmp(KCMP_VM) is not available here (errno %d)" % ctypes.get_errno())
+        code = ("import subprocess\n"
+                "path = ':'.join('/nonexistent/d%d' % i for i in range(100000))\n"
+                "try:\n"
+                "    subprocess.run(['no-such-tool'], env={'PATH': path})\n"
+                "except FileNotFoundError:\n"
+                "    print('not found')\n")
+        r = lt.colabtrace_run(self.tmp, [lt.PYTHON, "-c", code], env={"COLABTRACE_SAMPLE_MS": "10"})
+        self.assertEqual((r.returncode, r.stdout), (0, "not found\n"), r.stderr)
+        self.assertNotIn("could not write", r.stderr)
+        # The child existed, was reaped with status 255, and was sampled alive (so the
+        # check above had something to judge); only the job wrote a trace.
+        (job,) = [t for t in glob.glob(os.path.join(self.tmp, "*.ctrace")) if ".run." not in t]
+        (reap,) = lt.records(job, "wait_status")
+        self.assertEqual(int(reap["status"]), 255 << 8)
+        child = int(reap["pid"])
+        self.assertIn(child, {int(s["pid"]) for s in lt.records(lt.run_trace(self.tmp), "proc_sample")})
 
 
 if __name__ == "__main__":
