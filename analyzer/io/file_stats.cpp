@@ -275,6 +275,7 @@ class ProcessReplay {
     }
     for (const auto& [path_id, idx] : file_by_str_) ResolveMount(idx);
     for (const auto& [fd, idx] : unknown_fd_files_) ResolveMount(idx);
+    for (const auto& [path_id, idx] : tmpfile_files_) ResolveMount(idx);
     p_.files = touched_.size();
     for (size_t idx : touched_) AddPid(m_.files[idx], p_.pid);
   }
@@ -353,6 +354,19 @@ class ProcessReplay {
     return idx;
   }
 
+  // The unnamed regular files O_TMPFILE opens made in directory path_id (pytest's output
+  // capture, tempfile.TemporaryFile): one row per directory, "<dir>/<O_TMPFILE>" (strace
+  // shows "<dir>/#inode"), never the directory's own row.
+  size_t TmpfileOf(uint64_t path_id) {
+    auto it = tmpfile_files_.find(path_id);
+    if (it != tmpfile_files_.end()) return it->second;
+    std::string_view raw = t_.Str(path_id);
+    const size_t idx = m_.FileIndex((raw.empty() ? std::string(".") : NormalizePath(raw)) + "/<O_TMPFILE>");
+    tmpfile_files_.emplace(path_id, idx);
+    touched_.insert(idx);
+    return idx;
+  }
+
   // A descriptor with no open in the trace (should not happen: the shim records every
   // descriptor it traces): charged to a per-descriptor placeholder.
   size_t UnknownFdFile(int64_t fd) {
@@ -390,7 +404,9 @@ class ProcessReplay {
       }
       return;
     }
-    const size_t idx = FileOf(o.path);
+    // O_TMPFILE holds O_DIRECTORY's bit: the path names a directory, the open makes a file.
+    const bool tmpfile = (o.flags & O_TMPFILE) == O_TMPFILE;
+    const size_t idx = tmpfile ? TmpfileOf(o.path) : FileOf(o.path);
     FileStats& f = m_.files[idx];
     if (o.mount != 0 && f.mount < 0) {
       auto it = mount_by_id_.find(o.mount);
@@ -399,7 +415,7 @@ class ProcessReplay {
     if (f.mount >= 0 && o.fd >= 0) learned_dirs_.emplace(std::string(DirOf(f.path)), f.mount);
     // Only an open that succeeded says it is a directory: cp probes its destination with
     // O_PATH|O_DIRECTORY, which fails (ENOENT, ENOTDIR) on the file it then writes.
-    if ((o.flags & O_DIRECTORY) && o.fd >= 0) f.directory = true;
+    if ((o.flags & O_DIRECTORY) && !tmpfile && o.fd >= 0) f.directory = true;
     if ((o.flags & O_ACCMODE) != O_RDONLY || (o.flags & O_CREAT)) f.output = true;
     if (o.ftype != 0) {
       if (o.ftype == (S_IFDIR >> 12)) f.directory = true;
@@ -671,6 +687,7 @@ class ProcessReplay {
   absl::flat_hash_map<int64_t, size_t> fds_;
   absl::flat_hash_map<uint64_t, size_t> file_by_str_;
   absl::flat_hash_map<int64_t, size_t> unknown_fd_files_;
+  absl::flat_hash_map<uint64_t, size_t> tmpfile_files_;  // directory path id -> its O_TMPFILE row
   absl::flat_hash_map<uint64_t, int32_t> mount_by_id_;
   absl::flat_hash_map<std::string, int32_t> learned_dirs_;
   absl::flat_hash_map<std::string, int32_t> mount_by_point_;  // this process's mount table

@@ -38,7 +38,10 @@ from ctharness import CLI, SHIM, clean_env, dump, parse_dump_line
 STRACE = shutil.which("strace")
 
 _LINE = re.compile(r'^(?P<name>\w+)\((?P<args>.*)\)\s+=\s+(?P<ret>0x[0-9a-f]+|-?\d+|\?)(?P<rest>.*)$')
-_FDPATH = re.compile(r'^(-?\d+|AT_FDCWD)<(.*)>$')
+_FDPATH = re.compile(r'^(-?\d+|AT_FDCWD)<(.*)>(\(deleted\))?$')  # a file unlinked while open
+# An O_TMPFILE open's unnamed file: strace -y shows "<dir>/#<inode>", the report one row per
+# directory, "<dir>/<O_TMPFILE>" (pytest captures output in such files).
+_TMPFILE = re.compile(r'^(.*)/#\d+$')
 _READS = ("read", "pread64", "readv", "preadv", "preadv2")
 _WRITES = ("write", "pwrite64", "writev", "pwritev", "pwritev2")
 _COPIES = ("copy_file_range", "sendfile")  # the source file's row counts them
@@ -135,9 +138,13 @@ def _unquote(s: str) -> str:
     return s
 
 
+def _named(path: str) -> str:
+    return _TMPFILE.sub(r"\1/<O_TMPFILE>", path)
+
+
 def _fd_path(arg: str):
     m = _FDPATH.match(arg.strip())
-    return (m.group(1), m.group(2)) if m else (None, None)
+    return (m.group(1), _named(m.group(2))) if m else (None, None)
 
 
 class StraceRun:
@@ -152,6 +159,9 @@ class StraceRun:
         # Files a process used as stdin, stdout or stderr: FILEs (printf's flushes are
         # stdio's own writes), so only their opens are compared.
         self.std_streams: set[tuple[int, str]] = set()
+        # Paths a process listed (getdents64): directories, even one opened without
+        # O_DIRECTORY (shutil.rmtree's os.open + scandir) and gone by the end of the run.
+        self.listed: set[tuple[int, str]] = set()
         files = {int(fn.rsplit(".", 1)[1]): fn for fn in glob.glob(prefix + ".*")}
         lines = {}
         for tid, fn in files.items():
@@ -243,6 +253,8 @@ class StraceRun:
                 if r is not None and r < 0:
                     rel = _unquote(args[0] if name in ("open", "creat") else args[1])
                     path = at_path("" if name in ("open", "creat") else args[0], rel)
+                    if "O_TMPFILE" in flags:
+                        path += "/<O_TMPFILE>"
                     if flags.strip() not in (_OPENDIR_FLAGS, _FCHMODAT_FLAGS):
                         self.counts[(pid, path)].open_errors += 1
                     continue
@@ -251,7 +263,7 @@ class StraceRun:
                 p = re.match(r"<(.*?)>(\(deleted\))?$", m.group("rest").strip())
                 if not p:
                     continue
-                path = p.group(1)
+                path = _named(p.group(1))
                 self.opened_flags[(pid, path)].append(flags)
                 if flags.strip() in (_OPENDIR_FLAGS, _FCHMODAT_FLAGS):
                     continue
@@ -286,6 +298,10 @@ class StraceRun:
                 _, path = _fd_path(args[0])
                 if path:
                     self.counts[(pid, path)].stats += 1
+            elif name == "getdents64":
+                _, path = _fd_path(args[0])
+                if path:
+                    self.listed.add((pid, path))
             elif name == "chdir" and r == 0:
                 cwd = at_path("", _unquote(args[0]))
             elif name == "fchdir" and r == 0:
@@ -386,7 +402,8 @@ def compare_files(run: AuditRun, paths=None, fields=ALL_FIELDS) -> tuple[list, i
         if pid not in procs or path in programs:
             continue
         row = run.rows.get((pid, path), {})
-        directory = os.path.isdir(path) or any("O_DIRECTORY" in f for f in run.strace.opened_flags.get((pid, path), []))
+        directory = (os.path.isdir(path) or (pid, path) in run.strace.listed or
+                     any("O_DIRECTORY" in f and "O_TMPFILE" not in f for f in run.strace.opened_flags.get((pid, path), [])))
         # A FILE's opens (and failed opens) are exact; its reads and writes are stdio's. So
         # are a directory's opens (opendir's own open is a scan, not an open).
         exact_opens = directory or (pid, path) in run.stdio or (pid, path) in run.strace.std_streams
