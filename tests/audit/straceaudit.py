@@ -29,11 +29,12 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import unittest
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from ctharness import CLI, SHIM, clean_env, dump, parse_dump_line
+from ctharness import CLI, SHIM, SYSTEM_PYTHON, clean_env, dump, parse_dump_line
 
 STRACE = shutil.which("strace")
 
@@ -551,3 +552,34 @@ class AuditChecks:
     def test_libraries_equal_what_ld_so_mapped(self):
         self.maxDiff = None
         self.assertEqual(compare_libraries(self.run_), [])
+
+
+class OnceAudit(AuditChecks):
+    """AuditChecks with one traced run per class, shared by its checks (a torch run takes
+    10-20 s under strace), as a mixin of a unittest.TestCase. MODULES: what SYSTEM_PYTHON
+    must import (skip otherwise)."""
+    MODULES: tuple = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="ct-audit-")
+        cls.shared = None
+
+    @classmethod
+    def tearDownClass(cls):
+        if not os.environ.get("KEEP_TEST_DIRS"):
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def setUp(self):
+        require_strace(self)
+        require_program(self, *self.PROGRAMS)
+        if self.MODULES and subprocess.run([SYSTEM_PYTHON, "-c", "import " + ", ".join(self.MODULES)],
+                                           capture_output=True).returncode != 0:
+            self.skipTest(f"{SYSTEM_PYTHON} lacks one of {', '.join(self.MODULES)}")
+        self.root = os.path.join(self.tmp, "w")
+        if type(self).shared is None:
+            os.makedirs(self.root)
+            self.prepare(self.root)
+            type(self).shared = audit_run(self, self.SCRIPT, self.root, env=self.ENV, via_run=self.VIA_RUN,
+                                          timeout=240)
+        self.run_ = type(self).shared
