@@ -5,8 +5,12 @@ allowed set of warnings (each allowed one says why it is legitimately expected).
 
 Workloads: a torch DataLoader with 2 workers, numpy file I/O of many arrays, many
 subprocesses plus a shell pipeline, `import torch`, pyenv's `python3 -c pass` (a bash
-script), and `yes | head`. Debian's CPython (/usr/bin/python3) runs the Python ones; those
-that need torch or numpy skip where they are not installed.
+script), `yes | head`, a notebook executed by nbclient on ipykernel under `colabtrace run`,
+`python -m venv` + `pip install` of a local package, `python -m pytest` with tmp_path, and
+1,500 small CSV files on a Drive-like FUSE mount (bindfs) read by DataLoader workers.
+Debian's CPython (/usr/bin/python3) runs the Python ones; those that need a module or tool
+skip where it is not installed. test_subprocess_timeout_and_process_kill is an expected
+failure: a job that SIGKILLs its own children (subprocess timeouts) gets proc.killed errors.
 
 Language runtimes and tools (programs in tests/parity/programs, also run for parity by
 tests/parity/runtimes.py): the JVM (thousands of SIGSEGVs and SIGFPEs its own handlers
@@ -14,6 +18,7 @@ turn into exceptions, 8 threads, a child), Node.js (libuv's pool, worker threads
 cargo (rustc, cc and the linker as children), perl (fork, %SIG, alarm, a child it kills),
 make -j2, a C++ build with its own -I and -L directories, git and sqlite3. Each skips
 where its tool is missing."""
+import glob
 import os
 import shutil
 import subprocess
@@ -89,6 +94,56 @@ for _ in range(30):
 out = subprocess.run("seq 1 1000 | sort -rn | head -n 1", shell=True, check=True,
                      capture_output=True, text=True).stdout
 print(out.strip())
+"""
+
+NOTEBOOK = r"""
+import json, nbformat
+from nbclient import NotebookClient
+cells = [
+    "import csv, glob\nrows = []\nfor p in sorted(glob.glob('data/*.csv')):\n    with open(p, newline='') as f:\n"
+    "        rows += [tuple(map(int, r)) for r in csv.reader(f)]\nprint(len(rows))",
+    "import numpy as np\na = np.array(rows)\nnp.save('a.npy', a)\nprint(int(np.load('a.npy')[:, 2].sum()))",
+    "import torch\nx = torch.tensor(a, dtype=torch.float32)\nm = torch.nn.Linear(3, 1)\n"
+    "opt = torch.optim.SGD(m.parameters(), lr=1e-6)\nfor _ in range(20):\n"
+    "    l = m(x).pow(2).mean(); opt.zero_grad(); l.backward(); opt.step()\ntorch.save(m.state_dict(), 'm.pt')\n"
+    "print('trained')",
+    "import subprocess\nprint(subprocess.run(['wc', '-l', 'data/r0.csv'], capture_output=True, text=True).stdout.split()[0])",
+]
+nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+for c in nb.cells:
+    for o in c.outputs:
+        print(o.get("text", "").strip())
+"""
+
+CSV_LOADER = """
+import csv, os, sqlite3, sys
+import torch
+from torch.utils.data import DataLoader, Dataset
+d, db = sys.argv[1], sys.argv[2]
+
+class Rows(Dataset):
+    def __init__(self, root):
+        self.files = sorted(os.path.join(root, n) for n in os.listdir(root) if n.endswith(".csv"))
+    def __len__(self):
+        return len(self.files)
+    def __getitem__(self, i):
+        with open(self.files[i], newline="") as f:
+            r = list(csv.reader(f))
+        return torch.tensor([[float(x) for x in row] for row in r[1:]]).sum()
+
+if __name__ == "__main__":
+    for epoch in range(2):
+        total = sum(float(b.sum()) for b in DataLoader(Rows(d), batch_size=32, num_workers=2))
+    con = sqlite3.connect(db)
+    con.execute("create table t(f int, a real, b real)")
+    for n in sorted(os.listdir(d))[:200]:
+        with open(os.path.join(d, n), newline="") as f:
+            rows = list(csv.reader(f))[1:]
+        con.executemany("insert into t values (?, ?, ?)", [(int(n[1:5]), float(a), float(b)) for a, b in rows])
+    con.commit()
+    print(int(total), con.execute("select count(*), sum(a) from t").fetchone())
 """
 
 
@@ -300,6 +355,127 @@ sqlite3 db "create table t(i); insert into t values (1), (2), (3);" && sqlite3 d
         rep = self.check_clean(r)
         self.assertEqual(ends(rep, "sqlite3"), [("exited", 0, 0)] * 2)
         self.assert_all_exited_0(rep)
+
+
+    def run_job(self, argv, cwd, timeout=120):
+        """`colabtrace run` of argv in cwd (traces in tmp/traces), as a notebook user would."""
+        out = os.path.join(self.tmp, "traces")
+        r = subprocess.run([h.CLI, "run", "-o", out, "--", *argv], cwd=cwd, env=h.clean_env(),
+                           capture_output=True, text=True, timeout=timeout)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return h.TracedRun(r.returncode, r.stdout, r.stderr, out, sorted(glob.glob(os.path.join(out, "*.ctrace"))))
+
+    @unittest.skipUnless(HAVE_TORCH and has_module("nbclient") and has_module("ipykernel"),
+                         "needs Debian's python3-torch, python3-nbclient and python3-ipykernel")
+    def test_notebook_run_by_nbclient(self):
+        # A notebook read 40 CSV files, saves and loads a numpy array, trains a model and
+        # runs a shell command, on an ipykernel that nbclient starts: the kernel, its
+        # children and nbclient are all traced, and all of it is healthy.
+        data = os.path.join(self.tmp, "data")
+        os.makedirs(data)
+        for i in range(40):
+            with open(os.path.join(data, f"r{i}.csv"), "w") as f:
+                f.write("".join(f"{i},{j},{i * j}\n" for j in range(50)))
+        with open(os.path.join(self.tmp, "runnb.py"), "w") as f:
+            f.write(NOTEBOOK)
+        r = self.run_job([PY, "runnb.py"], self.tmp, timeout=180)
+        self.assertEqual(r.stdout.split(), ["2000", str(sum(i * j for i in range(40) for j in range(50))), "trained",
+                                            "50"])
+        rep = self.check_clean(r)
+        kernel = [p for p in rep["processes"] if "ipykernel_launcher" in p["argv"]]
+        self.assertEqual([p["end"]["kind"] for p in kernel], ["exited"])
+        # Each file read once by the kernel; r0.csv once more by wc.
+        rows = {f["path"]: (f["opens"], f["bytes_read"]) for f in rep["io"]["files"] if f["path"].startswith(data + "/")}
+        sizes = [os.path.getsize(os.path.join(data, f"r{i}.csv")) for i in range(40)]
+        self.assertEqual(rows, {os.path.join(data, f"r{i}.csv"): (1 + (i == 0), sizes[i] * (1 + (i == 0)))
+                                for i in range(40)})
+
+    @unittest.skipUnless(has_module("venv") and has_module("pip"), "needs python3-venv and python3-pip")
+    def test_venv_and_pip_install_of_a_local_package(self):
+        pkg = os.path.join(self.tmp, "mypkg")
+        os.makedirs(os.path.join(pkg, "src", "mypkg"))
+        with open(os.path.join(pkg, "pyproject.toml"), "w") as f:
+            f.write('[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+                    '[project]\nname = "mypkg"\nversion = "0.1"\n')
+        with open(os.path.join(pkg, "src", "mypkg", "__init__.py"), "w") as f:
+            f.write("VALUE = 42\n")
+        script = (f"{PY} -m venv --system-site-packages venv && "
+                  "venv/bin/python -m pip install -q --no-index --no-build-isolation ./mypkg && "
+                  "venv/bin/python -c 'import mypkg; print(mypkg.VALUE)'")
+        r = self.run_job(["sh", "-c", script], self.tmp, timeout=180)
+        self.assertEqual(r.stdout, "42\n")
+        rep = self.check_clean(r)
+        self.assert_all_exited_0(rep)
+
+    @unittest.skipUnless(has_module("pytest"), "needs python3-pytest")
+    def test_pytest_project_with_tmp_path(self):
+        # pytest captures each test's output in O_TMPFILE files of TMPDIR: they are files of
+        # their own ("<dir>/<O_TMPFILE>"), not I/O of the directory.
+        proj = os.path.join(self.tmp, "proj")
+        os.makedirs(os.path.join(proj, "tests"))
+        os.makedirs(os.path.join(self.tmp, "tmp"))
+        for i in range(20):
+            with open(os.path.join(proj, "tests", f"test_{i}.py"), "w") as f:
+                f.write(f"def test_{i}(tmp_path):\n    (tmp_path / 'x').write_text('{i}')\n"
+                        f"    print('captured')\n    assert (tmp_path / 'x').read_text() == '{i}'\n")
+        r = h.run_traced([PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=proj,
+                         env={"TMPDIR": os.path.join(self.tmp, "tmp")})
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("20 passed", r.stdout)
+        rep = self.check_clean(r)
+        files = {f["path"]: f for f in rep["io"]["files"]}
+        made = files[os.path.join(self.tmp, "tmp", "<O_TMPFILE>")]
+        self.assertEqual(made["kind"], "file")
+        self.assertGreater(made["reads"], 0)
+        d = files.get(os.path.join(self.tmp, "tmp"), {})
+        self.assertEqual((d.get("opens", 0), d.get("reads", 0)), (0, 0))
+
+    @unittest.skipUnless(HAVE_TORCH and have("bindfs") and os.path.exists("/dev/fuse"),
+                         "needs python3-torch, bindfs and /dev/fuse")
+    def test_csv_dataset_on_a_drive_like_fuse_mount(self):
+        # 1,500 small CSV files on a FUSE mount (bindfs, subtype drive: how Colab mounts
+        # Drive), read by 2 DataLoader workers for 2 epochs, 200 of them then loaded into
+        # sqlite3 on local disk. Both I/O warnings are true here, and nothing else.
+        src, mnt = os.path.join(self.tmp, "src"), os.path.join(self.tmp, "drive")
+        os.makedirs(src)
+        os.makedirs(mnt)
+        for i in range(1500):
+            with open(os.path.join(src, f"f{i:04d}.csv"), "w") as f:
+                f.write("a,b\n" + "".join(f"{j},{i % 10}\n" for j in range(20)))
+        if subprocess.run(["bindfs", "-o", "subtype=drive", src, mnt], capture_output=True).returncode != 0:
+            self.skipTest("bindfs could not mount (FUSE not permitted here)")
+        self.addCleanup(subprocess.run, ["fusermount", "-u", mnt], capture_output=True)
+        with open(os.path.join(self.tmp, "csvload.py"), "w") as f:
+            f.write(CSV_LOADER)
+        r = h.run_traced([PY, "csvload.py", mnt, os.path.join(self.tmp, "db.sqlite")], cwd=self.tmp, timeout=180)
+        self.assertEqual((r.returncode, r.stdout), (0, "420000 (4000, 38000.0)\n"), r.stderr)
+        rep = self.check_clean(r, {"io.network-filesystem", "io.small-files"})
+        net = h.findings(rep, "io.network-filesystem")[0]["evidence"]
+        self.assertEqual([(m["mountpoint"], m["fs_type"], m["files_read"]) for m in net["mounts"]],
+                         [(mnt, "fuse.drive", 1500)])
+        small = h.findings(rep, "io.small-files")[0]["evidence"]
+        self.assertEqual(small["directories"][0], {"path": mnt, "files": 1500})
+        rows = [f for f in rep["io"]["files"] if f["path"].startswith(mnt + "/")]
+        # Two epochs, and the first 200 files once more for sqlite3.
+        self.assertEqual(sorted({f["opens"] for f in rows}), [2, 3])
+        self.assertEqual(sum(f["opens"] for f in rows), 2 * 1500 + 200)
+
+    @unittest.expectedFailure  # reported to the lead: the shim records no kill() sender yet
+    def test_subprocess_timeout_and_process_kill(self):
+        # A healthy script: subprocess.run(timeout=) kills its child with SIGKILL when the
+        # time is up, and multiprocessing's Process.kill() does the same. The job sent
+        # those signals itself and handled the outcome (exit 0): no silent kill, so no
+        # proc.killed error (two of them today, which name no sender).
+        script = ("import subprocess, multiprocessing as mp, time\n"
+                  "try:\n    subprocess.run(['sleep', '10'], timeout=0.3)\n"
+                  "except subprocess.TimeoutExpired:\n    print('timed out')\n"
+                  "if __name__ == '__main__':\n"
+                  "    p = mp.Process(target=time.sleep, args=(10,)); p.start(); time.sleep(0.3); p.kill(); p.join()\n"
+                  "    print(p.exitcode)\n")
+        r = h.run_traced([PY, "-c", script])
+        self.assertEqual((r.returncode, r.stdout), (0, "timed out\n-9\n"), r.stderr)
+        rep = self.check_clean(r)
+        self.assertEqual(sorted(p["end"]["signal"] for p in rep["processes"] if p["end"]["signal"]), [9, 9])
 
 
 if __name__ == "__main__":
