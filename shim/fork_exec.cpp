@@ -182,21 +182,114 @@ void InspectSearched(const char* file, ExecTarget* t) {
 enum class ExecApi : uint8_t { kExecve, kExecv, kExecvp, kExecvpe, kExecl, kExeclp, kExecle,
                                kFexecve, kExecveat };
 
-// The next image, which the shim will not follow: its executable and argv, so the
-// report names the program that really ran under this pid.
-void EmitExecUntraced(uint64_t ts, const ExecTarget& t, const char* path, char* const* argv) {
+// Fills t for the program `path` run with envp (inspect: one of the Inspect* above).
+template <class Inspect> void InspectExec(char* const* envp, ExecTarget* t, Inspect&& inspect) {
+  inspect(t);
+  if (t->follows() && !EnvPreloadsShim(envp)) t->why = format::ExecUntracedWhy::kNoPreload;
+}
+
+// A program the shim will not follow, run by this process's exec (child_pid 0) or by a
+// child's: its executable and argv (next_arg() gives each argument, then nullptr), so
+// the report names the program that really ran.
+template <class NextArg>
+void EmitExecUntraced(uint64_t ts, format::ExecUntracedWhy why, const char* exe, uint64_t child_pid,
+                      NextArg&& next_arg) {
   format::ExecUntraced u;
   u.ts = ts;
-  u.exe = InternCString(t.exe[0] != '\0' ? t.exe : path);
-  u.why = static_cast<uint64_t>(t.why);
+  u.exe = InternCString(exe);
+  u.why = static_cast<uint64_t>(why);
+  u.child_pid = child_pid;
   Emit(u);
-  for (int i = 0; argv != nullptr && argv[i] != nullptr; ++i) {
+  uint64_t i = 0;
+  for (const char* arg = next_arg(); arg != nullptr; arg = next_arg()) {
     format::ExecArgv a;
     a.ts = ts;
-    a.index = static_cast<uint64_t>(i);
-    a.value = InternCString(argv[i]);
+    a.index = i++;
+    a.value = InternCString(arg);
     Emit(a);
   }
+}
+
+void EmitExecUntraced(uint64_t ts, const ExecTarget& t, const char* path, char* const* argv,
+                      uint64_t child_pid) {
+  size_t i = 0;
+  EmitExecUntraced(ts, t.why, t.exe[0] != '\0' ? t.exe : path, child_pid,
+                   [&]() -> const char* { return argv != nullptr ? argv[i] != nullptr ? argv[i++] : nullptr : nullptr; });
+}
+
+// A vfork child may not write into its parent's trace (it runs on the parent's memory
+// and thread state), so before exec'ing a program that will not load the shim it leaves
+// this note, and the parent writes the records at its first hook after the vfork
+// (FlushVforkNote). One note for the process: a second thread's vfork child finding it
+// taken leaves none. If the exec fails the child takes the note back.
+struct VforkNote {
+  int state = 0;  // kNoteFree, kNoteWriting, kNoteReady (atomic)
+  const ThreadState* owner = nullptr;  // the vforking thread (the child runs on its TLS)
+  uint32_t pid = 0;
+  format::ExecUntracedWhy why{};
+  char exe[1024] = "";
+  uint32_t argc = 0;           // arguments in args, each NUL-terminated
+  char args[3072] = "";        // as many whole arguments as fit
+};
+constexpr int kNoteFree = 0, kNoteWriting = 1, kNoteReady = 2;
+VforkNote g_vfork_note;
+
+void FlushVforkNote();
+
+template <class F>
+int VforkChildExec(const ExecTarget& t, const char* path, char* const* argv, F&& do_exec) {
+  VforkNote& n = g_vfork_note;
+  int expected = kNoteFree;
+  if (!__atomic_compare_exchange_n(&n.state, &expected, kNoteWriting, false, __ATOMIC_ACQUIRE,
+                                   __ATOMIC_RELAXED)) {
+    return do_exec();
+  }
+  g_vfork_parent_hook = FlushVforkNote;
+  n.owner = &t_thread;
+  n.pid = static_cast<uint32_t>(raw::Getpid());
+  n.why = t.why;
+  const char* exe = t.exe[0] != '\0' ? t.exe : path;
+  size_t len = exe != nullptr ? std::strlen(exe) : 0;
+  if (len >= sizeof(n.exe)) len = sizeof(n.exe) - 1;
+  std::memcpy(n.exe, exe, len);
+  n.exe[len] = '\0';
+  n.argc = 0;
+  size_t used = 0;
+  for (int i = 0; argv != nullptr && argv[i] != nullptr; ++i) {
+    const size_t a = std::strlen(argv[i]) + 1;
+    if (used + a > sizeof(n.args)) break;
+    std::memcpy(n.args + used, argv[i], a);
+    used += a;
+    ++n.argc;
+  }
+  __atomic_store_n(&n.state, kNoteReady, __ATOMIC_RELEASE);
+  const int r = do_exec();
+  const int err = errno;
+  __atomic_store_n(&n.state, kNoteFree, __ATOMIC_RELEASE);  // the exec failed: void
+  errno = err;
+  return r;
+}
+
+// In a parent whose vfork child exec'd a program that does not load the shim: writes
+// the note's exec_untraced records (g_vfork_parent_hook, at the parent's first hook
+// after the vfork). Only the thread whose child wrote the note takes it: another thread
+// could see it before that child's exec failed.
+void FlushVforkNote() {
+  VforkNote& n = g_vfork_note;
+  if (__atomic_load_n(&n.state, __ATOMIC_ACQUIRE) != kNoteReady || n.owner != &t_thread) return;
+  if (Recording()) {
+    ShimScope scope;
+    uint32_t k = 0;
+    const char* a = n.args;
+    EmitExecUntraced(Ticks(), n.why, n.exe, n.pid, [&]() -> const char* {
+      if (k == n.argc) return nullptr;
+      const char* arg = a;
+      a += std::strlen(a) + 1;
+      ++k;
+      return arg;
+    });
+  }
+  __atomic_store_n(&n.state, kNoteFree, __ATOMIC_RELEASE);
 }
 
 // Runs do_exec() with the trace handed over to the next image when inspect() (filling
@@ -205,6 +298,13 @@ void EmitExecUntraced(uint64_t ts, const ExecTarget& t, const char* path, char* 
 template <class Inspect, class F>
 int TracedExec(const char* path, ExecApi api, char* const* envp, char* const* argv, Inspect&& inspect,
                F&& do_exec) {
+  // A vfork child (the stub marked it): no records of its own, but a note for its parent
+  // when the program will not load the shim (and so will write no trace of its own).
+  if (g_recording && InVforkChild()) {
+    ExecTarget target;
+    InspectExec(envp, &target, inspect);
+    return target.follows() ? do_exec() : VforkChildExec(target, path, argv, do_exec);
+  }
   // A child on our memory (a vfork child where no vfork stub marked it, as on aarch64)
   // must not touch its parent's trace: no records, no hand-over.
   if (!Recording() || raw::Getpid() != g_pid) return do_exec();
@@ -219,10 +319,9 @@ int TracedExec(const char* path, ExecApi api, char* const* envp, char* const* ar
     TakeSample();
     EmitClock();
     ExecTarget target;
-    inspect(&target);
-    if (target.follows() && !EnvPreloadsShim(envp)) target.why = format::ExecUntracedWhy::kNoPreload;
+    InspectExec(envp, &target, inspect);
     handoff = target.follows();
-    if (!handoff) EmitExecUntraced(r.ts, target, path, argv);
+    if (!handoff) EmitExecUntraced(r.ts, target, path, argv, 0);
   }
   if (handoff) g_trace.PrepareExecHandoff();
   const int ret = do_exec();
@@ -275,7 +374,10 @@ char** GatherExeclArgs(const char* first, va_list ap, char** argv, size_t n, boo
 enum class SpawnApi : uint8_t { kPosixSpawn = 0, kPosixSpawnp = 1 };
 
 // r: posix_spawn's result (0 or an error number).
-void RecordSpawn(int r, const pid_t* pid, const char* path, SpawnApi api) {
+// The Spawn record; and, when the child runs a program that will not load the shim (so
+// it writes no trace), that program's exec_untraced records.
+void RecordSpawn(int r, const pid_t* pid, const char* path, SpawnApi api, char* const* argv,
+                 char* const* envp) {
   if (!Recording()) return;
   ShimScope scope;
   format::Spawn s;
@@ -284,6 +386,16 @@ void RecordSpawn(int r, const pid_t* pid, const char* path, SpawnApi api) {
   s.path = InternCString(path);
   s.api = static_cast<uint64_t>(api);
   Emit(s);
+  if (s.child_pid <= 0) return;
+  ExecTarget target;
+  InspectExec(envp, &target, [&](ExecTarget* t) {
+    if (api == SpawnApi::kPosixSpawnp) {
+      InspectSearched(path, t);
+    } else {
+      InspectPath(AT_FDCWD, path, t);
+    }
+  });
+  if (!target.follows()) EmitExecUntraced(s.ts, target, path, argv, static_cast<uint64_t>(s.child_pid));
 }
 
 // clone() without CLONE_VM: the child starts here, on its own copy of our memory.
@@ -423,14 +535,14 @@ int execle(const char* path, const char* arg, ...) {
 int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* actions,
                 const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
   const int r = real::posix_spawn.get()(pid, path, actions, attr, argv, envp);
-  RecordSpawn(r, pid, path, SpawnApi::kPosixSpawn);
+  RecordSpawn(r, pid, path, SpawnApi::kPosixSpawn, argv, envp);
   return r;
 }
 
 int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* actions,
                  const posix_spawnattr_t* attr, char* const argv[], char* const envp[]) {
   const int r = real::posix_spawnp.get()(pid, file, actions, attr, argv, envp);
-  RecordSpawn(r, pid, file, SpawnApi::kPosixSpawnp);
+  RecordSpawn(r, pid, file, SpawnApi::kPosixSpawnp, argv, envp);
   return r;
 }
 

@@ -18,6 +18,7 @@ bool g_recording = false;
 uint32_t g_intern_epoch = 1;
 uint64_t g_sample_due_ticks = UINT64_MAX;
 void (*g_sample_hook)(uint64_t) = nullptr;
+void (*g_vfork_parent_hook)() = nullptr;
 
 bool RecordingSlow(ThreadState& t) {
   if (!g_recording || t.busy) return false;
@@ -26,6 +27,7 @@ bool RecordingSlow(ThreadState& t) {
     // not write into the parent's chunk. The parent clears the flag once it resumes.
     if (raw::Getpid() != g_pid) return false;
     t.vfork_pending = 0;
+    if (g_vfork_parent_hook != nullptr) g_vfork_parent_hook();
   }
   return true;
 }

@@ -68,6 +68,9 @@ extern uint32_t g_intern_epoch;  // bumped by ResetInterning: per-thread intern 
 // first record whose timestamp reaches g_sample_due_ticks. UINT64_MAX: none due.
 extern uint64_t g_sample_due_ticks;
 extern void (*g_sample_hook)(uint64_t now_ticks);
+// Called by a vfork parent at its first hook after the vfork (RecordingSlow); set by the
+// first vfork child that leaves its parent a note (fork_exec.cpp's FlushVforkNote).
+extern void (*g_vfork_parent_hook)();
 
 // Takes a new chunk for t that can hold `need` bytes; false once tracing has stopped.
 bool OpenChunk(ThreadState& t, size_t need, uint64_t ts);

@@ -156,12 +156,14 @@ std::string ProcessTable(const std::vector<const Json*>& procs) {
     table += line;
     for (const Json* p : procs) {
       const Json& end = (*p)["end"];
-      std::snprintf(line, sizeof(line), "%-8lld %-8lld %-10s %-8s %-10s %s\n",
+      const Json* traced = p->Find("traced");  // false: a child the shim could not follow
+      const bool untraced = traced != nullptr && !traced->boolean();
+      std::snprintf(line, sizeof(line), "%-8lld %-8lld %-10s %-8s %-10s %s%s\n",
                     static_cast<long long>((*p)["pid"].as_int()),
                     static_cast<long long>((*p)["ppid"].as_int()), end["kind"].str().c_str(),
                     EndCell(end).c_str(),
-                    FormatBytes(static_cast<uint64_t>((*p)["peak_rss_bytes"].as_int())).c_str(),
-                    CommandLine((*p)["argv"]).c_str());
+                    untraced ? "-" : FormatBytes(static_cast<uint64_t>((*p)["peak_rss_bytes"].as_int())).c_str(),
+                    CommandLine((*p)["argv"]).c_str(), untraced ? "  (not traced)" : "");
       table += line;
     }
     return table;
@@ -275,13 +277,100 @@ class ProcessAnalysis final : public Analysis {
       jobs.push_back(i);
       AddEndFindings(report, t, f, p, traces, model);
     }
+    // Children that ran a program the shim could not follow (posix_spawn'd, or vfork'd
+    // and exec'd, into a static or secure-exec program): no trace of their own, so their
+    // rows come from their parent's records, after the traced processes' rows.
+    for (const ProcessTrace& t : traces) {
+      if (IsRunWrapper(t)) continue;
+      const std::string host = HostKey(t);
+      for (const auto& u : t.records.ExecUntraced) {
+        if (u.child_pid == 0 || u.child_pid > INT32_MAX) continue;
+        const auto pid = static_cast<uint32_t>(u.child_pid);
+        if (model.TracedSince(host, pid, u.ts)) continue;  // it wrote a trace after all
+        report.root()["processes"].Append(UntracedChildRow(t, u, model.ReapOf(host, pid, u.ts)));
+      }
+    }
     std::vector<const Json*> procs;
     for (size_t i : jobs) procs.push_back(&report.process(i));
+    for (size_t i = traces.size(); i < report.root()["processes"].array().size(); ++i) {
+      procs.push_back(&report.process(i));
+    }
     report.AddText("Processes", ProcessTable(procs));
     if (report.options().keep_models) report.models().lifecycle = std::move(shared_model);
   }
 
  private:
+  // The end object of a process: kind, code, signal (and its name), reaped_by.
+  static Json EndObject(EndKind kind, std::optional<int64_t> code, std::optional<int64_t> signal,
+                        const std::optional<Reap>& reap) {
+    Json end = Json::MakeObject();
+    end["kind"] = std::string(EndKindName(kind));
+    end["code"] = code ? Json(*code) : Json();
+    end["signal"] = signal ? Json(*signal) : Json();
+    if (signal) end["signal_name"] = SignalName(static_cast<int>(*signal));
+    end["reaped_by"] = reap ? Json(static_cast<int64_t>(reap->reaper_pid)) : Json();
+    if (reap) end["reaped_by_run"] = reap->by_run;
+    return end;
+  }
+
+  // The fields every processes[] row carries that only a trace of its own could fill.
+  static void EmptyProcessFigures(Json& p) {
+    Json io = Json::MakeObject();
+    io["opens"] = 0;
+    io["reads"] = 0;
+    io["bytes_read"] = 0;
+    p["io"] = std::move(io);
+    p["peak_rss_bytes"] = 0;
+    Json gpu = Json::MakeObject();
+    for (const char* k : {"allocations", "frees", "failed_allocations", "peak_bytes", "leaked_bytes"}) {
+      gpu[k] = 0;
+    }
+    p["gpu"] = std::move(gpu);
+  }
+
+  // The row of a child that ran untraced program u names (parent's records only): its
+  // exe and argv, the end its parent's wait saw (exited, code unknown, if none did).
+  static Json UntracedChildRow(const ProcessTrace& parent, const Event<format::ExecUntraced>& u,
+                               const Reap* reap) {
+    Json p = Json::MakeObject();
+    p["pid"] = u.child_pid;
+    p["ppid"] = parent.pid();
+    p["exe"] = std::string(parent.Str(u.exe));
+    Json argv = Json::MakeArray();
+    for (std::string_view a : UntracedArgv(parent, u)) argv.Append(std::string(a));
+    p["argv"] = std::move(argv);
+    p["origin"] = "fork";
+    p["traced"] = false;
+    Json images = Json::MakeArray();
+    Json im = Json::MakeObject();
+    im["image"] = 0;
+    im["exe"] = std::string(parent.Str(u.exe));
+    im["traced"] = false;
+    im["untraced_why"] = UntracedWhyName(u.why);
+    images.Append(std::move(im));
+    p["images"] = std::move(images);
+    p["cwd"] = std::string();
+    const uint64_t since_start = u.ts > parent.start_ns() ? u.ts - parent.start_ns() : 0;
+    p["start_time"] = IsoTime(parent.start_realtime_ns() + since_start);
+    p["duration_ns"] = reap != nullptr && reap->ts > u.ts ? reap->ts - u.ts : 0;
+    std::optional<Reap> r;
+    if (reap != nullptr) r = *reap;
+    const int status = reap != nullptr ? static_cast<int>(reap->status) : 0;
+    Json end = reap == nullptr       ? EndObject(EndKind::kExecUntraced, std::nullopt, std::nullopt, r)
+               : WIFSIGNALED(status) ? EndObject(WTERMSIG(status) == SIGKILL ? EndKind::kKilled : EndKind::kSignaled,
+                                                 std::nullopt, WTERMSIG(status), r)
+                                     : EndObject(EndKind::kExited, WEXITSTATUS(status), std::nullopt, r);
+    end["exec_untraced"] = std::string(parent.Str(u.exe));
+    p["end"] = std::move(end);
+    p["trace_truncated"] = false;
+    p["trace_file"] = std::string();
+    p["recorded_by"] = parent.file;  // no trace of its own: its parent's names it
+    EmptyProcessFigures(p);
+    p["threads"] = Json::MakeArray();
+    p["children"] = Json::MakeArray();
+    return p;
+  }
+
   static void FillProcess(const ProcessTrace& t, const ProcessFacts& f, Json& p) {
     if (f.run_wrapper) p["role"] = "colabtrace-run";
     p["pid"] = t.pid();
@@ -313,13 +402,7 @@ class ProcessAnalysis final : public Analysis {
     p["cwd"] = f.job ? std::string(t.Str(f.job->cwd)) : std::string();
     p["start_time"] = IsoTime(t.start_realtime_ns());
     p["duration_ns"] = t.end_ns() - t.start_ns();
-    Json end = Json::MakeObject();
-    end["kind"] = std::string(EndKindName(f.end_kind));
-    end["code"] = f.exit_code ? Json(*f.exit_code) : Json();
-    end["signal"] = f.end_signal ? Json(*f.end_signal) : Json();
-    if (f.end_signal) end["signal_name"] = SignalName(static_cast<int>(*f.end_signal));
-    end["reaped_by"] = f.reap ? Json(static_cast<int64_t>(f.reap->reaper_pid)) : Json();
-    if (f.reap) end["reaped_by_run"] = f.reap->by_run;
+    Json end = EndObject(f.end_kind, f.exit_code, f.end_signal, f.reap);
     if (f.end_kind == EndKind::kExecUntraced && !t.records.ExecStart.empty()) {
       end["exec_untraced"] = std::string(t.Str(t.records.ExecStart.back().path));
     }
@@ -327,17 +410,8 @@ class ProcessAnalysis final : public Analysis {
     p["trace_truncated"] = t.truncated;
     p["trace_file"] = t.file;
     // Defaults; the I/O and GPU analyses fill in their own figures.
-    Json io = Json::MakeObject();
-    io["opens"] = 0;
-    io["reads"] = 0;
-    io["bytes_read"] = 0;
-    p["io"] = std::move(io);
+    EmptyProcessFigures(p);
     p["peak_rss_bytes"] = f.peak_rss;
-    Json gpu = Json::MakeObject();
-    for (const char* k : {"allocations", "frees", "failed_allocations", "peak_bytes", "leaked_bytes"}) {
-      gpu[k] = 0;
-    }
-    p["gpu"] = std::move(gpu);
     std::set<uint32_t> tids;
     for (const auto& s : t.records.Sample) tids.insert(s.tid);
     Json threads = Json::MakeArray();

@@ -64,7 +64,7 @@ const Event<format::ExecUntraced>* UntracedImage(const ProcessTrace& t, const fo
   if (!EndsInUntracedExec(t, job)) return nullptr;
   const auto& last = t.records.ExecStart.back();
   for (const auto& u : t.records.ExecUntraced) {
-    if (u.image == last.image && u.ts == last.ts) return &u;
+    if (u.child_pid == 0 && u.image == last.image && u.ts == last.ts) return &u;
   }
   return nullptr;
 }
@@ -196,13 +196,22 @@ size_t LifecycleModel::IndexOf(const ProcessTrace& t) const {
 
 const Reap* LifecycleModel::ReapOf(const ProcessTrace& t) const {
   const size_t i = IndexOf(t);
-  if (i == SIZE_MAX) return nullptr;
-  auto it = reaps_.find({host_of_[i], t.pid()});
+  return i == SIZE_MAX ? nullptr : ReapOf(host_of_[i], t.pid(), t.start_ns());
+}
+
+const Reap* LifecycleModel::ReapOf(const std::string& host, uint32_t pid, uint64_t since_ns) const {
+  auto it = reaps_.find({host, pid});
   if (it == reaps_.end()) return nullptr;
   for (const Reap& r : it->second) {
-    if (r.ts >= t.start_ns()) return &r;
+    if (r.ts >= since_ns) return &r;
   }
   return nullptr;
+}
+
+bool LifecycleModel::TracedSince(const std::string& host, uint32_t pid, uint64_t since_ns) const {
+  auto it = starts_.find({host, pid});
+  return it != starts_.end() && std::any_of(it->second.begin(), it->second.end(),
+                                            [&](uint64_t s) { return s >= since_ns; });
 }
 
 int64_t LifecycleModel::ParentPidOf(const ProcessTrace& t) const {
@@ -317,15 +326,21 @@ std::string_view ProcessFacts::JobExe(const ProcessTrace& t) const {
   return job != nullptr ? t.Str(job->exe) : std::string_view();
 }
 
+std::vector<std::string_view> UntracedArgv(const ProcessTrace& t, const Event<format::ExecUntraced>& u) {
+  std::vector<const Event<format::ExecArgv>*> args;  // one ts: ordered by index, not by table
+  for (const auto& a : t.records.ExecArgv) {
+    if (a.image == u.image && a.tid == u.tid && a.ts == u.ts) args.push_back(&a);
+  }
+  std::stable_sort(args.begin(), args.end(), [](auto* x, auto* y) { return x->index < y->index; });
+  std::vector<std::string_view> argv;
+  for (const auto* a : args) argv.push_back(t.Str(a->value));
+  return argv;
+}
+
 std::vector<std::string_view> ProcessFacts::JobArgv(const ProcessTrace& t) const {
   std::vector<std::string_view> argv;
   if (untraced != nullptr) {
-    std::vector<const Event<format::ExecArgv>*> args;  // one ts: ordered by index, not by table
-    for (const auto& a : t.records.ExecArgv) {
-      if (a.image == untraced->image && a.ts == untraced->ts) args.push_back(&a);
-    }
-    std::stable_sort(args.begin(), args.end(), [](auto* x, auto* y) { return x->index < y->index; });
-    for (const auto* a : args) argv.push_back(t.Str(a->value));
+    argv = UntracedArgv(t, *untraced);
   } else if (job != nullptr) {
     for (const auto& a : t.records.Argv) {
       if (a.image == job->image) argv.push_back(t.Str(a.value));

@@ -83,6 +83,10 @@ class LifecycleModel {
 
   // The first reap of t's pid on t's host at or after t's start; nullptr if none.
   const Reap* ReapOf(const ProcessTrace& t) const;
+  // The first reap of pid on host at or after since_ns; nullptr if none.
+  const Reap* ReapOf(const std::string& host, uint32_t pid, uint64_t since_ns) const;
+  // Whether a (non-wrapper) trace of pid on host began at or after since_ns.
+  bool TracedSince(const std::string& host, uint32_t pid, uint64_t since_ns) const;
   // t's parent pid (ParentPids); -1 if t is not one of the model's traces.
   int64_t ParentPidOf(const ProcessTrace& t) const;
   // `colabtrace run`'s samples of t's process (t's host and pid, from its start until it
@@ -104,6 +108,9 @@ class LifecycleModel {
   std::map<std::string, std::vector<CgroupReading>> cgroups_;
   size_t IndexOf(const ProcessTrace& t) const;
 };
+
+// The argv of the program an ExecUntraced record names (its ExecArgv records).
+std::vector<std::string_view> UntracedArgv(const ProcessTrace& t, const Event<format::ExecUntraced>& u);
 
 struct ProcessFacts {
   const format::ProcessStart* start = nullptr;  // the first image's start record

@@ -50,6 +50,46 @@ void WriteProcesses(const ExportContext& ctx, NdjsonTable& out) {
         .Str("trace_file", t.file);
     out.Write(row);
   }
+  // Then the children the shim could not follow (static or secure-exec programs): rows
+  // the report made from their parent's trace (recorded_by), with no figures of their own.
+  for (; entry < procs.array().size(); ++entry) {
+    const Json& p = procs.array()[entry];
+    const Json* by = p.Find("recorded_by");
+    size_t parent = ctx.traces().size();
+    for (size_t i = 0; by != nullptr && i < ctx.traces().size(); ++i) {
+      if (ctx.traces()[i].file == by->str()) parent = i;
+    }
+    if (parent == ctx.traces().size()) continue;
+    Json hostname;
+    for (const Json& q : procs.array()) {
+      if (q.Find("trace_file") != nullptr && q["trace_file"].str() == by->str()) hostname = q["host"]["hostname"];
+    }
+    const Json& end = p["end"];
+    NdjsonRow row;
+    row.Str("host", ctx.hosts[parent])
+        .Value("hostname", hostname)
+        .Value("pid", p["pid"])
+        .Value("ppid", p["ppid"])
+        .Value("exe", p["exe"])
+        .Value("argv", p["argv"])
+        .Value("cwd", Json())
+        .Value("start_time", p["start_time"])
+        .Value("start_ns", Json())
+        .Value("end_ns", Json())
+        .Value("end_kind", end["kind"])
+        .Value("exit_code", end["code"])
+        .Value("signal", end["signal"])
+        .Value("reaped_by", end["reaped_by"])
+        .Bool("trace_truncated", false);
+    // Not traced: no figures (null, not 0) in the columns every row has.
+    for (const char* col : {"peak_rss_bytes", "opens", "reads", "bytes_read", "read_ns", "stats", "gpu_allocations",
+                            "gpu_frees", "gpu_failed_allocations", "gpu_peak_bytes", "gpu_leaked_bytes",
+                            "libraries_loaded"}) {
+      row.Value(col, Json());
+    }
+    row.Str("trace_file", "");
+    out.Write(row);
+  }
 }
 
 }  // namespace colabtrace::analyzer::ndjson

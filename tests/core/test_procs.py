@@ -7,7 +7,7 @@ import subprocess
 import unittest
 
 import coretest
-from coretest import env_values, prog, records, report, shim_env, trace_pid
+from coretest import env_values, prog, python, records, report, shim_env, trace_pid
 from ctharness import TempDirTest, by_pid
 
 
@@ -174,6 +174,41 @@ class ProcessTreeTest(TempDirTest):
                          [(0, "dash", True), (1, "ct_exit_static", False)])
         self.assertEqual(proc["images"][1]["untraced_why"], "static")
         self.assertEqual(proc["end"]["exec_untraced"], target)
+        self.assertEqual(rep["findings"], [])
+
+    def test_children_running_static_programs_are_listed(self):
+        # CPython starts subprocesses with vfork+exec (_posixsubprocess) and os.posix_spawn
+        # with posix_spawn; a child that runs a static program writes no trace. Its row
+        # comes from the parent: exe, argv and the exit status the parent's wait saw.
+        static, dynamic = prog("ct_exit_static"), prog("ct_exit")
+        script = f"""if 1:
+            import os, subprocess
+            a = subprocess.run([{static!r}, "exit", "3"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            b = subprocess.run([{dynamic!r}, "exit", "4"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                subprocess.run([{static!r} + ".missing"])
+            except FileNotFoundError:
+                pass
+            pid = os.posix_spawn({static!r}, ["static-by-spawn", "_exit", "5"], os.environ,
+                                 file_actions=[(os.POSIX_SPAWN_OPEN, 1, "/dev/null", os.O_WRONLY, 0),
+                                               (os.POSIX_SPAWN_OPEN, 2, "/dev/null", os.O_WRONLY, 0)])
+            c = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+            print(a.returncode, b.returncode, c, a.args and pid)
+            """
+        p, traces = self.run_traced([python(), "-c", script])
+        rc_a, rc_b, rc_c, spawned = p.stdout.split()
+        self.assertEqual((rc_a, rc_b, rc_c), ("3", "4", "5"))
+        self.assertEqual(len(traces), 2)  # python and ct_exit: the static ones write none
+        rep = report(self.tmp)
+        (py,) = [q for q in rep["processes"] if q["argv"][:1] == [python()]]
+        untraced = [q for q in rep["processes"] if q.get("traced") is False]
+        got = sorted((q["exe"], q["argv"], q["ppid"], q["end"]["kind"], q["end"]["code"], q["end"]["reaped_by"],
+                      q["images"][0]["untraced_why"]) for q in untraced)
+        self.assertEqual(got, sorted([
+            (static, [static, "exit", "3"], py["pid"], "exited", 3, py["pid"], "static"),
+            (static, ["static-by-spawn", "_exit", "5"], py["pid"], "exited", 5, py["pid"], "static")]))
+        self.assertIn(int(spawned), [q["pid"] for q in untraced])
+        self.assertEqual(len(rep["processes"]), 4)  # python, ct_exit, two static children
         self.assertEqual(rep["findings"], [])
 
     def test_failed_exec_of_a_static_program_leaves_no_untraced_image(self):

@@ -126,11 +126,14 @@ namespace colabtrace::format {
 // Written just before an exec; if it succeeds the next image continues this file.
 #define CT_FIELDS_ExecStart(F) F(Str, path) F(U, api)
 #define CT_FIELDS_ExecFailed(F) F(Str, path) F(U, err)
-// Written after ExecStart when the next image will not load the shim (why:
-// ExecUntracedWhy), so no trace follows it: its executable (the opened file's
-// /proc/self/fd link when the shim could open it, else the path as given) and, in
-// ExecArgv records with the same ts, its argv. An ExecFailed after it voids both.
-#define CT_FIELDS_ExecUntraced(F) F(Str, exe) F(U, why)
+// A program that will not load the shim (why: ExecUntracedWhy), so no trace of it
+// follows: its executable (the opened file's /proc/self/fd link when the shim could open
+// it, else the path as given) and, in ExecArgv records with the same ts, its argv.
+// child_pid 0: this process's own exec, written after ExecStart (an ExecFailed after it
+// voids it). Else a child this process started that runs the program: by posix_spawn
+// (after the Spawn record), or by vfork and exec (written by the parent at its first
+// hook after the child exec'd).
+#define CT_FIELDS_ExecUntraced(F) F(Str, exe) F(U, why) F(U, child_pid)
 #define CT_FIELDS_ExecArgv(F) F(U, index) F(Str, value)
 #define CT_FIELDS_Spawn(F) F(I, child_pid) F(Str, path) F(U, api)
 // Something the shim itself wants the analyzer to know (code: ShimNoteCode).
