@@ -128,6 +128,26 @@ std::string CommandLine(const Json& argv) {
   return s.size() > 120 ? s.substr(0, 117) + "..." : s;
 }
 
+// The traced process that sent pid (on host) the SIGKILL that ended it: the last
+// successful kill() aimed at pid after since_ns and no later than until_ns.
+struct KillSender {
+  const ProcessTrace* trace = nullptr;
+  const Event<format::KillSent>* kill = nullptr;
+};
+KillSender KillSenderOf(const std::vector<ProcessTrace>& all, const std::string& host, uint32_t pid,
+                        uint64_t since_ns, uint64_t until_ns) {
+  KillSender best;
+  for (const ProcessTrace& o : all) {
+    if (o.records.KillSent.empty() || HostKey(o) != host) continue;
+    for (const auto& k : o.records.KillSent) {
+      if (k.target != static_cast<int64_t>(pid) || k.signo != SIGKILL || k.result != 0) continue;
+      if (k.ts < since_ns || k.ts > until_ns) continue;
+      if (best.kill == nullptr || k.ts > best.kill->ts) best = {&o, &k};
+    }
+  }
+  return best;
+}
+
 // Past this many processes the text table groups them by role (command and how they
 // started), with counts; JSON always lists each one.
 constexpr size_t kProcessRowsBeforeGrouping = 40;
@@ -528,6 +548,28 @@ class ProcessAnalysis final : public Analysis {
                      std::to_string(f.reap->reaper_pid) + ")";
       } else {
         fd.summary = who + " was killed: its trace ends with no exit record";
+      }
+      // A traced process of the job that sent the SIGKILL itself (a subprocess timeout,
+      // multiprocessing's Process.kill()) names the cause; the OOM killer sends none.
+      const KillSender sender = KillSenderOf(all, host, t.pid(), t.start_ns(), f.reap ? f.reap->ts : UINT64_MAX);
+      if (sender.kill != nullptr) {
+        const ProcessFacts sf = ProcessFacts::Of(*sender.trace);
+        std::string cmd;
+        for (std::string_view a : sf.JobArgv(*sender.trace)) cmd += (cmd.empty() ? "" : " ") + std::string(a);
+        Json s = Json::MakeObject();
+        s["pid"] = sender.trace->pid();
+        s["command"] = cmd;
+        s["api"] = sender.kill->api == static_cast<uint64_t>(format::KillApi::kKillpg) ? "killpg" : "kill";
+        s["at_ns_after_start"] = sender.kill->ts - t.start_ns();
+        ev["sender"] = std::move(s);
+        fd.summary += "; pid " + std::to_string(sender.trace->pid()) + " (" + EscapeForTerminal(cmd.size() > 80 ? cmd.substr(0, 77) + "..." : cmd) +
+                      ") sent it with kill()";
+        fd.advice =
+            "A process of this job killed it on purpose (a subprocess timeout, Process.kill(), "
+            "a pool or launcher shutting its workers down). If that was not expected, look at "
+            "why the sender gave up on it: a timeout too short, or a worker that hung.";
+        report.AddFinding(std::move(fd));
+        return;
       }
       if (rose) {
         fd.summary += "; the cgroup's oom_kill count rose from " + std::to_string(oom.before) +

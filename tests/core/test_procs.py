@@ -4,11 +4,18 @@ as the job."""
 import glob
 import os
 import subprocess
+import time
 import unittest
 
 import coretest
 from coretest import env_values, prog, python, records, report, shim_env, trace_pid
 from ctharness import TempDirTest, by_pid
+
+
+def by_pid_trace(directory, pid):
+    """The trace file of pid in directory."""
+    (t,) = [t for t in glob.glob(os.path.join(directory, "*.ctrace")) if trace_pid(t) == pid]
+    return t
 
 
 class ProcessTreeTest(TempDirTest):
@@ -210,6 +217,53 @@ class ProcessTreeTest(TempDirTest):
         self.assertIn(int(spawned), [q["pid"] for q in untraced])
         self.assertEqual(len(rep["processes"]), 4)  # python, ct_exit, two static children
         self.assertEqual(rep["findings"], [])
+
+    def test_a_sigkill_sent_by_the_job_names_its_sender(self):
+        # subprocess.run(timeout=) and multiprocessing's Process.kill() end a child with
+        # SIGKILL: proc.killed (no end record) names the traced process that sent it. A
+        # SIGKILL from outside the job (here: this test, untraced) names no sender.
+        script = """if 1:
+            import multiprocessing as mp, os, subprocess, sys, time
+            try:
+                subprocess.run(["sleep", "10"], timeout=0.5)
+            except subprocess.TimeoutExpired:
+                print("timed out")
+            if __name__ == "__main__":
+                p = mp.get_context("fork").Process(target=time.sleep, args=(10,))
+                p.start(); time.sleep(0.3); p.kill(); p.join()
+                print(p.exitcode, p.pid)
+                victim = subprocess.Popen(["sleep", "10"])
+                print(victim.pid, flush=True)
+                victim.wait()
+            """
+        proc = subprocess.Popen([python(), "-c", script], env=shim_env(self.tmp), stdout=subprocess.PIPE,
+                                text=True)
+        lines = [proc.stdout.readline() for _ in range(3)]
+        outside = int(lines[2])
+        for _ in range(500):  # its trace exists (killed before its shim began, it has none)
+            if any(trace_pid(t) == outside for t in glob.glob(os.path.join(self.tmp, "*.ctrace"))):
+                break
+            time.sleep(0.01)
+        time.sleep(0.2)
+        os.kill(outside, 9)  # from outside the job
+        proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 0)
+        self.assertEqual(lines[0], "timed out\n")
+        worker = int(lines[1].split()[1])
+        self.assertEqual(lines[1].split()[0], "-9")
+        rep = report(self.tmp)
+        (py,) = [q for q in rep["processes"] if q["argv"][:1] == [python()] and q["pid"] != worker]
+        killed = {f["pid"]: f for f in rep["findings"] if f["id"] == "proc.killed"}
+        (sleeper,) = [q["pid"] for q in rep["processes"] if q["argv"] == ["sleep", "10"] and q["pid"] != outside]
+        self.assertEqual(sorted(killed), sorted([sleeper, worker, outside]))
+        for pid in (sleeper, worker):
+            sender = killed[pid]["evidence"]["sender"]
+            self.assertEqual((sender["pid"], sender["api"]), (py["pid"], "kill"))
+            self.assertIn(f"pid {py['pid']} (", killed[pid]["summary"])
+        self.assertNotIn("sender", killed[outside]["evidence"])
+        kills = records(by_pid_trace(self.tmp, py["pid"]), "kill_sent")
+        self.assertEqual(sorted((int(k["target"]), int(k["signo"]), int(k["result"])) for k in kills),
+                         sorted([(sleeper, 9, 0), (worker, 9, 0)]))
 
     def test_failed_exec_of_a_static_program_leaves_no_untraced_image(self):
         # A static program that fails to exec (not executable, EACCES): the shell's child

@@ -47,6 +47,7 @@ namespace colabtrace::format {
   X(18, Module, "module")                   \
   X(19, ExecUntraced, "exec_untraced")      \
   X(20, ExecArgv, "exec_argv")              \
+  X(21, KillSent, "kill_sent")              \
   X(23, WaitStatus, "wait_status")          \
   X(24, ProcSample, "proc_sample")          \
   X(25, RunInfo, "run_info")                \
@@ -146,6 +147,11 @@ namespace colabtrace::format {
 // dumped -> signo | 0x80). api: WaitApi. Only reaps are recorded: no WNOHANG "nothing
 // yet", no WNOWAIT peeks, no stopped/continued reports.
 #define CT_FIELDS_WaitStatus(F) F(I, pid) F(U, status) F(U, api)
+// A termination signal (SIGKILL, SIGTERM, SIGINT, SIGHUP, SIGQUIT) this process sent to
+// another with kill() or killpg() (api: KillApi): target as kill() takes it (> 0 a pid,
+// 0 its own group, -1 every process it may signal, < -1 a group), result 0 or -errno.
+// ts: the call's start. The sender of a SIGKILL its victim cannot record.
+#define CT_FIELDS_KillSent(F) F(I, target) F(U, signo) F(U, api) F(I, result)
 // Written by `colabtrace run` only: one process of the traced tree sampled from outside
 // (/proc/PID/status and smaps_rollup). Bytes; UINT64_MAX when unknown. cgroup: the
 // process's cgroup path (a CgroupSample of the same round carries its figures).
@@ -419,6 +425,7 @@ enum ShmFact : uint8_t { kShmOffsetAndSize = 1, kShmFree = 2 };
 // The shim writes a Signal record for at most this many signals that a program handler
 // took (the JVM takes one per NullPointerException); one that ends the process, always.
 constexpr uint32_t kMaxRecordedHandledSignals = 16;
+enum class KillApi : uint8_t { kKill = 0, kKillpg = 1 };
 enum class WaitApi : uint8_t {
   kWait = 0, kWaitpid = 1, kWait3 = 2, kWait4 = 3, kWaitid = 4, kRun = 5  // kRun: colabtrace run
 };
