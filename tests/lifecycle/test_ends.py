@@ -133,5 +133,32 @@ class Ends(TempDirTest):
         self.assertEqual(rep["processes"][0]["end"]["kind"], "killed")
 
 
+    # Not fixed yet (T1, session 7; the process model is the lead's): a child SIGKILLed
+    # while its shim starts has a trace with no host_info record yet (only the header, or a
+    # clock record, or process_start and argv), so LifecycleModel's host key
+    # (hostname/boot_id) is "/" and its parent's wait_status never matches it: `killed`
+    # with signal null, reaped_by null, and no exe for a header-only trace. Found in the
+    # traced CPython suite (test_asyncio kills children at once); here 13 of 300 children.
+    @unittest.expectedFailure
+    def test_a_child_killed_while_its_shim_starts_is_reaped_by_its_parent(self):
+        code = ("import subprocess, sys, time\n"
+                "for i in range(300):\n"
+                "    p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(5)'])\n"
+                "    time.sleep((i % 30) * 0.0001)\n"
+                "    p.kill()\n"
+                "    assert p.wait() == -9\n")
+        r = lt.run_traced([lt.PYTHON, "-c", code], out_dir=self.tmp, timeout=180)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        early = {int(os.path.basename(t).split(".")[-2]) for t in r.traces if not lt.records(t, "host_info")}
+        if not early:
+            self.skipTest("no child was killed before its shim wrote host_info (a timing window)")
+        rep = lt.report(self.tmp)
+        parent = [p for p in rep["processes"] if p["argv"][-1:] == [code]]
+        self.assertEqual(len(parent), 1)
+        ends = {p["pid"]: (p["end"]["kind"], p["end"]["signal"], p["end"]["reaped_by"])
+                for p in rep["processes"] if p["pid"] in early}
+        self.assertEqual(ends, {pid: ("killed", 9, parent[0]["pid"]) for pid in early})
+
+
 if __name__ == "__main__":
     unittest.main()
