@@ -55,6 +55,42 @@ class LibraryAnalysis final : public Analysis {
       if (!p.host.same_host) summary["disk_checks"] = p.host.DiskChecksLabel();
       proc["libraries"] = std::move(summary);
     }
+    // A child that ran a program the shim could not follow (a processes[] row of its
+    // parent's making, traced: false) had that program mapped, and nothing ld.so loaded
+    // that a trace could show.
+    auto& procs = report.root()["processes"].array();
+    for (size_t i = traces.size(); i < procs.size(); ++i) {
+      Json& proc = procs[i];
+      const Json* traced = proc.Find("traced");
+      if (traced == nullptr || traced->boolean()) continue;
+      Json r = Json::MakeObject();  // every field a traced row has; unknown ones null
+      r["pid"] = proc["pid"];
+      r["path"] = proc["exe"];
+      for (const char* k : {"soname", "build_id", "loaded_by", "requested"}) r[k] = Json();
+      r["how"] = std::string(abi::LibApiName(LibApi::kStartup));
+      r["flags"] = Json();
+      r["namespace"] = 0;
+      r["base"] = Json();
+      r["ok"] = true;
+      r["error"] = Json();
+      r["family"] = Json();
+      r["group"] = std::string(abi::GroupName(elf::LibraryGroup::kUnknown));
+      r["cuda_major"] = Json();
+      r["cuda_major_evidence"] = Json();
+      r["deepbind"] = false;
+      r["executable"] = true;
+      r["image"] = 0;
+      r["loaded_at_ns"] = 0;
+      r["unloaded"] = false;
+      r["file"] = Json();
+      r["on_disk"] = "unknown";
+      rows.Append(std::move(r));
+      Json summary = Json::MakeObject();
+      summary["loaded"] = 1;
+      summary["failed_loads"] = 0;
+      summary["dlclose_calls"] = 0;
+      proc["libraries"] = std::move(summary);
+    }
     report.root()["libraries"] = std::move(rows);
     if (!text.empty()) report.AddText("Libraries", text);
   }

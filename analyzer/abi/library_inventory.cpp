@@ -1,5 +1,7 @@
 #include "abi/library_inventory.h"
 
+#include "analyses/process_facts.h"
+
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -202,6 +204,19 @@ LibraryInventory LibraryInventory::Of(const ProcessTrace& t) {
       inv.objects[it->second].unloaded_ns = u.ts;
       live.erase(it);
     }
+  }
+  // An exec into a program the shim could not follow (static, secure exec, preload
+  // dropped) ends the last traced image like any exec, and the program is the next
+  // image's executable: ld.so mapped nothing else there that the trace could show.
+  if (const ProcessFacts f = ProcessFacts::Of(t); f.untraced != nullptr) {
+    for (const auto& [base, idx] : live) inv.objects[idx].unloaded_ns = f.untraced->ts;
+    LoadedLibrary exe;
+    exe.path = std::string(t.Str(f.untraced->exe));
+    exe.api = LibApi::kStartup;
+    exe.loaded_ns = f.untraced->ts;
+    exe.is_executable = true;
+    exe.image = f.untraced->image + 1;
+    inv.objects.push_back(std::move(exe));
   }
   // RTLD_DEEPBIND reaches the dependencies a deep-bound load brought in with it (their
   // records may precede the call's: the shim writes the call last), and theirs in turn.

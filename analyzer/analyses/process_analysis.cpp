@@ -300,14 +300,18 @@ class ProcessAnalysis final : public Analysis {
     // Children that ran a program the shim could not follow (posix_spawn'd, or vfork'd
     // and exec'd, into a static or secure-exec program): no trace of their own, so their
     // rows come from their parent's records, after the traced processes' rows.
-    for (const ProcessTrace& t : traces) {
+    for (size_t i = 0; i < traces.size(); ++i) {
+      const ProcessTrace& t = traces[i];
       if (IsRunWrapper(t)) continue;
       const std::string host = HostKey(t);
       for (const auto& u : t.records.ExecUntraced) {
         if (u.child_pid == 0 || u.child_pid > INT32_MAX) continue;
         const auto pid = static_cast<uint32_t>(u.child_pid);
         if (model.TracedSince(host, pid, u.ts)) continue;  // it wrote a trace after all
-        report.root()["processes"].Append(UntracedChildRow(t, u, model.ReapOf(host, pid, u.ts)));
+        Json row = UntracedChildRow(t, u, model.ReapOf(host, pid, u.ts));
+        row["env"] = Json::MakeObject();                 // not recorded
+        row["host"] = report.process(i)["host"];          // its parent's machine
+        report.root()["processes"].Append(std::move(row));
       }
     }
     std::vector<const Json*> procs;

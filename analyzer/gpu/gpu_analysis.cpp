@@ -150,6 +150,9 @@ class GpuAnalysis final : public Analysis {
     if (run_start == UINT64_MAX) run_start = 0;
 
     std::string text;
+    if (!traces.empty()) {  // untraced children: the figures of a process that allocated nothing
+      for (Json* p : report.UntracedProcesses()) (*p)["gpu"] = ProcessJson(traces.front(), AllocationTimeline{});
+    }
     for (size_t i = 0; i < traces.size(); ++i) {
       const ProcessTrace& t = traces[i];
       const AllocationTimeline& g = tl[i];

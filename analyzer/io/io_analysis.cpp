@@ -207,26 +207,30 @@ class IoAnalysis final : public Analysis {
 
   void FillProcesses(ReportBuilder& report) {
     for (size_t i = 0; i < model_.processes.size(); ++i) {
-      const ProcessIo& p = model_.processes[i];
-      Json& io = report.process(i)["io"];
-      io = Json::MakeObject();
-      io["opens"] = p.opens;
-      io["reads"] = p.reads;
-      io["bytes_read"] = p.bytes_read;
-      io["read_ns"] = p.read_ns;
-      io["open_errors"] = p.open_errors;
-      io["read_errors"] = p.read_errors;
-      io["stats"] = p.stats;
-      io["writes"] = p.writes;
-      io["bytes_written"] = p.bytes_written;
-      io["files"] = p.files;
-      io["dir_scans"] = p.dir_scans;
-      io["mmaps"] = p.mmaps;
-      io["records"] = p.records;
-      io["data_opens"] = p.data_opens;
-      io["data_reads"] = p.data_reads;
-      io["data_bytes_read"] = p.data_bytes_read;
+      report.process(i)["io"] = ProcessIoJson(model_.processes[i]);
     }
+    for (Json* p : report.UntracedProcesses()) (*p)["io"] = ProcessIoJson(ProcessIo{});
+  }
+
+  static Json ProcessIoJson(const ProcessIo& p) {
+    Json io = Json::MakeObject();
+    io["opens"] = p.opens;
+    io["reads"] = p.reads;
+    io["bytes_read"] = p.bytes_read;
+    io["read_ns"] = p.read_ns;
+    io["open_errors"] = p.open_errors;
+    io["read_errors"] = p.read_errors;
+    io["stats"] = p.stats;
+    io["writes"] = p.writes;
+    io["bytes_written"] = p.bytes_written;
+    io["files"] = p.files;
+    io["dir_scans"] = p.dir_scans;
+    io["mmaps"] = p.mmaps;
+    io["records"] = p.records;
+    io["data_opens"] = p.data_opens;
+    io["data_reads"] = p.data_reads;
+    io["data_bytes_read"] = p.data_bytes_read;
+    return io;
   }
 
   Json FileJson(const FileStats& f) const {

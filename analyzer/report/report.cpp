@@ -32,6 +32,13 @@ ReportBuilder::ReportBuilder(const std::vector<ProcessTrace>& traces, ReportOpti
 
 Json& ReportBuilder::process(size_t index) { return root_["processes"].array().at(index); }
 
+std::vector<Json*> ReportBuilder::UntracedProcesses() {
+  std::vector<Json*> out;
+  auto& rows = root_["processes"].array();
+  for (size_t i = traces_.size(); i < rows.size(); ++i) out.push_back(&rows[i]);
+  return out;
+}
+
 void ReportBuilder::AddWarning(std::string w) {
   if (finished_) root_["warnings"].Append(w);
   warnings_.push_back(std::move(w));

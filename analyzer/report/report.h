@@ -73,6 +73,11 @@ class ReportBuilder {
   Json& root() { return root_; }
   // The processes[] entry of traces()[index] (same order as traces()).
   Json& process(size_t index);
+  // The processes[] entries past the traced ones: children that ran a program the shim
+  // could not follow ("traced": false), which the process analysis adds from their
+  // parents' records. Each analysis gives them its fields with "nothing recorded" values,
+  // so every row has the same shape.
+  std::vector<Json*> UntracedProcesses();
 
   void AddFinding(Finding f) { findings_.push_back(std::move(f)); }
   void AddText(std::string title, std::string body) {
