@@ -134,11 +134,11 @@ struct KillSender {
   const ProcessTrace* trace = nullptr;
   const Event<format::KillSent>* kill = nullptr;
 };
-KillSender KillSenderOf(const std::vector<ProcessTrace>& all, const std::string& host, uint32_t pid,
-                        uint64_t since_ns, uint64_t until_ns) {
+KillSender KillSenderOf(const std::vector<ProcessTrace>& all, const LifecycleModel& model, const std::string& host,
+                        uint32_t pid, uint64_t since_ns, uint64_t until_ns) {
   KillSender best;
   for (const ProcessTrace& o : all) {
-    if (o.records.KillSent.empty() || HostKey(o) != host) continue;
+    if (o.records.KillSent.empty() || model.HostOf(o) != host) continue;
     for (const auto& k : o.records.KillSent) {
       if (k.target != static_cast<int64_t>(pid) || k.signo != SIGKILL || k.result != 0) continue;
       if (k.ts < since_ns || k.ts > until_ns) continue;
@@ -259,7 +259,7 @@ OomEvidence OomKillAround(const ProcessTrace& t, const std::vector<ProcessTrace>
     note_after(s.ts, s.oom_kill, "its own last sample");
   }
   for (const auto& other : all) {
-    if (&other == &t || HostKey(other) != host) continue;
+    if (&other == &t || model.HostOf(other) != host) continue;
     for (const auto& s : other.records.Sample) {
       note_before(s.ts, s.oom_kill);
       note_after(s.ts, s.oom_kill, "the samples of pid " + std::to_string(other.pid()) +
@@ -303,7 +303,7 @@ class ProcessAnalysis final : public Analysis {
     for (size_t i = 0; i < traces.size(); ++i) {
       const ProcessTrace& t = traces[i];
       if (IsRunWrapper(t)) continue;
-      const std::string host = HostKey(t);
+      const std::string host = model.HostOf(t);
       for (const auto& u : t.records.ExecUntraced) {
         if (u.child_pid == 0 || u.child_pid > INT32_MAX) continue;
         const auto pid = static_cast<uint32_t>(u.child_pid);
@@ -490,7 +490,7 @@ class ProcessAnalysis final : public Analysis {
                              const Json& p, const std::vector<ProcessTrace>& all,
                              const LifecycleModel& model) {
     const std::string who = "pid " + std::to_string(t.pid()) + " (" + CommandLine(p.Find("argv") ? *p.Find("argv") : Json::MakeArray()) + ")";
-    const std::string host = HostKey(t);
+    const std::string host = model.HostOf(t);
     if (f.end_kind == EndKind::kKilled) {
       Finding fd;
       fd.id = "proc.killed";
@@ -500,12 +500,16 @@ class ProcessAnalysis final : public Analysis {
       // The last RSS: its own last sample, or colabtrace run's later one.
       const auto& samples = t.records.Sample;
       uint64_t last_rss = 0, last_rss_ts = 0;
+      bool rss_known = !samples.empty();  // no sample at all (killed as its shim started): unknown
       if (!samples.empty()) last_rss = samples.back().rss_bytes, last_rss_ts = samples.back().ts;
       for (const OutsideSample* s : model.SamplesOf(t)) {
         // RSS 0: read while the kernel was tearing the process down.
-        if (s->rss != UINT64_MAX && s->rss != 0 && s->ts >= last_rss_ts) last_rss = s->rss, last_rss_ts = s->ts;
+        if (s->rss != UINT64_MAX && s->rss != 0 && s->ts >= last_rss_ts) {
+          last_rss = s->rss, last_rss_ts = s->ts, rss_known = true;
+        }
       }
-      ev["last_rss_bytes"] = last_rss;
+      const std::string last_rss_text = rss_known ? FormatBytes(last_rss) : "unknown (no sample was taken)";
+      ev["last_rss_bytes"] = rss_known ? Json(last_rss) : Json();
       ev["peak_rss_bytes"] = f.peak_rss;
       // The cgroup: colabtrace run's last reading before the end, else the process's own.
       uint64_t cg_max = f.cgroup_max;
@@ -538,7 +542,7 @@ class ProcessAnalysis final : public Analysis {
         // No exit record yet because it has not exited: the report was made while it ran
         // (a run that crawls). The catalogue's id stays (no end record), the cause is named.
         fd.summary = who + " has no exit record because it is still running (this report was made "
-                     "while it ran); last RSS " + FormatBytes(last_rss);
+                     "while it ran); last RSS " + last_rss_text;
         fd.advice =
             "Report again once it has ended. While it runs, its trace so far shows where it is: "
             "the last records, the last Python sample (last_python_sample), and with `colabtrace "
@@ -555,7 +559,7 @@ class ProcessAnalysis final : public Analysis {
       }
       // A traced process of the job that sent the SIGKILL itself (a subprocess timeout,
       // multiprocessing's Process.kill()) names the cause; the OOM killer sends none.
-      const KillSender sender = KillSenderOf(all, host, t.pid(), t.start_ns(), f.reap ? f.reap->ts : UINT64_MAX);
+      const KillSender sender = KillSenderOf(all, model, host, t.pid(), t.start_ns(), f.reap ? f.reap->ts : UINT64_MAX);
       if (sender.kill != nullptr) {
         const ProcessFacts sf = ProcessFacts::Of(*sender.trace);
         std::string cmd;
@@ -584,9 +588,8 @@ class ProcessAnalysis final : public Analysis {
             "workers, a smaller batch or prefetch_factor, pin_memory=False, or load the "
             "dataset lazily; `dmesg` names the victim and its RSS.";
       } else {
-        fd.summary += f.reap ? "; last RSS " + FormatBytes(last_rss)
-                             : " (SIGKILL, the OOM killer, or the machine stopped); last RSS " +
-                                   FormatBytes(last_rss);
+        fd.summary += f.reap ? "; last RSS " + last_rss_text
+                             : " (SIGKILL, the OOM killer, or the machine stopped); last RSS " + last_rss_text;
         fd.advice =
             f.reap && !f.reap->by_run
                 ? "Its parent reaped it after a SIGKILL: usually the parent (or a timeout "

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <set>
 #include <climits>
 #include <iterator>
 #include <csignal>
@@ -40,6 +41,36 @@ std::string HostKey(const ProcessTrace& t) {
 }
 
 bool IsRunWrapper(const ProcessTrace& t) { return !t.records.RunInfo.empty(); }
+
+std::vector<std::string> HostKeys(const std::vector<const ProcessTrace*>& traces) {
+  std::vector<std::string> keys;
+  keys.reserve(traces.size());
+  std::set<std::string> complete;  // keys with both a hostname and a boot id
+  auto parts = [](const std::string& k) {
+    const size_t slash = k.find('/');
+    return std::pair<std::string_view, std::string_view>(std::string_view(k).substr(0, slash),
+                                                         std::string_view(k).substr(slash + 1));
+  };
+  for (const ProcessTrace* t : traces) {
+    keys.push_back(HostKey(*t));
+    const auto [host, boot] = parts(keys.back());
+    if (!host.empty() && !boot.empty()) complete.insert(keys.back());
+  }
+  // A key missing a part (the process was killed between its host records) takes the
+  // one complete key that agrees with the part it has, if exactly one does.
+  for (std::string& k : keys) {
+    const auto [host, boot] = parts(k);
+    if (!host.empty() && !boot.empty()) continue;
+    const std::string* match = nullptr;
+    size_t matches = 0;
+    for (const std::string& c : complete) {
+      const auto [ch, cb] = parts(c);
+      if ((host.empty() || host == ch) && (boot.empty() || boot == cb)) match = &c, ++matches;
+    }
+    if (matches == 1) k = *match;
+  }
+  return keys;
+}
 
 namespace {
 
@@ -106,12 +137,11 @@ std::vector<int64_t> ParentPids(const std::vector<const ProcessTrace*>& traces) 
   // birth counts for a trace that started up to kSlackNs before it.
   constexpr uint64_t kSlackNs = 1'000'000'000;
   using HostPid = std::pair<std::string, uint32_t>;
-  std::vector<std::string> host(traces.size());
+  const std::vector<std::string> host = HostKeys(traces);
   std::map<HostPid, std::vector<Birth>> births;     // by child pid
   std::map<HostPid, std::vector<uint64_t>> trace_starts;  // by pid
   for (size_t i = 0; i < traces.size(); ++i) {
     const ProcessTrace& t = *traces[i];
-    host[i] = HostKey(t);
     trace_starts[{host[i], t.pid()}].push_back(t.start_ns());
     auto note = [&](int64_t child, uint64_t ts) {
       if (child > 0 && child <= INT32_MAX) births[{host[i], static_cast<uint32_t>(child)}].push_back({ts, t.pid()});
@@ -153,12 +183,11 @@ LifecycleModel::LifecycleModel(const std::vector<ProcessTrace>& traces) : traces
     all.reserve(traces.size());
     for (const ProcessTrace& t : traces) all.push_back(&t);
     ppid_ = ParentPids(all);
+    host_of_ = HostKeys(all);
   }
-  host_of_.reserve(traces.size());
   for (uint32_t i = 0; i < traces.size(); ++i) {
     const ProcessTrace& t = traces[i];
-    const std::string host = HostKey(t);
-    host_of_.push_back(host);
+    const std::string& host = host_of_[i];
     const bool wrapper = IsRunWrapper(t);
     if (!wrapper) starts_[{host, t.pid()}].push_back(t.start_ns());
     for (const auto& w : t.records.WaitStatus) {
@@ -212,6 +241,11 @@ bool LifecycleModel::TracedSince(const std::string& host, uint32_t pid, uint64_t
   auto it = starts_.find({host, pid});
   return it != starts_.end() && std::any_of(it->second.begin(), it->second.end(),
                                             [&](uint64_t s) { return s >= since_ns; });
+}
+
+std::string LifecycleModel::HostOf(const ProcessTrace& t) const {
+  const size_t i = IndexOf(t);
+  return i == SIZE_MAX ? HostKey(t) : host_of_[i];
 }
 
 int64_t LifecycleModel::ParentPidOf(const ProcessTrace& t) const {

@@ -29,6 +29,11 @@ std::string_view UntracedWhyName(uint64_t why);
 // between traces of one key.
 std::string HostKey(const ProcessTrace& t);
 
+// HostKey of each trace, where a key missing its hostname or boot id (the process was
+// killed while its shim started, before or between its host records) takes the one
+// complete key of the set that agrees with the part it has, when exactly one does.
+std::vector<std::string> HostKeys(const std::vector<const ProcessTrace*>& traces);
+
 // True for the trace `colabtrace run` writes about the tree it ran (a run_info record):
 // it carries samples and wait statuses of other processes and is never a job process.
 bool IsRunWrapper(const ProcessTrace& t);
@@ -87,6 +92,8 @@ class LifecycleModel {
   const Reap* ReapOf(const std::string& host, uint32_t pid, uint64_t since_ns) const;
   // Whether a (non-wrapper) trace of pid on host began at or after since_ns.
   bool TracedSince(const std::string& host, uint32_t pid, uint64_t since_ns) const;
+  // t's host key (HostKeys: a trace that recorded none takes the run's one host).
+  std::string HostOf(const ProcessTrace& t) const;
   // t's parent pid (ParentPids); -1 if t is not one of the model's traces.
   int64_t ParentPidOf(const ProcessTrace& t) const;
   // `colabtrace run`'s samples of t's process (t's host and pid, from its start until it

@@ -133,13 +133,11 @@ class Ends(TempDirTest):
         self.assertEqual(rep["processes"][0]["end"]["kind"], "killed")
 
 
-    # Not fixed yet (T1, session 7; the process model is the lead's): a child SIGKILLed
-    # while its shim starts has a trace with no host_info record yet (only the header, or a
-    # clock record, or process_start and argv), so LifecycleModel's host key
-    # (hostname/boot_id) is "/" and its parent's wait_status never matches it: `killed`
-    # with signal null, reaped_by null, and no exe for a header-only trace. Found in the
-    # traced CPython suite (test_asyncio kills children at once); here 13 of 300 children.
-    @unittest.expectedFailure
+    # A child SIGKILLed while its shim starts has a trace with no host_info record yet
+    # (only the header, or a clock record, or process_start and argv). Its host key was
+    # "/" and its parent's wait_status never matched it (killed with signal null and
+    # reaped_by null); it now takes the run's one host (HostKeys). Found by T1 in the
+    # traced CPython suite (test_asyncio kills children at once); here ~13 of 300 children.
     def test_a_child_killed_while_its_shim_starts_is_reaped_by_its_parent(self):
         code = ("import subprocess, sys, time\n"
                 "for i in range(300):\n"
