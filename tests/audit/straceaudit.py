@@ -578,8 +578,13 @@ class OnceAudit(AuditChecks):
             self.skipTest(f"{SYSTEM_PYTHON} lacks one of {', '.join(self.MODULES)}")
         self.root = os.path.join(self.tmp, "w")
         if type(self).shared is None:
-            os.makedirs(self.root)
-            self.prepare(self.root)
-            type(self).shared = audit_run(self, self.SCRIPT, self.root, env=self.ENV, via_run=self.VIA_RUN,
-                                          timeout=240)
+            try:
+                os.makedirs(self.root)
+                self.prepare(self.root)
+                type(self).shared = audit_run(self, self.SCRIPT, self.root, env=self.ENV, via_run=self.VIA_RUN,
+                                              timeout=240)
+            except Exception as e:  # noqa: BLE001
+                type(self).shared = e  # every check of the class fails with the run's own error
+        if isinstance(type(self).shared, Exception):
+            raise type(self).shared
         self.run_ = type(self).shared
