@@ -8,6 +8,7 @@
 // function once and returns its result with errno unchanged. Other signals (SIGUSR1
 // ping-pong, SIGCHLD, probes with signal 0, a process signalling itself) are not recorded.
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "raw.h"
@@ -30,25 +31,31 @@ bool Terminates(int sig) {
   return sig == SIGKILL || sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
 }
 
+void EmitKillSent(uint64_t ts, long target, int sig, format::KillApi api, int64_t result) {
+  ShimScope scope;
+  if (!scope.entered()) return;
+  format::KillSent k;
+  k.ts = ts;
+  k.target = target;
+  k.signo = static_cast<uint64_t>(sig);
+  k.api = static_cast<uint64_t>(api);
+  k.result = result;
+  Emit(k);
+}
+
 // Calls call() and records the signal when it is one that ends a process and not sent
-// to this process alone.
+// to this process alone. A signal to a group this process is in (target 0, -1, or its
+// own group: coreutils timeout ends with kill(0, SIGKILL)) may end the sender before
+// the call returns, so it is recorded before the call, as sent; if the call fails, a
+// second record with the same ts carries the error.
 template <class Call> int RecordedKill(long target, int sig, format::KillApi api, Call call) {
   if (!Terminates(sig) || target == g_pid || !Recording()) return call();
   const uint64_t t0 = Ticks();
+  const bool hits_self = target == 0 || target == -1 || target == -raw::Syscall6(SYS_getpgid, 0);
+  if (hits_self) EmitKillSent(t0, target, sig, api, 0);
   const int r = call();
   const int err = errno;
-  {
-    ShimScope scope;
-    if (scope.entered()) {
-      format::KillSent k;
-      k.ts = t0;
-      k.target = target;
-      k.signo = static_cast<uint64_t>(sig);
-      k.api = static_cast<uint64_t>(api);
-      k.result = r == 0 ? 0 : -static_cast<int64_t>(err);
-      Emit(k);
-    }
-  }
+  if (!hits_self || r != 0) EmitKillSent(t0, target, sig, api, r == 0 ? 0 : -static_cast<int64_t>(err));
   errno = err;
   return r;
 }

@@ -129,7 +129,8 @@ std::string CommandLine(const Json& argv) {
 }
 
 // The traced process that sent pid (on host) the SIGKILL that ended it: the last
-// successful kill() aimed at pid after since_ns and no later than until_ns.
+// successful kill() aimed at pid after since_ns and no later than until_ns; or pid's own
+// SIGKILL to a group it is in (target 0 or -1: coreutils timeout ends so).
 struct KillSender {
   const ProcessTrace* trace = nullptr;
   const Event<format::KillSent>* kill = nullptr;
@@ -139,8 +140,14 @@ KillSender KillSenderOf(const std::vector<ProcessTrace>& all, const LifecycleMod
   KillSender best;
   for (const ProcessTrace& o : all) {
     if (o.records.KillSent.empty() || model.HostOf(o) != host) continue;
-    for (const auto& k : o.records.KillSent) {
-      if (k.target != static_cast<int64_t>(pid) || k.signo != SIGKILL || k.result != 0) continue;
+    const auto& kills = o.records.KillSent;
+    for (const auto& k : kills) {
+      const bool aimed = k.target == static_cast<int64_t>(pid) || (o.pid() == pid && k.target <= 0);
+      if (!aimed || k.signo != SIGKILL || k.result != 0) continue;
+      // A record written before the call is void if a failure with its ts follows.
+      if (std::any_of(kills.begin(), kills.end(), [&](const auto& f) { return f.ts == k.ts && f.result < 0; })) {
+        continue;
+      }
       if (k.ts < since_ns || k.ts > until_ns) continue;
       if (best.kill == nullptr || k.ts > best.kill->ts) best = {&o, &k};
     }
@@ -570,8 +577,10 @@ class ProcessAnalysis final : public Analysis {
         s["api"] = sender.kill->api == static_cast<uint64_t>(format::KillApi::kKillpg) ? "killpg" : "kill";
         s["at_ns_after_start"] = sender.kill->ts - t.start_ns();
         ev["sender"] = std::move(s);
-        fd.summary += "; pid " + std::to_string(sender.trace->pid()) + " (" + EscapeForTerminal(cmd.size() > 80 ? cmd.substr(0, 77) + "..." : cmd) +
-                      ") sent it with kill()";
+        fd.summary += sender.trace == &t ? std::string("; it sent SIGKILL to a process group it is in itself")
+                                         : "; pid " + std::to_string(sender.trace->pid()) + " (" +
+                                               EscapeForTerminal(cmd.size() > 80 ? cmd.substr(0, 77) + "..." : cmd) +
+                                               ") sent it with kill()";
         fd.advice =
             "A process of this job killed it on purpose (a subprocess timeout, Process.kill(), "
             "a pool or launcher shutting its workers down). If that was not expected, look at "

@@ -484,19 +484,20 @@ sqlite3 db "create table t(i); insert into t values (1), (2), (3);" && sqlite3 d
             self.assertIn(f"pid {main} (", f["summary"])
             self.assertIs(f["evidence"]["oom_kill_rose"], False)
 
-    @unittest.expectedFailure  # known gap, reported to the lead (see the comment)
     def test_timeout_s_kill_names_the_sender_of_both_kills(self):
         # coreutils `timeout -s KILL` sends SIGKILL to its child, then to its own process
-        # group, itself included: kill(0, SIGKILL) does not return to it, so the shim,
-        # which writes kill_sent after the call, never records it, and timeout's own
-        # proc.killed names no sender (the OOM killer is not ruled out). The sleep names
-        # timeout.
+        # group, itself included: kill(0, SIGKILL) does not return to it, so the shim
+        # writes kill_sent before a call whose target includes the caller (it wrote it
+        # after, and timeout's own proc.killed named no sender). The sleep names timeout,
+        # timeout names itself.
         r = h.run_traced(["sh", "-c", "timeout -s KILL 0.2 sleep 5; echo $?"])
         self.assertEqual((r.returncode, r.stdout), (0, "137\n"), r.stderr)
         rep = h.report(*r.traces)
         killed = h.findings(rep, "proc.killed")
         self.assertEqual(len(killed), 2, [f["summary"] for f in killed])
         self.assertTrue(all(f["evidence"].get("sender") for f in killed), [f["summary"] for f in killed])
+        (timeout,) = [p["pid"] for p in rep["processes"] if p["argv"][:1] == ["timeout"]]
+        self.assertEqual(sorted(f["evidence"]["sender"]["pid"] for f in killed), [timeout, timeout])
 
 if __name__ == "__main__":
     unittest.main()

@@ -150,7 +150,9 @@ namespace colabtrace::format {
 // A termination signal (SIGKILL, SIGTERM, SIGINT, SIGHUP, SIGQUIT) this process sent to
 // another with kill() or killpg() (api: KillApi): target as kill() takes it (> 0 a pid,
 // 0 its own group, -1 every process it may signal, < -1 a group), result 0 or -errno.
-// ts: the call's start. The sender of a SIGKILL its victim cannot record.
+// ts: the call's start. The sender of a SIGKILL its victim cannot record. A signal to a
+// group the sender is in is written before the call (result 0: it may end the sender);
+// a failure then adds a second record with the same ts and -errno.
 #define CT_FIELDS_KillSent(F) F(I, target) F(U, signo) F(U, api) F(I, result)
 // Written by `colabtrace run` only: one process of the traced tree sampled from outside
 // (/proc/PID/status and smaps_rollup). Bytes; UINT64_MAX when unknown. cgroup: the
