@@ -292,6 +292,13 @@ void FlushVforkNote() {
   __atomic_store_n(&n.state, kNoteFree, __ATOMIC_RELEASE);
 }
 
+}  // namespace
+
+// A fork child's copy of a note its parent had not written out yet is the parent's.
+void ForgetVforkNote() { __atomic_store_n(&g_vfork_note.state, kNoteFree, __ATOMIC_RELEASE); }
+
+namespace {
+
 // Runs do_exec() with the trace handed over to the next image when inspect() (filling
 // an ExecTarget) and envp say it adopts it, else records the image it will not follow;
 // records the failure if the exec returns.

@@ -26,6 +26,10 @@ void BeginTrace(format::ProcessOrigin origin, uint32_t parent_tid, char** envp, 
 // child forgets the parent's trace and opens its own.
 void AfterForkInChild(LibcState libc);
 
+// In a fork child: drops the copy of a vfork child's note that its parent had not
+// written out yet (fork_exec.cpp), so a vfork child of its own can leave one.
+void ForgetVforkNote();
+
 // Writes the fingerprint records (fingerprint.cpp). Inside BeginTrace's ShimScope.
 void FingerprintEnvironment();
 void FingerprintProcess(format::ProcessOrigin origin, uint32_t parent_tid, char** envp);
