@@ -28,6 +28,22 @@ void WriteLibraries(const ExportContext& ctx, NdjsonTable& out) {
       out.Write(row);
     }
   }
+  // A child that ran a program the shim could not follow: that program, as libraries[]
+  // lists it (no trace of its own: no load times).
+  for (const auto& [p, parent] : ctx.UntracedChildren()) {
+    NdjsonRow row;
+    row.Str("host", ctx.hosts[parent])
+        .Value("pid", (*p)["pid"])
+        .Value("path", (*p)["exe"])
+        .Str("soname", "")
+        .Str("build_id", "")
+        .Str("loaded_by", "")
+        .Str("requested", "")
+        .Str("how", abi::LibApiName(format::LibApi::kStartup))
+        .Null("loaded_ns")
+        .Null("unloaded_ns");
+    out.Write(row);
+  }
 }
 
 }  // namespace colabtrace::analyzer::ndjson

@@ -16,6 +16,23 @@ struct ExportContext {
   std::vector<std::string> hosts;  // HostIdentity of each of report.traces()
 
   const std::vector<ProcessTrace>& traces() const { return report.traces(); }
+
+  // The processes[] rows of children that ran a program the shim could not follow
+  // ("traced": false), each with the index of the trace that recorded it (recorded_by).
+  std::vector<std::pair<const Json*, size_t>> UntracedChildren() const {
+    std::vector<std::pair<const Json*, size_t>> out;
+    const Json& procs = doc["processes"];
+    if (!procs.is_array()) return out;
+    for (const Json& p : procs.array()) {
+      const Json* traced = p.Find("traced");
+      const Json* by = p.Find("recorded_by");
+      if (traced == nullptr || traced->boolean() || by == nullptr) continue;
+      for (size_t i = 0; i < traces().size(); ++i) {
+        if (traces()[i].file == by->str()) out.emplace_back(&p, i);
+      }
+    }
+    return out;
+  }
 };
 
 void WriteProcesses(const ExportContext& ctx, NdjsonTable& out);

@@ -52,22 +52,12 @@ void WriteProcesses(const ExportContext& ctx, NdjsonTable& out) {
   }
   // Then the children the shim could not follow (static or secure-exec programs): rows
   // the report made from their parent's trace (recorded_by), with no figures of their own.
-  for (; entry < procs.array().size(); ++entry) {
-    const Json& p = procs.array()[entry];
-    const Json* by = p.Find("recorded_by");
-    size_t parent = ctx.traces().size();
-    for (size_t i = 0; by != nullptr && i < ctx.traces().size(); ++i) {
-      if (ctx.traces()[i].file == by->str()) parent = i;
-    }
-    if (parent == ctx.traces().size()) continue;
-    Json hostname;
-    for (const Json& q : procs.array()) {
-      if (q.Find("trace_file") != nullptr && q["trace_file"].str() == by->str()) hostname = q["host"]["hostname"];
-    }
+  for (const auto& [row_json, parent] : ctx.UntracedChildren()) {
+    const Json& p = *row_json;
     const Json& end = p["end"];
     NdjsonRow row;
     row.Str("host", ctx.hosts[parent])
-        .Value("hostname", hostname)
+        .Value("hostname", p["host"]["hostname"])  // its parent's machine
         .Value("pid", p["pid"])
         .Value("ppid", p["ppid"])
         .Value("exe", p["exe"])

@@ -99,6 +99,23 @@ class NdjsonExportTest(h.TempDirTest):
         self.assertEqual(t["gpu_events"], [])
         self.assertEqual(t["findings"], [])
 
+    def test_a_child_running_a_static_program_has_its_rows(self):
+        # CPython's subprocess vforks a child that execs a static program: no trace of its
+        # own; the report lists it from its parent's records, and so do the tables.
+        static = h.built_test_program("core", "ct_exit_static")
+        run = h.run_traced([h.SYSTEM_PYTHON, "-c", f"import subprocess; print(subprocess.run([{static!r}, 'exit', '3'],"
+                            " stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode)"],
+                           out_dir=os.path.join(self.tmp, "out"))
+        self.assertEqual(run.stdout, "3\n")
+        t = self.export(run.out_dir)
+        (py,) = [p for p in t["processes"] if p["exe"] != static]
+        (child,) = [p for p in t["processes"] if p["exe"] == static]
+        self.assertEqual((child["ppid"], child["argv"], child["end_kind"], child["exit_code"], child["reaped_by"]),
+                         (py["pid"], [static, "exit", "3"], "exited", 3, py["pid"]))
+        self.assertEqual((child["host"], child["trace_file"], child["opens"]), (py["host"], "", None))
+        self.assertEqual([(r["pid"], r["path"], r["how"]) for r in t["libraries"] if r["pid"] == child["pid"]],
+                         [(child["pid"], static, "startup")])
+
     def test_killed_process_is_a_finding_row(self):
         run = workload(self.tmp, "run", kill=True)
         t = self.export(run.out_dir)
