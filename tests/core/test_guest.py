@@ -132,6 +132,14 @@ class GuestTest(TempDirTest):
         setpriv = "/usr/bin/setpriv"
         if not os.path.exists(setpriv):
             self.skipTest("setpriv (util-linux) is not installed")
+        # sh runs as nobody and loads the shim: every directory above it must be
+        # searchable, and the file readable, by others (a checkout under /root is not).
+        path = os.path.realpath(SHIM)
+        parts = [os.path.dirname(path)]
+        while parts[-1] != "/":
+            parts.append(os.path.dirname(parts[-1]))
+        if not os.stat(path).st_mode & 0o004 or any(not os.stat(d).st_mode & 0o001 for d in parts):
+            self.skipTest(f"{path} is not readable by other users (nobody runs it here)")
         # setpriv (root) drops to nobody and execs sh, which runs `id` and then execs the
         # program. sh cannot open the trace root created by path: it keeps the handed-over
         # descriptor (close-on-exec) to extend the trace (before, tracing stopped there).
