@@ -110,17 +110,19 @@ struct ExecTarget {
   format::ExecUntracedWhy why{};  // 0: the next image loads the shim
   char exe[1024] = "";            // the opened file's canonical path ("" if not opened)
   bool follows() const { return why == format::ExecUntracedWhy{}; }
+  // The executable to name: the opened file's path, else the path the caller gave.
+  const char* ExeOr(const char* path) const { return exe[0] != '\0' ? exe : path; }
 };
 
-// Fills t from the file open on fd: a secure exec (SecureExec) or a static ELF executable
-// will not load a preload. Unreadable or unknown files count as loading it (a script's
-// interpreter is dynamic in practice; a bad file makes exec fail anyway).
+// Fills t (fresh: follows) from the file open on fd: a secure exec (SecureExec) or a
+// static ELF executable will not load a preload. Unreadable or unknown files count as
+// loading it (a script's interpreter is dynamic in practice; a bad file makes exec fail
+// anyway).
 void InspectFile(int fd, ExecTarget* t) {
   PathBuf link;  // named even for an image that follows: envp may still drop the preload
   link.Add("/proc/self/fd/").AddNum(static_cast<uint64_t>(fd));
   const long n = raw::Readlink(link.s, t->exe, sizeof(t->exe) - 1);
   t->exe[n > 0 ? n : 0] = '\0';
-  t->why = {};
   struct stat st;
   if (raw::Syscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) != 0) return;
   if (SecureExec(fd, st)) {
@@ -144,7 +146,6 @@ void InspectFile(int fd, ExecTarget* t) {
 }
 
 void InspectPath(int dirfd, const char* path, ExecTarget* t) {
-  t->why = {};
   const int fd = raw::OpenAt(dirfd, path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;
   InspectFile(fd, t);
@@ -153,7 +154,6 @@ void InspectPath(int dirfd, const char* path, ExecTarget* t) {
 
 // execvp's search: the first PATH entry holding an executable `file`.
 void InspectSearched(const char* file, ExecTarget* t) {
-  t->why = {};
   if (file == nullptr || *file == '\0') return;
   if (std::strchr(file, '/') != nullptr) return InspectPath(AT_FDCWD, file, t);
   const char* path = getenv("PATH");
@@ -182,10 +182,13 @@ void InspectSearched(const char* file, ExecTarget* t) {
 enum class ExecApi : uint8_t { kExecve, kExecv, kExecvp, kExecvpe, kExecl, kExeclp, kExecle,
                                kFexecve, kExecveat };
 
-// Fills t for the program `path` run with envp (inspect: one of the Inspect* above).
-template <class Inspect> void InspectExec(char* const* envp, ExecTarget* t, Inspect&& inspect) {
-  inspect(t);
-  if (t->follows() && !EnvPreloadsShim(envp)) t->why = format::ExecUntracedWhy::kNoPreload;
+// What the program to be run with envp will do with the preload (inspect: one of the
+// Inspect* above, on a fresh ExecTarget).
+template <class Inspect> ExecTarget InspectExec(char* const* envp, Inspect&& inspect) {
+  ExecTarget t;
+  inspect(&t);
+  if (t.follows() && !EnvPreloadsShim(envp)) t.why = format::ExecUntracedWhy::kNoPreload;
+  return t;
 }
 
 // A program the shim will not follow, run by this process's exec (child_pid 0) or by a
@@ -213,7 +216,7 @@ void EmitExecUntraced(uint64_t ts, format::ExecUntracedWhy why, const char* exe,
 void EmitExecUntraced(uint64_t ts, const ExecTarget& t, const char* path, char* const* argv,
                       uint64_t child_pid) {
   size_t i = 0;
-  EmitExecUntraced(ts, t.why, t.exe[0] != '\0' ? t.exe : path, child_pid,
+  EmitExecUntraced(ts, t.why, t.ExeOr(path), child_pid,
                    [&]() -> const char* { return argv != nullptr ? argv[i] != nullptr ? argv[i++] : nullptr : nullptr; });
 }
 
@@ -227,7 +230,7 @@ struct VforkNote {
   const ThreadState* owner = nullptr;  // the vforking thread (the child runs on its TLS)
   uint32_t pid = 0;
   format::ExecUntracedWhy why{};
-  char exe[1024] = "";
+  char exe[1024] = "";         // a char array, not a PathBuf: no static initializer
   uint32_t argc = 0;           // arguments in args, each NUL-terminated
   char args[3072] = "";        // as many whole arguments as fit
 };
@@ -248,7 +251,7 @@ int VforkChildExec(const ExecTarget& t, const char* path, char* const* argv, F&&
   n.owner = &t_thread;
   n.pid = static_cast<uint32_t>(raw::Getpid());
   n.why = t.why;
-  const char* exe = t.exe[0] != '\0' ? t.exe : path;
+  const char* exe = t.ExeOr(path);
   size_t len = exe != nullptr ? std::strlen(exe) : 0;
   if (len >= sizeof(n.exe)) len = sizeof(n.exe) - 1;
   std::memcpy(n.exe, exe, len);
@@ -308,8 +311,7 @@ int TracedExec(const char* path, ExecApi api, char* const* envp, char* const* ar
   // A vfork child (the stub marked it): no records of its own, but a note for its parent
   // when the program will not load the shim (and so will write no trace of its own).
   if (g_recording && InVforkChild()) {
-    ExecTarget target;
-    InspectExec(envp, &target, inspect);
+    const ExecTarget target = InspectExec(envp, inspect);
     return target.follows() ? do_exec() : VforkChildExec(target, path, argv, do_exec);
   }
   // A child on our memory (a vfork child where no vfork stub marked it, as on aarch64)
@@ -325,8 +327,7 @@ int TracedExec(const char* path, ExecApi api, char* const* envp, char* const* ar
     Emit(r);
     TakeSample();
     EmitClock();
-    ExecTarget target;
-    InspectExec(envp, &target, inspect);
+    const ExecTarget target = InspectExec(envp, inspect);
     handoff = target.follows();
     if (!handoff) EmitExecUntraced(r.ts, target, path, argv, 0);
   }
@@ -394,8 +395,7 @@ void RecordSpawn(int r, const pid_t* pid, const char* path, SpawnApi api, char* 
   s.api = static_cast<uint64_t>(api);
   Emit(s);
   if (s.child_pid <= 0) return;
-  ExecTarget target;
-  InspectExec(envp, &target, [&](ExecTarget* t) {
+  const ExecTarget target = InspectExec(envp, [&](ExecTarget* t) {
     if (api == SpawnApi::kPosixSpawnp) {
       InspectSearched(path, t);
     } else {

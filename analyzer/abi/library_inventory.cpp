@@ -208,14 +208,14 @@ LibraryInventory LibraryInventory::Of(const ProcessTrace& t) {
   // An exec into a program the shim could not follow (static, secure exec, preload
   // dropped) ends the last traced image like any exec, and the program is the next
   // image's executable: ld.so mapped nothing else there that the trace could show.
-  if (const ProcessFacts f = ProcessFacts::Of(t); f.untraced != nullptr) {
-    for (const auto& [base, idx] : live) inv.objects[idx].unloaded_ns = f.untraced->ts;
+  if (const auto* u = UntracedExecOf(t); u != nullptr) {
+    for (const auto& [base, idx] : live) inv.objects[idx].unloaded_ns = u->ts;
     LoadedLibrary exe;
-    exe.path = std::string(t.Str(f.untraced->exe));
+    exe.path = std::string(t.Str(u->exe));
     exe.api = LibApi::kStartup;
-    exe.loaded_ns = f.untraced->ts;
+    exe.loaded_ns = u->ts;
     exe.is_executable = true;
-    exe.image = f.untraced->image + 1;
+    exe.image = u->image + 1;
     inv.objects.push_back(std::move(exe));
   }
   // RTLD_DEEPBIND reaches the dependencies a deep-bound load brought in with it (their

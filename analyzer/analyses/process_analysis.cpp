@@ -315,17 +315,13 @@ class ProcessAnalysis final : public Analysis {
         if (u.child_pid == 0 || u.child_pid > INT32_MAX) continue;
         const auto pid = static_cast<uint32_t>(u.child_pid);
         if (model.TracedSince(host, pid, u.ts)) continue;  // it wrote a trace after all
-        Json row = UntracedChildRow(t, u, model.ReapOf(host, pid, u.ts));
-        row["env"] = Json::MakeObject();                 // not recorded
-        row["host"] = report.process(i)["host"];          // its parent's machine
-        report.root()["processes"].Append(std::move(row));
+        report.root()["processes"].Append(
+            UntracedChildRow(t, report.process(i), u, model.ReapOf(host, pid, u.ts)));
       }
     }
     std::vector<const Json*> procs;
     for (size_t i : jobs) procs.push_back(&report.process(i));
-    for (size_t i = traces.size(); i < report.root()["processes"].array().size(); ++i) {
-      procs.push_back(&report.process(i));
-    }
+    for (const Json* p : report.UntracedProcesses()) procs.push_back(p);
     report.AddText("Processes", ProcessTable(procs));
     if (report.options().keep_models) report.models().lifecycle = std::move(shared_model);
   }
@@ -359,39 +355,43 @@ class ProcessAnalysis final : public Analysis {
     p["gpu"] = std::move(gpu);
   }
 
-  // The row of a child that ran untraced program u names (parent's records only): its
-  // exe and argv, the end its parent's wait saw (exited, code unknown, if none did).
-  static Json UntracedChildRow(const ProcessTrace& parent, const Event<format::ExecUntraced>& u,
-                               const Reap* reap) {
+  // An images[] entry for a program the shim could not follow.
+  static Json UntracedImageJson(uint64_t image, const std::string& exe, uint64_t why) {
+    Json im = Json::MakeObject();
+    im["image"] = image;
+    im["exe"] = exe;
+    im["traced"] = false;
+    im["untraced_why"] = UntracedWhyName(why);
+    return im;
+  }
+
+  // The row of a child that ran untraced program u names (parent's records and row
+  // only): its exe and argv, the end its parent's wait saw (exited, code unknown, if none
+  // did), its parent's machine.
+  static Json UntracedChildRow(const ProcessTrace& parent, const Json& parent_row,
+                               const Event<format::ExecUntraced>& u, const Reap* reap) {
+    const std::string exe(parent.Str(u.exe));
     Json p = Json::MakeObject();
     p["pid"] = u.child_pid;
     p["ppid"] = parent.pid();
-    p["exe"] = std::string(parent.Str(u.exe));
+    p["exe"] = exe;
     Json argv = Json::MakeArray();
     for (std::string_view a : UntracedArgv(parent, u)) argv.Append(std::string(a));
     p["argv"] = std::move(argv);
     p["origin"] = "fork";
     p["traced"] = false;
     Json images = Json::MakeArray();
-    Json im = Json::MakeObject();
-    im["image"] = 0;
-    im["exe"] = std::string(parent.Str(u.exe));
-    im["traced"] = false;
-    im["untraced_why"] = UntracedWhyName(u.why);
-    images.Append(std::move(im));
+    images.Append(UntracedImageJson(0, exe, u.why));
     p["images"] = std::move(images);
     p["cwd"] = std::string();
     const uint64_t since_start = u.ts > parent.start_ns() ? u.ts - parent.start_ns() : 0;
     p["start_time"] = IsoTime(parent.start_realtime_ns() + since_start);
     p["duration_ns"] = reap != nullptr && reap->ts > u.ts ? reap->ts - u.ts : 0;
     std::optional<Reap> r;
-    if (reap != nullptr) r = *reap;
-    const int status = reap != nullptr ? static_cast<int>(reap->status) : 0;
-    Json end = reap == nullptr       ? EndObject(EndKind::kExecUntraced, std::nullopt, std::nullopt, r)
-               : WIFSIGNALED(status) ? EndObject(WTERMSIG(status) == SIGKILL ? EndKind::kKilled : EndKind::kSignaled,
-                                                 std::nullopt, WTERMSIG(status), r)
-                                     : EndObject(EndKind::kExited, WEXITSTATUS(status), std::nullopt, r);
-    end["exec_untraced"] = std::string(parent.Str(u.exe));
+    WaitEnd e{EndKind::kExecUntraced, std::nullopt, std::nullopt};
+    if (reap != nullptr) r = *reap, e = EndOfWaitStatus(reap->status);
+    Json end = EndObject(e.kind, e.code, e.signal, r);
+    end["exec_untraced"] = exe;
     p["end"] = std::move(end);
     p["trace_truncated"] = false;
     p["trace_file"] = std::string();
@@ -399,6 +399,8 @@ class ProcessAnalysis final : public Analysis {
     EmptyProcessFigures(p);
     p["threads"] = Json::MakeArray();
     p["children"] = Json::MakeArray();
+    p["env"] = Json::MakeObject();         // not recorded
+    p["host"] = parent_row["host"];        // its parent's machine
     return p;
   }
 
@@ -422,12 +424,7 @@ class ProcessAnalysis final : public Analysis {
       images.Append(std::move(im));
     }
     if (f.untraced != nullptr) {  // the image the shim could not follow (no trace of its own)
-      Json im = Json::MakeObject();
-      im["image"] = f.untraced->image + 1;
-      im["exe"] = std::string(t.Str(f.untraced->exe));
-      im["traced"] = false;
-      im["untraced_why"] = UntracedWhyName(f.untraced->why);
-      images.Append(std::move(im));
+      images.Append(UntracedImageJson(f.untraced->image + 1, std::string(t.Str(f.untraced->exe)), f.untraced->why));
     }
     p["images"] = std::move(images);
     p["cwd"] = f.job ? std::string(t.Str(f.job->cwd)) : std::string();

@@ -30,6 +30,19 @@ std::string_view UntracedWhyName(uint64_t why) {
   return "unknown";
 }
 
+WaitEnd EndOfWaitStatus(uint32_t status) {
+  const int st = static_cast<int>(status);
+  WaitEnd e;
+  if (WIFSIGNALED(st)) {
+    e.signal = WTERMSIG(st);
+    e.kind = *e.signal == SIGKILL ? EndKind::kKilled : EndKind::kSignaled;
+  } else {
+    e.kind = EndKind::kExited;
+    e.code = WEXITSTATUS(st);
+  }
+  return e;
+}
+
 std::string HostKey(const ProcessTrace& t) {
   std::string_view host, boot;
   for (const auto& h : t.records.HostInfo) {
@@ -87,6 +100,13 @@ bool EndsInUntracedExec(const ProcessTrace& t, const format::ProcessStart* job) 
     if (f.image == last.image && f.ts >= last.ts) return false;
   }
   return true;
+}
+
+// The start record of t's last image (the job), or nullptr.
+const Event<format::ProcessStart>* LastImageStart(const ProcessTrace& t) {
+  const auto& starts = t.records.ProcessStart;
+  if (starts.empty()) return nullptr;
+  return &*std::max_element(starts.begin(), starts.end(), [](auto& a, auto& b) { return a.image < b.image; });
 }
 
 // The ExecUntraced record of the exec that ended t (EndsInUntracedExec), if the shim
@@ -298,8 +318,7 @@ ProcessFacts ProcessFacts::Of(const ProcessTrace& t, const LifecycleModel* model
   if (!starts.empty()) {
     f.start = &*std::min_element(starts.begin(), starts.end(),
                                  [](auto& a, auto& b) { return a.image < b.image; });
-    f.job = &*std::max_element(starts.begin(), starts.end(),
-                               [](auto& a, auto& b) { return a.image < b.image; });
+    f.job = LastImageStart(t);
     f.ppid = static_cast<int64_t>(f.start->ppid);
   }
   if (const int64_t ppid = model ? model->ParentPidOf(t) : -1; ppid >= 0) f.ppid = ppid;
@@ -313,16 +332,11 @@ ProcessFacts ProcessFacts::Of(const ProcessTrace& t, const LifecycleModel* model
   if (const Reap* r = model ? model->ReapOf(t) : nullptr; r != nullptr) {
     // The reaper's wait status is exact.
     f.reap = *r;
-    const int status = static_cast<int>(r->status);
-    if (WIFSIGNALED(status)) {
-      const int signo = WTERMSIG(status);
-      f.end_signal = signo;
-      f.end_kind = signo == SIGKILL ? EndKind::kKilled : EndKind::kSignaled;
-      if (sig_ends && sig->signo == static_cast<uint64_t>(signo)) f.signal = sig;
-    } else {
-      f.end_kind = EndKind::kExited;
-      f.exit_code = WEXITSTATUS(status);
-    }
+    const WaitEnd e = EndOfWaitStatus(r->status);
+    f.end_kind = e.kind;
+    f.exit_code = e.code;
+    f.end_signal = e.signal;
+    if (e.signal && sig_ends && sig->signo == static_cast<uint64_t>(*e.signal)) f.signal = sig;
   } else if (sig_ends) {
     f.end_kind = EndKind::kSignaled;
     f.signal = sig;
@@ -353,6 +367,10 @@ ProcessFacts ProcessFacts::Of(const ProcessTrace& t, const LifecycleModel* model
     if (key == "shm_size") f.shm_size = h.value;
   }
   return f;
+}
+
+const Event<format::ExecUntraced>* UntracedExecOf(const ProcessTrace& t) {
+  return UntracedImage(t, LastImageStart(t));
 }
 
 std::string_view ProcessFacts::JobExe(const ProcessTrace& t) const {

@@ -24,6 +24,14 @@ std::string_view EndKindName(EndKind k);
 // The JSON name of an ExecUntraced.why: "no-preload", "static" or "secure-exec".
 std::string_view UntracedWhyName(uint64_t why);
 
+// How a wait status word ended a process: exited with its code, or signaled (killed for
+// SIGKILL) by its signal.
+struct WaitEnd {
+  EndKind kind = EndKind::kExited;
+  std::optional<int64_t> code, signal;
+};
+WaitEnd EndOfWaitStatus(uint32_t status);
+
 // The machine a trace was written on: "hostname/boot_id" from its host_info records
 // (either part may be empty in old traces). CLOCK_MONOTONIC times and pids compare only
 // between traces of one key.
@@ -115,6 +123,10 @@ class LifecycleModel {
   std::map<std::string, std::vector<CgroupReading>> cgroups_;
   size_t IndexOf(const ProcessTrace& t) const;
 };
+
+// The ExecUntraced record of the exec that ended t's last image, when that exec went into
+// a program the shim could not follow (ProcessFacts::untraced); nullptr otherwise.
+const Event<format::ExecUntraced>* UntracedExecOf(const ProcessTrace& t);
 
 // The argv of the program an ExecUntraced record names (its ExecArgv records).
 std::vector<std::string_view> UntracedArgv(const ProcessTrace& t, const Event<format::ExecUntraced>& u);
