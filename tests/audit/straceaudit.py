@@ -419,6 +419,24 @@ def compare_files(run: AuditRun, paths=None, fields=ALL_FIELDS) -> tuple[list, i
     return diffs, compared
 
 
+def _interpreted(path: str, argv):
+    """What the kernel runs for an execve of path: an interpreter script ("#!interp [arg]")
+    runs interp with argv [interp, (arg,) path, argv[1:]...], as /proc/PID/exe and cmdline
+    (and so the report) show; strace shows the execve's own path and argv. Returns
+    (executable, argv) of the process."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(256)
+    except OSError:
+        return path, argv
+    if not first.startswith(b"#!"):
+        return path, argv
+    words = first[2:].decode(errors="replace").strip().split(None, 1)
+    if not words:
+        return path, argv
+    return words[0], None if argv is None else [words[0], *words[1:], path, *argv[1:]]
+
+
 def compare_processes(run: AuditRun) -> list:
     """Every process strace saw is in processes[] with its parent, program, arguments and
     exit status, and no other."""
@@ -444,10 +462,11 @@ def compare_processes(run: AuditRun) -> list:
             diffs.append(f"pid {pid}: strace exit {t.exit_code}, report {end}")
         if pid in parent and parent[pid] in procs and p["ppid"] != parent[pid]:
             diffs.append(f"pid {pid}: strace parent {parent[pid]}, report ppid {p['ppid']}")
-        if t.argv is not None and p["argv"] != t.argv:
-            diffs.append(f"pid {pid}: strace argv {t.argv}, report argv {p['argv']}")
+        exe, argv = (_interpreted(os.path.join(run.root, t.execs[-1]), t.argv) if t.execs else (None, t.argv))
+        if argv is not None and p["argv"] != argv:
+            diffs.append(f"pid {pid}: strace argv {argv}, report argv {p['argv']}")
         if t.execs:
-            want = os.path.realpath(os.path.join(run.root, t.execs[-1]))
+            want = os.path.realpath(exe)
             if os.path.realpath(p["exe"]) != want:
                 diffs.append(f"pid {pid}: strace exec'd {want}, report exe {p['exe']}")
     return diffs
@@ -480,7 +499,8 @@ def compare_libraries(run: AuditRun) -> list:
         got = {p for p in by_pid.get(pid, set()) if p != shim and "/ld-linux" not in p}
         exe = [lib["path"] for lib in run.report["libraries"]
                if lib["pid"] == pid and lib.get("executable") and lib["image"] == last_image[pid]]
-        if [os.path.realpath(p) for p in exe] != [os.path.realpath(os.path.join(run.root, t.execs[-1]))]:
+        if [os.path.realpath(p) for p in exe] != [os.path.realpath(_interpreted(os.path.join(run.root, t.execs[-1]),
+                                                                                None)[0])]:
             diffs.append(f"pid {pid} ({t.execs[-1]}): executable rows of the last image: {exe}")
         if t.killed_by is not None and got <= want and any(
                 set(x.libs[len(x.libs) - len(want - got):]) == want - got for x in threads):
