@@ -8,7 +8,7 @@
 // mount id, parent id, major:minor, root, mount point, options, optional fields ending
 // with "-", filesystem type, source, super options. Spaces, tabs, newlines and
 // backslashes inside paths are escaped as \ooo octal. Header-only and free of libc
-// state, so the GoogleTest suite runs it on fixtures (tests/io/mountinfo_test.cc).
+// state, so the GoogleTest suite runs it on fixtures (tests/io/mountinfo_test.cpp).
 #pragma once
 
 #include <cstddef>
