@@ -18,7 +18,6 @@
 namespace colabtrace::analyzer {
 namespace {
 
-using abi::Basename;
 using abi::FailedLoad;
 using abi::FileFactsCache;
 using abi::LoadedLibrary;
@@ -172,11 +171,11 @@ class LibraryAnalysis final : public Analysis {
       ++cuda_libs;
       const LoadedLibrary& o = p.inv.objects[i];
       lines += "    " + o.path + (p.cuda[i] ? "  [CUDA " + std::to_string(p.cuda[i]->major) + "]" : "") +
-               (o.loaded_by.empty() ? "" : "  by " + Basename(o.loaded_by)) + "\n";
+               (o.loaded_by.empty() ? "" : "  by " + std::string(Basename(o.loaded_by))) + "\n";
     }
     for (const FailedLoad& f : p.inv.failures) {
       if (f.flags & RTLD_NOLOAD) continue;
-      lines += "    FAILED " + f.requested + "  by " + Basename(f.requester) + ": " + f.error + "\n";
+      lines += "    FAILED " + f.requested + "  by " + std::string(Basename(f.requester)) + ": " + f.error + "\n";
     }
     text += "pid " + std::to_string(t.pid()) + ": " + std::to_string(p.inv.objects.size()) +
             " objects loaded, " + std::to_string(cuda_libs) + " CUDA-related, " +

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "analyses/process_facts.h"
+#include "report/report.h"
 
 namespace colabtrace::analyzer::abi {
 namespace {
@@ -123,12 +124,7 @@ ProcessLibraries ProcessLibraries::Of(const ProcessTrace& t, FileFactsCache& cac
   return p;
 }
 
-std::string Basename(std::string_view p) {
-  const size_t s = p.rfind('/');
-  return std::string(s == std::string_view::npos ? p : p.substr(s + 1));
-}
-
-std::string NameOf(const LoadedLibrary& o) { return o.soname.empty() ? Basename(o.path) : o.soname; }
+std::string NameOf(const LoadedLibrary& o) { return o.soname.empty() ? std::string(Basename(o.path)) : o.soname; }
 
 elf::LibraryFamily FamilyOf(const LoadedLibrary& o) {
   elf::LibraryFamily f = elf::ClassifyLibrary(o.soname.empty() ? o.path : o.soname);

@@ -58,7 +58,6 @@ struct ProcessLibraries {
 
 // ---- shared helpers of the rules -------------------------------------------------------
 
-std::string Basename(std::string_view path);
 // The soname, else the file name.
 std::string NameOf(const LoadedLibrary& o);
 // colabtrace_elf's family of an object (by soname, else by path).

@@ -12,6 +12,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "analyses/process_facts.h"
+#include "report/report.h"
 
 namespace colabtrace::analyzer::io {
 
@@ -109,10 +110,6 @@ bool EndsWith(std::string_view s, std::string_view suffix) { return s.ends_with(
 // names per directory over its default directories.
 constexpr uint64_t kSearchWindow = 32;
 
-std::string_view BaseName(std::string_view path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
 
 // Python and native code, interpreter, compiler and tool configuration, version-control
 // state, pseudo files. Programs probe for these all the time (a compiler tries each
@@ -663,11 +660,11 @@ class ProcessReplay {
   // directories were steps of the search that ended here.
   void SearchFound(size_t found) {
     const std::string_view path = m_.files[found].path;
-    const std::string_view name = BaseName(path), dir = DirOf(path);
+    const std::string_view name = Basename(path), dir = DirOf(path);
     std::erase_if(misses_, [&](const Miss& miss) {
       if (opens_seen_ - miss.at > kSearchWindow) return true;
       FileStats& f = m_.files[miss.file];
-      if (BaseName(f.path) != name || DirOf(f.path) == dir) return false;
+      if (Basename(f.path) != name || DirOf(f.path) == dir) return false;
       ++f.search_misses;
       return true;
     });

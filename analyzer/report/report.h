@@ -136,6 +136,8 @@ std::string FormatBytes(uint64_t bytes);          // "1.5 GiB"
 std::string FormatDurationNs(uint64_t ns);        // "12.3 ms"
 std::string FormatHex(uint64_t v);                // "0x7f00..."
 std::string SignalName(int signo);                // "SIGSEGV"
+// The last component of a path, trailing slashes ignored ("/a/b/" -> "b"; "/" -> "/").
+std::string_view Basename(std::string_view path);
 // A trace string made safe for a terminal: control characters (C0, DEL and C1, newline
 // and tab included) become \n, \r, \t or \xNN, and bytes that are not valid UTF-8
 // become \xNN, so argv or a path from a trace cannot move the cursor, recolour the

@@ -10,11 +10,6 @@
 namespace colabtrace::analyzer {
 namespace {
 
-std::string_view Basename(std::string_view path) {
-  while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
-  const size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
 
 // `s` without a leading run of characters from `chars`.
 std::string_view SkipAll(std::string_view s, std::string_view chars) {

@@ -84,10 +84,6 @@ template <class R> const RecordShape& ShapeOf() {
   return shape;
 }
 
-std::string_view Basename(std::string_view path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
 
 // The job's command line: the executable's basename, then argv[1:].
 std::string ProcessName(const ProcessTrace& t) {

@@ -69,7 +69,7 @@ void DriverTooOldRule(const ProcessLibraries& p, ReportBuilder& report) {
   if (driver_lib != nullptr) f.evidence["driver_library"] = driver_lib->path;
   if (too_old) {
     f.summary = "the CUDA runtime " + CudaVersionText(runtime) +
-                (runtime_lib.empty() ? "" : " (" + Basename(runtime_lib) + ")") +
+                (runtime_lib.empty() ? "" : " (" + std::string(Basename(runtime_lib)) + ")") +
                 " is newer than the driver supports (CUDA " + CudaVersionText(driver) + ")";
   } else {
     f.summary = "CUDA calls failed because the driver is too old for the loaded runtime or its PTX";

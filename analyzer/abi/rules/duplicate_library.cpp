@@ -135,7 +135,7 @@ void DuplicateLibraryRule(const ProcessLibraries& p, ReportBuilder& report) {
       copies_json.Append(LibJson(o));
       if (n >= kListed) continue;
       if (!list.empty()) list += " and ";
-      list += o.path + (o.loaded_by.empty() ? "" : " (by " + Basename(o.loaded_by) + ")");
+      list += o.path + (o.loaded_by.empty() ? "" : " (by " + std::string(Basename(o.loaded_by)) + ")");
     }
     if (dup.size() > kListed) list += " and " + std::to_string(dup.size() - kListed) + " more";
     f.evidence["copies"] = std::move(copies_json);

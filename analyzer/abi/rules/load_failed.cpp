@@ -98,7 +98,7 @@ void LoadFailedRule(const ProcessLibraries& p, RuleContext& ctx, ReportBuilder& 
   for (const auto& [key, calls] : groups) {
     const FailedLoad& fl = *calls.front();
     const DlerrorFacts facts = ParseDlerror(fl.error);
-    const std::string wanted = Basename(fl.requested);
+    const std::string wanted = std::string(Basename(fl.requested));
     std::vector<FoundCopy> copies, others;
     std::optional<LibrarySearch> s;
     if (search && searched++ < kMaxSearched) {
@@ -162,7 +162,7 @@ void LoadFailedRule(const ProcessLibraries& p, RuleContext& ctx, ReportBuilder& 
       for (const std::string& fr : stack) st.Append(fr);
       ev["stack"] = std::move(st);
     }
-    f.summary = "loading " + fl.requested + (fl.requester.empty() ? "" : " (from " + Basename(fl.requester) + ")") +
+    f.summary = "loading " + fl.requested + (fl.requester.empty() ? "" : " (from " + std::string(Basename(fl.requester)) + ")") +
                 " failed" + (calls.size() > 1 ? " " + std::to_string(calls.size()) + " times" : "") +
                 ": " + fl.error;
     if (!copies.empty()) f.summary += "; a copy exists at " + copies[0].path;
@@ -191,9 +191,9 @@ void LoadFailedRule(const ProcessLibraries& p, RuleContext& ctx, ReportBuilder& 
                  "environment, then restart the runtime.";
     } else if (!others.empty()) {
       std::string list;
-      for (const auto& o : others) list += (list.empty() ? "" : ", ") + Basename(o.path);
+      for (const auto& o : others) list += (list.empty() ? "" : ", ") + std::string(Basename(o.path));
       f.advice = "Only other versions are installed (" + list + "): " +
-                 (fl.requester.empty() ? std::string("the requester") : Basename(fl.requester)) +
+                 (fl.requester.empty() ? std::string("the requester") : std::string(Basename(fl.requester))) +
                  " was built for " + wanted + ". Install the version it needs" +
                  (pkg.empty() ? "" : " (pip install " + pkg + ")") +
                  " or a build of the requester for the installed version, then restart the runtime.";

@@ -145,7 +145,7 @@ void NoKernelImageRule(const ProcessLibraries& p, RuleContext& ctx, ReportBuilde
     std::string caller = errors.array()[0]["caller"].is_string() ? errors.array()[0]["caller"].str() : "";
     f.summary = "a kernel had no image for this GPU (CUDA error " +
                 std::to_string(errors.array()[0]["rc"].as_int()) + ")" +
-                (caller.empty() ? "" : " in " + Basename(caller));
+                (caller.empty() ? "" : " in " + std::string(Basename(caller)));
     f.advice =
         "The calling library has no cubin for this GPU and no PTX the driver can JIT. Install "
         "a build that supports this GPU's compute capability (check with "

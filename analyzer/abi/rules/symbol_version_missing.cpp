@@ -90,7 +90,7 @@ void SymbolVersionMissingRule(const ProcessLibraries& p, RuleContext& ctx, Repor
     }
     // Other copies of the provider that have what is missing.
     Json better = Json::MakeArray();
-    const std::string prov_name = provider_soname.empty() ? Basename(provider) : provider_soname;
+    const std::string prov_name = provider_soname.empty() ? std::string(Basename(provider)) : provider_soname;
     if (disk && searched++ < kMaxSearched && !prov_name.empty() && !e.version.empty()) {
       abi::LibrarySearch s(t, p.inv);
       for (const abi::FoundCopy& c : s.FindCopies(prov_name)) {
@@ -101,11 +101,11 @@ void SymbolVersionMissingRule(const ProcessLibraries& p, RuleContext& ctx, Repor
     ev["copies_with_version"] = better;
     if (!disk) ev["disk_checks"] = p.host.DiskChecksLabel();
     const std::string what = !e.version.empty() ? e.version : e.symbol;
-    f.summary = (needer.empty() ? std::string("a library") : Basename(needer)) + " needs " + what +
+    f.summary = (needer.empty() ? std::string("a library") : std::string(Basename(needer))) + " needs " + what +
                 (e.symbol.empty() || e.version.empty() ? "" : " (" + e.symbol + ")") + ", which " +
                 (provider.empty() ? std::string("the loaded provider") : provider) + " does not provide";
     f.advice = "An older copy of " + (prov_name.empty() ? std::string("the provider") : prov_name) +
-               " was loaded than the one " + (needer.empty() ? std::string("the library") : Basename(needer)) +
+               " was loaded than the one " + (needer.empty() ? std::string("the library") : std::string(Basename(needer))) +
                " was built against." +
                (better.array().empty() ? std::string("")
                                        : " A copy that has " + what + " exists at " + better.array()[0].str() +
