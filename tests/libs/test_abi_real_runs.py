@@ -132,6 +132,31 @@ class RealRunsTest(h.TempDirTest):
         self.assertTrue(all(f["severity"] == "info" for f in lf), lf)
         self.assertTrue(any("pyenv-realpath.dylib" in f["evidence"]["requested"] for f in lf), lf)
 
+    def bash_probe_then(self, tail):
+        """A subshell probes an absent builtin (`enable -f`, as pyenv's shim does), then runs
+        tail; its traced parent reaps it (so its end is known after an untraced exec too).
+        The abi.load-failed findings of the probe."""
+        r = h.run_traced(["bash", "-c", "(enable -f /nonexistent/libct_probe.so x 2>/dev/null; " + tail + "); exit $?"])
+        rep = h.report(*r.traces)
+        return r, [(f["severity"], f["evidence"]["severity_reason"]) for f in h.findings(rep, "abi.load-failed")
+                   if f["evidence"]["requested"] == "/nonexistent/libct_probe.so"]
+
+    def test_a_failed_load_before_an_exec_is_not_blamed_for_the_next_programs_exit(self):
+        # numpy's suite runs `python3 -c 'import blah'` through pyenv's bash shim: bash's
+        # probe failed, bash exec'd python, python exited 1. The exit is python's, from an
+        # image that never made the load (it was an error).
+        for tail, rc in ((f"exec {h.SYSTEM_PYTHON} -c 'raise SystemExit(1)'", 1),
+                         (f"exec {h.built_test_program('core', 'ct_exit_static')} exit 4", 4)):
+            r, lf = self.bash_probe_then(tail)
+            self.assertEqual(r.returncode, rc, r.stderr)
+            self.assertEqual(lf, [("info", "an optional load: the image that made it went on and exec'd another "
+                                           "program")], tail)
+
+    def test_a_failed_load_by_the_image_that_then_fails_is_an_error(self):
+        r, lf = self.bash_probe_then("exit 3")
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertEqual(lf, [("error", "the process failed after this load failed")])
+
     # ---- another host ------------------------------------------------------------------------
 
     def report_as(self, host_id, *traces):

@@ -7,7 +7,9 @@
 //
 // Severity (evidence.severity_reason says which case applied):
 //   error when
-//     - the process then failed (non-zero exit, a fatal signal, or killed);
+//     - the process then failed (non-zero exit, a fatal signal, or killed) in the image
+//       that made the load: an image that exec'd another program did not end the process
+//       (pyenv's bash shim probes `enable -f` and execs python, whose exit is python's);
 //     - the requested file was found but a library it needs (DT_NEEDED) is missing, or a
 //       symbol or symbol version it needs is missing (see abi.symbol-version-missing);
 //     - the library belongs to a family that matters here: a CUDA library, cuDNN, NCCL
@@ -31,6 +33,7 @@
 #include "abi/dlerror_text.h"
 #include "abi/library_search.h"
 #include "abi/rules/rules.h"
+#include "analyses/process_facts.h"
 #include "analyses/symbolize.h"
 
 namespace colabtrace::analyzer::abi {
@@ -47,14 +50,23 @@ bool FamilyMatters(const elf::LibraryFamily& fam) {
          fam.family == "libstdc++";
 }
 
+// Whether the load at ts was made by the process's last image, the one whose end is the
+// process's end: no exec (traced or not) followed it.
+bool InLastImage(const ProcessTrace& t, uint64_t ts) {
+  if (UntracedExecOf(t) != nullptr) return false;
+  return std::none_of(t.records.ProcessStart.begin(), t.records.ProcessStart.end(),
+                      [ts](const auto& s) { return s.image > 0 && s.ts > ts; });
+}
+
 Verdict Judge(const ProcessLibraries& p, const FailedLoad& fl, const DlerrorFacts& facts,
               const elf::LibraryFamily& fam, const LoadedLibrary* later, bool in_signal_handler) {
   const ProcessTrace& t = *p.trace;
-  if (p.process_failed && in_signal_handler && !FamilyMatters(fam)) {
+  const bool failed_after = p.process_failed && InLastImage(t, fl.ts);
+  if (failed_after && in_signal_handler && !FamilyMatters(fam)) {
     return {Severity::kInfo, "an optional load made inside a signal handler while the process was failing "
                              "(a crash reporter's plugin), not a cause of the failure"};
   }
-  if (p.process_failed) return {Severity::kError, "the process failed after this load failed"};
+  if (failed_after) return {Severity::kError, "the process failed after this load failed"};
   if (facts.kind == DlerrorFacts::kVersionNotFound || facts.kind == DlerrorFacts::kUndefinedSymbol ||
       facts.kind == DlerrorFacts::kSymbolVersion) {
     return {Severity::kError, "the library was found but a symbol or version it needs is missing"};
@@ -74,6 +86,9 @@ Verdict Judge(const ProcessLibraries& p, const FailedLoad& fl, const DlerrorFact
                                       ") was loaded instead"};
     }
     return {Severity::kError, "a " + fam.family + " library (a family CUDA programs depend on)"};
+  }
+  if (!InLastImage(t, fl.ts)) {
+    return {Severity::kInfo, "an optional load: the image that made it went on and exec'd another program"};
   }
   return {Severity::kInfo, "an optional load: the process went on and ended normally"};
 }
