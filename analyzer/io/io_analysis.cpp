@@ -67,7 +67,15 @@ constexpr double kMetadataPerRead = 5.0;
 // trying <cstdlib> in every -I directory; FileStats::search_misses). A read
 // of a directory (EISDIR, from a loop over a listing that meets a subdirectory) is the
 // program's own mistake, seen at once as an exception, not storage trouble: not counted.
+// Nor are names in angle brackets ("<unknown>", "<string>"): CPython's name for code that
+// came from no file, which it still fopen()s to quote the line of a SyntaxError (every
+// failing ast.parse or compile of a string); no data file is called so.
 constexpr uint64_t kLookupErrorsMin = 10;
+
+bool IsCodeWithoutFile(std::string_view path) {
+  const std::string_view name = Basename(path);
+  return name.size() >= 2 && name.front() == '<' && name.back() == '>';
+}
 
 // Errors of the process's (or the host's) descriptor table or memory, not of the path:
 // they mean the program ran out of a limit (a descriptor leak, ulimit -n) whatever file
@@ -871,7 +879,8 @@ class IoAnalysis final : public Analysis {
           file_hard += n;
           if (IsProcessLimit(e)) limits += n;
           if (IsSpaceError(e)) space += n;
-        } else if (data && f.open_errors > f.search_misses && !exists && !upward_search[i]) {
+        } else if (data && f.open_errors > f.search_misses && !exists && !upward_search[i] &&
+                   !IsCodeWithoutFile(f.path)) {
           // Only failed opens of files: a failed stat or opendir is a probe (pyenv's
           // hook directories, Python's import path), not a missing data file; nor is a
           // search-path step (the name found in a later directory: search_misses).

@@ -111,6 +111,33 @@ class IoErrorsTest(TempDirTest):
         (f,) = findings(report(*run.traces), "io.errors")
         return run, f
 
+    def test_syntax_errors_of_code_from_no_file_are_no_missing_files(self):
+        # CPython fopen()s the file name of a SyntaxError to quote its line, even "<unknown>"
+        # (ast.parse) or "<string>" (compile): numpy's suite made 12 such opens in its
+        # working directory, an io.errors warning with the 5 other misses of its tests.
+        # 12 missing data files next to them still count, exactly.
+        root = os.path.join(self.tmp, "syn")
+        os.makedirs(root)
+        script = ("import ast, os, sys\n"
+                  "bad = 0\n"
+                  "for i in range(12):\n"
+                  "    for parse in (ast.parse, lambda s: compile(s, '<string>', 'exec')):\n"
+                  "        try: parse('x = (')\n"
+                  "        except SyntaxError: bad += 1\n"
+                  "missing = 0\n"
+                  "for i in range(int(sys.argv[1])):\n"
+                  "    try: open('sample_%d.bin' % i, 'rb')\n"
+                  "    except FileNotFoundError: missing += 1\n"
+                  "print(bad, missing)\n")
+        for samples in (0, 12):
+            run = run_traced([SYSTEM_PYTHON, "-c", script, str(samples)], cwd=root)
+            self.assertEqual((run.returncode, run.stdout), (0, f"24 {samples}\n"), run.stderr)
+            self.assertEqual(failed_opens(run.traces, os.path.join(root, "<")), 24)
+            got = [(f["evidence"]["lookup_errors"], sorted(p["path"] for p in f["evidence"]["paths"]))
+                   for f in findings(report(*run.traces), "io.errors")]
+            want = [(12, sorted(os.path.join(root, "sample_%d.bin" % i) for i in range(12)))] if samples else []
+            self.assertEqual(got, want)
+
     def test_names_found_in_another_directory_earlier_still_count(self):
         # A search-path step is a failed open whose name opens fine in another directory
         # right after (a compiler's -I directories). A split whose files share names with
