@@ -364,6 +364,13 @@ class ProcessReplay {
     return idx;
   }
 
+  size_t InheritedTmpfileOf(uint64_t path_id) {
+    const std::string file = NormalizePath(t_.Str(path_id));
+    const size_t idx = m_.FileIndex(std::string(DirOf(file)) + "/<O_TMPFILE>");
+    touched_.insert(idx);
+    return idx;
+  }
+
   // A descriptor with no open in the trace (should not happen: the shim records every
   // descriptor it traces): charged to a per-descriptor placeholder.
   size_t UnknownFdFile(int64_t fd) {
@@ -403,7 +410,11 @@ class ProcessReplay {
     }
     // O_TMPFILE holds O_DIRECTORY's bit: the path names a directory, the open makes a file.
     const bool tmpfile = (o.flags & O_TMPFILE) == O_TMPFILE;
-    const size_t idx = tmpfile ? TmpfileOf(o.path) : FileOf(o.path);
+    // An inherited one is named by /proc/self/fd: "<dir>/#<inode> (deleted)", the file,
+    // not its directory (a subprocess writing into pytest's capture file).
+    const size_t idx = !tmpfile ? FileOf(o.path)
+                       : api == IoApi::kInherited ? InheritedTmpfileOf(o.path)
+                                                  : TmpfileOf(o.path);
     FileStats& f = m_.files[idx];
     if (o.mount != 0 && f.mount < 0) {
       auto it = mount_by_id_.find(o.mount);

@@ -243,6 +243,25 @@ class PythonIoTest(TempDirTest):
         self.assertGreater(dir_stats, 1000)
         self.assertEqual(findings(rep, "io.metadata-heavy"), [])
 
+    def test_an_inherited_o_tmpfile_is_its_directorys_o_tmpfile_row(self):
+        # pytest captures a test's output in an O_TMPFILE file, which a subprocess of the
+        # test inherits as fd 1 or 2; /proc names it "<dir>/#<inode> (deleted)". numpy's
+        # suite got a row "<dir>/#11453203 (deleted)/<O_TMPFILE>" from it.
+        d = os.path.join(self.tmp, "cap")
+        os.makedirs(d)
+        script = ("import os, subprocess, sys\n"
+                  "fd = os.open(sys.argv[1], os.O_TMPFILE | os.O_RDWR, 0o600)\n"
+                  "os.write(fd, b'parent\\n')\n"
+                  "subprocess.run([sys.executable, '-c', 'import os; os.write(1, b\"child\\\\n\")'], stdout=fd, check=True)\n"
+                  "os.lseek(fd, 0, 0)\n"
+                  "print(os.read(fd, 100).decode(), end='')\n")
+        run = run_traced([SYSTEM_PYTHON, "-c", script, d], out_dir=os.path.join(self.tmp, "out"))
+        self.assertEqual((run.returncode, run.stdout), (0, "parent\nchild\n"), run.stderr)
+        self.assertEqual(len(run.traces), 2)
+        rows = [f for f in report(*run.traces)["io"]["files"] if f["path"].startswith(d)]
+        self.assertEqual([(f["path"], f["opens"], f["writes"], f["bytes_written"], f["reads"], f["bytes_read"])
+                          for f in rows], [(d + "/<O_TMPFILE>", 1, 2, 13, 1, 13)])
+
     def test_numpy_load_through_an_fdopened_dup_keeps_the_files_size(self):
         # np.load reads the header through Python's buffered file (one 4 KiB read), then
         # numpy.fromfile dups the descriptor, fdopens it and fseeks (untraced) back to the
