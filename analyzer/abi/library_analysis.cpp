@@ -33,7 +33,7 @@ class LibraryAnalysis final : public Analysis {
     std::string text;
     const auto& traces = report.traces();
     for (size_t i = 0; i < traces.size(); ++i) {
-      const abi::ProcessLibraries p = abi::ProcessLibraries::Of(traces[i], files_);
+      const abi::ProcessLibraries p = abi::ProcessLibraries::Of(traces[i], report.facts(traces[i]), files_);
       AddRows(p, rows);
       // `colabtrace run`'s own trace loads nothing of the job's: no line for it.
       if (!IsRunWrapper(traces[i])) AddTextLines(p, text);

@@ -101,13 +101,12 @@ HostOrigin HostOriginOf(const ProcessTrace& t, const LocalHost& local) {
   return o;
 }
 
-ProcessLibraries ProcessLibraries::Of(const ProcessTrace& t, FileFactsCache& cache) {
+ProcessLibraries ProcessLibraries::Of(const ProcessTrace& t, const ProcessFacts& facts, FileFactsCache& cache) {
   ProcessLibraries p;
   p.trace = &t;
   p.inv = LibraryInventory::Of(t);
   p.host = HostOriginOf(t);
   p.end_realtime_ns = t.start_realtime_ns() + (t.end_ns() - t.start_ns());
-  const ProcessFacts facts = ProcessFacts::Of(t);
   p.process_failed = facts.end_kind == EndKind::kSignaled || facts.end_kind == EndKind::kKilled ||
                      (facts.exit_code && *facts.exit_code != 0);
   for (const LoadedLibrary& o : p.inv.objects) {

@@ -15,6 +15,7 @@
 
 #include "abi/file_facts.h"
 #include "abi/library_inventory.h"
+#include "analyses/process_facts.h"
 #include "elf/cuda_arch.h"
 #include "elf/library_family.h"
 #include "report/json.h"
@@ -53,7 +54,9 @@ struct ProcessLibraries {
   HostOrigin host;
   bool process_failed = false;  // non-zero exit, a fatal signal, or killed
 
-  static ProcessLibraries Of(const ProcessTrace& t, FileFactsCache& cache);
+  // facts: t's process facts given the run's lifecycle model (ReportBuilder::facts), so
+  // that process_failed agrees with how processes[] says it ended.
+  static ProcessLibraries Of(const ProcessTrace& t, const ProcessFacts& facts, FileFactsCache& cache);
 };
 
 // ---- shared helpers of the rules -------------------------------------------------------

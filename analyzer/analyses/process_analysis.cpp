@@ -159,12 +159,12 @@ class ProcessAnalysis final : public Analysis {
 
   void Run(ReportBuilder& report) override {
     const auto& traces = report.traces();
-    auto shared_model = std::make_shared<const LifecycleModel>(traces);
+    const std::shared_ptr<const LifecycleModel> shared_model = report.shared_lifecycle();
     const LifecycleModel& model = *shared_model;
     std::vector<size_t> jobs;
     for (size_t i = 0; i < traces.size(); ++i) {
       const ProcessTrace& t = traces[i];
-      const ProcessFacts f = ProcessFacts::Of(t, &model);
+      const ProcessFacts& f = report.facts(t);
       Json& p = report.process(i);
       FillProcess(t, f, p);
       if (t.truncated) {
@@ -195,7 +195,7 @@ class ProcessAnalysis final : public Analysis {
     for (size_t i : jobs) procs.push_back(&report.process(i));
     for (const Json* p : report.UntracedProcesses()) procs.push_back(p);
     report.AddText("Processes", ProcessTable(procs));
-    if (report.options().keep_models) report.models().lifecycle = std::move(shared_model);
+    if (report.options().keep_models) report.models().lifecycle = shared_model;
   }
 
  private:
@@ -367,7 +367,7 @@ class HostAnalysis final : public Analysis {
 
   void Run(ReportBuilder& report) override {
     const auto& traces = report.traces();
-    const LifecycleModel model(traces);
+    const LifecycleModel& model = report.lifecycle();
     std::map<std::string, std::vector<const ProcessTrace*>> by_host;
     for (const auto& t : traces) by_host[HostKey(t)].push_back(&t);
     Json hosts = Json::MakeArray();

@@ -336,7 +336,7 @@ void AddOomFindings(ReportBuilder& report, const ProcessTrace& t, const Allocati
 void AddLeakFinding(ReportBuilder& report, const ProcessTrace& t, const AllocationTimeline& g) {
   const LeakGrowth lg = FindLeakGrowth(g, t.end_ns());
   if (lg.groups.empty()) return;
-  const bool killed = ProcessFacts::Of(t).end_kind == EndKind::kKilled;
+  const bool killed = report.facts(t).end_kind == EndKind::kKilled;
   double rate = 0;
   for (const LeakGroup& gr : lg.groups) rate += gr.rate_bytes_per_s;
   Finding fd;

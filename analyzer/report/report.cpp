@@ -30,6 +30,23 @@ ReportBuilder::ReportBuilder(const std::vector<ProcessTrace>& traces, ReportOpti
   for (size_t i = 0; i < traces_.size(); ++i) root_["processes"].Append(Json::MakeObject());
 }
 
+std::shared_ptr<const LifecycleModel> ReportBuilder::shared_lifecycle() {
+  if (lifecycle_ == nullptr) lifecycle_ = std::make_shared<const LifecycleModel>(traces_);
+  return lifecycle_;
+}
+
+const LifecycleModel& ReportBuilder::lifecycle() { return *shared_lifecycle(); }
+
+const ProcessFacts& ReportBuilder::facts(const ProcessTrace& t) {
+  if (facts_.empty() && !traces_.empty()) {
+    const LifecycleModel& model = lifecycle();
+    facts_.reserve(traces_.size());
+    for (const ProcessTrace& each : traces_) facts_.push_back(ProcessFacts::Of(each, &model));
+  }
+  const auto i = static_cast<size_t>(&t - traces_.data());
+  return facts_.at(i);  // throws for a trace that is not one of traces()
+}
+
 Json& ReportBuilder::process(size_t index) { return root_["processes"].array().at(index); }
 
 std::vector<Json*> ReportBuilder::UntracedProcesses() {

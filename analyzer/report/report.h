@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analyses/process_facts.h"
 #include "report/json.h"
 #include "trace/process_trace.h"
 
@@ -24,7 +25,6 @@ struct AllocationTimeline;
 namespace io {
 class IoModel;
 }
-class LifecycleModel;
 
 enum class Severity { kInfo = 0, kWarning = 1, kError = 2 };
 std::string_view SeverityName(Severity s);
@@ -93,6 +93,15 @@ class ReportBuilder {
   ReportModels& models() { return models_; }
   const ReportModels& models() const { return models_; }
 
+  // The process model every analysis reads, computed once on first use: the lifecycle
+  // model across traces (reaps, colabtrace run's samples, hosts) and each trace's facts
+  // given it (how it ended, its job image, its parent), so that a process reads as having
+  // ended the same way in every area of the report.
+  const LifecycleModel& lifecycle();
+  std::shared_ptr<const LifecycleModel> shared_lifecycle();
+  // t must be one of traces().
+  const ProcessFacts& facts(const ProcessTrace& t);
+
   // Sorts findings (severity, then id, then pid), writes findings[] and warnings[] into
   // the JSON document and returns it.
   const Json& Finish();
@@ -105,6 +114,8 @@ class ReportBuilder {
   std::vector<TextSection> sections_;
   std::vector<std::string> warnings_;
   ReportModels models_;
+  std::shared_ptr<const LifecycleModel> lifecycle_;
+  std::vector<ProcessFacts> facts_;  // per trace, same order; empty until facts() is asked
   bool finished_ = false;
 };
 

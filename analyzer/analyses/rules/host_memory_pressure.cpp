@@ -67,7 +67,7 @@ Json HostMemoryPressureRule(const HostMembers& h, ReportBuilder& report) {
   const bool multi_host = h.multi_host;
   uint64_t cgroup_max = UINT64_MAX, mem_total = UINT64_MAX;
   for (const ProcessTrace* t : members) {
-    const ProcessFacts f = ProcessFacts::Of(*t);
+    const ProcessFacts& f = report.facts(*t);
     cgroup_max = std::min(cgroup_max, f.cgroup_max);
     mem_total = std::min(mem_total, f.mem_total);
   }
@@ -124,7 +124,7 @@ Json HostMemoryPressureRule(const HostMembers& h, ReportBuilder& report) {
       const ProcessTrace& t = *members[i];
       if (IsRunWrapper(t)) continue;
       if (!fork_children) {
-        const ProcessFacts f = ProcessFacts::Of(t);
+        const ProcessFacts& f = report.facts(t);
         const bool forked = f.start && f.start->origin == static_cast<uint64_t>(format::ProcessOrigin::kForkChild);
         if (forked && f.job == f.start) continue;
       }

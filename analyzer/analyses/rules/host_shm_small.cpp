@@ -24,7 +24,7 @@ void HostShmSmallRule(const HostMembers& h, ReportBuilder& report) {
   uint64_t shm_bytes = 0;  // written to or mapped from /dev/shm files
   for (const ProcessTrace* tp : members) {
     const ProcessTrace& t = *tp;
-    const ProcessFacts f = ProcessFacts::Of(t);
+    const ProcessFacts& f = report.facts(t);
     shm_size = std::min(shm_size, f.shm_size);
     // Descriptors open on /dev/shm files, by the time they were opened.
     std::map<int64_t, uint64_t> shm_fds;

@@ -186,7 +186,7 @@ void ProcKilledRule(const ProcessEnd& e, ReportBuilder& report) {
   // multiprocessing's Process.kill()) names the cause; the OOM killer sends none.
   const KillSender sender = KillSenderOf(all, model, host, t.pid(), t.start_ns(), f.reap ? f.reap->ts : UINT64_MAX);
   if (sender.kill != nullptr) {
-    const ProcessFacts sf = ProcessFacts::Of(*sender.trace);
+    const ProcessFacts& sf = report.facts(*sender.trace);
     std::string cmd;
     for (std::string_view a : sf.JobArgv(*sender.trace)) cmd += (cmd.empty() ? "" : " ") + std::string(a);
     Json s = Json::MakeObject();
