@@ -8,12 +8,13 @@ fs.promises and four worker_threads. Per process and per file the report's count
 strace's system calls; processes, exit codes, libraries; no warning or error finding.
 Each class skips when its program or strace is missing (CI's machine need not have
 node or sqlite3)."""
+import copy
 import os
 import subprocess
 import unittest
 
 from ctharness import clean_env
-from straceaudit import OnceAudit
+from straceaudit import OnceAudit, compare_libraries, compare_processes
 
 GIT_FILES = 2000
 
@@ -132,6 +133,64 @@ class PerlProveAudit(ScaleAudit, unittest.TestCase):
         self.assertIn("Files=6, Tests=16", out)
         self.assertIn("Result: FAIL", out)
         self.assertTrue(out.rstrip().endswith("prove: 1"), out)
+
+
+class NumpySuiteAudit(ScaleAudit, unittest.TestCase):
+    """numpy's own tests that start processes and touch files: exec_command (shells, one
+    with an empty environment, so untraced), system_info (compiler probes), the f2py and
+    entry-point scripts, memory maps and .npy/.npz files, with pytest's tmp_path here."""
+    PROGRAMS = ("/usr/bin/python3",)
+    MODULES = ("numpy", "pytest")
+    MIN_FILES = 20
+    SCRIPT = ("export TMPDIR=$PWD/tmp HOME=$PWD; mkdir tmp; /usr/bin/python3 -m pytest -q -p no:cacheprovider "
+              "-o addopts= -p no:randomly --pyargs numpy.distutils.tests.test_exec_command "
+              "numpy.distutils.tests.test_system_info numpy.tests.test_scripts numpy.core.tests.test_memmap "
+              "numpy.lib.tests.test_format 2>&1 | grep -oE '^[0-9]+ passed.*skipped' ; echo \"pytest: $?\"")
+
+    def test_the_run_behaved_as_bare(self):
+        self.assertEqual(self.run_.returncode, 0, self.run_.stderr)
+        self.assertTrue(self.run_.stdout.endswith("pytest: 0\n"), self.run_.stdout)
+
+    def never_execd(self):
+        """Children that never ran a program: exec_command's vfork children whose every
+        execve along PATH failed ('cd' is a shell builtin), which then _exit(255)."""
+        prefix = os.path.join(os.path.dirname(self.run_.root), "strace", "s.")
+        out = set()
+        for pid, t in self.run_.strace.processes().items():
+            if t.execs:
+                continue
+            with open(prefix + str(pid), errors="replace") as f:
+                if "execve(" in f.read():
+                    out.add(pid)
+        return out
+
+    def without(self, pids):
+        run = copy.copy(self.run_)
+        run.strace = copy.copy(run.strace)
+        run.strace.tasks = {tid: t for tid, t in run.strace.tasks.items() if run.strace.tgid[tid] not in pids}
+        return run
+
+    def test_processes_and_exit_codes_equal_strace(self):
+        # Every process but those children (next test), exactly.
+        self.assertEqual(len(self.never_execd()), 2)
+        self.assertEqual(compare_processes(self.without(self.never_execd())), [])
+
+    @unittest.expectedFailure
+    def test_a_vfork_child_whose_execs_all_failed_has_a_row(self):
+        # It writes no trace by design (it runs on its parent's memory until it execs); its
+        # parent recorded only its reap (wait_status, 255 << 8): the report lists no process
+        # (reported to the lead).
+        rows = {p["pid"] for p in self.run_.report["processes"]}
+        self.assertEqual(self.never_execd() - rows, set())
+
+    def test_libraries_equal_what_ld_so_mapped(self):
+        # exec_command runs four shells with an empty environment: no LD_PRELOAD, no shim,
+        # so nothing can say which libraries they mapped (their rows: "traced": false, the
+        # executable only). Every other process, exactly.
+        untraced = {p["pid"] for p in self.run_.report["processes"] if p.get("traced") is False}
+        self.assertEqual(len(untraced), 4)
+        self.maxDiff = None
+        self.assertEqual(compare_libraries(self.without(untraced | self.never_execd())), [])
 
 
 NODE_FILES = 600
