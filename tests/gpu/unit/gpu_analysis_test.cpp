@@ -401,6 +401,30 @@ TEST(GpuAnalysis, KilledProcessLeaksWhatWasLive) {
   EXPECT_EQ(Gpu(r->root())["held_at_exit_bytes"].as_int(), static_cast<int64_t>(100 * MiB));
 }
 
+// A trace without an end record whose process its parent reaped with exit status 0 (a
+// trace cut short, e.g. by a full disk): gpu.leak reads its end as processes[] does,
+// from the reaper's wait status, not as a kill.
+TEST(GpuLeak, AProcessItsParentSawExitIsNotCalledKilled) {
+  TraceBuilder child(121);
+  const uint64_t leak = child.Stack({0x401000});
+  uint64_t addr = kBase;
+  Steps(child, leak, &addr, 10, 4 * MiB, 200'000'000);
+  TraceBuilder parent(122, /*start_ns=*/500);
+  parent.SetNow(child.now() + 1000);
+  format::WaitStatus w;
+  w.pid = 121;
+  w.status = 0;  // exited 0
+  parent.Add(w);
+  std::vector<ProcessTrace> traces;
+  traces.push_back(child.Finish(/*killed=*/true));
+  traces.push_back(parent.Finish());
+  auto r = Report(traces);
+  EXPECT_EQ(r->root()["processes"].array().at(0)["end"]["kind"].str(), "exited");
+  const auto leaks = Findings(r->root(), "gpu.leak");
+  ASSERT_EQ(leaks.size(), 1u);
+  EXPECT_EQ((*leaks[0])["evidence"]["at"].str(), "exit");
+}
+
 TEST(GpuAnalysis, XlaPreallocationContradictsTheSetting) {
   for (const bool late : {false, true}) {
     TraceBuilder b(110);
