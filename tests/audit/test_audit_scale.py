@@ -236,5 +236,23 @@ class NodeFsAudit(ScaleAudit, unittest.TestCase):
         self.assertEqual(self.run_.stdout.split(), [str(total)] * 4 + ["ENOENT", "node:", "0"])
 
 
+# The same runs under `colabtrace run` (which sets LD_PRELOAD itself; its own process is
+# left out of the comparisons).
+class GitScaleRunAudit(GitScaleAudit):
+    VIA_RUN = True
+
+
+class SqliteWalRunAudit(SqliteWalAudit):
+    VIA_RUN = True
+
+
+class PerlProveRunAudit(PerlProveAudit):
+    VIA_RUN = True
+
+
+class NodeFsRunAudit(NodeFsAudit):
+    VIA_RUN = True
+
+
 if __name__ == "__main__":
     unittest.main()
