@@ -364,9 +364,17 @@ class ProcessReplay {
     return idx;
   }
 
-  size_t InheritedTmpfileOf(uint64_t path_id) {
-    const std::string file = NormalizePath(t_.Str(path_id));
-    const size_t idx = m_.FileIndex(std::string(DirOf(file)) + "/<O_TMPFILE>");
+  // A descriptor the process started with is named by its /proc/self/fd link, which
+  // says "<path> (deleted)" once the file was unlinked (a temporary file handed to a
+  // subprocess as its stdout): the row is the file's own, where its opener's I/O went.
+  size_t InheritedFileOf(uint64_t path_id, bool tmpfile) {
+    std::string_view raw = t_.Str(path_id);
+    if (constexpr std::string_view kDeleted = " (deleted)"; raw.ends_with(kDeleted)) {
+      raw.remove_suffix(kDeleted.size());
+    }
+    if (!tmpfile && raw.size() == t_.Str(path_id).size()) return FileOf(path_id);
+    const std::string file = raw.empty() ? std::string("<unknown path>") : NormalizePath(raw);
+    const size_t idx = m_.FileIndex(tmpfile ? std::string(DirOf(file)) + "/<O_TMPFILE>" : file);
     touched_.insert(idx);
     return idx;
   }
@@ -412,9 +420,9 @@ class ProcessReplay {
     const bool tmpfile = (o.flags & O_TMPFILE) == O_TMPFILE;
     // An inherited one is named by /proc/self/fd: "<dir>/#<inode> (deleted)", the file,
     // not its directory (a subprocess writing into pytest's capture file).
-    const size_t idx = !tmpfile ? FileOf(o.path)
-                       : api == IoApi::kInherited ? InheritedTmpfileOf(o.path)
-                                                  : TmpfileOf(o.path);
+    const size_t idx = api == IoApi::kInherited ? InheritedFileOf(o.path, tmpfile)
+                       : tmpfile                   ? TmpfileOf(o.path)
+                                                   : FileOf(o.path);
     FileStats& f = m_.files[idx];
     if (o.mount != 0 && f.mount < 0) {
       auto it = mount_by_id_.find(o.mount);

@@ -262,6 +262,26 @@ class PythonIoTest(TempDirTest):
         self.assertEqual([(f["path"], f["opens"], f["writes"], f["bytes_written"], f["reads"], f["bytes_read"])
                           for f in rows], [(d + "/<O_TMPFILE>", 1, 2, 13, 1, 13)])
 
+    def test_an_inherited_unlinked_file_is_its_paths_row(self):
+        # A temporary file unlinked while open and handed to a subprocess as its stdout:
+        # /proc names the child's descriptor "<path> (deleted)" (numpy's suite had two such
+        # rows); the child's write goes to the parent's row of the file.
+        d = os.path.join(self.tmp, "del")
+        os.makedirs(d)
+        script = ("import os, subprocess, sys\n"
+                  "p = os.path.join(sys.argv[1], 'out.txt')\n"
+                  "fd = os.open(p, os.O_CREAT | os.O_RDWR, 0o600)\n"
+                  "os.unlink(p)\n"
+                  "os.write(fd, b'parent\\n')\n"
+                  "subprocess.run([sys.executable, '-c', 'import os; os.write(1, b\"child\\\\n\")'], stdout=fd, check=True)\n"
+                  "os.lseek(fd, 0, 0)\n"
+                  "print(os.read(fd, 100).decode(), end='')\n")
+        run = run_traced([SYSTEM_PYTHON, "-c", script, d], out_dir=os.path.join(self.tmp, "out"))
+        self.assertEqual((run.returncode, run.stdout), (0, "parent\nchild\n"), run.stderr)
+        rows = [f for f in report(*run.traces)["io"]["files"] if f["path"].startswith(d)]
+        self.assertEqual([(f["path"], f["opens"], f["writes"], f["bytes_written"], f["reads"], f["bytes_read"])
+                          for f in rows], [(d + "/out.txt", 1, 2, 13, 1, 13)])
+
     def test_numpy_load_through_an_fdopened_dup_keeps_the_files_size(self):
         # np.load reads the header through Python's buffered file (one 4 KiB read), then
         # numpy.fromfile dups the descriptor, fdopens it and fseeks (untraced) back to the
