@@ -4,10 +4,11 @@ each run once under strace -f with the shim preloaded (session 8's sweep): git o
 links); sqlite3 in WAL mode (the -wal and -shm files, a shared-memory map, checkpoints)
 and with a rollback journal; perl's prove running a directory of Test::More tests
 (a perl per test, TAP over pipes); node reading 600 files with readFileSync/statSync,
-fs.promises and four worker_threads. Per process and per file the report's counts equal
-strace's system calls; processes, exit codes, libraries; no warning or error finding.
-Each class skips when its program or strace is missing (CI's machine need not have
-node or sqlite3)."""
+fs.promises and four worker_threads, and node's own test runner (a node child per test
+file); numpy's own tests that start processes. Per process and per file the report's
+counts equal strace's system calls; processes, exit codes, libraries; no warning or
+error finding; stdout and exit status equal a bare run's. Each class skips when its
+program or strace is missing (CI's machine need not have node or sqlite3)."""
 import copy
 import os
 import subprocess
@@ -236,6 +237,28 @@ class NodeFsAudit(ScaleAudit, unittest.TestCase):
         self.assertEqual(self.run_.stdout.split(), [str(total)] * 4 + ["ENOENT", "node:", "0"])
 
 
+class NodeTestRunnerAudit(ScaleAudit, unittest.TestCase):
+    """node's own test runner: `node --test` runs each test file in a node child of its
+    own (4 files; one test fails, so node exits 1)."""
+    PROGRAMS = ("node",)
+    MIN_FILES = 10
+    SCRIPT = "node --test --test-reporter=tap test/ 2>&1 | grep -E '^# (tests|pass|fail) '; echo \"node: ${PIPESTATUS[0]}\""
+
+    def prepare(self, root):
+        for i in range(10):
+            write(root, f"data/f{i}", "y" * (100 * i + 1))
+        for k in range(4):
+            write(root, f"test/t{k}.test.js", "const test = require('node:test'); const assert = require('node:assert');\n"
+                  "const fs = require('fs');\n"
+                  "test('sizes', () => { for (let i = 0; i < 10; i++) "
+                  "assert.strictEqual(fs.readFileSync('data/f' + i).length, 100 * i + 1); });\n"
+                  f"test('arith', () => {{ assert.strictEqual({k} + 1, {k + 1 if k != 3 else 0}); }});\n")
+
+    def test_the_run_behaved_as_bare(self):
+        self.assertEqual(self.run_.stdout.split(), ["#", "tests", "8", "#", "pass", "7", "#", "fail", "1",
+                                                    "node:", "1"])
+
+
 # The same runs under `colabtrace run` (which sets LD_PRELOAD itself; its own process is
 # left out of the comparisons).
 class GitScaleRunAudit(GitScaleAudit):
@@ -251,6 +274,10 @@ class PerlProveRunAudit(PerlProveAudit):
 
 
 class NodeFsRunAudit(NodeFsAudit):
+    VIA_RUN = True
+
+
+class NodeTestRunnerRunAudit(NodeTestRunnerAudit):
     VIA_RUN = True
 
 
