@@ -1,0 +1,53 @@
+// io.reread (info)
+//
+// Rule: on slow storage, at least kRereadMinFiles files were read through two or more
+// separate opens (epochs re-reading the dataset), or at least kRereadMinBytes were read
+// more than once (rules.h).
+#include <algorithm>
+#include <map>
+
+#include "io/rules/rules.h"
+
+namespace colabtrace::analyzer::io {
+
+void RereadRule(const IoView& in, ReportBuilder& report) {
+  uint64_t files = 0, bytes = 0;
+  std::vector<size_t> examples;
+  for (size_t i = 0; i < in.model.files.size(); ++i) {
+    if (!in.data[i] || !in.Slow(in.model.files[i])) continue;
+    const FileStats& f = in.model.files[i];
+    if (f.passes >= 2) {
+      ++files;
+      if (examples.size() < 10) examples.push_back(i);
+    }
+    bytes += f.reread_bytes();
+  }
+  if (files < kRereadMinFiles && bytes < kRereadMinBytes) return;
+  Finding fd;
+  fd.id = "io.reread";
+  fd.severity = Severity::kInfo;
+  Json& ev = fd.evidence;
+  ev["files_read_more_than_once"] = files;
+  ev["reread_bytes"] = bytes;
+  uint64_t max_passes = 0;
+  Json ex = Json::MakeArray();
+  for (size_t i : examples) {
+    const FileStats& f = in.model.files[i];
+    max_passes = std::max(max_passes, f.passes);
+    Json j = Json::MakeObject();
+    j["path"] = f.path;
+    j["passes"] = f.passes;
+    j["fs_type"] = in.FsType(f);
+    ex.Append(std::move(j));
+  }
+  ev["examples"] = std::move(ex);
+  fd.summary = std::to_string(files) + " files on slow storage were read again in later passes (" +
+               FormatBytes(bytes) + " read more than once)";
+  fd.advice =
+      "Each epoch fetches the same files from slow storage again. Copy the dataset to "
+      "local disk once, or cache decoded samples in memory or on local disk after the "
+      "first epoch (e.g. a cached Dataset, or persistent_workers with an in-worker cache).";
+  report.AddFinding(std::move(fd));
+}
+
+}  // namespace colabtrace::analyzer::io
