@@ -1,7 +1,7 @@
 // The gpu.* findings of one process, from its AllocationTimeline.
 //
-// Rules (thresholds are named constants in gpu_findings.cpp; docs/gpu-validation.md
-// lists them with the reasoning):
+// Rules (one file each under gpu/rules/, with its thresholds as named constants;
+// docs/gpu-validation.md lists them with the reasoning):
 //   gpu.oom-fragmentation  an out-of-memory failure while the free memory read right
 //                          after it was at least the request.
 //   gpu.oom                any other out-of-memory failure that was not recovered; the
