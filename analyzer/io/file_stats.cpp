@@ -160,11 +160,6 @@ bool LooksLikeCode(std::string_view p) {
   return p.find(".so.") != std::string_view::npos;
 }
 
-std::string ErrnoName(int e) {
-  if (const char* n = strerrorname_np(e)) return n;
-  return "errno " + std::to_string(e);
-}
-
 void AddError(FileStats& f, int err, std::string_view op) {
   for (auto& [e, n] : f.errors) {
     if (e == err) {

@@ -174,7 +174,7 @@ class IoAnalysis final : public Analysis {
     j["pids"] = std::move(pids);
     if (!f.errors.empty()) {
       Json errs = Json::MakeObject();
-      for (const auto& [e, n] : f.errors) errs[ErrName(e)] = n;
+      for (const auto& [e, n] : f.errors) errs[ErrnoName(e)] = n;
       j["errors"] = std::move(errs);
     }
     return j;

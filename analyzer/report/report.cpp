@@ -127,6 +127,11 @@ std::string FormatDurationNs(uint64_t ns) {
   return buf;
 }
 
+std::string ErrnoName(int e) {
+  if (const char* n = strerrorname_np(e)) return n;
+  return "errno " + std::to_string(e);
+}
+
 std::string_view Basename(std::string_view path) {
   while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
   const size_t slash = path.rfind('/');

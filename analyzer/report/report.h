@@ -147,6 +147,7 @@ std::string FormatBytes(uint64_t bytes);          // "1.5 GiB"
 std::string FormatDurationNs(uint64_t ns);        // "12.3 ms"
 std::string FormatHex(uint64_t v);                // "0x7f00..."
 std::string SignalName(int signo);                // "SIGSEGV"
+std::string ErrnoName(int e);                     // "ENOENT" ("errno N" if unknown)
 // The last component of a path, trailing slashes ignored ("/a/b/" -> "b"; "/" -> "/").
 std::string_view Basename(std::string_view path);
 // A trace string made safe for a terminal: control characters (C0, DEL and C1, newline

@@ -108,7 +108,7 @@ void ErrorsRule(const IoView& in, ReportBuilder& report) {
       } else {
         continue;
       }
-      by_errno[ErrName(e)] += n;
+      by_errno[ErrnoName(e)] += n;
     }
     // Read/write failures are never lookups, whatever the errno.
     hard += file_hard;

@@ -23,11 +23,6 @@ bool IoView::Slow(const FileStats& f) const {
   return m && m->fs.slow;
 }
 
-std::string ErrName(int e) {
-  if (const char* n = strerrorname_np(e)) return n;
-  return "errno " + std::to_string(e);
-}
-
 std::string Percent(double x) {
   char b[16];
   std::snprintf(b, sizeof(b), "%.0f%%", 100.0 * x);

@@ -92,7 +92,6 @@ void MetadataHeavyRule(const IoView& in, ReportBuilder& report);      // io.meta
 void ErrorsRule(const IoView& in, ReportBuilder& report);             // io.errors
 
 // Shared by the rules and the report's tables.
-std::string ErrName(int e);                      // "ENOENT"
 std::string Percent(double x);                   // "42%"
 double Share(uint64_t a, uint64_t b);            // a / b, 0 when b is 0
 uint64_t Median(std::vector<uint64_t> v);        // 0 when empty
