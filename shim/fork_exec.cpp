@@ -196,12 +196,13 @@ template <class Inspect> ExecTarget InspectExec(char* const* envp, Inspect&& ins
 // the report names the program that really ran.
 template <class NextArg>
 void EmitExecUntraced(uint64_t ts, format::ExecUntracedWhy why, const char* exe, uint64_t child_pid,
-                      NextArg&& next_arg) {
+                      NextArg&& next_arg, int err = 0) {
   format::ExecUntraced u;
   u.ts = ts;
   u.exe = InternCString(exe);
   u.why = static_cast<uint64_t>(why);
   u.child_pid = child_pid;
+  u.err = static_cast<uint64_t>(err);
   Emit(u);
   uint64_t i = 0;
   for (const char* arg = next_arg(); arg != nullptr; arg = next_arg()) {
@@ -221,14 +222,21 @@ void EmitExecUntraced(uint64_t ts, const ExecTarget& t, const char* path, char* 
 }
 
 // A vfork child may not write into its parent's trace (it runs on the parent's memory
-// and thread state), so before exec'ing a program that will not load the shim it leaves
-// this note, and the parent writes the records at its first hook after the vfork
-// (FlushVforkNote). One note for the process: a second thread's vfork child finding it
-// taken leaves none. If the exec fails the child takes the note back.
+// and thread state), so before each exec it leaves this note of what it execs, and the
+// parent writes the records at its first hook after the vfork (FlushVforkNote), when
+// the child has exec'd or exited: a program that will not load the shim (the exec
+// succeeded, exec_failed still false), or, when the last exec failed (the child exited
+// without running another program), that attempt. One note for the process: a second
+// thread's vfork child finding it taken leaves none. The parent's vforking thread is
+// suspended until its child exec'd or exited, so the child's plain stores are complete
+// when that thread reads them.
 struct VforkNote {
   int state = 0;  // kNoteFree, kNoteWriting, kNoteReady (atomic)
   const ThreadState* owner = nullptr;  // the vforking thread (the child runs on its TLS)
   uint32_t pid = 0;
+  bool follows = false;        // the program loads the shim: it writes a trace of its own
+  bool exec_failed = false;    // the exec returned (err): the child did not run it
+  int err = 0;
   format::ExecUntracedWhy why{};
   char exe[1024] = "";         // a char array, not a PathBuf: no static initializer
   uint32_t argc = 0;           // arguments in args, each NUL-terminated
@@ -239,17 +247,30 @@ VforkNote g_vfork_note;
 
 void FlushVforkNote();
 
+// Takes the note for this vfork child: a free one, or the one it left at an earlier exec
+// that failed (a PATH search tries each directory).
+bool TakeVforkNote(VforkNote& n) {
+  int expected = kNoteFree;
+  if (__atomic_compare_exchange_n(&n.state, &expected, kNoteWriting, false, __ATOMIC_ACQUIRE,
+                                  __ATOMIC_RELAXED)) {
+    return true;
+  }
+  expected = kNoteReady;
+  return n.owner == &t_thread && n.pid == static_cast<uint32_t>(raw::Getpid()) &&
+         __atomic_compare_exchange_n(&n.state, &expected, kNoteWriting, false, __ATOMIC_ACQUIRE,
+                                     __ATOMIC_RELAXED);
+}
+
 template <class F>
 int VforkChildExec(const ExecTarget& t, const char* path, char* const* argv, F&& do_exec) {
   VforkNote& n = g_vfork_note;
-  int expected = kNoteFree;
-  if (!__atomic_compare_exchange_n(&n.state, &expected, kNoteWriting, false, __ATOMIC_ACQUIRE,
-                                   __ATOMIC_RELAXED)) {
-    return do_exec();
-  }
+  if (!TakeVforkNote(n)) return do_exec();
   g_vfork_parent_hook = FlushVforkNote;
   n.owner = &t_thread;
   n.pid = static_cast<uint32_t>(raw::Getpid());
+  n.follows = t.follows();
+  n.exec_failed = false;
+  n.err = 0;
   n.why = t.why;
   const char* exe = t.ExeOr(path);
   size_t len = exe != nullptr ? std::strlen(exe) : 0;
@@ -268,29 +289,34 @@ int VforkChildExec(const ExecTarget& t, const char* path, char* const* argv, F&&
   __atomic_store_n(&n.state, kNoteReady, __ATOMIC_RELEASE);
   const int r = do_exec();
   const int err = errno;
-  __atomic_store_n(&n.state, kNoteFree, __ATOMIC_RELEASE);  // the exec failed: void
+  n.exec_failed = true;  // the child goes on: another exec, or its exit
+  n.err = err;
   errno = err;
   return r;
 }
 
-// In a parent whose vfork child exec'd a program that does not load the shim: writes
-// the note's exec_untraced records (g_vfork_parent_hook, at the parent's first hook
-// after the vfork). Only the thread whose child wrote the note takes it: another thread
-// could see it before that child's exec failed.
+// In a parent whose vfork child exec'd a program that does not load the shim, or
+// exited after its last exec failed: writes the note's exec_untraced records
+// (g_vfork_parent_hook, at the parent's first hook after the vfork). A program that
+// loads the shim writes its own trace: nothing. Only the thread whose child wrote the
+// note takes it: another thread could see it while that child still runs.
 void FlushVforkNote() {
   VforkNote& n = g_vfork_note;
   if (__atomic_load_n(&n.state, __ATOMIC_ACQUIRE) != kNoteReady || n.owner != &t_thread) return;
-  if (Recording()) {
+  if (Recording() && (n.exec_failed || !n.follows)) {
     ShimScope scope;
     uint32_t k = 0;
     const char* a = n.args;
-    EmitExecUntraced(Ticks(), n.why, n.exe, n.pid, [&]() -> const char* {
-      if (k == n.argc) return nullptr;
-      const char* arg = a;
-      a += std::strlen(a) + 1;
-      ++k;
-      return arg;
-    });
+    EmitExecUntraced(
+        Ticks(), n.exec_failed ? format::ExecUntracedWhy::kExecFailed : n.why, n.exe, n.pid,
+        [&]() -> const char* {
+          if (k == n.argc) return nullptr;
+          const char* arg = a;
+          a += std::strlen(a) + 1;
+          ++k;
+          return arg;
+        },
+        n.exec_failed ? n.err : 0);
   }
   __atomic_store_n(&n.state, kNoteFree, __ATOMIC_RELEASE);
 }
@@ -309,10 +335,9 @@ template <class Inspect, class F>
 int TracedExec(const char* path, ExecApi api, char* const* envp, char* const* argv, Inspect&& inspect,
                F&& do_exec) {
   // A vfork child (the stub marked it): no records of its own, but a note for its parent
-  // when the program will not load the shim (and so will write no trace of its own).
+  // (a program that will not load the shim, or a last exec that failed).
   if (g_recording && InVforkChild()) {
-    const ExecTarget target = InspectExec(envp, inspect);
-    return target.follows() ? do_exec() : VforkChildExec(target, path, argv, do_exec);
+    return VforkChildExec(InspectExec(envp, inspect), path, argv, do_exec);
   }
   // A child on our memory (a vfork child where no vfork stub marked it, as on aarch64)
   // must not touch its parent's trace: no records, no hand-over.

@@ -62,6 +62,7 @@ class LibraryAnalysis final : public Analysis {
       Json& proc = procs[i];
       const Json* traced = proc.Find("traced");
       if (traced == nullptr || traced->boolean()) continue;
+      if (proc["end"].Find("exec_failed") != nullptr) continue;  // ran no program of its own
       Json r = Json::MakeObject();  // every field a traced row has; unknown ones null
       r["pid"] = proc["pid"];
       r["path"] = proc["exe"];

@@ -97,12 +97,17 @@ std::string ProcessTable(const std::vector<const Json*>& procs) {
       const Json& end = (*p)["end"];
       const Json* traced = p->Find("traced");  // false: a child the shim could not follow
       const bool untraced = traced != nullptr && !traced->boolean();
+      const Json* failed = end.Find("exec_failed");  // a vfork child whose execs all failed
+      const std::string note = failed != nullptr ? "  (exec of " + EscapeForTerminal((*failed)["path"].str()) +
+                                                       " failed: " + (*failed)["error"].str() + ")"
+                               : untraced        ? "  (not traced)"
+                                                 : "";
       std::snprintf(line, sizeof(line), "%-8lld %-8lld %-10s %-8s %-10s %s%s\n",
                     static_cast<long long>((*p)["pid"].as_int()),
                     static_cast<long long>((*p)["ppid"].as_int()), end["kind"].str().c_str(),
                     EndCell(end).c_str(),
                     untraced ? "-" : FormatBytes(static_cast<uint64_t>((*p)["peak_rss_bytes"].as_int())).c_str(),
-                    CommandLine((*p)["argv"]).c_str(), untraced ? "  (not traced)" : "");
+                    CommandLine((*p)["argv"]).c_str(), note.c_str());
       table += line;
     }
     return table;
@@ -239,17 +244,21 @@ class ProcessAnalysis final : public Analysis {
 
   // The row of a child that ran untraced program u names (parent's records and row
   // only): its exe and argv, the end its parent's wait saw (exited, code unknown, if none
-  // did), its parent's machine.
+  // did), its parent's machine. A vfork child whose every exec failed (why exec-failed)
+  // ran its parent's program until it exited: that is its exe and argv, and
+  // end.exec_failed names the program it tried and the error.
   static Json UntracedChildRow(const ProcessTrace& parent, const Json& parent_row,
                                const Event<format::ExecUntraced>& u, const Reap* reap) {
-    const std::string exe(parent.Str(u.exe));
+    const bool exec_failed = u.why == static_cast<uint64_t>(format::ExecUntracedWhy::kExecFailed);
+    const std::string tried(parent.Str(u.exe));
+    Json tried_argv = Json::MakeArray();
+    for (std::string_view a : UntracedArgv(parent, u)) tried_argv.Append(std::string(a));
+    const std::string exe = exec_failed ? parent_row["exe"].str() : tried;
     Json p = Json::MakeObject();
     p["pid"] = u.child_pid;
     p["ppid"] = parent.pid();
     p["exe"] = exe;
-    Json argv = Json::MakeArray();
-    for (std::string_view a : UntracedArgv(parent, u)) argv.Append(std::string(a));
-    p["argv"] = std::move(argv);
+    p["argv"] = exec_failed ? parent_row["argv"] : tried_argv;
     p["origin"] = "fork";
     p["traced"] = false;
     Json images = Json::MakeArray();
@@ -263,7 +272,15 @@ class ProcessAnalysis final : public Analysis {
     WaitEnd e{EndKind::kExecUntraced, std::nullopt, std::nullopt};
     if (reap != nullptr) r = *reap, e = EndOfWaitStatus(reap->status);
     Json end = EndObject(e.kind, e.code, e.signal, r);
-    end["exec_untraced"] = exe;
+    if (exec_failed) {
+      Json failed = Json::MakeObject();
+      failed["path"] = tried;
+      failed["argv"] = std::move(tried_argv);
+      failed["error"] = ErrnoName(static_cast<int>(u.err));
+      end["exec_failed"] = std::move(failed);
+    } else {
+      end["exec_untraced"] = exe;
+    }
     p["end"] = std::move(end);
     p["trace_truncated"] = false;
     p["trace_file"] = std::string();

@@ -26,6 +26,7 @@ std::string_view UntracedWhyName(uint64_t why) {
     case format::ExecUntracedWhy::kNoPreload: return "no-preload";
     case format::ExecUntracedWhy::kStatic: return "static";
     case format::ExecUntracedWhy::kSecure: return "secure-exec";
+    case format::ExecUntracedWhy::kExecFailed: return "exec-failed";
   }
   return "unknown";
 }

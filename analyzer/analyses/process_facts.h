@@ -21,7 +21,8 @@ enum class EndKind { kExited, kSignaled, kKilled, kExecUntraced };
 // into a program the shim could not follow is reported as "exited" with no code.
 std::string_view EndKindName(EndKind k);
 
-// The JSON name of an ExecUntraced.why: "no-preload", "static" or "secure-exec".
+// The JSON name of an ExecUntraced.why: "no-preload", "static", "secure-exec" or
+// "exec-failed".
 std::string_view UntracedWhyName(uint64_t why);
 
 // How a wait status word ended a process: exited with its code, or signaled (killed for

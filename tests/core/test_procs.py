@@ -207,15 +207,56 @@ class ProcessTreeTest(TempDirTest):
         self.assertEqual((rc_a, rc_b, rc_c), ("3", "4", "5"))
         self.assertEqual(len(traces), 2)  # python and ct_exit: the static ones write none
         rep = report(self.tmp)
-        (py,) = [q for q in rep["processes"] if q["argv"][:1] == [python()]]
+        (py,) = [q for q in rep["processes"] if q["argv"][:1] == [python()] and q.get("traced") is not False]
         untraced = [q for q in rep["processes"] if q.get("traced") is False]
         got = sorted((q["exe"], q["argv"], q["ppid"], q["end"]["kind"], q["end"]["code"], q["end"]["reaped_by"],
                       q["images"][0]["untraced_why"]) for q in untraced)
         self.assertEqual(got, sorted([
             (static, [static, "exit", "3"], py["pid"], "exited", 3, py["pid"], "static"),
-            (static, ["static-by-spawn", "_exit", "5"], py["pid"], "exited", 5, py["pid"], "static")]))
+            (static, ["static-by-spawn", "_exit", "5"], py["pid"], "exited", 5, py["pid"], "static"),
+            # The vfork child whose exec of the missing file failed: it ran python until
+            # _posixsubprocess's _exit(255); the program it tried is in end.exec_failed.
+            (py["exe"], py["argv"], py["pid"], "exited", 255, py["pid"], "exec-failed")]))
+        (failed,) = [q for q in untraced if "exec_failed" in q["end"]]
+        self.assertEqual(failed["end"]["exec_failed"],
+                         {"path": static + ".missing", "argv": [static + ".missing"], "error": "ENOENT"})
         self.assertIn(int(spawned), [q["pid"] for q in untraced])
-        self.assertEqual(len(rep["processes"]), 4)  # python, ct_exit, two static children
+        # python, ct_exit, two static children, the child whose exec failed
+        self.assertEqual(len(rep["processes"]), 5)
+        # No library rows for it: it ran no program of its own.
+        self.assertNotIn(failed["pid"], {l["pid"] for l in rep["libraries"]})
+        self.assertEqual(rep["findings"], [])
+
+    def test_a_path_search_is_named_by_the_program_it_found(self):
+        # A PATH search execs each directory in turn: the failures before the program is
+        # found make no row of their own; a search that finds nothing is the child's row,
+        # named by the last program it tried.
+        static, dynamic = prog("ct_exit_static"), prog("ct_exit")
+        d = os.path.dirname(dynamic)
+        script = f"""if 1:
+            import os, subprocess
+            env = dict(os.environ, PATH="/nonexistent-a:/nonexistent-b:{d}")
+            a = subprocess.run(["ct_exit", "exit", "4"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            b = subprocess.run(["ct_exit_static", "exit", "3"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                subprocess.run(["ct-no-such-tool", "-x"], env=env)
+            except FileNotFoundError:
+                print("not found")
+            print(a.returncode, b.returncode)
+            """
+        p, traces = self.run_traced([python(), "-c", script])
+        self.assertEqual(p.stdout.split(), ["not", "found", "4", "3"])
+        rep = report(self.tmp)
+        (py,) = [q for q in rep["processes"] if q["argv"][:1] == [python()] and q.get("traced") is not False]
+        rows = sorted((q["exe"], q["argv"], q["end"]["code"], q["images"][0].get("untraced_why"))
+                      for q in rep["processes"] if q["pid"] != py["pid"])
+        self.assertEqual(rows, sorted([
+            (dynamic, ["ct_exit", "exit", "4"], 4, None),
+            (static, ["ct_exit_static", "exit", "3"], 3, "static"),
+            (py["exe"], py["argv"], 255, "exec-failed")]))
+        (failed,) = [q for q in rep["processes"] if "exec_failed" in q["end"]]
+        self.assertEqual(failed["end"]["exec_failed"],
+                         {"path": d + "/ct-no-such-tool", "argv": ["ct-no-such-tool", "-x"], "error": "ENOENT"})
         self.assertEqual(rep["findings"], [])
 
     def test_a_sigkill_sent_by_the_job_names_its_sender(self):
@@ -267,7 +308,9 @@ class ProcessTreeTest(TempDirTest):
 
     def test_failed_exec_of_a_static_program_leaves_no_untraced_image(self):
         # A static program that fails to exec (not executable, EACCES): the shell's child
-        # goes on and exits 126; no image is recorded as untraced.
+        # goes on and exits 126; no image is recorded as the static program. The child
+        # (dash vforks) is a row of its own, named by the shell it ran, with the exec that
+        # failed.
         target = os.path.join(self.tmp, "noexec")
         with open(prog("ct_exit_static"), "rb") as src, open(target, "wb") as dst:
             dst.write(src.read())
@@ -276,7 +319,12 @@ class ProcessTreeTest(TempDirTest):
                                     expect_rc=3)
         rep = report(self.tmp)
         self.assertEqual([q["exe"] for q in rep["processes"] if q["exe"] == target], [])
-        self.assertEqual([i for q in rep["processes"] for i in q["images"] if "traced" in i], [])
+        (failed,) = [q for q in rep["processes"] if q.get("traced") is False]
+        self.assertEqual(failed["images"], [{"image": 0, "exe": os.path.realpath("/bin/sh"), "traced": False,
+                                             "untraced_why": "exec-failed"}])
+        self.assertEqual((failed["end"]["kind"], failed["end"]["code"]), ("exited", 126))
+        self.assertEqual(failed["end"]["exec_failed"], {"path": target, "argv": [target, "exit", "4"],
+                                                        "error": "EACCES"})
 
     def test_shell_wrapper_that_forks_is_not_mistaken_for_the_job(self):
         target = prog("ct_exit")

@@ -133,8 +133,10 @@ namespace colabtrace::format {
 // child_pid 0: this process's own exec, written after ExecStart (an ExecFailed after it
 // voids it). Else a child this process started that runs the program: by posix_spawn
 // (after the Spawn record), or by vfork and exec (written by the parent at its first
-// hook after the child exec'd).
-#define CT_FIELDS_ExecUntraced(F) F(Str, exe) F(U, why) F(U, child_pid)
+// hook after the child exec'd or exited). why kExecFailed: a vfork child whose every
+// exec failed (it exited without running another program); exe and argv are the last it
+// tried, err that exec's errno (0 otherwise).
+#define CT_FIELDS_ExecUntraced(F) F(Str, exe) F(U, why) F(U, child_pid) F(U, err)
 #define CT_FIELDS_ExecArgv(F) F(U, index) F(Str, value)
 #define CT_FIELDS_Spawn(F) F(I, child_pid) F(Str, path) F(U, api)
 // Something the shim itself wants the analyzer to know (code: ShimNoteCode).
@@ -420,8 +422,9 @@ enum class ExitHow : uint8_t {
 enum class ForkHow : uint8_t { kFork = 0, kVfork = 1 };
 // Why an exec's next image is not traced (ExecUntraced.why): its environment does not
 // preload the shim; it is a static executable (no loader); or a secure exec (set-user/
-// group-ID changing the caller's identity, or file capabilities: ld.so ignores the preload).
-enum class ExecUntracedWhy : uint8_t { kNoPreload = 1, kStatic = 2, kSecure = 3 };
+// group-ID changing the caller's identity, or file capabilities: ld.so ignores the
+// preload). kExecFailed: a vfork child none of whose execs succeeded (no next image).
+enum class ExecUntracedWhy : uint8_t { kNoPreload = 1, kStatic = 2, kSecure = 3, kExecFailed = 4 };
 // Signal.shm_known bits: which facts about the /dev/shm file behind a SIGBUS were read.
 enum ShmFact : uint8_t { kShmOffsetAndSize = 1, kShmFree = 2 };
 // The shim writes a Signal record for at most this many signals that a program handler
