@@ -226,10 +226,11 @@ void EmitExecUntraced(uint64_t ts, const ExecTarget& t, const char* path, char* 
 // parent writes the records at its first hook after the vfork (FlushVforkNote), when
 // the child has exec'd or exited: a program that will not load the shim (the exec
 // succeeded, exec_failed still false), or, when the last exec failed (the child exited
-// without running another program), that attempt. One note for the process: a second
-// thread's vfork child finding it taken leaves none. The parent's vforking thread is
-// suspended until its child exec'd or exited, so the child's plain stores are complete
-// when that thread reads them.
+// without running another program), that attempt. Each vfork child takes a note of its
+// own from a small pool, so threads that vfork at once each keep theirs (with more
+// children in flight than notes, the later ones leave none). The parent's vforking thread
+// is suspended until its child exec'd or exited, so the child's plain stores are
+// complete when that thread reads them.
 struct VforkNote {
   int state = 0;  // kNoteFree, kNoteWriting, kNoteReady (atomic)
   const ThreadState* owner = nullptr;  // the vforking thread (the child runs on its TLS)
@@ -243,28 +244,34 @@ struct VforkNote {
   char args[3072] = "";        // as many whole arguments as fit
 };
 constexpr int kNoteFree = 0, kNoteWriting = 1, kNoteReady = 2;
-VforkNote g_vfork_note;
+constexpr int kVforkNotes = 8;  // children in flight at once (33 KiB of .bss, touched on use)
+VforkNote g_vfork_notes[kVforkNotes];
 
 void FlushVforkNote();
 
-// Takes the note for this vfork child: a free one, or the one it left at an earlier exec
-// that failed (a PATH search tries each directory).
-bool TakeVforkNote(VforkNote& n) {
-  int expected = kNoteFree;
-  if (__atomic_compare_exchange_n(&n.state, &expected, kNoteWriting, false, __ATOMIC_ACQUIRE,
-                                  __ATOMIC_RELAXED)) {
-    return true;
-  }
-  expected = kNoteReady;
-  return n.owner == &t_thread && n.pid == static_cast<uint32_t>(raw::Getpid()) &&
-         __atomic_compare_exchange_n(&n.state, &expected, kNoteWriting, false, __ATOMIC_ACQUIRE,
+bool ClaimNote(VforkNote& n, int from) {
+  return __atomic_compare_exchange_n(&n.state, &from, kNoteWriting, false, __ATOMIC_ACQUIRE,
                                      __ATOMIC_RELAXED);
+}
+
+// The note for this vfork child: the one it left at an earlier exec that failed (a PATH
+// search tries each directory), else a free one; nullptr when every note is taken.
+VforkNote* TakeVforkNote() {
+  const auto pid = static_cast<uint32_t>(raw::Getpid());
+  for (VforkNote& n : g_vfork_notes) {
+    if (n.owner == &t_thread && n.pid == pid && ClaimNote(n, kNoteReady)) return &n;
+  }
+  for (VforkNote& n : g_vfork_notes) {
+    if (ClaimNote(n, kNoteFree)) return &n;
+  }
+  return nullptr;
 }
 
 template <class F>
 int VforkChildExec(const ExecTarget& t, const char* path, char* const* argv, F&& do_exec) {
-  VforkNote& n = g_vfork_note;
-  if (!TakeVforkNote(n)) return do_exec();
+  VforkNote* note = TakeVforkNote();
+  if (note == nullptr) return do_exec();
+  VforkNote& n = *note;
   g_vfork_parent_hook = FlushVforkNote;
   n.owner = &t_thread;
   n.pid = static_cast<uint32_t>(raw::Getpid());
@@ -298,11 +305,9 @@ int VforkChildExec(const ExecTarget& t, const char* path, char* const* argv, F&&
 // In a parent whose vfork child exec'd a program that does not load the shim, or
 // exited after its last exec failed: writes the note's exec_untraced records
 // (g_vfork_parent_hook, at the parent's first hook after the vfork). A program that
-// loads the shim writes its own trace: nothing. Only the thread whose child wrote the
+// loads the shim writes its own trace: nothing. Only the thread whose child wrote a
 // note takes it: another thread could see it while that child still runs.
-void FlushVforkNote() {
-  VforkNote& n = g_vfork_note;
-  if (__atomic_load_n(&n.state, __ATOMIC_ACQUIRE) != kNoteReady || n.owner != &t_thread) return;
+void FlushNote(VforkNote& n) {
   if (Recording() && (n.exec_failed || !n.follows)) {
     ShimScope scope;
     uint32_t k = 0;
@@ -321,10 +326,18 @@ void FlushVforkNote() {
   __atomic_store_n(&n.state, kNoteFree, __ATOMIC_RELEASE);
 }
 
+void FlushVforkNote() {
+  for (VforkNote& n : g_vfork_notes) {
+    if (__atomic_load_n(&n.state, __ATOMIC_ACQUIRE) == kNoteReady && n.owner == &t_thread) FlushNote(n);
+  }
+}
+
 }  // namespace
 
-// A fork child's copy of a note its parent had not written out yet is the parent's.
-void ForgetVforkNote() { __atomic_store_n(&g_vfork_note.state, kNoteFree, __ATOMIC_RELEASE); }
+// A fork child's copies of the notes its parent had not written out yet are the parent's.
+void ForgetVforkNote() {
+  for (VforkNote& n : g_vfork_notes) __atomic_store_n(&n.state, kNoteFree, __ATOMIC_RELEASE);
+}
 
 namespace {
 

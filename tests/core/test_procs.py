@@ -227,6 +227,31 @@ class ProcessTreeTest(TempDirTest):
         self.assertNotIn(failed["pid"], {l["pid"] for l in rep["libraries"]})
         self.assertEqual(rep["findings"], [])
 
+    def test_threads_starting_static_programs_at_once_each_get_their_row(self):
+        # Each vfork child takes a note of its own: threads that start children at the same
+        # time (a thread pool running subprocesses) keep every row.
+        static = prog("ct_exit_static")
+        script = f"""if 1:
+            import subprocess, threading
+            codes = []
+            def work(k):
+                for i in range(10):
+                    r = subprocess.run([{static!r}, "exit", str(k)], stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL)
+                    codes.append(r.returncode)
+            ts = [threading.Thread(target=work, args=(k,)) for k in range(1, 5)]
+            for t in ts: t.start()
+            for t in ts: t.join()
+            print(sorted(codes) == sorted([k for k in range(1, 5) for _ in range(10)]))
+            """
+        p, traces = self.run_traced([python(), "-c", script])
+        self.assertEqual(p.stdout.strip(), "True")
+        rep = report(self.tmp)
+        rows = [q for q in rep["processes"] if q.get("traced") is False]
+        self.assertEqual(sorted((q["exe"], q["end"]["code"], q["images"][0]["untraced_why"]) for q in rows),
+                         sorted((static, k, "static") for k in range(1, 5) for _ in range(10)))
+        self.assertEqual(rep["findings"], [])
+
     def test_a_path_search_is_named_by_the_program_it_found(self):
         # A PATH search execs each directory in turn: the failures before the program is
         # found make no row of their own; a search that finds nothing is the child's row,
