@@ -225,8 +225,9 @@ void EmitExecUntraced(uint64_t ts, const ExecTarget& t, const char* path, char* 
 // and thread state), so before each exec it leaves this note of what it execs, and the
 // parent writes the records at its first hook after the vfork (FlushVforkNote), when
 // the child has exec'd or exited: a program that will not load the shim (the exec
-// succeeded, exec_failed still false), or, when the last exec failed (the child exited
-// without running another program), that attempt. Each vfork child takes a note of its
+// succeeded), or, when the last exec failed (why kExecFailed: the child exited without
+// running another program), that attempt. A program that loads the shim (why 0) writes
+// its own trace: nothing to write. Each vfork child takes a note of its
 // own from a small pool, so threads that vfork at once each keep theirs (with more
 // children in flight than notes, the later ones leave none). The parent's vforking thread
 // is suspended until its child exec'd or exited, so the child's plain stores are
@@ -235,10 +236,8 @@ struct VforkNote {
   int state = 0;  // kNoteFree, kNoteWriting, kNoteReady (atomic)
   const ThreadState* owner = nullptr;  // the vforking thread (the child runs on its TLS)
   uint32_t pid = 0;
-  bool follows = false;        // the program loads the shim: it writes a trace of its own
-  bool exec_failed = false;    // the exec returned (err): the child did not run it
-  int err = 0;
-  format::ExecUntracedWhy why{};
+  format::ExecUntracedWhy why{};  // ExecTarget::why, then kExecFailed if the exec returned
+  int err = 0;                    // the failed exec's errno
   char exe[1024] = "";         // a char array, not a PathBuf: no static initializer
   uint32_t argc = 0;           // arguments in args, each NUL-terminated
   char args[3072] = "";        // as many whole arguments as fit
@@ -254,10 +253,9 @@ bool ClaimNote(VforkNote& n, int from) {
                                      __ATOMIC_RELAXED);
 }
 
-// The note for this vfork child: the one it left at an earlier exec that failed (a PATH
+// The note for vfork child pid: the one it left at an earlier exec that failed (a PATH
 // search tries each directory), else a free one; nullptr when every note is taken.
-VforkNote* TakeVforkNote() {
-  const auto pid = static_cast<uint32_t>(raw::Getpid());
+VforkNote* TakeVforkNote(uint32_t pid) {
   for (VforkNote& n : g_vfork_notes) {
     if (n.owner == &t_thread && n.pid == pid && ClaimNote(n, kNoteReady)) return &n;
   }
@@ -269,16 +267,15 @@ VforkNote* TakeVforkNote() {
 
 template <class F>
 int VforkChildExec(const ExecTarget& t, const char* path, char* const* argv, F&& do_exec) {
-  VforkNote* note = TakeVforkNote();
+  const auto pid = static_cast<uint32_t>(raw::Getpid());
+  VforkNote* note = TakeVforkNote(pid);
   if (note == nullptr) return do_exec();
   VforkNote& n = *note;
   g_vfork_parent_hook = FlushVforkNote;
   n.owner = &t_thread;
-  n.pid = static_cast<uint32_t>(raw::Getpid());
-  n.follows = t.follows();
-  n.exec_failed = false;
-  n.err = 0;
+  n.pid = pid;
   n.why = t.why;
+  n.err = 0;
   const char* exe = t.ExeOr(path);
   size_t len = exe != nullptr ? std::strlen(exe) : 0;
   if (len >= sizeof(n.exe)) len = sizeof(n.exe) - 1;
@@ -296,7 +293,7 @@ int VforkChildExec(const ExecTarget& t, const char* path, char* const* argv, F&&
   __atomic_store_n(&n.state, kNoteReady, __ATOMIC_RELEASE);
   const int r = do_exec();
   const int err = errno;
-  n.exec_failed = true;  // the child goes on: another exec, or its exit
+  n.why = format::ExecUntracedWhy::kExecFailed;  // the child goes on: another exec, or its exit
   n.err = err;
   errno = err;
   return r;
@@ -308,12 +305,12 @@ int VforkChildExec(const ExecTarget& t, const char* path, char* const* argv, F&&
 // loads the shim writes its own trace: nothing. Only the thread whose child wrote a
 // note takes it: another thread could see it while that child still runs.
 void FlushNote(VforkNote& n) {
-  if (Recording() && (n.exec_failed || !n.follows)) {
+  if (Recording() && n.why != format::ExecUntracedWhy{}) {
     ShimScope scope;
     uint32_t k = 0;
     const char* a = n.args;
     EmitExecUntraced(
-        Ticks(), n.exec_failed ? format::ExecUntracedWhy::kExecFailed : n.why, n.exe, n.pid,
+        Ticks(), n.why, n.exe, n.pid,
         [&]() -> const char* {
           if (k == n.argc) return nullptr;
           const char* arg = a;
@@ -321,7 +318,7 @@ void FlushNote(VforkNote& n) {
           ++k;
           return arg;
         },
-        n.exec_failed ? n.err : 0);
+        n.err);
   }
   __atomic_store_n(&n.state, kNoteFree, __ATOMIC_RELEASE);
 }
