@@ -179,7 +179,7 @@ class ProcessAnalysis final : public Analysis {
       }
       if (f.run_wrapper) continue;
       jobs.push_back(i);
-      AddEndFindings(report, t, f, p, traces, model);
+      AddEndFindings(report, t, p);
     }
     // Children that ran a program the shim could not follow (posix_spawn'd, or vfork'd
     // and exec'd, into a static or secure-exec program): no trace of their own, so their
@@ -365,12 +365,9 @@ class ProcessAnalysis final : public Analysis {
     p["host"] = host.Take();
   }
 
-  static void AddEndFindings(ReportBuilder& report, const ProcessTrace& t, const ProcessFacts& f,
-                             const Json& p, const std::vector<ProcessTrace>& all,
-                             const LifecycleModel& model) {
+  static void AddEndFindings(ReportBuilder& report, const ProcessTrace& t, const Json& p) {
     const std::string who = "pid " + std::to_string(t.pid()) + " (" + CommandLine(p.Find("argv") ? *p.Find("argv") : Json::MakeArray()) + ")";
-    const std::string host = model.HostOf(t);
-    const rules::ProcessEnd end{t, f, who, host, all, model};
+    const rules::ProcessEnd end{t, who};
     rules::ProcKilledRule(end, report);
     rules::ProcFatalSignalRule(end, report);
   }
@@ -384,12 +381,11 @@ class HostAnalysis final : public Analysis {
 
   void Run(ReportBuilder& report) override {
     const auto& traces = report.traces();
-    const LifecycleModel& model = report.lifecycle();
     std::map<std::string, std::vector<const ProcessTrace*>> by_host;
     for (const auto& t : traces) by_host[HostKey(t)].push_back(&t);
     Json hosts = Json::MakeArray();
     for (const auto& [host, members] : by_host) {
-      const rules::HostMembers h{host, members, model, by_host.size() > 1};
+      const rules::HostMembers h{host, members, by_host.size() > 1};
       Json mem = rules::HostMemoryPressureRule(h, report);
       if (!mem.is_null()) hosts.Append(std::move(mem));
       rules::HostShmSmallRule(h, report);

@@ -63,7 +63,7 @@ Json GrowingWorkers(const std::map<uint32_t, std::vector<OutsideSample>>& sample
 Json HostMemoryPressureRule(const HostMembers& h, ReportBuilder& report) {
   const std::string& host = h.host;
   const std::vector<const ProcessTrace*>& members = h.members;
-  const LifecycleModel& model = h.model;
+  const LifecycleModel& model = report.lifecycle();
   const bool multi_host = h.multi_host;
   uint64_t cgroup_max = UINT64_MAX, mem_total = UINT64_MAX;
   for (const ProcessTrace* t : members) {

@@ -74,7 +74,7 @@ HandledFault HandledFaultOf(const ProcessTrace& t, const format::Signal& end) {
 
 void ProcFatalSignalRule(const ProcessEnd& e, ReportBuilder& report) {
   const ProcessTrace& t = e.t;
-  const ProcessFacts& f = e.f;
+  const ProcessFacts& f = report.facts(t);
   const std::string& who = e.who;
   static constexpr int64_t kCrashes[] = {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE};
   if (f.end_kind != EndKind::kSignaled || !f.end_signal ||

@@ -111,11 +111,11 @@ bool StillRunningHere(const ProcessTrace& t) {
 
 void ProcKilledRule(const ProcessEnd& e, ReportBuilder& report) {
   const ProcessTrace& t = e.t;
-  const ProcessFacts& f = e.f;
+  const ProcessFacts& f = report.facts(t);
   const std::string& who = e.who;
-  const std::string& host = e.host;
-  const std::vector<ProcessTrace>& all = e.all;
-  const LifecycleModel& model = e.model;
+  const std::vector<ProcessTrace>& all = report.traces();
+  const LifecycleModel& model = report.lifecycle();
+  const std::string host = model.HostOf(t);
   if (f.end_kind != EndKind::kKilled) return;
   Finding fd;
   fd.id = "proc.killed";

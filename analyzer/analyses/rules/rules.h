@@ -12,21 +12,17 @@
 
 namespace colabtrace::analyzer::rules {
 
-// How one job process ended, as the proc.* rules read it.
+// One job process, as the proc.* rules read it; its facts and the lifecycle model come
+// from the report (ReportBuilder::facts, ReportBuilder::lifecycle).
 struct ProcessEnd {
   const ProcessTrace& t;
-  const ProcessFacts& f;
-  const std::string& who;   // "pid N (command line)" for summaries
-  const std::string& host;  // its host key (LifecycleModel::HostOf)
-  const std::vector<ProcessTrace>& all;
-  const LifecycleModel& model;
+  const std::string& who;  // "pid N (command line)" for summaries
 };
 
 // The traces of one host, as the host.* rules read them.
 struct HostMembers {
   const std::string& host;  // hostname/boot_id
   const std::vector<const ProcessTrace*>& members;
-  const LifecycleModel& model;
   bool multi_host;          // the report holds several hosts: summaries name this one
 };
 
