@@ -3,10 +3,10 @@
 #include <sys/wait.h>
 
 #include <algorithm>
-#include <set>
 #include <climits>
 #include <iterator>
 #include <csignal>
+#include <set>
 #include <map>
 
 namespace colabtrace::analyzer {

@@ -61,7 +61,8 @@ bool InLastImage(const ProcessTrace& t, uint64_t ts) {
 Verdict Judge(const ProcessLibraries& p, const FailedLoad& fl, const DlerrorFacts& facts,
               const elf::LibraryFamily& fam, const LoadedLibrary* later, bool in_signal_handler) {
   const ProcessTrace& t = *p.trace;
-  const bool failed_after = p.process_failed && InLastImage(t, fl.ts);
+  const bool in_last_image = InLastImage(t, fl.ts);
+  const bool failed_after = p.process_failed && in_last_image;
   if (failed_after && in_signal_handler && !FamilyMatters(fam)) {
     return {Severity::kInfo, "an optional load made inside a signal handler while the process was failing "
                              "(a crash reporter's plugin), not a cause of the failure"};
@@ -87,7 +88,7 @@ Verdict Judge(const ProcessLibraries& p, const FailedLoad& fl, const DlerrorFact
     }
     return {Severity::kError, "a " + fam.family + " library (a family CUDA programs depend on)"};
   }
-  if (!InLastImage(t, fl.ts)) {
+  if (!in_last_image) {
     return {Severity::kInfo, "an optional load: the image that made it went on and exec'd another program"};
   }
   return {Severity::kInfo, "an optional load: the process went on and ended normally"};
