@@ -57,15 +57,13 @@ class LibraryAnalysis final : public Analysis {
     // A child that ran a program the shim could not follow (a processes[] row of its
     // parent's making, traced: false) had that program mapped, and nothing ld.so loaded
     // that a trace could show.
-    auto& procs = report.root()["processes"].array();
-    for (size_t i = traces.size(); i < procs.size(); ++i) {
-      Json& proc = procs[i];
-      const Json* traced = proc.Find("traced");
-      if (traced == nullptr || traced->boolean()) continue;
-      if (proc["end"].Find("exec_failed") != nullptr) continue;  // ran no program of its own
+    for (Json* row : report.UntracedProcesses()) {
+      Json& proc = *row;
+      const Json* exe = ReportBuilder::UntracedProgram(proc);
+      if (exe == nullptr) continue;
       Json r = Json::MakeObject();  // every field a traced row has; unknown ones null
       r["pid"] = proc["pid"];
-      r["path"] = proc["exe"];
+      r["path"] = *exe;
       for (const char* k : {"soname", "build_id", "loaded_by", "requested"}) r[k] = Json();
       r["how"] = std::string(abi::LibApiName(LibApi::kStartup));
       r["flags"] = Json();

@@ -31,11 +31,12 @@ void WriteLibraries(const ExportContext& ctx, NdjsonTable& out) {
   // A child that ran a program the shim could not follow: that program, as libraries[]
   // lists it (no trace of its own: no load times).
   for (const auto& [p, parent] : ctx.UntracedChildren()) {
-    if ((*p)["end"].Find("exec_failed") != nullptr) continue;  // ran no program of its own
+    const Json* exe = ReportBuilder::UntracedProgram(*p);
+    if (exe == nullptr) continue;
     NdjsonRow row;
     row.Str("host", ctx.hosts[parent])
         .Value("pid", (*p)["pid"])
-        .Value("path", (*p)["exe"])
+        .Value("path", *exe)
         .Str("soname", "")
         .Str("build_id", "")
         .Str("loaded_by", "")

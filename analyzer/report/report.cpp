@@ -56,6 +56,11 @@ std::vector<Json*> ReportBuilder::UntracedProcesses() {
   return out;
 }
 
+const Json* ReportBuilder::UntracedProgram(const Json& row) {
+  const Json* end = row.Find("end");
+  return end != nullptr && end->Find("exec_failed") != nullptr ? nullptr : row.Find("exe");
+}
+
 void ReportBuilder::AddWarning(std::string w) {
   if (finished_) root_["warnings"].Append(w);
   warnings_.push_back(std::move(w));

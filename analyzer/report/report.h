@@ -78,6 +78,10 @@ class ReportBuilder {
   // parents' records. Each analysis gives them its fields with "nothing recorded" values,
   // so every row has the same shape.
   std::vector<Json*> UntracedProcesses();
+  // The program an untraced child's row names as its own (its "exe"), or nullptr for a
+  // child whose every exec failed (it ran its parent's program: end.exec_failed), which
+  // has no libraries[] row.
+  static const Json* UntracedProgram(const Json& row);
 
   void AddFinding(Finding f) { findings_.push_back(std::move(f)); }
   void AddText(std::string title, std::string body) {
