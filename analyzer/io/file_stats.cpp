@@ -110,7 +110,6 @@ bool EndsWith(std::string_view s, std::string_view suffix) { return s.ends_with(
 // names per directory over its default directories.
 constexpr uint64_t kSearchWindow = 32;
 
-
 // Python and native code, interpreter, compiler and tool configuration, version-control
 // state, pseudo files. Programs probe for these all the time (a compiler tries each
 // include directory in turn, CPython looks for pyvenv.cfg and ._pth files at every start,
@@ -336,13 +335,21 @@ class ProcessReplay {
     bool read_any = false;
   };
 
+  // The row named name, marked as touched by this process.
+  size_t Row(const std::string& name) {
+    const size_t idx = m_.FileIndex(name);
+    touched_.insert(idx);
+    return idx;
+  }
+  static std::string FileName(std::string_view raw) {
+    return raw.empty() ? std::string("<unknown path>") : NormalizePath(raw);
+  }
+
   size_t FileOf(uint64_t path_id) {
     auto it = file_by_str_.find(path_id);
     if (it != file_by_str_.end()) return it->second;
-    std::string_view raw = t_.Str(path_id);
-    const size_t idx = m_.FileIndex(raw.empty() ? std::string("<unknown path>") : NormalizePath(raw));
+    const size_t idx = Row(FileName(t_.Str(path_id)));
     file_by_str_.emplace(path_id, idx);
-    touched_.insert(idx);
     return idx;
   }
 
@@ -353,9 +360,8 @@ class ProcessReplay {
     auto it = tmpfile_files_.find(path_id);
     if (it != tmpfile_files_.end()) return it->second;
     std::string_view raw = t_.Str(path_id);
-    const size_t idx = m_.FileIndex((raw.empty() ? std::string(".") : NormalizePath(raw)) + "/<O_TMPFILE>");
+    const size_t idx = Row((raw.empty() ? std::string(".") : NormalizePath(raw)) + "/<O_TMPFILE>");
     tmpfile_files_.emplace(path_id, idx);
-    touched_.insert(idx);
     return idx;
   }
 
@@ -368,10 +374,8 @@ class ProcessReplay {
       raw.remove_suffix(kDeleted.size());
     }
     if (!tmpfile && raw.size() == t_.Str(path_id).size()) return FileOf(path_id);
-    const std::string file = raw.empty() ? std::string("<unknown path>") : NormalizePath(raw);
-    const size_t idx = m_.FileIndex(tmpfile ? std::string(DirOf(file)) + "/<O_TMPFILE>" : file);
-    touched_.insert(idx);
-    return idx;
+    const std::string file = FileName(raw);
+    return Row(tmpfile ? std::string(DirOf(file)) + "/<O_TMPFILE>" : file);
   }
 
   // A descriptor with no open in the trace (should not happen: the shim records every
