@@ -243,44 +243,40 @@ class PythonIoTest(TempDirTest):
         self.assertGreater(dir_stats, 1000)
         self.assertEqual(findings(rep, "io.metadata-heavy"), [])
 
-    def test_an_inherited_o_tmpfile_is_its_directorys_o_tmpfile_row(self):
-        # pytest captures a test's output in an O_TMPFILE file, which a subprocess of the
-        # test inherits as fd 1 or 2; /proc names it "<dir>/#<inode> (deleted)". numpy's
-        # suite got a row "<dir>/#11453203 (deleted)/<O_TMPFILE>" from it.
-        d = os.path.join(self.tmp, "cap")
+    def child_writes_into(self, name, open_fd):
+        """Runs, traced, a parent that makes fd with the code open_fd (in directory
+        self.tmp/name), writes a line, has a subprocess write one to it as its stdout, and
+        reads both back. Returns the directory, the run and its io.files rows there as
+        (path, opens, writes, bytes_written, reads, bytes_read)."""
+        d = os.path.join(self.tmp, name)
         os.makedirs(d)
-        script = ("import os, subprocess, sys\n"
-                  "fd = os.open(sys.argv[1], os.O_TMPFILE | os.O_RDWR, 0o600)\n"
+        script = ("import os, subprocess, sys\n" + open_fd +
                   "os.write(fd, b'parent\\n')\n"
                   "subprocess.run([sys.executable, '-c', 'import os; os.write(1, b\"child\\\\n\")'], stdout=fd, check=True)\n"
                   "os.lseek(fd, 0, 0)\n"
                   "print(os.read(fd, 100).decode(), end='')\n")
         run = run_traced([SYSTEM_PYTHON, "-c", script, d], out_dir=os.path.join(self.tmp, "out"))
         self.assertEqual((run.returncode, run.stdout), (0, "parent\nchild\n"), run.stderr)
-        self.assertEqual(len(run.traces), 2)
         rows = [f for f in report(*run.traces)["io"]["files"] if f["path"].startswith(d)]
-        self.assertEqual([(f["path"], f["opens"], f["writes"], f["bytes_written"], f["reads"], f["bytes_read"])
-                          for f in rows], [(d + "/<O_TMPFILE>", 1, 2, 13, 1, 13)])
+        return d, run, [(f["path"], f["opens"], f["writes"], f["bytes_written"], f["reads"], f["bytes_read"])
+                        for f in rows]
+
+    def test_an_inherited_o_tmpfile_is_its_directorys_o_tmpfile_row(self):
+        # pytest captures a test's output in an O_TMPFILE file, which a subprocess of the
+        # test inherits as fd 1 or 2; /proc names it "<dir>/#<inode> (deleted)". numpy's
+        # suite got a row "<dir>/#11453203 (deleted)/<O_TMPFILE>" from it.
+        d, run, rows = self.child_writes_into("cap", "fd = os.open(sys.argv[1], os.O_TMPFILE | os.O_RDWR, 0o600)\n")
+        self.assertEqual(len(run.traces), 2)
+        self.assertEqual(rows, [(d + "/<O_TMPFILE>", 1, 2, 13, 1, 13)])
 
     def test_an_inherited_unlinked_file_is_its_paths_row(self):
         # A temporary file unlinked while open and handed to a subprocess as its stdout:
         # /proc names the child's descriptor "<path> (deleted)" (numpy's suite had two such
         # rows); the child's write goes to the parent's row of the file.
-        d = os.path.join(self.tmp, "del")
-        os.makedirs(d)
-        script = ("import os, subprocess, sys\n"
-                  "p = os.path.join(sys.argv[1], 'out.txt')\n"
-                  "fd = os.open(p, os.O_CREAT | os.O_RDWR, 0o600)\n"
-                  "os.unlink(p)\n"
-                  "os.write(fd, b'parent\\n')\n"
-                  "subprocess.run([sys.executable, '-c', 'import os; os.write(1, b\"child\\\\n\")'], stdout=fd, check=True)\n"
-                  "os.lseek(fd, 0, 0)\n"
-                  "print(os.read(fd, 100).decode(), end='')\n")
-        run = run_traced([SYSTEM_PYTHON, "-c", script, d], out_dir=os.path.join(self.tmp, "out"))
-        self.assertEqual((run.returncode, run.stdout), (0, "parent\nchild\n"), run.stderr)
-        rows = [f for f in report(*run.traces)["io"]["files"] if f["path"].startswith(d)]
-        self.assertEqual([(f["path"], f["opens"], f["writes"], f["bytes_written"], f["reads"], f["bytes_read"])
-                          for f in rows], [(d + "/out.txt", 1, 2, 13, 1, 13)])
+        d, run, rows = self.child_writes_into("del", "p = os.path.join(sys.argv[1], 'out.txt')\n"
+                                                     "fd = os.open(p, os.O_CREAT | os.O_RDWR, 0o600)\n"
+                                                     "os.unlink(p)\n")
+        self.assertEqual(rows, [(d + "/out.txt", 1, 2, 13, 1, 13)])
 
     def test_numpy_load_through_an_fdopened_dup_keeps_the_files_size(self):
         # np.load reads the header through Python's buffered file (one 4 KiB read), then
