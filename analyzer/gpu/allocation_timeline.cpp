@@ -56,6 +56,11 @@ struct Module {
   std::string_view path;
 };
 
+// A segment's allocation and free, kept until its thread's run of frees ends (churn).
+struct FreedPair {
+  uint64_t alloc_ts, free_ts, call_ns;
+};
+
 class Replay {
  public:
   explicit Replay(const ProcessTrace& t) : t_(t) {
@@ -295,6 +300,7 @@ class Replay {
       ++out_->raw_segments;
       Footprint(b.device).insert({b.addr, RoundUp(b.size, kSegmentGranularity)});
       churn_call_ns_[b.addr] = a.dur;
+      if (auto run = free_runs_.find(b.tid); run != free_runs_.end()) CloseFreeRun(run->second);
     }
     if (a.layer == 1) {
       const std::string_view mod = ModuleOf(CallerAddress(a.caller, a.stack));
@@ -343,18 +349,32 @@ class Replay {
     Change(d, f.ts, b.size, false);
     NoteFlush(f.tid, b.size);
     if (IsSegmentKind(b.kind)) {
-      Churn& c = out_->churn;
-      ++c.raw_pairs;
-      lifetimes_.push_back(f.ts >= b.ts ? f.ts - b.ts : 0);
-      if (c.first_ts == 0 || b.ts < c.first_ts) c.first_ts = b.ts;
-      c.last_ts = std::max(c.last_ts, f.ts);
-      auto ct = churn_call_ns_.find(b.addr);
-      c.call_ns += f.dur;
-      if (ct != churn_call_ns_.end()) {
-        c.call_ns += ct->second;
+      uint64_t call_ns = f.dur;
+      if (auto ct = churn_call_ns_.find(b.addr); ct != churn_call_ns_.end()) {
+        call_ns += ct->second;
         churn_call_ns_.erase(ct);
       }
+      free_runs_[f.tid].push_back(FreedPair{b.ts, f.ts, call_ns});
     }
+  }
+
+  // A segment allocation (or the end) on `tid` closes its run of frees: a long run is a
+  // cache release, a short one is counted as churn (kCacheReleaseMinFrees).
+  void CloseFreeRun(std::vector<FreedPair>& run) {
+    Churn& c = out_->churn;
+    if (run.size() >= kCacheReleaseMinFrees) {
+      ++c.cache_releases;
+      c.released_pairs += run.size();
+    } else {
+      for (const FreedPair& p : run) {
+        ++c.raw_pairs;
+        lifetimes_.push_back(p.free_ts >= p.alloc_ts ? p.free_ts - p.alloc_ts : 0);
+        if (c.first_ts == 0 || p.alloc_ts < c.first_ts) c.first_ts = p.alloc_ts;
+        c.last_ts = std::max(c.last_ts, p.free_ts);
+        c.call_ns += p.call_ns;
+      }
+    }
+    run.clear();
   }
 
   void ReleaseHandle(std::map<uint64_t, Handle>::iterator it, uint64_t ts) {
@@ -501,6 +521,8 @@ class Replay {
   absl::flat_hash_map<int64_t, absl::flat_hash_set<std::pair<uint64_t, uint64_t>>> footprint_;
   absl::flat_hash_map<uint32_t, Pending> pending_;
   absl::flat_hash_map<uint64_t, uint64_t> churn_call_ns_;  // live segment -> its alloc call time
+  // Per thread, the segment frees since its last segment allocation (CloseFreeRun).
+  absl::flat_hash_map<uint32_t, std::vector<FreedPair>> free_runs_;
   std::vector<uint64_t> lifetimes_;
   std::map<int64_t, size_t> peak_event_;
   uint64_t total_live_ = 0;
@@ -642,6 +664,7 @@ void Replay::Finish(AllocationTimeline* out) {
     out->leaked_bytes += b.size;
     Device(b.device).leaked_bytes += b.size;
   }
+  for (auto& [tid, run] : free_runs_) CloseFreeRun(run);
   Churn& c = out->churn;
   if (!lifetimes_.empty()) {
     auto mid = lifetimes_.begin() + static_cast<std::ptrdiff_t>(lifetimes_.size() / 2);

@@ -136,12 +136,21 @@ struct HostPinned {
   uint64_t live_bytes = 0, peak_bytes = 0, leaked_bytes = 0;
 };
 
+// A run of at least this many segment frees on one thread, with no allocation on that
+// thread in between, is a caching allocator releasing its cache at once (PyTorch's
+// empty_cache() or its free-and-retry after an out-of-memory failure, a framework's
+// teardown): its pairs are not churn. Churn interleaves allocations and frees.
+inline constexpr uint64_t kCacheReleaseMinFrees = 32;
+
 struct Churn {
-  uint64_t raw_pairs = 0;          // segments (cudaMalloc-style) allocated and freed again
+  uint64_t raw_pairs = 0;          // segments (cudaMalloc-style) allocated and freed again,
+                                   // cache releases (kCacheReleaseMinFrees) left out
   uint64_t median_lifetime_ns = 0;
   double rate_per_s = 0;           // pairs per second between the first and the last
   uint64_t call_ns = 0;            // time spent in those allocate and free calls
   uint64_t first_ts = 0, last_ts = 0;
+  uint64_t cache_releases = 0;     // runs of >= kCacheReleaseMinFrees frees on one thread
+  uint64_t released_pairs = 0;     // the pairs those runs closed (not in raw_pairs)
 };
 
 struct AllocationTimeline {

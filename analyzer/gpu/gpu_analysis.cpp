@@ -311,6 +311,8 @@ class GpuAnalysis final : public Analysis {
     churn["rate_per_s"] = std::round(c.rate_per_s * 10.0) / 10.0;
     churn["median_lifetime_ns"] = c.median_lifetime_ns;
     churn["time_in_calls_ns"] = c.call_ns;
+    churn["cache_releases"] = c.cache_releases;
+    churn["released_pairs"] = c.released_pairs;
     j["churn"] = std::move(churn);
     Json vmm = Json::MakeObject();
     vmm["creates"] = g.vmm_creates;

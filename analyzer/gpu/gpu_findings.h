@@ -10,7 +10,8 @@
 //   gpu.leak               never-freed allocations from one site that keep growing after
 //                          warm-up (leak_growth.h); memory merely held at exit is not one.
 //   gpu.launch-failed      kernel launches that returned an error (launch_failures.cpp).
-//   gpu.churn              >= 1000 raw segment allocate/free pairs at >= 100 per second.
+//   gpu.churn              >= 1000 raw segment allocate/free pairs at >= 100 per second
+//                          (runs of >= 32 frees on one thread, cache releases, left out).
 //   gpu.near-capacity      a device's peak >= 95% of its memory.
 //   gpu.allocator-config-ignored  an allocator variable set after the first allocation,
 //                          or contradicted by the calls the framework made.

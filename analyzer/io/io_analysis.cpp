@@ -341,10 +341,13 @@ class IoAnalysis final : public Analysis {
     report.root()["io"] = std::move(io);
   }
 
+  // The data files whose data was read (IoView::ReadData), by I/O time: a path that was
+  // only stat'ed (the interpreter, a site-packages directory) costs no data I/O and is no
+  // hotspot.
   std::vector<size_t> Hotspots(size_t n) const {
     std::vector<size_t> idx;
     for (size_t i = 0; i < model_.files.size(); ++i) {
-      if (data_[i] && model_.files[i].io_ns() > 0) idx.push_back(i);
+      if (view_.ReadData(i) && model_.files[i].io_ns() > 0) idx.push_back(i);
     }
     std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
       return model_.files[a].io_ns() > model_.files[b].io_ns() ||
@@ -406,9 +409,16 @@ class IoAnalysis final : public Analysis {
     report.AddText("File I/O: filesystems", s);
 
     s.clear();
+    const std::vector<size_t> hotspots = Hotspots(10);
+    if (hotspots.empty()) {
+      // Code, libraries and stats only (a training run on in-memory data): no hotspot.
+      report.AddText("File I/O: hotspots (data files)",
+                     "No data file was read: the I/O above is code, libraries and metadata.\n");
+      return;
+    }
     std::snprintf(line, sizeof(line), "%-60s %-10s %10s %10s %6s %10s\n", "path", "type", "I/O time", "read", "opens", "reads");
     s += line;
-    for (size_t i : Hotspots(10)) {
+    for (size_t i : hotspots) {
       const FileStats& f = model_.files[i];
       std::snprintf(line, sizeof(line), "%-60s %-10s %10s %10s %6llu %10llu\n", Shorten(f.path).c_str(),
                     Shorten(view_.FsType(f), 10).c_str(), FormatDurationNs(f.io_ns()).c_str(),
@@ -416,15 +426,17 @@ class IoAnalysis final : public Analysis {
                     static_cast<unsigned long long>(f.reads));
       s += line;
     }
-    s += "\nTop directories by I/O time:\n";
+    s += "\nTop directories of data files by I/O time:\n";
     std::snprintf(line, sizeof(line), "%-50s %7s %7s %10s %10s %10s\n", "directory", "files", "small", "median", "read", "I/O time");
     s += line;
-    for (size_t k = 0; k < dirs_.size() && k < 10; ++k) {
+    size_t listed = 0;
+    for (size_t k = 0; k < dirs_.size() && listed < 10; ++k) {
       const DirRow& d = dirs_[k];
-      // No data file read there (code, stats only): no size to take a median of.
+      if (d.data_files == 0) continue;  // code and stats only: no hotspot
+      ++listed;
       std::snprintf(line, sizeof(line), "%-50s %7llu %7llu %10s %10s %10s\n", Shorten(d.path, 50).c_str(),
                     static_cast<unsigned long long>(d.files), static_cast<unsigned long long>(d.small_files),
-                    d.sizes.empty() ? "-" : FormatBytes(Median(d.sizes)).c_str(), FormatBytes(d.bytes_read).c_str(),
+                    FormatBytes(Median(d.sizes)).c_str(), FormatBytes(d.bytes_read).c_str(),
                     FormatDurationNs(d.io_ns()).c_str());
       s += line;
     }

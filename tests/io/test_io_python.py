@@ -5,7 +5,7 @@ import json
 import os
 import unittest
 
-from ctharness import SYSTEM_PYTHON, TempDirTest, by_pid, colabtrace_run, findings, report, run_traced
+from ctharness import SYSTEM_PYTHON, TempDirTest, by_pid, cli, colabtrace_run, findings, report, run_traced
 from iotest import API, file_rows, io_records, make_files
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -302,6 +302,29 @@ class PythonIoTest(TempDirTest):
         self.assertEqual(header_block, 4096)
         self.assertEqual((row["size"], row["size_source"]), (size, "stat"))
         self.assertEqual(row["reread_bytes"], header_block - 128)
+
+    def test_hotspots_are_data_files_read_not_code_or_stats(self):
+        # A training run's I/O is mostly code and metadata: the interpreter and
+        # site-packages directories stat'ed, modules read. Only a data file read is a
+        # hotspot (the H200 report listed bin/python3 and three dist-packages directories,
+        # 0 bytes read). First a run that reads no data file, then one that reads one.
+        data = os.path.join(self.tmp, "data")
+        make_files(data, 1, 10000)
+        code = ("import os, sys, json, email.parser, decimal\n"
+                "for p in (sys.executable, os.path.dirname(json.__file__), sys.prefix): os.stat(p)\n"
+                "if len(sys.argv) > 1: open(sys.argv[1], 'rb').read()\n")
+        for argv, want in (([], []), ([os.path.join(data, "f00000.bin")], [os.path.join(data, "f00000.bin")])):
+            run = run_traced([SYSTEM_PYTHON, "-c", code, *argv], out_dir=os.path.join(self.tmp, f"out{len(argv)}"))
+            self.assertEqual(run.returncode, 0, run.stderr)
+            self.assertEqual([h["path"] for h in report(*run.traces)["io"]["hotspots"]], want)
+            text = cli("report", *run.traces).stdout
+            section = text[text.index("== File I/O: hotspots (data files) =="):]
+            section = section[:section.index("\n== ", 1)] if "\n== " in section[1:] else section
+            if not want:
+                self.assertIn("No data file was read", section)
+                continue
+            rows = [line.split()[0] for line in section.splitlines()[2:] if line.startswith("/")]
+            self.assertEqual(rows, [want[0], data], section)  # the file, then its directory
 
 
 if __name__ == "__main__":

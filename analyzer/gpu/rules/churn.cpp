@@ -1,7 +1,10 @@
 // gpu.churn (warning)
 //
 // Rule: at least kChurnMinPairs raw segment allocate/free pairs at kChurnMinRate per second
-// or more: a caching allocator turned off or defeated.
+// or more: a caching allocator turned off or defeated. A caching allocator releasing its
+// cache at once (a run of kCacheReleaseMinFrees frees on one thread with no allocation
+// between: PyTorch's empty_cache() or its free-and-retry after an out-of-memory failure)
+// is not churn: AllocationTimeline leaves those pairs out of raw_pairs.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -30,6 +33,7 @@ void AddChurnFinding(ReportBuilder& report, const ProcessTrace& t, const Allocat
   fd.evidence["rate_per_s"] = std::round(c.rate_per_s * 10.0) / 10.0;
   fd.evidence["median_lifetime_ns"] = c.median_lifetime_ns;
   fd.evidence["time_in_calls_ns"] = c.call_ns;
+  fd.evidence["cache_releases"] = c.cache_releases;
   bool no_caching = false;
   for (const auto& e : t.records.EnvVar) {
     if (t.Str(e.name) == "PYTORCH_NO_CUDA_MEMORY_CACHING") {

@@ -389,6 +389,32 @@ TEST(GpuAnalysis, ChurnThreshold) {
   EXPECT_TRUE(Findings(r->root(), "gpu.churn").empty());
 }
 
+// torch_frag on the H200: thousands of cached segments kept, then one flush of half of
+// them at once (PyTorch's free-and-retry after an out-of-memory failure). The flush is a
+// cache release, not churn; the same number of pairs interleaved is.
+TEST(GpuAnalysis, ACacheReleaseAtOnceIsNotChurn) {
+  constexpr uint64_t kSegments = 3000;
+  TraceBuilder b(109);
+  for (uint64_t i = 0; i < kSegments; ++i) b.Alloc(Api::kCudaMalloc, kBase + i * 32 * MiB, 20 * MiB);
+  for (uint64_t i = 0; i < kSegments; i += 2) b.Free(Api::kCudaFree, kBase + i * 32 * MiB);
+  b.Alloc(Api::kCudaMalloc, kBase + kSegments * 32 * MiB, 8 * GiB);  // the retry
+  // Then 31 frees in a row, 31 times: each run too short to be a release.
+  for (uint64_t k = 0; k < 31; ++k) {
+    for (uint64_t i = 0; i < 31; ++i) b.Free(Api::kCudaFree, kBase + (2 * (k * 31 + i) + 1) * 32 * MiB);
+    b.Alloc(Api::kCudaMalloc, kBase + (kSegments + 1 + k) * 32 * MiB, MiB);
+  }
+  std::vector<ProcessTrace> traces;
+  traces.push_back(b.Finish());
+  auto r = Report(traces);
+  const Json& churn = Gpu(r->root())["churn"];
+  // The run of 1500 frees is a release; 31 runs of 31 frees are 961 pairs (without the
+  // release rule: 2461 pairs, churn).
+  EXPECT_EQ(churn["cache_releases"].as_int(), 1);
+  EXPECT_EQ(churn["released_pairs"].as_int(), static_cast<int64_t>(kSegments / 2));
+  EXPECT_EQ(churn["raw_pairs"].as_int(), 31 * 31);
+  EXPECT_TRUE(Findings(r->root(), "gpu.churn").empty());
+}
+
 TEST(GpuAnalysis, KilledProcessLeaksWhatWasLive) {
   TraceBuilder b(109);
   b.Alloc(Api::kCudaMalloc, kBase, 100 * MiB);
