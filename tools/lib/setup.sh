@@ -70,13 +70,19 @@ colabtrace_install_duckdb_node() {
     echo "colabtrace: could not install $COLABTRACE_DUCKDB_NODE_PACKAGE; the DuckDB export test will skip" >&2
 }
 
-# colabtrace_build DIR : configure (once) and build everything with Ninja.
+# colabtrace_build DIR [TARGET...] : configure (once) and build with Ninja: the TARGETs,
+# or everything (the test suite included) when none is named.
 colabtrace_build() {
   local dir="$1"
+  shift
   local cuda_args=()
   [ -d /usr/local/cuda ] && cuda_args=(-DCUDAToolkit_ROOT=/usr/local/cuda)
   if [ ! -f "$dir/build.ninja" ]; then
     cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${cuda_args[@]}" >&2
   fi
-  cmake --build "$dir" -j "$(nproc)" >&2
+  if [ $# -gt 0 ]; then
+    cmake --build "$dir" -j "$(nproc)" --target "$@" >&2
+  else
+    cmake --build "$dir" -j "$(nproc)" >&2
+  fi
 }
