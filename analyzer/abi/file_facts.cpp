@@ -38,9 +38,17 @@ const elf::FatbinListing& FileFactsCache::Fatbin(FileFacts& f) {
 const std::optional<elf::CudaMajor>& FileFactsCache::CudaMajor(FileFacts& f) {
   if (!f.cuda_checked) {
     f.cuda_checked = true;
-    if (f.image) f.cuda = elf::DetectCudaMajor(*f.image, &Fatbin(f));
+    if (f.image) f.cuda = elf::DetectCudaMajor(*f.image);
   }
   return f.cuda;
+}
+
+const elf::UnregisteredFatbins& FileFactsCache::Unregistered(FileFacts& f) {
+  if (!f.unregistered_scanned) {
+    f.unregistered_scanned = true;
+    if (f.image) f.unregistered = elf::FindUnregisteredFatbins(*f.image);
+  }
+  return f.unregistered;
 }
 
 }  // namespace colabtrace::analyzer::abi

@@ -2,8 +2,10 @@
 // path for the whole report (colabtrace_elf: dynamic section, versions, fatbin).
 //
 // Everything is lazy: the ELF is opened on first use, the fatbin listed only when an
-// architecture question is asked, and the CUDA major detected only for libraries that
-// may be CUDA libraries.
+// architecture question is asked, the other sections scanned for device code only when
+// the registered fatbins do not cover the GPU, and the CUDA major detected only for
+// libraries that may be CUDA libraries. Which file stands for a recorded library is
+// LibraryFiles' decision (library_files.h), not this cache's.
 #pragma once
 
 #include <sys/stat.h>
@@ -33,6 +35,8 @@ struct FileFacts {
   elf::FatbinListing fatbin;
   bool cuda_checked = false;
   std::optional<elf::CudaMajor> cuda;
+  bool unregistered_scanned = false;
+  elf::UnregisteredFatbins unregistered;
 };
 
 class FileFactsCache {
@@ -41,8 +45,11 @@ class FileFactsCache {
   FileFacts& Get(const std::string& path);
   // The fatbin listing of the file (empty when it has none or cannot be read).
   const elf::FatbinListing& Fatbin(FileFacts& f);
-  // The CUDA major the file was built for (colabtrace_elf's DetectCudaMajor).
+  // The CUDA major the file links against or is named for (colabtrace_elf's
+  // DetectCudaMajor: never from device code).
   const std::optional<elf::CudaMajor>& CudaMajor(FileFacts& f);
+  // Fatbin containers outside the file's registered fatbins (FindUnregisteredFatbins).
+  const elf::UnregisteredFatbins& Unregistered(FileFacts& f);
 
  private:
   std::unordered_map<std::string, std::unique_ptr<FileFacts>> files_;

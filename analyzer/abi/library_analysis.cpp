@@ -4,10 +4,15 @@
 //
 // It builds the typed model of each process once (abi::ProcessLibraries) and runs the
 // rules in analyzer/abi/rules/ over it, one file per finding id, each with its exact rule
-// written above it; docs/ARCHITECTURE.md lists them too. This file only writes the
-// libraries[] rows and the text section.
+// written above it; docs/ARCHITECTURE.md lists them too. The abi.* findings are merged
+// across processes (one per cause for the job, abi::JobFindings). This file only writes
+// the libraries[] rows, the libraries_files summary (which recorded library files could
+// be read, and which file-based checks were skipped: abi::LibraryFiles) and the text
+// section.
 #include <dlfcn.h>
 
+#include "abi/job_findings.h"
+#include "abi/library_files.h"
 #include "abi/library_model.h"
 #include "abi/rules/rules.h"
 #include "analyses/factories.h"
@@ -19,7 +24,6 @@ namespace colabtrace::analyzer {
 namespace {
 
 using abi::FailedLoad;
-using abi::FileFactsCache;
 using abi::LoadedLibrary;
 using format::LibApi;
 
@@ -28,24 +32,26 @@ class LibraryAnalysis final : public Analysis {
   std::string_view name() const override { return "libraries"; }
 
   void Run(ReportBuilder& report) override {
-    abi::RuleContext ctx{files_, ParseTargetArch(report)};
+    abi::LibraryFiles files(report.options().sysroot);
+    abi::JobFindings findings;
+    abi::RuleContext ctx{files, ParseTargetArch(report), findings};
     Json rows = Json::MakeArray();
     std::string text;
     const auto& traces = report.traces();
     for (size_t i = 0; i < traces.size(); ++i) {
-      const abi::ProcessLibraries p = abi::ProcessLibraries::Of(traces[i], report.facts(traces[i]), files_);
+      const abi::ProcessLibraries p = abi::ProcessLibraries::Of(traces[i], report.facts(traces[i]), files);
       AddRows(p, rows);
       // `colabtrace run`'s own trace loads nothing of the job's: no line for it.
       if (!IsRunWrapper(traces[i])) AddTextLines(p, text);
-      abi::DuplicateLibraryRule(p, report);
-      abi::MixedCudaMajorsRule(p, report);
-      abi::DriverTooOldRule(p, report);
-      abi::NoKernelImageRule(p, ctx, report);
-      abi::LoadFailedRule(p, ctx, report);
-      abi::SymbolVersionMissingRule(p, ctx, report);
-      abi::StaleLibraryRule(p, report);
-      abi::SystemVsPipRule(p, report);
-      abi::CoverageIncompleteRule(p, report);
+      abi::DuplicateLibraryRule(p, ctx);
+      abi::MixedCudaMajorsRule(p, ctx);
+      abi::DriverTooOldRule(p, ctx);
+      abi::NoKernelImageRule(p, ctx);
+      abi::LoadFailedRule(p, ctx);
+      abi::SymbolVersionMissingRule(p, ctx);
+      abi::StaleLibraryRule(p, ctx);
+      abi::SystemVsPipRule(p, ctx);
+      abi::CoverageIncompleteRule(p, ctx, report);
       Json& proc = report.process(i);
       Json summary = Json::MakeObject();
       summary["loaded"] = static_cast<uint64_t>(p.inv.objects.size());
@@ -89,13 +95,13 @@ class LibraryAnalysis final : public Analysis {
       summary["dlclose_calls"] = 0;
       proc["libraries"] = std::move(summary);
     }
+    findings.MoveTo(report);
     report.root()["libraries"] = std::move(rows);
-    if (!text.empty()) report.AddText("Libraries", text);
+    report.root()["libraries_files"] = files.Summary();
+    if (!text.empty()) report.AddText("Libraries", files.SummaryText() + text);
   }
 
  private:
-  FileFactsCache files_;
-
   static std::optional<elf::GpuArch> ParseTargetArch(ReportBuilder& report) {
     const auto& opt = report.options().gpu_arch;
     if (!opt) return std::nullopt;
@@ -141,7 +147,7 @@ class LibraryAnalysis final : public Analysis {
       file["size"] = o.identity.size;
       file["mtime_ns"] = o.identity.mtime_ns;
       r["file"] = std::move(file);
-      r["on_disk"] = abi::DiskState(o, p.files[i], p.end_realtime_ns);
+      r["on_disk"] = abi::DiskState(o, p.on_disk[i], p.end_realtime_ns);
       rows.Append(std::move(r));
     }
     for (const FailedLoad& f : p.inv.failures) {

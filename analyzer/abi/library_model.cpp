@@ -1,9 +1,5 @@
 #include "abi/library_model.h"
 
-#include <unistd.h>
-
-#include <cstdio>
-#include <cstdlib>
 #include <algorithm>
 #include <map>
 
@@ -13,95 +9,38 @@
 namespace colabtrace::analyzer::abi {
 namespace {
 
-std::string ReadId(const char* path) {
-  std::string s;
-  if (std::FILE* f = std::fopen(path, "re")) {
-    char buf[128];
-    const size_t n = std::fread(buf, 1, sizeof(buf), f);
-    std::fclose(f);
-    s.assign(buf, n);
-  }
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-// The CUDA major a library was built for: from the file (soname, verdef, DT_NEEDED,
-// device code) for libraries that are or use CUDA libraries, else from the soname.
+// The CUDA major a library links against or is named for (colabtrace_elf's
+// DetectCudaMajor on its file: soname, verdef, DT_NEEDED, verneed); without a readable
+// file, from a soname whose major is the CUDA major. The driver and system libraries
+// have none.
 std::optional<elf::CudaMajor> CudaMajorOf(const LoadedLibrary& o, const elf::LibraryFamily& fam,
-                                          FileFacts* f, FileFactsCache& cache) {
+                                          FileFacts* f, LibraryFiles& files) {
   if (fam.group == elf::LibraryGroup::kCudaDriver || fam.group == elf::LibraryGroup::kSystem) {
     return std::nullopt;
   }
-  bool cuda_related = fam.group == elf::LibraryGroup::kCudaToolkit ||
-                      fam.group == elf::LibraryGroup::kNvidiaLibrary ||
-                      fam.group == elf::LibraryGroup::kFramework;
-  if (f != nullptr && f->image && !cuda_related) {
-    for (const std::string& n : f->image->needed()) {
-      if (elf::ClassifyLibrary(n).group == elf::LibraryGroup::kCudaToolkit) cuda_related = true;
-    }
-    if (!cuda_related && f->image->FindSection(".nv_fatbin") != nullptr) cuda_related = true;
+  if (f != nullptr) return files.cache().CudaMajor(*f);
+  if (!o.is_vdso && !o.path.empty()) {
+    files.Skipped("abi.mixed-cuda-majors",
+                  "no readable file: CUDA major from the soname only, DT_NEEDED and symbol versions not read",
+                  o.path);
   }
-  if (!cuda_related) return std::nullopt;
-  if (f != nullptr && f->image && SameAsLoaded(o, *f)) return cache.CudaMajor(*f);
   if (fam.soname_major_is_cuda_major && fam.soname_major) {
     return elf::CudaMajor{*fam.soname_major, elf::CudaMajorSource::kSoname, "soname " + NameOf(o)};
   }
   return std::nullopt;
 }
 
-uint64_t Ns(const struct timespec& t) {
-  return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
-}
-
-bool SameIdentity(const LoadedLibrary& o, const FileFacts& f) {
-  return f.st.st_dev == o.identity.dev && f.st.st_ino == o.identity.ino &&
-         static_cast<uint64_t>(f.st.st_size) == o.identity.size && Ns(f.st.st_mtim) == o.identity.mtime_ns;
+bool AnyGpuCallFailed(const ProcessTrace& t) {
+  auto failed = [](const auto& table) {
+    return std::any_of(table.begin(), table.end(), [](const auto& r) { return r.rc != 0; });
+  };
+  return failed(t.records.GpuError) || failed(t.records.GpuAlloc) || failed(t.records.GpuFree) ||
+         failed(t.records.GpuModule) || !t.records.GpuLaunchFailed.empty();
 }
 
 }  // namespace
 
-std::string HostOrigin::DiskChecksLabel() const {
-  return same_host ? std::string() : "skipped: trace from another host (" + why + " differs)";
-}
-
-const LocalHost& LocalHost::Get() {
-  static const LocalHost kLocal = [] {
-    LocalHost h;
-    if (const char* id = std::getenv("COLABTRACE_ANALYZER_HOST_ID"); id != nullptr && *id != '\0') {
-      h.boot_id = h.machine_id = id;  // test-only: pretend to be another machine
-    } else {
-      h.boot_id = ReadId("/proc/sys/kernel/random/boot_id");
-      h.machine_id = ReadId("/etc/machine-id");
-    }
-    char name[256] = {};
-    if (gethostname(name, sizeof(name) - 1) == 0) h.hostname = name;
-    return h;
-  }();
-  return kLocal;
-}
-
-HostOrigin HostOriginOf(const ProcessTrace& t, const LocalHost& local) {
-  std::string boot_id, machine_id, hostname;
-  for (const auto& h : t.records.HostInfo) {
-    const std::string_view key = t.Str(h.key);
-    if (key == "boot_id") boot_id = std::string(t.Str(h.value));
-    if (key == "machine_id") machine_id = std::string(t.Str(h.value));
-    if (key == "hostname") hostname = std::string(t.Str(h.value));
-  }
-  HostOrigin o;
-  // A different boot of the same machine may have different files too (an upgrade and
-  // a reboot), so the boot id decides when both sides have it.
-  if (!boot_id.empty() && !local.boot_id.empty()) {
-    if (boot_id != local.boot_id) o = {false, "boot_id"};
-  } else if (!machine_id.empty() && !local.machine_id.empty()) {
-    if (machine_id != local.machine_id) o = {false, "machine_id"};
-  } else if (!hostname.empty() && !local.hostname.empty() && hostname != local.hostname) {
-    o = {false, "hostname"};
-  }
-  return o;
-}
-
-ProcessLibraries ProcessLibraries::Of(const ProcessTrace& t, const ProcessFacts& facts, FileFactsCache& cache) {
+ProcessLibraries ProcessLibraries::Of(const ProcessTrace& t, const ProcessFacts& facts, LibraryFiles& files) {
   ProcessLibraries p;
   p.trace = &t;
   p.inv = LibraryInventory::Of(t);
@@ -109,18 +48,21 @@ ProcessLibraries ProcessLibraries::Of(const ProcessTrace& t, const ProcessFacts&
   p.end_realtime_ns = t.start_realtime_ns() + (t.end_ns() - t.start_ns());
   p.process_failed = facts.end_kind == EndKind::kSignaled || facts.end_kind == EndKind::kKilled ||
                      (facts.exit_code && *facts.exit_code != 0);
+  p.gpu_call_failed = AnyGpuCallFailed(t);
   for (const LoadedLibrary& o : p.inv.objects) {
     p.family.push_back(FamilyOf(o));
-    FileFacts* f = (o.is_vdso || o.path.empty()) ? nullptr : &cache.Get(o.path);
-    // On another host a path names some other file unless its build id is the loaded one.
-    if (f != nullptr && !p.host.same_host &&
-        (o.build_id.empty() || !f->image || f->image->build_id() != o.build_id)) {
-      f = nullptr;
-    }
-    p.files.push_back(f);
-    p.cuda.push_back(CudaMajorOf(o, p.family.back(), f, cache));
+    p.files.push_back(files.Loaded(o, p.host).file);
+    p.on_disk.push_back(files.AtRecordedPath(o, p.host));
+    p.cuda.push_back(CudaMajorOf(o, p.family.back(), p.files.back(), files));
   }
   return p;
+}
+
+FileFacts* ProcessLibraries::FileNamed(const std::string& path, LibraryFiles& library_files) const {
+  for (size_t i = 0; i < inv.objects.size(); ++i) {
+    if (inv.objects[i].path == path && files[i] != nullptr) return files[i];
+  }
+  return library_files.Named(path, host);
 }
 
 std::string NameOf(const LoadedLibrary& o) { return o.soname.empty() ? std::string(Basename(o.path)) : o.soname; }
@@ -186,13 +128,6 @@ std::string PipPackageFor(std::string_view family, std::optional<int> cuda_major
   return std::string(it->second) + "-" + (cuda_major ? "cu" + std::to_string(*cuda_major) : "cuXX");
 }
 
-bool SameAsLoaded(const LoadedLibrary& o, const FileFacts& f) {
-  if (!f.exists) return false;
-  if (!o.identity.known()) return true;  // nothing to compare with: assume so
-  if (SameIdentity(o, f)) return true;
-  return !o.build_id.empty() && f.image && f.image->build_id() == o.build_id;
-}
-
 std::string DiskState(const LoadedLibrary& o, const FileFacts* f, uint64_t end_realtime_ns) {
   if (!o.changes.empty()) {
     // Every re-check failed (ENOENT) and nothing is at the path now: removed, not replaced.
@@ -205,7 +140,7 @@ std::string DiskState(const LoadedLibrary& o, const FileFacts* f, uint64_t end_r
   if (!f->exists) return "missing";
   if (SameIdentity(o, *f)) return "same";
   if (!o.build_id.empty() && f->image && f->image->build_id() == o.build_id) return "same build";
-  return Ns(f->st.st_ctim) <= end_realtime_ns ? "changed during the run" : "changed";
+  return TimespecNs(f->st.st_ctim) <= end_realtime_ns ? "changed during the run" : "changed";
 }
 
 std::string LoadedPathFor(const ProcessLibraries& p, const std::string& name, int64_t nsid) {

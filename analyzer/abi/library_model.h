@@ -2,9 +2,9 @@
 // and read by every abi.* rule (analyzer/abi/rules/, one file per finding id).
 //
 // It holds the process's LibraryInventory plus, per loaded object, its family, the CUDA
-// major it was built for and the facts of its file on disk. Files are read only when
-// the analyzer runs on the host that recorded the trace (HostOrigin); on another host
-// a file is used only when its build id proves it is the loaded one.
+// major it links against or is named for, the file holding its bytes and the file now at
+// its path. Which files those are is LibraryFiles' decision (library_files.h: --sysroot
+// first, a build id or the same file on the recording host proves it).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "abi/file_facts.h"
+#include "abi/library_files.h"
 #include "abi/library_inventory.h"
 #include "analyses/process_facts.h"
 #include "elf/cuda_arch.h"
@@ -23,40 +24,28 @@
 
 namespace colabtrace::analyzer::abi {
 
-// Whether the analyzing machine is the one (and the boot) that recorded a trace.
-struct HostOrigin {
-  bool same_host = true;
-  std::string why;  // "boot_id", "machine_id" or "hostname": what differed; "" when same
-  // The label for disk-based evidence: "" on the same host, else
-  // "skipped: trace from another host".
-  std::string DiskChecksLabel() const;
-};
-
-// This machine's identity, for comparing with a trace's HostInfo (boot_id, machine_id,
-// hostname). COLABTRACE_ANALYZER_HOST_ID (test-only, documented in docs/DEVELOPING.md)
-// replaces this machine's boot_id and machine_id with its value.
-struct LocalHost {
-  std::string boot_id, machine_id, hostname;
-  static const LocalHost& Get();
-};
-
-// Compares the trace's recorded identity with this machine's: boot_id first, then
-// machine_id, then (for traces that recorded neither) the hostname.
-HostOrigin HostOriginOf(const ProcessTrace& t, const LocalHost& local = LocalHost::Get());
-
 struct ProcessLibraries {
   const ProcessTrace* trace = nullptr;
   LibraryInventory inv;
   std::vector<elf::LibraryFamily> family;           // per object
-  std::vector<std::optional<elf::CudaMajor>> cuda;  // per object
-  std::vector<FileFacts*> files;                    // per object; nullptr: not read (see above)
+  // Per object, from DT_NEEDED, symbol versions and the soname (never device code);
+  // from the soname alone when its file is not readable.
+  std::vector<std::optional<elf::CudaMajor>> cuda;
+  std::vector<FileFacts*> files;    // per object: its bytes as loaded (LibraryFiles::Loaded); nullptr: none
+  std::vector<FileFacts*> on_disk;  // per object: the file now at its path (LibraryFiles::AtRecordedPath)
   uint64_t end_realtime_ns = 0;
   HostOrigin host;
-  bool process_failed = false;  // non-zero exit, a fatal signal, or killed
+  bool process_failed = false;   // non-zero exit, a fatal signal, or killed
+  bool gpu_call_failed = false;  // a GPU call failed (GpuError, a failed allocation, free,
+                                 // module load or kernel launch)
 
   // facts: t's process facts given the run's lifecycle model (ReportBuilder::facts), so
   // that process_failed agrees with how processes[] says it ended.
-  static ProcessLibraries Of(const ProcessTrace& t, const ProcessFacts& facts, FileFactsCache& cache);
+  static ProcessLibraries Of(const ProcessTrace& t, const ProcessFacts& facts, LibraryFiles& files);
+
+  // The file of `path` as this process loaded it (when it is one of its objects), else
+  // LibraryFiles::Named: for paths a record names (a requester, a dlerror's object).
+  FileFacts* FileNamed(const std::string& path, LibraryFiles& library_files) const;
 };
 
 // ---- shared helpers of the rules -------------------------------------------------------
@@ -75,8 +64,6 @@ std::string_view Origin(const std::string& path);
 Json LibJson(const LoadedLibrary& o);
 // The nvidia-* pip package that ships a family ("nvidia-cudnn-cu12"), or "".
 std::string PipPackageFor(std::string_view family, std::optional<int> cuda_major);
-// True when the file on disk is (still) the one the process loaded.
-bool SameAsLoaded(const LoadedLibrary& o, const FileFacts& f);
 // "same", "changed", "changed during the run", "removed during the run" (the shim's
 // re-checks found no file and none is there now), "same build", "missing", "unknown".
 std::string DiskState(const LoadedLibrary& o, const FileFacts* f, uint64_t end_realtime_ns);

@@ -65,6 +65,7 @@ class BaselineCommand final : public Command {
            "  --tolerance PCT        allowed growth of the +tolerance metrics (default 10)\n"
            "  --time-slack SECONDS   extra allowance on durations (default 1)\n"
            "  --gpu-arch sm_XY       analyse as `report --gpu-arch` does; check reuses it\n"
+           "  --sysroot DIR          read library files under DIR first, as `report` does\n"
            "  -h, --help             show this help\n\n"
            "Exit codes: 0 written, 2 usage error or an input that cannot be read.\n";
   }
@@ -95,6 +96,10 @@ class BaselineCommand final : public Command {
         auto v = r.Value();
         if (!v || !IsGpuArch(*v)) return UsageError(name(), kGpuArchUsage);
         options.gpu_arch = *v;
+      } else if (r.Is("--sysroot")) {
+        auto v = r.Value();
+        if (!v || !IsSysroot(*v)) return UsageError(name(), kSysrootUsage);
+        options.sysroot = *v;
       } else {
         return UsageError(name(), "unknown option '" + r.arg() + "'");
       }

@@ -39,6 +39,7 @@ class CheckCommand final : public Command {
            "  --fail-on SEVERITY   new findings at or above SEVERITY fail (info, warning or\n"
            "                       error; default warning)\n"
            "  --gpu-arch sm_XY     analyse with this GPU architecture (default: the budget's)\n"
+           "  --sysroot DIR        read library files under DIR first, as `report` does\n"
            "  -h, --help           show this help\n\n"
            "With GITHUB_STEP_SUMMARY set (GitHub Actions), also appends a Markdown table to\n"
            "that file: metric, baseline, value, band, verdict.\n\n"
@@ -70,6 +71,10 @@ class CheckCommand final : public Command {
         auto v = r.Value();
         if (!v || !IsGpuArch(*v)) return UsageError(name(), kGpuArchUsage);
         options.gpu_arch = *v;
+      } else if (r.Is("--sysroot")) {
+        auto v = r.Value();
+        if (!v || !IsSysroot(*v)) return UsageError(name(), kSysrootUsage);
+        options.sysroot = *v;
       } else {
         return UsageError(name(), "unknown option '" + r.arg() + "'");
       }

@@ -40,6 +40,10 @@ bool IsGpuArch(std::string_view v);
 inline constexpr std::string_view kGpuArchUsage =
     "--gpu-arch takes an architecture like sm_75, sm_80 or sm_90a";
 
+// True for a --sysroot value: an existing directory. Every subcommand that takes
+// --sysroot checks it with this and reports kSysrootUsage otherwise.
+bool IsSysroot(const std::string& v);
+inline constexpr std::string_view kSysrootUsage = "--sysroot takes an existing directory";
 // True when stdout/stderr is a terminal and NO_COLOR is unset.
 bool UseColor(int fd);
 

@@ -24,6 +24,8 @@ class DiffCommand final : public Command {
            "  --format text|json   output format (default text)\n"
            "  -o, --output FILE    write to FILE instead of stdout\n"
            "  --gpu-arch sm_XY     analyse both runs with this GPU architecture\n"
+           "  --sysroot DIR        read library files under DIR first (a copy of the\n"
+           "                       recording machine's files, used when build ids match)\n"
            "  -h, --help           show this help\n\n"
            "Exit codes: 0 compared (whatever the differences), 2 usage error or an input that\n"
            "cannot be read.\n";
@@ -49,6 +51,10 @@ class DiffCommand final : public Command {
         auto v = r.Value();
         if (!v || !IsGpuArch(*v)) return UsageError(name(), kGpuArchUsage);
         options.gpu_arch = *v;
+      } else if (r.Is("--sysroot")) {
+        auto v = r.Value();
+        if (!v || !IsSysroot(*v)) return UsageError(name(), kSysrootUsage);
+        options.sysroot = *v;
       } else {
         return UsageError(name(), "unknown option '" + r.arg() + "'");
       }

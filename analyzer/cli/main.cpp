@@ -1,4 +1,5 @@
 // colabtrace: the offline analyzer's command line.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -41,6 +42,11 @@ bool WantsHelp(const std::vector<std::string>& args) {
 bool IsGpuArch(std::string_view v) {
   static const std::regex kArch("sm_[0-9]{2,3}[af]?");
   return std::regex_match(v.begin(), v.end(), kArch);
+}
+
+bool IsSysroot(const std::string& v) {
+  struct stat st;
+  return !v.empty() && ::stat(v.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 bool UseColor(int fd) {

@@ -52,6 +52,9 @@ class ReportCommand final : public Command {
            "  -o, --output FILE        write the report to FILE instead of stdout\n"
            "  --gpu-arch sm_XY         check loaded CUDA libraries against this GPU\n"
            "                           architecture (e.g. sm_75 for a T4, sm_80 for an A100)\n"
+           "  --sysroot DIR            read the library files a trace names under DIR first (a\n"
+           "                           copy of the recording machine's files; used only when\n"
+           "                           their build id matches the trace)\n"
            "  --fail-on SEVERITY       exit 1 if any finding is at or above SEVERITY\n"
            "                           (info, warning or error)\n"
            "  -h, --help               show this help\n\n"
@@ -91,6 +94,10 @@ class ReportCommand final : public Command {
         auto v = value("--gpu-arch");
         if (!v || !IsGpuArch(*v)) return UsageError(name(), kGpuArchUsage);
         options.gpu_arch = *v;
+      } else if (is("--sysroot")) {
+        auto v = value("--sysroot");
+        if (!v || !IsSysroot(*v)) return UsageError(name(), kSysrootUsage);
+        options.sysroot = *v;
       } else if (is("--fail-on")) {
         auto v = value("--fail-on");
         fail_on = v ? analyzer::ParseSeverity(*v) : std::nullopt;

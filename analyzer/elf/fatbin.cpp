@@ -1,5 +1,6 @@
 #include "elf/fatbin.h"
 
+#include <string.h>
 #include <zstd.h>
 
 #include <algorithm>
@@ -203,6 +204,56 @@ FatbinListing ListFatbinEntries(const ElfImage& image) {
     if (const Section* s = image.FindSection(name)) AppendFatbin(s->data, name, listing);
   }
   return listing;
+}
+
+namespace {
+
+// Lists the containers whose headers are found in `data` (a section named `section`),
+// skipping each match by its size; returns how many.
+size_t ListContainersIn(Bytes data, std::string_view section, FatbinListing& listing) {
+  static constexpr uint8_t kMagic[4] = {0x50, 0xed, 0x55, 0xba};  // kFatbinMagic, LE
+  size_t n = 0;
+  uint64_t pos = 0;
+  while (pos + kContainerHeaderMin <= data.size()) {
+    const void* hit = ::memmem(data.data() + pos, data.size() - pos, kMagic, sizeof(kMagic));
+    if (hit == nullptr) break;
+    const uint64_t at = static_cast<uint64_t>(static_cast<const uint8_t*>(hit) - data.data());
+    if (at + kContainerHeaderMin > data.size()) break;
+    const uint64_t size = LoadLE<uint64_t>(data, at + 8);
+    if (LoadLE<uint16_t>(data, at + 4) == 1 && LoadLE<uint16_t>(data, at + 6) == kContainerHeaderMin &&
+        size > 0 && size <= data.size() - at - kContainerHeaderMin) {
+      ++n;
+      AppendFatbin(data.subspan(at, kContainerHeaderMin + size), section, listing);
+      pos = at + kContainerHeaderMin + size;
+    } else {
+      pos = at + 1;
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
+UnregisteredFatbins FindUnregisteredFatbins(const ElfImage& image) {
+  UnregisteredFatbins out;
+  out.listing.storage = image.storage();
+  constexpr uint32_t kShtNobits = 8;
+  for (const Section& s : image.sections()) {
+    if (s.type == kShtNobits || s.name == kNvFatbin || s.name == kNvRelFatbin) continue;
+    if (const size_t n = ListContainersIn(s.data, s.name, out.listing); n > 0) {
+      out.containers += n;
+      out.sections.emplace_back(std::string(s.name), n);
+    }
+  }
+  return out;
+}
+
+std::string DescribeUnregisteredFatbins(const UnregisteredFatbins& u) {
+  std::string out;
+  for (const auto& [name, n] : u.sections) {
+    out += fmt::format("{}{} in {}", out.empty() ? "" : ", ", n, name.empty() ? "a nameless section" : name);
+  }
+  return out.empty() ? out : fmt::format("{} fatbin container{} ({})", u.containers, u.containers == 1 ? "" : "s", out);
 }
 
 absl::StatusOr<std::string> ReadEntryPayload(const FatbinEntry& entry, size_t max_size) {

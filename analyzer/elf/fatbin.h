@@ -109,6 +109,28 @@ void AppendFatbin(Bytes blob, std::string_view section, FatbinListing& listing);
 // bytes, so its payload views outlive `image`.
 FatbinListing ListFatbinEntries(const ElfImage& image);
 
+// Device code a library carries outside its registered fatbins: fatbin containers stored
+// in other sections, which the library loads itself at run time instead of having them
+// registered at load. cuFFT 12 registers one sm_75 cubin in .nv_fatbin and keeps its
+// kernels in 23,983 containers in .ldata; cuBLASLt 13 keeps its sm_100/sm_120 kernels in
+// .cask_resource. Found by their headers (magic, version 1, header size 16, a size that
+// fits the section), then listed like registered ones; a match is skipped over by its
+// size, so code inside a container is not counted again.
+struct UnregisteredFatbins {
+  size_t containers = 0;
+  std::vector<std::pair<std::string, size_t>> sections;  // holding them, in file order
+  // Their entries (FatbinEntry::section names the section), with the problems met.
+  FatbinListing listing;
+};
+
+// Scans every section of `image` but .nv_fatbin, __nv_relfatbin and SHT_NOBITS ones (at
+// memory speed: one memmem pass, then the headers of what it found). A file without
+// section headers gives none (its registered fatbins cannot be found either).
+UnregisteredFatbins FindUnregisteredFatbins(const ElfImage& image);
+
+// "23983 fatbin containers (23983 in .ldata)", or "" when none.
+std::string DescribeUnregisteredFatbins(const UnregisteredFatbins& u);
+
 // Returns the entry's code, decompressed when needed. Fails when the payload is
 // damaged, when it would exceed `max_size` bytes, or for LZ4 (not supported: listing
 // does not need it). PTX keeps its trailing NUL padding.

@@ -134,7 +134,9 @@ std::optional<int> MajorOfRelease(std::string_view release) {  // "13.0" -> 13
   return ParseInt(release.substr(0, release.find('.')));
 }
 
-std::optional<CudaMajor> FromFatbin(const FatbinListing& listing) {
+}  // namespace
+
+std::optional<CudaMajor> DeviceCodeCudaRelease(const FatbinListing& listing) {
   constexpr size_t kMaxDecompressed = size_t{64} << 20;
   const FatbinEntry* cubin = nullptr;
   const FatbinEntry* best_ptx = nullptr;  // highest ISA from the headers
@@ -146,13 +148,13 @@ std::optional<CudaMajor> FromFatbin(const FatbinListing& listing) {
       best_ptx = &e;
     }
   }
-  // The toolkit release ptxas and NVVM write into the code is exact.
+  // The release ptxas and NVVM write into the code names the compiler exactly.
   if (cubin != nullptr) {
     absl::StatusOr<std::string> code = ReadEntryPayload(*cubin, kMaxDecompressed);
     absl::StatusOr<CubinInfo> info = code.ok() ? InspectCubin(*code) : code.status();
     if (info.ok()) {
       if (std::optional<int> m = MajorOfRelease(info->toolkit)) {
-        return CudaMajor{*m, CudaMajorSource::kFatbin,
+        return CudaMajor{*m, CudaMajorSource::kDeviceCode,
                          fmt::format("cubin {} built by CUDA {}", DescribeArch(*cubin), info->toolkit)};
       }
     }
@@ -162,21 +164,19 @@ std::optional<CudaMajor> FromFatbin(const FatbinListing& listing) {
     absl::StatusOr<PtxInfo> info = code.ok() ? InspectPtx(*code) : code.status();
     if (info.ok()) {
       if (std::optional<int> m = MajorOfRelease(info->toolkit)) {
-        return CudaMajor{*m, CudaMajorSource::kFatbin,
+        return CudaMajor{*m, CudaMajorSource::kDeviceCode,
                          fmt::format("PTX {} built by CUDA {}", DescribeArch(*best_ptx), info->toolkit)};
       }
     }
     if (std::optional<int> m = CudaMajorForPtxIsa(best_ptx->version_major, best_ptx->version_minor)) {
-      return CudaMajor{*m, CudaMajorSource::kFatbin,
+      return CudaMajor{*m, CudaMajorSource::kDeviceCode,
                        fmt::format("PTX ISA {}.{}", best_ptx->version_major, best_ptx->version_minor)};
     }
   }
   return std::nullopt;
 }
 
-}  // namespace
-
-std::optional<CudaMajor> DetectCudaMajor(const ElfImage& image, const FatbinListing* fatbin) {
+std::optional<CudaMajor> DetectCudaMajor(const ElfImage& image) {
   if (auto m = FromName(image.soname(), CudaMajorSource::kSoname, "soname")) return m;
   for (const VersionDefinition& d : image.verdef()) {
     if (d.is_base) continue;
@@ -191,9 +191,7 @@ std::optional<CudaMajor> DetectCudaMajor(const ElfImage& image, const FatbinList
       if (auto m = FromName(v, CudaMajorSource::kDependency, "needs version")) return m;
     }
   }
-  if (fatbin != nullptr) return FromFatbin(*fatbin);
-  const FatbinListing own = ListFatbinEntries(image);
-  return FromFatbin(own);
+  return std::nullopt;
 }
 
 }  // namespace colabtrace::elf

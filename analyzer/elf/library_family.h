@@ -5,6 +5,11 @@
 // are CUDA 13, but libcufft.so.12, libcusparse.so.12 and libcurand.so.10 also ship with
 // CUDA 13, libcudnn.so.9 is cuDNN 9 and libnccl.so.2 is NCCL 2. ClassifyLibrary() says
 // which case applies; DetectCudaMajor() combines the evidence an ElfImage offers.
+//
+// Device code is no such evidence: the PTX ISA version a library embeds and the toolkit
+// release ptxas stamps into a cubin say which compiler built the kernels, not which
+// runtime the library needs (the CUDA 13 wheel's libcufile.so.0 carries PTX ISA 7.1).
+// DeviceCodeCudaRelease() reads them as weak evidence to show, never to decide.
 #pragma once
 
 #include <optional>
@@ -51,7 +56,8 @@ enum class CudaMajorSource {
   kSoname,      // the library's own soname (libcudart.so.13)
   kVerdef,      // a version it defines, named after a CUDA library (libcudart.so.13)
   kDependency,  // a CUDA library it needs (DT_NEEDED/verneed libnvJitLink.so.13)
-  kFatbin,      // the toolkit release recorded in its device code, or its PTX ISA
+  kDeviceCode,  // weak: the toolkit release recorded in its device code, or its PTX ISA
+                // (only from DeviceCodeCudaRelease, never from DetectCudaMajor)
 };
 
 struct CudaMajor {
@@ -60,11 +66,18 @@ struct CudaMajor {
   std::string evidence;  // e.g. "needs libnvJitLink.so.13", "PTX ISA 9.0"
 };
 
-// The CUDA major `image` was built for, from the first evidence found in the order of
-// CudaMajorSource. `fatbin` (if given) is image's listing; at most one PTX and one
-// cubin entry are decompressed (each bounded to 64 MiB). nullopt when nothing tells,
-// e.g. libcudnn.so.9 (a dispatcher without device code) or libstdc++.
-std::optional<CudaMajor> DetectCudaMajor(const ElfImage& image,
-                                         const FatbinListing* fatbin = nullptr);
+// The CUDA major `image` links against or is named for, from the first evidence found
+// in the order of CudaMajorSource: its soname (a family whose soname major is the CUDA
+// major), a version it defines, a CUDA library or version it needs (DT_NEEDED,
+// verneed). nullopt when nothing tells, e.g. libcudnn.so.9, libcufft.so.12 (it needs no
+// CUDA library: it reaches the driver through dlopen), libcufile.so.0 or libstdc++.
+std::optional<CudaMajor> DetectCudaMajor(const ElfImage& image);
+
+// Weak evidence only (source kDeviceCode): the toolkit release ptxas records in the
+// first cubin (`Cuda compilation tools, release 13.0`), else the one NVVM writes in the
+// newest PTX, else that PTX's ISA version (7.x -> 11, 8.x -> 12, 9.x -> 13). At most one
+// PTX and one cubin entry are decompressed (each bounded to 64 MiB). It says which
+// compiler built the kernels, not which runtime the library needs.
+std::optional<CudaMajor> DeviceCodeCudaRelease(const FatbinListing& listing);
 
 }  // namespace colabtrace::elf

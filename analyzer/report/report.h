@@ -42,6 +42,9 @@ struct Finding {
 
 struct ReportOptions {
   std::optional<std::string> gpu_arch;  // --gpu-arch sm_XY: the what-if architecture
+  // --sysroot DIR: where library files recorded on another machine are looked up first
+  // (abi::LibraryFiles). "" for none.
+  std::string sysroot;
   // Keep the analyses' typed models (ReportModels) for a renderer that draws them (the
   // HTML report). Off, each analysis frees its model when it is done.
   bool keep_models = false;

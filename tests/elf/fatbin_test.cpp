@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "elf/coverage.h"
 #include "fmt/format.h"
 #include "test_util.h"
 
@@ -210,6 +211,41 @@ TEST(FatbinTest, LibraryWithoutDeviceCode) {
   EXPECT_TRUE(listing.ok());
   EXPECT_THAT(listing.entries, IsEmpty());
   EXPECT_EQ(listing.containers, 0u);
+}
+
+TEST(FatbinTest, UnregisteredFatbinsOfALibraryWithoutAny) {
+  absl::StatusOr<ElfImage> image = ElfImage::Open(ELFTEST_PROVIDER);
+  ASSERT_TRUE(image.ok());
+  const UnregisteredFatbins u = FindUnregisteredFatbins(*image);
+  EXPECT_EQ(u.containers, 0u);
+  EXPECT_THAT(u.sections, IsEmpty());
+  EXPECT_EQ(DescribeUnregisteredFatbins(u), "");
+}
+
+// cuFFT 12 registers one sm_75 cubin in .nv_fatbin and keeps the kernels it loads itself
+// in .ldata (cuobjdump lists only the registered one). Exact for the build measured (the
+// CUDA 13.0 toolkit's, also the PyTorch 2.11 cu130 wheel's).
+TEST(FatbinTest, CufftKeepsItsKernelsOutsideItsRegisteredFatbin) {
+  const std::string cufft = std::string(kCudaLib) + "/libcufft.so.12";
+  if (!FileExists(cufft)) GTEST_SKIP() << cufft << " not installed";
+  absl::StatusOr<ElfImage> image = ElfImage::Open(cufft);
+  ASSERT_TRUE(image.ok()) << image.status();
+  if (image->build_id() != "d65143a76809bd95e14025ea0705eaa1e571836f") GTEST_SKIP() << "another cuFFT build";
+  const FatbinListing registered = ListFatbinEntries(*image);
+  ASSERT_EQ(registered.entries.size(), 1u);
+  EXPECT_EQ(DescribeArch(registered.entries[0]), "sm_75");
+  const UnregisteredFatbins u = FindUnregisteredFatbins(*image);
+  EXPECT_EQ(u.containers, 23983u);
+  ASSERT_EQ(u.sections.size(), 1u);
+  EXPECT_EQ(u.sections[0], std::make_pair(std::string(".ldata"), size_t{23983}));
+  EXPECT_EQ(DescribeUnregisteredFatbins(u), "23983 fatbin containers (23983 in .ldata)");
+  // Listed like registered ones: every container read, and sm_90 cubins among them (cuFFT
+  // runs on an H200).
+  EXPECT_TRUE(u.listing.ok()) << u.listing.errors[0];
+  EXPECT_EQ(u.listing.containers, 23983u);
+  EXPECT_EQ(u.listing.entries.front().section, ".ldata");
+  const Coverage c = CanRunOn(u.listing.entries, GpuArch{90});
+  EXPECT_EQ(c.kind, CoverageKind::kExactCubin);
 }
 
 // --- nvcc-built fixtures -------------------------------------------------------------

@@ -41,7 +41,9 @@ void Exercise(const ElfImage& image) {
     }
   }
   (void)CanRunOn(listing.entries, GpuArch{90});
-  (void)DetectCudaMajor(image, &listing);
+  (void)DetectCudaMajor(image);
+  (void)DeviceCodeCudaRelease(listing);
+  (void)FindUnregisteredFatbins(image);
 }
 
 // Flips 1-8 bytes; half of the time inside the first 4 KiB (headers, dynamic tables).

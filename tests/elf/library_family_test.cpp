@@ -105,10 +105,12 @@ TEST(LibraryFamilyTest, DetectCudaMajorOnCuda13Libraries) {
       {"libcublasLt.so.13", 13, CudaMajorSource::kSoname, "soname libcublasLt.so.13"},
       // cuSPARSE 12 ships with CUDA 13; its dependency tells.
       {"libcusparse.so.12", 13, CudaMajorSource::kDependency, "needs libnvJitLink.so.13"},
-      // cuFFT 12 ships with CUDA 13 and needs no CUDA library: its device code tells.
-      {"libcufft.so.12", 13, CudaMajorSource::kFatbin, "built by CUDA 13."},
-      {"libcudnn_ops.so.9", 13, CudaMajorSource::kFatbin, "built by CUDA 13."},
-      // The cuDNN 9 dispatcher has no device code and loads the rest with dlopen.
+      {"libcusolver.so.12", 13, CudaMajorSource::kDependency, "needs libnvJitLink.so.13"},
+      // cuFFT 12 needs no CUDA library (it reaches the driver by dlopen) and cuDNN's
+      // sub-libraries need only cuDNN: nothing they link against names a CUDA major, and
+      // their device code is no dependency.
+      {"libcufft.so.12", std::nullopt, CudaMajorSource::kSoname, ""},
+      {"libcudnn_ops.so.9", std::nullopt, CudaMajorSource::kSoname, ""},
       {"libcudnn.so.9", std::nullopt, CudaMajorSource::kSoname, ""},
   };
   for (const Case& c : cases) {
@@ -121,6 +123,21 @@ TEST(LibraryFamilyTest, DetectCudaMajorOnCuda13Libraries) {
     EXPECT_EQ(m->source, c.source);
     EXPECT_THAT(m->evidence, HasSubstr(c.evidence));
   }
+}
+
+TEST(LibraryFamilyTest, DeviceCodeIsOnlyWeakEvidence) {
+  // cuFFT's registered device code was built by the CUDA 13 compiler: shown as weak
+  // evidence, never as the library's major.
+  const std::string cufft = std::string(kCudaLib) + "/libcufft.so.12";
+  if (!FileExists(cufft)) GTEST_SKIP() << cufft << " not installed";
+  absl::StatusOr<ElfImage> image = ElfImage::Open(cufft);
+  ASSERT_TRUE(image.ok()) << image.status();
+  EXPECT_EQ(DetectCudaMajor(*image), std::nullopt);
+  const std::optional<CudaMajor> weak = DeviceCodeCudaRelease(ListFatbinEntries(*image));
+  ASSERT_TRUE(weak.has_value());
+  EXPECT_EQ(weak->major, 13);
+  EXPECT_EQ(weak->source, CudaMajorSource::kDeviceCode);
+  EXPECT_THAT(weak->evidence, HasSubstr("built by CUDA 13."));
 }
 
 TEST(LibraryFamilyTest, DetectCudaMajorIsEmptyForHostLibraries) {
@@ -137,11 +154,15 @@ TEST(LibraryFamilyTest, DetectCudaMajorOnNvccFixtures) {
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(m->major, ELFTEST_NVCC_MAJOR);
   EXPECT_EQ(m->source, CudaMajorSource::kDependency);
-  // A relocatable object needs nothing: ptxas's note in the cubin tells.
-  m = Detect(ELFTEST_FATBIN_RDC);
+  // A relocatable object needs nothing: no major. ptxas's note in its cubin names the
+  // compiler, weak evidence only.
+  EXPECT_EQ(Detect(ELFTEST_FATBIN_RDC), std::nullopt);
+  absl::StatusOr<ElfImage> rdc = ElfImage::Open(ELFTEST_FATBIN_RDC);
+  ASSERT_TRUE(rdc.ok());
+  m = DeviceCodeCudaRelease(ListFatbinEntries(*rdc));
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(m->major, ELFTEST_NVCC_MAJOR);
-  EXPECT_EQ(m->source, CudaMajorSource::kFatbin);
+  EXPECT_EQ(m->source, CudaMajorSource::kDeviceCode);
   EXPECT_THAT(m->evidence, HasSubstr("cubin sm_86 built by CUDA"));
 }
 

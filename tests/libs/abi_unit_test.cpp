@@ -3,6 +3,7 @@
 // small traces built inline (files that do not exist, so only trace facts count).
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -14,6 +15,7 @@
 #include "abi/library_inventory.h"
 #include "abi/library_model.h"
 #include "abi/library_search.h"
+#include "elf/elf_image.h"
 #include "colabtrace/format/codec.h"
 #include "gtest/gtest.h"
 #include "report/report.h"
@@ -170,7 +172,7 @@ TEST(Runpath, ExpandsOrigin) {
 
 class TraceBuilder {
  public:
-  explicit TraceBuilder(uint32_t pid) : b_(pid, 1000) {}
+  explicit TraceBuilder(uint32_t pid, bool ended = true) : b_(pid, 1000, ended) {}
   void Tick() { now_ += 1000; }
   uint64_t Str(const std::string& s) { return s.empty() ? 0 : b_.AppendString(s, now_); }
   template <class R> void Add(R r) {
@@ -198,6 +200,48 @@ class TraceBuilder {
     Add(r);
     Tick();
   }
+  // An object the program opened by its path, with the given soname ("" for none, as a
+  // Python extension module has) and build id (hex).
+  void LoadObject(ctf::LibApi api, const std::string& path, uint64_t base, const std::string& soname,
+                  const std::string& build_id_hex = "", const std::string& requester = "/bin/prog") {
+    std::vector<uint8_t> id;
+    for (size_t i = 0; i + 1 < build_id_hex.size(); i += 2) {
+      id.push_back(static_cast<uint8_t>(std::stoi(build_id_hex.substr(i, 2), nullptr, 16)));
+    }
+    ctf::LibLoad r;
+    r.api = static_cast<uint64_t>(api);
+    r.path = Str(path);
+    r.soname = Str(soname);
+    r.requester = Str(requester);
+    r.requested = Str(path);
+    r.base = base;
+    r.fresh = 1;
+    r.flags = RTLD_NOW;
+    r.ok = 1;
+    r.build_id = ctf::Bytes{id.data(), static_cast<uint32_t>(id.size())};
+    Add(r);
+    Tick();
+  }
+  void Device(uint64_t cc_major, uint64_t cc_minor) {
+    ctf::GpuDevice d;
+    d.name = Str("GPU");
+    d.cc_major = cc_major;
+    d.cc_minor = cc_minor;
+    Add(d);
+    Tick();
+  }
+  void Host(const std::string& key, const std::string& value) {
+    ctf::HostInfo h;
+    h.key = Str(key);
+    h.value = Str(value);
+    Add(h);
+  }
+  void Exit(int64_t code) {
+    ctf::Exit e;
+    e.code = code;
+    Add(e);
+    Tick();
+  }
   void Unmap(uint64_t base) {
     ctf::LibUnload u;
     u.base = base;
@@ -213,6 +257,24 @@ class TraceBuilder {
 };
 
 using ctf::LibApi;
+using colabtrace::analyzer::Severity;
+
+// A fixture built by tests/libs/CMakeLists.txt, or "" when it was not built.
+std::string Fixture(const std::string& rel) {
+  const std::string path = std::string(CT_LIBS_DIR) + "/" + rel;
+  std::ifstream f(path);
+  return f ? path : "";
+}
+
+#define FIXTURE_OR_SKIP(var, rel) \
+  const std::string var = Fixture(rel); \
+  if (var.empty()) GTEST_SKIP() << rel << " was not built (objcopy missing?)"
+
+// The loaded library's build id, as the shim records it.
+std::string BuildIdOf(const std::string& path) {
+  auto image = colabtrace::elf::ElfImage::Open(path);
+  return image.ok() ? image->build_id() : "";
+}
 
 TEST(Inventory, CallMergesIntoDiscoveredObjectEitherOrder) {
   TraceBuilder b(10);
@@ -392,7 +454,7 @@ TEST(Findings, NoKernelImageFromLaunchError) {
   EXPECT_EQ(f[0].summary, "a kernel had no image for this GPU (CUDA error 209) in libmyext.so");
 }
 
-TEST(Findings, LoadFailedIsAWarningWhenAFallbackLoaded) {
+TEST(Findings, LoadFailedIsInfoWhenAnotherVersionLoaded) {
   TraceBuilder b(10);
   b.Load(LibApi::kDlopen, "libcudart.so.12", 0, "/bin/prog", 0, RTLD_NOW, 0, false,
          "libcudart.so.12: cannot open shared object file: No such file or directory");
@@ -402,7 +464,9 @@ TEST(Findings, LoadFailedIsAWarningWhenAFallbackLoaded) {
   traces.push_back(b.Finish());
   const auto f = FindingsOf(traces, "abi.load-failed");
   ASSERT_EQ(f.size(), 1u);  // the RTLD_NOLOAD probe is not a failure
-  EXPECT_EQ(f[0].severity, colabtrace::analyzer::Severity::kWarning);
+  EXPECT_EQ(f[0].severity, colabtrace::analyzer::Severity::kInfo);
+  EXPECT_EQ(f[0].evidence["severity_reason"].str(),
+            "another version of the library (libcudart.so.13) was loaded instead and the process went on");
   EXPECT_EQ(f[0].evidence["loaded_later"].str(), "/x/libcudart.so.13");
 }
 
@@ -462,6 +526,326 @@ TEST(Findings, DuplicateCopiesOverlapInTime) {
   ASSERT_EQ(f[0].evidence["copies"].array().size(), 2u);
   EXPECT_EQ(f[0].evidence["copies"].array()[0]["path"].str(), "/b/libfoo.so.1");
   EXPECT_EQ(f[0].evidence["copies"].array()[1]["path"].str(), "/a/libfoo.so.1");
+}
+
+// ---- issue 21: the abi.* findings as real CUDA stacks need them --------------------------
+
+TEST(Findings, MixedMajorsComeFromDtNeededNotFromPtx) {
+  FIXTURE_OR_SKIP(user12, "cudauser/libct_cuda_user.so");  // DT_NEEDED libcudart.so.12
+  FIXTURE_OR_SKIP(ptx71, "devcode/libct_ptx71.so");        // PTX ISA 7.1 only, needs no CUDA
+  {
+    TraceBuilder b(10);
+    b.Load(LibApi::kDlopen, user12, 0x2000, "/bin/prog");
+    b.Load(LibApi::kDlopen, "/gone/libcublasLt.so.13", 0x3000, "/bin/prog", 1, RTLD_NOW, 2);
+    std::vector<ProcessTrace> traces;
+    traces.push_back(b.Finish());
+    const auto f = FindingsOf(traces, "abi.mixed-cuda-majors");
+    ASSERT_EQ(f.size(), 1u);
+    ASSERT_EQ(f[0].evidence["majors"]["12"].array().size(), 1u);
+    EXPECT_EQ(f[0].evidence["majors"]["12"].array()[0]["path"].str(), user12);
+    EXPECT_EQ(f[0].evidence["majors"]["12"].array()[0]["evidence"].str(), "needs libcudart.so.12");
+    EXPECT_EQ(f[0].evidence["majors"]["13"].array()[0]["evidence"].str(), "soname libcublasLt.so.13");
+  }
+  {
+    // The cu13 wheel's libcufile.so.0 case: PTX ISA 7.1 is CUDA 11's compiler, not a
+    // dependency on CUDA 11.
+    TraceBuilder b(10);
+    b.Load(LibApi::kDlopen, ptx71, 0x2000, "/bin/prog");
+    b.Load(LibApi::kDlopen, "/gone/libcudart.so.13", 0x3000, "/bin/prog", 1, RTLD_NOW, 2);
+    std::vector<ProcessTrace> traces;
+    traces.push_back(b.Finish());
+    auto report = BuildReport(traces, {});
+    for (const Finding& f : report->findings()) EXPECT_NE(f.id, "abi.mixed-cuda-majors") << f.summary;
+    const colabtrace::analyzer::Json& rows = report->root()["libraries"];
+    ASSERT_EQ(rows.array().size(), 2u);
+    EXPECT_EQ(rows.array()[0]["path"].str(), ptx71);
+    EXPECT_TRUE(rows.array()[0]["cuda_major"].is_null());
+    EXPECT_EQ(rows.array()[1]["cuda_major"].as_int(), 13);
+  }
+}
+
+TEST(Findings, OneFindingPerCauseAcrossProcessesListsEveryPid) {
+  std::vector<ProcessTrace> traces;
+  for (uint32_t pid : {20u, 21u, 22u}) {  // a DataLoader's parent and two workers
+    TraceBuilder b(pid);
+    b.Load(LibApi::kDlopen, "/gone/libcudart.so.12", 0x2000, "/bin/prog", 1, RTLD_NOW, 1);
+    b.Load(LibApi::kDlopen, "/gone/libcublasLt.so.13", 0x3000, "/bin/prog", 1, RTLD_NOW, 2);
+    b.Load(LibApi::kDlopen, "/a/libfoo.so.1", 0x4000, "/bin/prog", 1, RTLD_NOW, 3);
+    b.Load(LibApi::kDlopen, "/b/libfoo.so.1", 0x5000, "/bin/prog", 1, RTLD_NOW, 4);
+    if (pid != 21) b.Load(LibApi::kDlopen, "libcutensor.so.2", 0, "/bin/prog", 0, RTLD_NOW, 0, false,
+                          "libcutensor.so.2: cannot open shared object file: No such file or directory");
+    if (pid == 22) b.Exit(1);  // this worker failed after its probe: the probe is an error there
+    traces.push_back(b.Finish());
+  }
+  auto pids = [](const Finding& f) {
+    std::vector<int64_t> out;
+    for (const auto& p : f.evidence["pids"].array()) out.push_back(p.as_int());
+    return out;
+  };
+  const auto mixed = FindingsOf(traces, "abi.mixed-cuda-majors");
+  ASSERT_EQ(mixed.size(), 1u);
+  EXPECT_EQ(mixed[0].pid, 20);
+  EXPECT_EQ(pids(mixed[0]), (std::vector<int64_t>{20, 21, 22}));
+  EXPECT_EQ(mixed[0].summary,
+            "libraries built for 2 CUDA majors are loaded together (CUDA 12: libcudart.so.12; CUDA 13: "
+            "libcublasLt.so.13) (in 3 processes)");
+  const auto dup = FindingsOf(traces, "abi.duplicate-library");
+  ASSERT_EQ(dup.size(), 1u);
+  EXPECT_EQ(pids(dup[0]), (std::vector<int64_t>{20, 21, 22}));
+  const auto lf = FindingsOf(traces, "abi.load-failed");
+  ASSERT_EQ(lf.size(), 1u);
+  EXPECT_EQ(lf[0].pid, 20);  // the first process that had it
+  EXPECT_EQ(pids(lf[0]), (std::vector<int64_t>{20, 22}));
+  EXPECT_EQ(lf[0].severity, Severity::kError);  // the highest: pid 22 then failed
+  EXPECT_EQ(lf[0].evidence["evidence_pid"].as_int(), 22);
+  EXPECT_EQ(lf[0].evidence["severity_reason"].str(), "the process failed after this load failed");
+}
+
+TEST(Findings, VersionProbeThenSuccessIsInfo) {
+  // cuDNN 9.19 tries libcudnn_graph.so.9.19 and .9.19.0 before .so.9, which loads; the
+  // process is SIGKILLed later (no end record): the probes had nothing to do with it.
+  TraceBuilder b(10, /*ended=*/false);
+  for (const char* probe : {"libcudnn_graph.so.9.19", "libcudnn_graph.so.9.19.0"}) {
+    b.Load(LibApi::kDlopen, probe, 0, "/sp/nvidia/cudnn/lib/libcudnn.so.9", 0, RTLD_NOW, 0, false,
+           std::string(probe) + ": cannot open shared object file: No such file or directory");
+  }
+  b.Load(LibApi::kDlopen, "/sp/nvidia/cudnn/lib/libcudnn_graph.so.9", 0x2000, "/sp/nvidia/cudnn/lib/libcudnn.so.9", 1,
+         RTLD_NOW, 1, true, "", "libcudnn_graph.so.9");
+  // A probe made while the library is already mapped is handled too.
+  b.Load(LibApi::kDlopen, "libcudnn_graph.so.9.19", 0, "/sp/nvidia/cudnn/lib/libcudnn.so.9", 0, RTLD_NOW, 0, false,
+         "libcudnn_graph.so.9.19: cannot open shared object file: No such file or directory");
+  std::vector<ProcessTrace> traces;
+  traces.push_back(b.Finish());
+  const auto f = FindingsOf(traces, "abi.load-failed");
+  ASSERT_EQ(f.size(), 2u);
+  for (const Finding& x : f) {
+    EXPECT_EQ(x.severity, Severity::kInfo) << x.summary;
+    EXPECT_EQ(x.evidence["severity_reason"].str(), "a version probe: the same library (libcudnn_graph.so.9) was loaded");
+    EXPECT_EQ(x.evidence["loaded_later"].str(), "/sp/nvidia/cudnn/lib/libcudnn_graph.so.9");
+  }
+  EXPECT_EQ(f[0].evidence["count"].as_int() + f[1].evidence["count"].as_int(), 3);
+}
+
+TEST(Findings, OptionalCudaLibraryProbeIsInfoInAHealthyProcessOnly) {
+  auto probe = [](bool gpu_call_failed, int64_t exit_code) {
+    TraceBuilder b(10);
+    b.Load(LibApi::kDlopen, "libcutensor.so.2", 0, "/sp/cupy/_core/core.so", 0, RTLD_NOW, 0, false,
+           "libcutensor.so.2: cannot open shared object file: No such file or directory");
+    if (gpu_call_failed) {
+      ctf::GpuError e;
+      e.api = static_cast<uint64_t>(ctf::GpuApi::kCudaMalloc);
+      e.rc = 2;
+      b.Add(e);
+    }
+    b.Exit(exit_code);
+    std::vector<ProcessTrace> traces;
+    traces.push_back(b.Finish());
+    const auto f = FindingsOf(traces, "abi.load-failed");
+    EXPECT_EQ(f.size(), 1u);
+    return f.empty() ? std::make_pair(Severity::kWarning, std::string()) :
+                       std::make_pair(f[0].severity, f[0].evidence["severity_reason"].str());
+  };
+  EXPECT_EQ(probe(false, 0), std::make_pair(Severity::kInfo, std::string(
+                                 "an optional cutensor library: the process went on without it, ended normally and "
+                                 "no GPU call failed")));
+  EXPECT_EQ(probe(true, 0), std::make_pair(Severity::kError, std::string(
+                                "a cutensor library (a family CUDA programs depend on), and a GPU call failed in "
+                                "this process")));
+  EXPECT_EQ(probe(false, 1), std::make_pair(Severity::kError, std::string("the process failed after this load failed")));
+}
+
+TEST(Findings, DtNeededFailureIsAnErrorEvenInAHealthyProcess) {
+  TraceBuilder b(10);
+  b.Load(LibApi::kDlopen, "/sp/x/libplugin.so", 0, "/bin/prog", 0, RTLD_NOW, 0, false,
+         "libct_missing_dep.so.1: cannot open shared object file: No such file or directory");
+  // The same library loaded afterwards does not excuse a missing dependency.
+  b.Load(LibApi::kDlopen, "/sp/y/libplugin.so", 0x2000, "/bin/prog", 1, RTLD_NOW, 1);
+  b.Exit(0);
+  std::vector<ProcessTrace> traces;
+  traces.push_back(b.Finish());
+  const auto f = FindingsOf(traces, "abi.load-failed");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, Severity::kError);
+  EXPECT_EQ(f[0].evidence["severity_reason"].str(),
+            "the library was found but its dependency (DT_NEEDED) libct_missing_dep.so.1 is missing");
+}
+
+TEST(Findings, ExtensionModulesOfOneFileNameAreNotDuplicates) {
+  TraceBuilder b(10);
+  b.Load(LibApi::kStartup, "/bin/python3", 0x1000, "");
+  const std::string core = "core.cpython-312-x86_64-linux-gnu.so";
+  b.LoadObject(LibApi::kDlopen, "/sp/cupy/_core/" + core, 0x2000, "");
+  b.LoadObject(LibApi::kDlopen, "/sp/cupy/cuda/" + core, 0x3000, "");
+  b.LoadObject(LibApi::kDlopen, "/sp/jax_plugins/xla_cuda13/xla_cuda_plugin.so", 0x4000, "");
+  b.LoadObject(LibApi::kDlopen, "/sp/jax_plugins/xla_cuda12/xla_cuda_plugin.so", 0x5000, "");
+  std::vector<ProcessTrace> traces;
+  traces.push_back(b.Finish());
+  EXPECT_TRUE(FindingsOf(traces, "abi.duplicate-library").empty());
+}
+
+TEST(Findings, TwoCudartCopiesAndOneSonameFromTwoPathsStillAre) {
+  TraceBuilder b(10);
+  b.Load(LibApi::kStartup, "/bin/python3", 0x1000, "");
+  // Two libcudart copies, one opened by path without a soname: still one CUDA runtime too many.
+  b.LoadObject(LibApi::kDlopen, "/sp/nvidia/cu13/lib/libcudart.so.13", 0x2000, "libcudart.so.13");
+  b.LoadObject(LibApi::kDlopen, "/usr/local/cuda/lib64/libcudart.so.13", 0x3000, "");
+  // One soname from two paths.
+  b.LoadObject(LibApi::kDlopen, "/a/libbar.so.1", 0x4000, "libbar.so.1");
+  b.LoadObject(LibApi::kDlopen, "/b/libbar.so.1", 0x5000, "libbar.so.1");
+  std::vector<ProcessTrace> traces;
+  traces.push_back(b.Finish());
+  const auto f = FindingsOf(traces, "abi.duplicate-library");
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].evidence["library"].str(), "bar");
+  EXPECT_EQ(f[1].evidence["library"].str(), "cudart");
+  EXPECT_EQ(f[1].severity, Severity::kError);
+}
+
+// A trace with an sm_90 GPU that loaded `libs` (paths of fixtures) and, if rc != 0, had a
+// kernel launch fail with rc.
+ProcessTrace Sm90Trace(const std::vector<std::string>& libs, int64_t rc = 0) {
+  TraceBuilder b(10);
+  b.Device(9, 0);
+  uint64_t base = 0x10000;
+  for (const std::string& l : libs) b.Load(LibApi::kDlopen, l, base += 0x10000, "/bin/prog");
+  if (rc != 0) {
+    ctf::GpuLaunchFailed l;
+    l.api = static_cast<uint64_t>(ctf::GpuApi::kCudaLaunchKernel);
+    l.rc = rc;
+    l.name = b.Str("scale(float*)");
+    b.Add(l);
+  }
+  return b.Finish();
+}
+
+TEST(Findings, DeviceCodeOutsideRegisteredFatbinsIsNotJudgedFromThemAlone) {
+  FIXTURE_OR_SKIP(sm75, "devcode/libct_sm75.so");        // one registered sm_75 cubin, nothing else
+  FIXTURE_OR_SKIP(outside, "devcode/libct_outside.so");  // the same, plus sm_90 code in .ldata (cuFFT)
+  FIXTURE_OR_SKIP(lto, "devcode/libct_lto.so");          // the same, plus an LTO IR entry in .ldata
+  {
+    // cuFFT's case: its registered sm_75 cubin does not run on sm_90, the kernels it
+    // keeps in .ldata do.
+    std::vector<ProcessTrace> traces;
+    traces.push_back(Sm90Trace({outside}));
+    auto report = BuildReport(traces, {});
+    for (const Finding& f : report->findings()) EXPECT_NE(f.id, "abi.no-kernel-image") << f.summary;
+    EXPECT_TRUE(report->root()["libraries_files"]["skipped_checks"].array().empty());
+  }
+  {
+    // Only the library whose whole device code is known and misses sm_90 is an error; the
+    // one whose other code is of a kind this check cannot judge is listed as not judged.
+    std::vector<ProcessTrace> traces;
+    traces.push_back(Sm90Trace({outside, lto, sm75}));
+    auto report = BuildReport(traces, {});
+    std::vector<Finding> f;
+    for (const Finding& x : report->findings()) {
+      if (x.id == "abi.no-kernel-image") f.push_back(x);
+    }
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].summary, "no kernel image for sm_90 in libct_sm75.so: no cubin runs on it and no PTX can be "
+                            "JIT-compiled for it");
+    ASSERT_EQ(f[0].evidence["covered_libraries"].array().size(), 1u);
+    EXPECT_EQ(f[0].evidence["covered_libraries"].array()[0]["path"].str(), outside);
+    EXPECT_EQ(f[0].evidence["covered_libraries"].array()[0]["via"].str(),
+              "exact cubin sm_90 in 2 fatbin containers (2 in .ldata) outside its registered fatbins");
+    ASSERT_EQ(f[0].evidence["not_judged"].array().size(), 1u);
+    EXPECT_EQ(f[0].evidence["not_judged"].array()[0]["path"].str(), lto);
+    EXPECT_EQ(f[0].evidence["not_judged"].array()[0]["why"].str(),
+              "it carries 1 fatbin container (1 in .ldata) outside its registered fatbins, which it may load "
+              "itself; nothing there runs on sm_90, but 1 of their entries are of a kind this check cannot judge "
+              "(not cubin or PTX)");
+    const auto& skipped = report->root()["libraries_files"]["skipped_checks"];
+    ASSERT_EQ(skipped.array().size(), 1u);
+    EXPECT_EQ(skipped.array()[0]["check"].str(), "abi.no-kernel-image");
+    EXPECT_EQ(skipped.array()[0]["why"].str(), "device code outside its registered fatbins that this check cannot judge");
+    EXPECT_EQ(skipped.array()[0]["count"].as_int(), 1);
+  }
+  {
+    // On an sm_80 GPU nothing of libct_outside.so runs, registered or not: its whole
+    // device code is known, so it is reported with both.
+    std::vector<ProcessTrace> traces;
+    traces.push_back(Sm90Trace({outside}));
+    ReportOptions options;
+    options.gpu_arch = "sm_80";
+    const auto f = FindingsOf(traces, "abi.no-kernel-image", options);
+    ASSERT_EQ(f.size(), 1u);
+    const auto& lib = f[0].evidence["libraries"].array()[0];
+    EXPECT_EQ(lib["path"].str(), outside);
+    std::vector<std::string> archs;
+    for (const auto& a : lib["device_code"].array()) archs.push_back(a.str());
+    EXPECT_EQ(archs, (std::vector<std::string>{"compute_90", "sm_75", "sm_90"}));
+    EXPECT_EQ(lib["outside_registered_fatbins"].str(),
+              "2 fatbin containers (2 in .ldata) outside its registered fatbins: none of it runs either");
+  }
+  {
+    // A launch that failed for want of an image is certain, whatever the files say.
+    std::vector<ProcessTrace> traces;
+    traces.push_back(Sm90Trace({lto}, 209));
+    const auto f = FindingsOf(traces, "abi.no-kernel-image");
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].summary, "a kernel had no image for this GPU (CUDA error 209)");
+    EXPECT_EQ(f[0].evidence["errors"].array()[0]["kernel"].str(), "scale(float*)");
+    EXPECT_EQ(f[0].evidence["not_judged"].array()[0]["path"].str(), lto);
+  }
+}
+
+TEST(LibraryFiles, SysrootFirstAndOnlyByBuildId) {
+  FIXTURE_OR_SKIP(sm75, "devcode/libct_sm75.so");
+  const std::string build_id = BuildIdOf(sm75);
+  ASSERT_FALSE(build_id.empty());
+  char tmpl[] = "/tmp/abi_sysroot_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  const std::string recorded = "/opt/recorded/lib/libct_sm75.so";  // where the other machine had it
+  ASSERT_EQ(std::system(("mkdir -p " + root + "/opt/recorded/lib && ln -s " + sm75 + " " + root + recorded).c_str()), 0);
+  auto run = [&](const std::string& recorded_build_id, const std::string& sysroot) {
+    TraceBuilder b(10);
+    b.Host("boot_id", "another-machine-boot");  // a trace from another host
+    b.Device(9, 0);
+    b.LoadObject(LibApi::kDlopen, recorded, 0x2000, "libct_sm75.so", recorded_build_id);
+    b.LoadObject(LibApi::kDlopen, "/opt/recorded/lib/libct_gone.so", 0x3000, "libct_gone.so", "abcd");
+    std::vector<ProcessTrace> traces;
+    traces.push_back(b.Finish());
+    ReportOptions options;
+    options.sysroot = sysroot;
+    return BuildReport(traces, options);
+  };
+  {
+    auto report = run(build_id, root + "/");
+    const auto& files = report->root()["libraries_files"];
+    EXPECT_EQ(files["sysroot"].str(), root);
+    EXPECT_EQ(files["recorded"].as_int(), 2);
+    EXPECT_EQ(files["readable"].as_int(), 1);
+    EXPECT_EQ(files["matched_by_build_id"].as_int(), 1);
+    EXPECT_EQ(files["from_sysroot"].as_int(), 1);
+    EXPECT_EQ(files["unreadable_sample"].array()[0].str(), "/opt/recorded/lib/libct_gone.so");
+    size_t nki = 0;
+    for (const Finding& f : report->findings()) nki += f.id == "abi.no-kernel-image";
+    EXPECT_EQ(nki, 1u);
+  }
+  {
+    // Another build at that path proves nothing: no file read, no finding, and the skipped
+    // checks say so.
+    auto report = run("00112233", root);
+    const auto& files = report->root()["libraries_files"];
+    EXPECT_EQ(files["readable"].as_int(), 0);
+    for (const Finding& f : report->findings()) EXPECT_NE(f.id, "abi.no-kernel-image");
+    bool listed = false;
+    for (const auto& s : files["skipped_checks"].array()) {
+      if (s["check"].str() == "abi.no-kernel-image" && s["why"].str() == "no readable file: device code not checked") {
+        listed = true;
+        EXPECT_EQ(s["count"].as_int(), 2);
+      }
+    }
+    EXPECT_TRUE(listed);
+  }
+  {
+    // Without a sysroot, nothing of another host is read.
+    auto report = run(build_id, "");
+    EXPECT_EQ(report->root()["libraries_files"]["readable"].as_int(), 0);
+    EXPECT_TRUE(report->root()["libraries_files"]["sysroot"].is_null());
+  }
+  std::system(("rm -rf " + root).c_str());
 }
 
 TEST(HostOrigin, BootIdThenMachineIdThenHostname) {

@@ -111,14 +111,30 @@ class RealRunsTest(h.TempDirTest):
         self.assertEqual(f[0]["evidence"]["severity_reason"],
                          "the library was found but its dependency (DT_NEEDED) libct_localdep.so is missing")
 
-    def test_cuda_family_load_is_an_error_and_the_driver_probe_on_a_cpu_host_is_info(self):
+    def test_cuda_family_probe_is_info_in_a_healthy_run_and_an_error_when_it_then_failed(self):
+        # Issue 21: CuPy probes cuTENSOR and runs on without it. A healthy process (exit 0, no
+        # failed GPU call) that went on without a CUDA-family library made an optional probe.
         r, rep = self.load("open:libcudnn.so.1234", "open:libcuda.so.1234")
         by_req = {x["evidence"]["requested"]: x for x in h.findings(rep, "abi.load-failed")}
         self.assertEqual(sorted(by_req), ["libcuda.so.1234", "libcudnn.so.1234"])
-        self.assertEqual(by_req["libcudnn.so.1234"]["severity"], "error")
+        self.assertEqual((by_req["libcudnn.so.1234"]["severity"], by_req["libcudnn.so.1234"]["evidence"]["severity_reason"]),
+                         ("info", "an optional cudnn library: the process went on without it, ended normally and no "
+                                  "GPU call failed"))
         self.assertEqual(by_req["libcuda.so.1234"]["severity"], "info")
         self.assertEqual(by_req["libcuda.so.1234"]["evidence"]["severity_reason"],
                          "no CUDA driver on this host and no GPU use recorded: a CPU-only run")
+        r, rep = self.load("open:libcudnn.so.1234", "exit:3", rc=3)
+        f = h.findings(rep, "abi.load-failed")
+        self.assertEqual([(x["severity"], x["evidence"]["severity_reason"]) for x in f],
+                         [("error", "the process failed after this load failed")])
+
+    def test_version_probe_then_the_library_is_info(self):
+        # cuDNN 9.19's way: libct_dep.so.1.2 (absent) before libct_dep.so, which loads.
+        r, rep = self.load("open:libct_dep.so.1.2", f"open:{DEP}")
+        self.assertEqual(r.stdout, f"open libct_dep.so.1.2: error libct_dep.so.1.2: {MISSING}\nopen {DEP}: ok\n")
+        f = h.findings(rep, "abi.load-failed")
+        self.assertEqual([(x["severity"], x["evidence"]["severity_reason"], x["evidence"]["loaded_later"]) for x in f],
+                         [("info", "a version probe: the same library (libct_dep.so) was loaded", DEP)])
 
     @unittest.skipUnless(pyenv_shim(), "needs pyenv's python3 shim on PATH")
     def test_pyenv_shim_python3_has_no_error_findings(self):

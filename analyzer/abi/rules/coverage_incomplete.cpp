@@ -10,7 +10,7 @@
 
 namespace colabtrace::analyzer::abi {
 
-void CoverageIncompleteRule(const ProcessLibraries& p, ReportBuilder& report) {
+void CoverageIncompleteRule(const ProcessLibraries& p, RuleContext& ctx, ReportBuilder& report) {
   Json deep = Json::MakeArray(), stat = Json::MakeArray();
   for (size_t i = 0; i < p.inv.objects.size(); ++i) {
     const LoadedLibrary& o = p.inv.objects[i];
@@ -33,8 +33,12 @@ void CoverageIncompleteRule(const ProcessLibraries& p, ReportBuilder& report) {
       }
     }
     // libcolabtrace.so itself defines cudaMalloc: its hook.
-    if (fi != nullptr && fi->image && fam.family != "cudart" && !o.unloaded_ns &&
-        NameOf(o) != "libcolabtrace.so" && fi->image->DefinesDynamicSymbol("cudaMalloc")) {
+    if (fam.family == "cudart" || o.unloaded_ns || o.is_vdso || o.path.empty() || NameOf(o) == "libcolabtrace.so") {
+      continue;
+    }
+    if (fi == nullptr || !fi->image) {
+      ctx.files.Skipped("gpu.coverage-incomplete", "no readable file: not checked for a static CUDA runtime", o.path);
+    } else if (fi->image->DefinesDynamicSymbol("cudaMalloc")) {
       stat.Append(LibJson(o));
     }
   }

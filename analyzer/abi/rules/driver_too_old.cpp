@@ -14,6 +14,7 @@
 // (minor-version compatibility), so a cu126 wheel on a 12.4 driver works. Only features
 // newer than the driver (PTX of a newer ISA, some APIs) then fail, and they fail with one
 // of the codes below, which is the evidence this rule reports for the same-major case.
+// One finding per job and pair of versions (or per job for the failed calls alone).
 #include "abi/rules/rules.h"
 
 namespace colabtrace::analyzer::abi {
@@ -27,7 +28,7 @@ int64_t Major(int64_t version) { return version / 1000; }  // 12040 -> 12
 
 }  // namespace
 
-void DriverTooOldRule(const ProcessLibraries& p, ReportBuilder& report) {
+void DriverTooOldRule(const ProcessLibraries& p, RuleContext& ctx) {
   const ProcessTrace& t = *p.trace;
   Json versions = Json::MakeArray();
   bool too_old = false;
@@ -79,7 +80,8 @@ void DriverTooOldRule(const ProcessLibraries& p, ReportBuilder& report) {
       "loaded. Install wheels built for a CUDA major the driver supports (e.g. torch "
       "+cu12x for a CUDA 12 driver; `nvidia-smi` shows the driver's CUDA version), or "
       "upgrade the driver (on data-center GPUs the cuda-compat package also works).";
-  report.AddFinding(std::move(f));
+  std::string cause = f.summary;  // the versions compared, or the failed calls
+  ctx.findings.Add(std::move(f), std::move(cause));
 }
 
 }  // namespace colabtrace::analyzer::abi

@@ -11,6 +11,13 @@
 // libopenblas that never bind to each other's symbols. Such a hashed copy counts only for
 // the families where two copies in one process break things even so: CUDA libraries
 // (one context, one driver state) and libstdc++ (one C++ runtime, one exception ABI).
+//
+// Nor are modules: objects without a soname that were opened by a path (dlopen of
+// ".../cupy/_core/core.cpython-312-x86_64-linux-gnu.so" by Python's import system, a
+// plugin loader's ".../jax_plugins/xla_cuda13/xla_cuda_plugin.so"). Two packages may each
+// ship a module of one file name; without a soname the loader never takes one for the
+// other, and each is reached through its own handle. Again CUDA libraries and libstdc++
+// count even so. One finding per library and set of copies for the whole job.
 #include <algorithm>
 #include <map>
 #include <unordered_map>
@@ -34,6 +41,13 @@ bool IsVendoredName(std::string_view name) {
   if (so == std::string_view::npos || so < 9 || name[so - 9] != '-') return false;
   return std::all_of(name.begin() + static_cast<long>(so) - 8, name.begin() + static_cast<long>(so),
                      [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
+}
+
+// A module the program opened by its path (an extension module, a plugin): no soname,
+// so no other object can bind to it by name.
+bool IsModule(const LoadedLibrary& o) {
+  return o.soname.empty() && (o.api == format::LibApi::kDlopen || o.api == format::LibApi::kDlmopen) &&
+         o.requested.find('/') != std::string::npos;
 }
 
 // Families where even vendored copies conflict.
@@ -94,13 +108,13 @@ std::vector<size_t> OverlappingCopies(std::vector<Copy> copies) {
 
 }  // namespace
 
-void DuplicateLibraryRule(const ProcessLibraries& p, ReportBuilder& report) {
+void DuplicateLibraryRule(const ProcessLibraries& p, RuleContext& ctx) {
   std::map<std::pair<int64_t, std::string>, std::vector<size_t>> groups;
   for (size_t i = 0; i < p.inv.objects.size(); ++i) {
     const LoadedLibrary& o = p.inv.objects[i];
     const std::string name = NameOf(o);
     if (o.is_executable || o.is_vdso || name.find(".so") == std::string::npos) continue;
-    if (IsVendoredName(name) && !CopiesAlwaysConflict(p.family[i])) continue;
+    if ((IsVendoredName(name) || IsModule(o)) && !CopiesAlwaysConflict(p.family[i])) continue;
     std::string stem = LibraryStem(name);
     if (!stem.empty()) groups[{o.nsid, std::move(stem)}].push_back(i);
   }
@@ -128,11 +142,12 @@ void DuplicateLibraryRule(const ProcessLibraries& p, ReportBuilder& report) {
     f.evidence["library"] = key.second;
     f.evidence["namespace"] = key.first;
     Json copies_json = Json::MakeArray();
-    std::string list;
+    std::string list, cause = key.second;
     constexpr size_t kListed = 8;  // in the summary; evidence has them all
     for (size_t n = 0; n < dup.size(); ++n) {
       const LoadedLibrary& o = p.inv.objects[dup[n]];
       copies_json.Append(LibJson(o));
+      cause += '\0' + o.path;
       if (n >= kListed) continue;
       if (!list.empty()) list += " and ";
       list += o.path + (o.loaded_by.empty() ? "" : " (by " + std::string(Basename(o.loaded_by)) + ")");
@@ -141,7 +156,7 @@ void DuplicateLibraryRule(const ProcessLibraries& p, ReportBuilder& report) {
     f.evidence["copies"] = std::move(copies_json);
     f.summary = "lib" + key.second + " is loaded from " + std::to_string(dup.size()) + " files: " + list;
     f.advice = std::string(kAdvice);
-    report.AddFinding(std::move(f));
+    ctx.findings.Add(std::move(f), std::move(cause));
   }
 }
 

@@ -1,29 +1,41 @@
-// abi.load-failed (error, or info for an optional load the program handled)
+// abi.load-failed (error, or info for a load the program handled)
 //
 // Rule: a dlopen/dlmopen call (without RTLD_NOLOAD) returned NULL. Calls with the same
-// name, requester and error are one finding with a count. The evidence lists copies of
-// the file found elsewhere on this machine (LibrarySearch; skipped for a trace from
-// another host) and other versions of it.
+// name, requester and error are one finding with a count, and one finding for the whole
+// job (JobFindings lists the processes). The evidence lists copies of the file found
+// elsewhere on this machine (LibrarySearch; skipped for a trace from another host) and
+// other versions of it.
 //
-// Severity (evidence.severity_reason says which case applied):
+// Severity (evidence.severity_reason says which case applied), the first that applies:
 //   error when
-//     - the process then failed (non-zero exit, a fatal signal, or killed) in the image
-//       that made the load: an image that exec'd another program did not end the process
-//       (pyenv's bash shim probes `enable -f` and execs python, whose exit is python's);
 //     - the requested file was found but a library it needs (DT_NEEDED) is missing, or a
 //       symbol or symbol version it needs is missing (see abi.symbol-version-missing);
-//     - the library belongs to a family that matters here: a CUDA library, cuDNN, NCCL
-//       and the other NVIDIA libraries, torch, libstdc++ (a warning when another
-//       version of it was loaded afterwards: a fallback that worked);
-//   warning when a copy is in a directory the program itself added to LD_LIBRARY_PATH
-//     at run time (the loader ignores that: a notebook's os.environ mistake);
+//   info when the program handled it: the same library (its stem: libcudnn_graph for
+//     libcudnn_graph.so.9.19) was mapped at the time or loaded later. cuDNN 9.19 tries
+//     libcudnn_graph.so.9.19 and .9.19.0 (and its engines, heuristic) before .so.9, which
+//     loads: such a probe of the same soname major is info whatever happened later (the
+//     program got the library it probed for). Another major loaded instead (libcudart.so.12
+//     failed, libcudart.so.13 loaded) is info too unless the process then failed;
 //   info when the load was made inside a signal handler (its stack passes the signal
 //     trampoline) of a process that then failed: a crash reporter's optional plugin, such
 //     as the JVM's disassembler (hsdis) while it writes hs_err, not the cause of the crash;
+//   error when the process then failed (non-zero exit, a fatal signal, or killed) in the
+//     image that made the load: an image that exec'd another program did not end the
+//     process (pyenv's bash shim probes `enable -f` and execs python, whose exit is
+//     python's);
+//   for the families that matter here (a CUDA library, the driver, cuDNN, NCCL, cuTENSOR
+//     and the other NVIDIA libraries, torch, libstdc++):
+//       info for the CUDA driver (libcuda, libnvidia-*) not found in a run that recorded
+//         no GPU, which is how a CUDA build of a framework finds out it is on a CPU-only
+//         host;
+//       error when a GPU call failed in the process;
+//       info otherwise: an optional library probed by a healthy process (CuPy probes
+//         cuTENSOR and runs on without it);
+//   warning when a copy is in a directory the program itself added to LD_LIBRARY_PATH
+//     at run time (the loader ignores that: a notebook's os.environ mistake) and the
+//     verdict was info;
 //   info otherwise: programs probe optional libraries and go on without them (bash's
-//   `enable -f` in pyenv's shims, plugin scans). Also info: the CUDA driver (libcuda,
-//   libnvidia-*) not found in a run that recorded no GPU and went on normally, which is
-//   how a CUDA build of a framework finds out it is on a CPU-only host.
+//     `enable -f` in pyenv's shims, plugin scans).
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -58,16 +70,19 @@ bool InLastImage(const ProcessTrace& t, uint64_t ts) {
                       [ts](const auto& s) { return s.image > 0 && s.ts > ts; });
 }
 
+// The same library (by stem) mapped when `fl` failed or loaded after it, or nullptr.
+const LoadedLibrary* LoadedInstead(const std::vector<const LoadedLibrary*>& same_stem, const FailedLoad& fl) {
+  for (const LoadedLibrary* o : same_stem) {
+    if (!o->unloaded_ns || *o->unloaded_ns >= fl.ts) return o;
+  }
+  return nullptr;
+}
+
 Verdict Judge(const ProcessLibraries& p, const FailedLoad& fl, const DlerrorFacts& facts,
-              const elf::LibraryFamily& fam, const LoadedLibrary* later, bool in_signal_handler) {
+              const elf::LibraryFamily& fam, const LoadedLibrary* instead, bool in_signal_handler) {
   const ProcessTrace& t = *p.trace;
   const bool in_last_image = InLastImage(t, fl.ts);
   const bool failed_after = p.process_failed && in_last_image;
-  if (failed_after && in_signal_handler && !FamilyMatters(fam)) {
-    return {Severity::kInfo, "an optional load made inside a signal handler while the process was failing "
-                             "(a crash reporter's plugin), not a cause of the failure"};
-  }
-  if (failed_after) return {Severity::kError, "the process failed after this load failed"};
   if (facts.kind == DlerrorFacts::kVersionNotFound || facts.kind == DlerrorFacts::kUndefinedSymbol ||
       facts.kind == DlerrorFacts::kSymbolVersion) {
     return {Severity::kError, "the library was found but a symbol or version it needs is missing"};
@@ -77,16 +92,33 @@ Verdict Judge(const ProcessLibraries& p, const FailedLoad& fl, const DlerrorFact
     return {Severity::kError, "the library was found but its dependency (DT_NEEDED) " + facts.object +
                                   " is missing"};
   }
+  if (instead != nullptr) {
+    const std::optional<int> wanted_major = elf::SonameMajor(Basename(fl.requested));
+    const std::optional<int> got_major = elf::SonameMajor(NameOf(*instead));
+    if (!wanted_major || !got_major || *wanted_major == *got_major) {
+      return {Severity::kInfo, "a version probe: the same library (" + NameOf(*instead) + ") was loaded"};
+    }
+    if (!failed_after) {
+      return {Severity::kInfo, "another version of the library (" + NameOf(*instead) +
+                                   ") was loaded instead and the process went on"};
+    }
+  }
+  if (failed_after && in_signal_handler && !FamilyMatters(fam)) {
+    return {Severity::kInfo, "an optional load made inside a signal handler while the process was failing "
+                             "(a crash reporter's plugin), not a cause of the failure"};
+  }
+  if (failed_after) return {Severity::kError, "the process failed after this load failed"};
   if (FamilyMatters(fam)) {
     const bool no_gpu = t.records.GpuDevice.empty() && t.records.GpuAlloc.empty();
     if (fam.group == elf::LibraryGroup::kCudaDriver && no_gpu) {
       return {Severity::kInfo, "no CUDA driver on this host and no GPU use recorded: a CPU-only run"};
     }
-    if (later != nullptr) {
-      return {Severity::kWarning, "a " + fam.family + " library; another version (" + NameOf(*later) +
-                                      ") was loaded instead"};
+    if (p.gpu_call_failed) {
+      return {Severity::kError, "a " + fam.family + " library (a family CUDA programs depend on), and a GPU "
+                                "call failed in this process"};
     }
-    return {Severity::kError, "a " + fam.family + " library (a family CUDA programs depend on)"};
+    return {Severity::kInfo, "an optional " + fam.family + " library: the process went on without it, "
+                             "ended normally and no GPU call failed"};
   }
   if (!in_last_image) {
     return {Severity::kInfo, "an optional load: the image that made it went on and exec'd another program"};
@@ -96,7 +128,7 @@ Verdict Judge(const ProcessLibraries& p, const FailedLoad& fl, const DlerrorFact
 
 }  // namespace
 
-void LoadFailedRule(const ProcessLibraries& p, RuleContext& ctx, ReportBuilder& report) {
+void LoadFailedRule(const ProcessLibraries& p, RuleContext& ctx) {
   const ProcessTrace& t = *p.trace;
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<const FailedLoad*>> groups;
   for (const FailedLoad& fl : p.inv.failures) {
@@ -104,7 +136,7 @@ void LoadFailedRule(const ProcessLibraries& p, RuleContext& ctx, ReportBuilder& 
     groups[{fl.requested, fl.requester, fl.error}].push_back(&fl);
   }
   if (groups.empty()) return;
-  // Library names of the loaded objects, for "a library of the same stem loaded later".
+  // Library names of the loaded objects, for "the same library loaded instead".
   std::map<std::string, std::vector<const LoadedLibrary*>> by_stem;
   for (const LoadedLibrary& o : p.inv.objects) by_stem[LibraryStem(NameOf(o))].push_back(&o);
   std::optional<LibrarySearch> search;
@@ -117,25 +149,22 @@ void LoadFailedRule(const ProcessLibraries& p, RuleContext& ctx, ReportBuilder& 
     const std::string wanted = std::string(Basename(fl.requested));
     std::vector<FoundCopy> copies, others;
     std::optional<LibrarySearch> s;
-    if (search && searched++ < kMaxSearched) {
+    if (!search) {
+      ctx.files.Skipped("abi.load-failed", "trace from another host: no search for copies", fl.requested);
+    } else if (searched++ >= kMaxSearched) {
+      ctx.files.Skipped("abi.load-failed", "more than 64 in one process: no search for copies", fl.requested);
+    } else {
       s = *search;
       if (!fl.requester.empty()) {
-        FileFacts& rf = ctx.files.Get(fl.requester);
-        if (rf.image) s->AddFirst(RunpathDirs(fl.requester, rf.image->runpath(), rf.image->rpath()));
+        FileFacts* rf = p.FileNamed(fl.requester, ctx.files);
+        if (rf != nullptr && rf->image) s->AddFirst(RunpathDirs(fl.requester, rf->image->runpath(), rf->image->rpath()));
       }
       copies = s->FindCopies(wanted);
       others = s->FindOtherVersions(wanted);
     }
     const std::string stem = LibraryStem(wanted);
     const LoadedLibrary* later = nullptr;
-    if (auto it = by_stem.find(stem); it != by_stem.end() && !stem.empty()) {
-      for (const LoadedLibrary* o : it->second) {
-        if (o->loaded_ns >= fl.ts) {
-          later = o;
-          break;
-        }
-      }
-    }
+    if (auto it = by_stem.find(stem); it != by_stem.end() && !stem.empty()) later = LoadedInstead(it->second, fl);
     const elf::LibraryFamily fam = elf::ClassifyLibrary(wanted);
     std::vector<std::string> stack;
     if (fl.stack != 0) stack = SymbolizeStack(t, t.Stack(fl.stack));
@@ -143,7 +172,8 @@ void LoadFailedRule(const ProcessLibraries& p, RuleContext& ctx, ReportBuilder& 
       return frame.starts_with(kSignalFrame);
     });
     Verdict verdict = Judge(p, fl, facts, fam, later, in_signal_handler);
-    if (verdict.severity == Severity::kInfo && !copies.empty() && copies[0].why == "LD_LIBRARY_PATH set at run time") {
+    if (verdict.severity == Severity::kInfo && later == nullptr && !copies.empty() &&
+        copies[0].why == "LD_LIBRARY_PATH set at run time") {
       // The program pointed LD_LIBRARY_PATH at the library itself: it wanted this load.
       verdict = {Severity::kWarning, "a copy is in a directory the program added to LD_LIBRARY_PATH at run time"};
     }
@@ -219,7 +249,7 @@ void LoadFailedRule(const ProcessLibraries& p, RuleContext& ctx, ReportBuilder& 
                  "Install it" + (pkg.empty() ? "" : " (pip install " + pkg + ")") +
                  ", then restart the runtime.";
     }
-    report.AddFinding(std::move(f));
+    ctx.findings.Add(std::move(f), fl.requested + '\0' + fl.requester + '\0' + fl.error);
   }
 }
 

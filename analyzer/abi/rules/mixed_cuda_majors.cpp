@@ -1,17 +1,23 @@
 // abi.mixed-cuda-majors (error)
 //
-// Rule: the loaded (non-driver) libraries of one process were built for more than one
-// CUDA major. A library's major comes from colabtrace_elf's DetectCudaMajor on the file
-// when it is still the loaded one (soname, verdef, DT_NEEDED, device code), else from a
-// soname whose major is the CUDA major (libcudart.so.12, libcublasLt.so.13). Only
-// libraries that are CUDA libraries, frameworks, or link or embed CUDA code count.
+// Rule: the loaded (non-driver) libraries of one process depend on more than one CUDA
+// major. A library's major is what it links against or is named for: colabtrace_elf's
+// DetectCudaMajor on its file (a soname whose major is the CUDA major, a version it
+// defines, DT_NEEDED libcudart.so.N / libcublas.so.N ..., verneed), else, without a
+// readable file, such a soname alone. The device code a library embeds is no dependency
+// (the CUDA 13 wheel's libcufile.so.0 carries PTX ISA 7.1): it never decides a major and
+// is shown only as weak evidence (`device_code`) of the libraries listed.
+//
+// One finding per job and set of majors: a DataLoader's workers map what their parent
+// mapped (JobFindings lists their pids).
 #include <map>
 
 #include "abi/rules/rules.h"
+#include "elf/library_family.h"
 
 namespace colabtrace::analyzer::abi {
 
-void MixedCudaMajorsRule(const ProcessLibraries& p, ReportBuilder& report) {
+void MixedCudaMajorsRule(const ProcessLibraries& p, RuleContext& ctx) {
   std::map<int, std::vector<size_t>> by_major;
   for (size_t i = 0; i < p.inv.objects.size(); ++i) {
     if (p.cuda[i] && !p.inv.objects[i].unloaded_ns) by_major[p.cuda[i]->major].push_back(i);
@@ -22,15 +28,20 @@ void MixedCudaMajorsRule(const ProcessLibraries& p, ReportBuilder& report) {
   f.severity = Severity::kError;
   f.pid = p.trace->pid();
   Json majors = Json::MakeObject();
-  std::string summary;
+  std::string summary, cause;
   for (const auto& [major, idx] : by_major) {
     Json libs = Json::MakeArray();
     for (size_t i : idx) {
       Json j = LibJson(p.inv.objects[i]);
       j["evidence"] = p.cuda[i]->evidence;
+      if (FileFacts* file = p.files[i]) {
+        const std::optional<elf::CudaMajor> weak = elf::DeviceCodeCudaRelease(ctx.files.cache().Fatbin(*file));
+        if (weak) j["device_code"] = weak->evidence + " (weak: the compiler of its kernels, not a dependency)";
+      }
       libs.Append(std::move(j));
     }
     majors[std::to_string(major)] = std::move(libs);
+    cause += std::to_string(major) + ",";
     if (!summary.empty()) summary += "; ";
     summary += "CUDA " + std::to_string(major) + ": " + NameOf(p.inv.objects[idx[0]]);
     if (idx.size() > 1) summary += " and " + std::to_string(idx.size() - 1) + " more";
@@ -44,7 +55,7 @@ void MixedCudaMajorsRule(const ProcessLibraries& p, ReportBuilder& report) {
       "Install wheels of one CUDA line only (all *-cu12 or all *-cu13: torch, jax and the "
       "nvidia-* packages), remove the other toolkit's directory from LD_LIBRARY_PATH, and "
       "restart the runtime.";
-  report.AddFinding(std::move(f));
+  ctx.findings.Add(std::move(f), std::move(cause));
 }
 
 }  // namespace colabtrace::analyzer::abi

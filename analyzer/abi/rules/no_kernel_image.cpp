@@ -1,16 +1,30 @@
 // abi.no-kernel-image (error)
 //
 // Rule: for each GPU architecture of the process (the --gpu-arch what-if when given,
-// else each GpuDevice's compute capability), every loaded library that carries device
-// code (.nv_fatbin / __nv_relfatbin) is checked with colabtrace_elf's CanRunOn: a cubin
-// runs on the same major with an equal or higher minor, an 'a' cubin only on its exact
-// SM, an 'f' cubin within its family, PTX JITs to an equal or higher SM. A library with
-// nothing that runs is reported (one finding per process and architecture, listing the
-// libraries). Also reported: a CUDA call (GpuError, GpuModule, allocation) that failed
-// with 209 (no kernel image) or 98 (invalid device function), naming the caller.
-// With CUPTI on, the cubins the driver actually loaded (CuptiModule records, their SM
-// numbers read from the cubins' ELF headers) are checked too: a loaded module none of
-// whose cubins runs on the architecture is listed under `loaded_modules`.
+// else each GpuDevice's compute capability), a loaded library whose whole device code is
+// known and covers nothing. Its registered fatbins (.nv_fatbin / __nv_relfatbin, read
+// through LibraryFiles: --sysroot first, a build id or the same file proves it) are
+// checked with colabtrace_elf's CanRunOn (a cubin runs on the same major with an equal or
+// higher minor, an 'a' cubin only on its exact SM, an 'f' cubin within its family, PTX
+// JITs to an equal or higher SM). When they have nothing that runs, the library is not
+// judged from them alone: the fatbin containers it keeps in other sections, which it loads
+// itself (cuFFT 12: one sm_75 cubin registered, its kernels in .ldata; cuBLASLt 13: its
+// sm_100/sm_120 kernels in .cask_resource), are listed and checked too (only then: the
+// scan is for libraries whose registered fatbins fail). Something there that runs covers
+// it; entries of a kind this check does not know (not cubin, not PTX: LTO IR that
+// nvJitLink could compile for any GPU), or containers it could not read, leave it not
+// judged (evidence `not_judged`, and libraries_files.skipped_checks); otherwise the whole
+// device code found covers nothing and it is reported. One finding per architecture and
+// set of libraries for the whole job.
+//
+// Also reported, with no static verdict needed: a CUDA call (GpuError, GpuModule, an
+// allocation, a kernel launch) that failed for want of an image: 209 (no kernel image /
+// CUDA_ERROR_NO_BINARY_FOR_GPU), 98 (invalid device function), 200 (invalid image), 218
+// (invalid PTX), naming the caller. With CUPTI on, the cubins the driver actually loaded
+// (CuptiModule records, their SM numbers read from the cubins' ELF headers) are checked
+// too: a loaded module none of whose cubins runs on the architecture is listed under
+// `loaded_modules`.
+#include <algorithm>
 #include <set>
 #include <string_view>
 
@@ -19,6 +33,12 @@
 
 namespace colabtrace::analyzer::abi {
 namespace {
+
+// CUDA errors that mean "no image for this GPU", at runtime and driver level: 209
+// cudaErrorNoKernelImageForDevice / CUDA_ERROR_NO_BINARY_FOR_GPU, 98
+// cudaErrorInvalidDeviceFunction, 200 cudaErrorInvalidKernelImage / CUDA_ERROR_INVALID_IMAGE,
+// 218 cudaErrorInvalidPtx / CUDA_ERROR_INVALID_PTX.
+constexpr std::initializer_list<int64_t> kNoImageErrors = {209, 98, 200, 218};
 
 // True if one of the SM numbers in `archs` ("80,90", as the shim records a loaded
 // module's cubins) runs on `arch`: SASS runs on its own major at an equal or higher
@@ -58,7 +78,7 @@ Json LoadedModulesWithoutImage(const ProcessTrace& t, const elf::GpuArch& arch) 
 
 }  // namespace
 
-void NoKernelImageRule(const ProcessLibraries& p, RuleContext& ctx, ReportBuilder& report) {
+void NoKernelImageRule(const ProcessLibraries& p, RuleContext& ctx) {
   const ProcessTrace& t = *p.trace;
   std::vector<std::pair<elf::GpuArch, std::string>> targets;  // arch, source
   if (ctx.what_if) {
@@ -73,18 +93,24 @@ void NoKernelImageRule(const ProcessLibraries& p, RuleContext& ctx, ReportBuilde
       }
     }
   }
-  Json errors = GpuErrors(t, {209, 98});
+  Json errors = GpuErrors(t, kNoImageErrors);
+  Json not_judged_any = Json::MakeArray();  // for the finding from failed calls alone
   bool reported_errors = false;
   for (const auto& [arch, source] : targets) {
     Json libs = Json::MakeArray();
     Json covered = Json::MakeArray();
-    std::string names;
+    Json not_judged = Json::MakeArray();
+    std::string names, cause = elf::FormatArch(arch);
     size_t checked = 0;
     for (size_t i = 0; i < p.inv.objects.size(); ++i) {
-      FileFacts* fi = p.files[i];
       const LoadedLibrary& o = p.inv.objects[i];
-      if (fi == nullptr || !fi->image || o.unloaded_ns || !SameAsLoaded(o, *fi)) continue;
-      const elf::FatbinListing& fb = ctx.files.Fatbin(*fi);
+      if (o.unloaded_ns || o.is_vdso || o.path.empty()) continue;
+      FileFacts* fi = p.files[i];
+      if (fi == nullptr || !fi->image) {
+        ctx.files.Skipped("abi.no-kernel-image", "no readable file: device code not checked", o.path);
+        continue;
+      }
+      const elf::FatbinListing& fb = ctx.files.cache().Fatbin(*fi);
       if (fb.entries.empty()) continue;
       ++checked;
       const elf::Coverage c = elf::CanRunOn(fb.entries, arch);
@@ -100,18 +126,57 @@ void NoKernelImageRule(const ProcessLibraries& p, RuleContext& ctx, ReportBuilde
       for (const elf::FatbinEntry& e : fb.entries) {
         if (e.kind != elf::FatbinKind::kOther) archs.insert(elf::DescribeArch(e));
       }
-      Json j = LibJson(o);
+      // Not judged from the registered fatbins alone: the containers kept elsewhere.
+      const elf::UnregisteredFatbins& elsewhere = ctx.files.cache().Unregistered(*fi);
+      std::string outside;
+      if (elsewhere.containers > 0) {
+        outside = elf::DescribeUnregisteredFatbins(elsewhere) + " outside its registered fatbins";
+        const elf::Coverage oc = elf::CanRunOn(elsewhere.listing.entries, arch);
+        if (oc.covered()) {
+          Json j = Json::MakeObject();
+          j["path"] = o.path;
+          j["via"] = std::string(elf::CoverageKindName(oc.kind)) + " " +
+                     elf::FormatArch(oc.via, oc.kind == elf::CoverageKind::kPtxJit) + " in " + outside;
+          covered.Append(std::move(j));
+          continue;
+        }
+        const size_t unknown = static_cast<size_t>(
+            std::count_if(elsewhere.listing.entries.begin(), elsewhere.listing.entries.end(),
+                          [](const elf::FatbinEntry& e) { return e.kind == elf::FatbinKind::kOther; }));
+        if (unknown > 0 || !elsewhere.listing.ok()) {
+          Json j = Json::MakeObject();
+          j["path"] = o.path;
+          j["why"] = "it carries " + outside + ", which it may load itself; nothing there runs on " +
+                     elf::FormatArch(arch) + ", but " +
+                     (unknown > 0 ? std::to_string(unknown) + " of their entries are of a kind this check cannot judge "
+                                                               "(not cubin or PTX)"
+                                  : "they could not all be read (" + elsewhere.listing.errors[0] + ")");
+          not_judged.Append(j);
+          const auto& any = not_judged_any.array();
+          if (std::none_of(any.begin(), any.end(), [&](const Json& x) { return x["path"].str() == o.path; })) {
+            not_judged_any.Append(std::move(j));
+          }
+          ctx.files.Skipped("abi.no-kernel-image",
+                            "device code outside its registered fatbins that this check cannot judge", o.path);
+          continue;
+        }
+        for (const elf::FatbinEntry& e : elsewhere.listing.entries) archs.insert(elf::DescribeArch(e));
+      }
       Json have = Json::MakeArray();
       for (const std::string& a : archs) have.Append(a);
+      Json j = LibJson(o);
       j["device_code"] = std::move(have);
       j["explanation"] = c.explanation;
+      if (!outside.empty()) j["outside_registered_fatbins"] = outside + ": none of it runs either";
       libs.Append(std::move(j));
       if (!names.empty()) names += ", ";
       names += NameOf(o);
+      cause += '\0' + o.path;
     }
     Json modules = LoadedModulesWithoutImage(t, arch);
     if (libs.array().empty() && modules.array().empty()) continue;
     if (names.empty()) names = std::to_string(modules.array().size()) + " loaded module(s)";
+    cause += "\0modules " + std::to_string(modules.array().size());
     Finding f;
     f.id = "abi.no-kernel-image";
     f.severity = Severity::kError;
@@ -121,6 +186,7 @@ void NoKernelImageRule(const ProcessLibraries& p, RuleContext& ctx, ReportBuilde
     f.evidence["arch_source"] = source;
     f.evidence["libraries"] = std::move(libs);
     f.evidence["covered_libraries"] = std::move(covered);
+    f.evidence["not_judged"] = std::move(not_judged);
     f.evidence["libraries_with_device_code"] = static_cast<uint64_t>(checked);
     f.evidence["loaded_modules"] = std::move(modules);
     f.evidence["errors"] = errors;
@@ -134,7 +200,7 @@ void NoKernelImageRule(const ProcessLibraries& p, RuleContext& ctx, ReportBuilde
         "includes " + arch_name + " (newer GPUs need newer wheels; older GPUs such as sm_70 "
         "are dropped by CUDA 13 builds: use the CUDA 12 wheels), or rebuild with "
         "TORCH_CUDA_ARCH_LIST / -gencode including it.";
-    report.AddFinding(std::move(f));
+    ctx.findings.Add(std::move(f), std::move(cause));
   }
   if (!reported_errors && !errors.array().empty()) {
     Finding f;
@@ -142,15 +208,17 @@ void NoKernelImageRule(const ProcessLibraries& p, RuleContext& ctx, ReportBuilde
     f.severity = Severity::kError;
     f.pid = t.pid();
     f.evidence["errors"] = errors;
-    std::string caller = errors.array()[0]["caller"].is_string() ? errors.array()[0]["caller"].str() : "";
-    f.summary = "a kernel had no image for this GPU (CUDA error " +
-                std::to_string(errors.array()[0]["rc"].as_int()) + ")" +
+    f.evidence["not_judged"] = std::move(not_judged_any);
+    const Json& first = errors.array()[0];
+    std::string caller = first["caller"].is_string() ? first["caller"].str() : "";
+    f.summary = "a kernel had no image for this GPU (CUDA error " + std::to_string(first["rc"].as_int()) + ")" +
                 (caller.empty() ? "" : " in " + std::string(Basename(caller)));
     f.advice =
         "The calling library has no cubin for this GPU and no PTX the driver can JIT. Install "
         "a build that supports this GPU's compute capability (check with "
         "`colabtrace report --gpu-arch sm_XY`).";
-    report.AddFinding(std::move(f));
+    std::string cause = "errors " + std::to_string(first["rc"].as_int()) + '\0' + caller;
+    ctx.findings.Add(std::move(f), std::move(cause));
   }
 }
 

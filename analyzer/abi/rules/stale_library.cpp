@@ -8,19 +8,25 @@
 // other files. A file that was only removed (DiskState "removed during the run") is not
 // reported: nothing newer can mix with the loaded copy. A program that builds an
 // extension in a temporary directory, loads it and deletes the directory (a JIT-compiled
-// extension, a test's tmp_path) does that on every healthy run.
+// extension, a test's tmp_path) does that on every healthy run. One finding per file and
+// loaded build for the whole job.
 #include <cstring>
 
 #include "abi/rules/rules.h"
 
 namespace colabtrace::analyzer::abi {
 
-void StaleLibraryRule(const ProcessLibraries& p, ReportBuilder& report) {
+void StaleLibraryRule(const ProcessLibraries& p, RuleContext& ctx) {
   for (size_t i = 0; i < p.inv.objects.size(); ++i) {
     const LoadedLibrary& o = p.inv.objects[i];
-    // On another host the file now on disk says nothing (p.files[i] is null unless its
+    // On another host the file now on disk says nothing (p.on_disk[i] is null unless its
     // build id is the loaded one); the shim's own re-checks (o.changes) still count.
-    FileFacts* fi = p.files[i];
+    FileFacts* fi = p.on_disk[i];
+    if (o.identity.known() && fi == nullptr && !p.host.same_host) {
+      ctx.files.Skipped("abi.stale-library",
+                        "trace from another host: the file on disk not compared (the shim's own re-checks still count)",
+                        o.path);
+    }
     if (!o.identity.known() || (fi == nullptr && o.changes.empty())) continue;
     const std::string state = DiskState(o, fi, p.end_realtime_ns);
     if (state != "changed during the run") continue;
@@ -68,7 +74,7 @@ void StaleLibraryRule(const ProcessLibraries& p, ReportBuilder& report) {
         "The process still runs the old copy, while new processes (and later loads of its "
         "companions) get the new one, so versions mix. This is what `pip install` into a "
         "running notebook does: restart the runtime after installing packages.";
-    report.AddFinding(std::move(f));
+    ctx.findings.Add(std::move(f), o.path + '\0' + o.build_id);
   }
 }
 

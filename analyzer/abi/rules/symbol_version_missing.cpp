@@ -5,7 +5,10 @@
 // V not defined in file P"). The evidence, from the files on disk: the versions the
 // requiring object needs from the provider (verneed), the versions the loaded provider
 // defines (verdef) in the same namespace (GLIBCXX_* etc.), and other copies of the
-// provider that define the missing version.
+// provider that define the missing version. The files are those LibraryFiles gives
+// (--sysroot first; a loaded object only by its build id or as the same file); the search
+// for other copies reads this machine's directories, so only for a trace recorded here.
+// One finding per dlerror text for the whole job.
 #include <algorithm>
 #include <set>
 
@@ -16,10 +19,10 @@
 
 namespace colabtrace::analyzer::abi {
 
-void SymbolVersionMissingRule(const ProcessLibraries& p, RuleContext& ctx, ReportBuilder& report) {
+void SymbolVersionMissingRule(const ProcessLibraries& p, RuleContext& ctx) {
   const ProcessTrace& t = *p.trace;
   std::set<std::string> done;
-  // The files named in the error are read only on the host that recorded the trace.
+  // Other copies are searched for only on the host that recorded the trace.
   const bool disk = p.host.same_host;
   constexpr size_t kMaxSearched = 64;  // disk searches for better copies, per process
   size_t searched = 0;
@@ -40,14 +43,12 @@ void SymbolVersionMissingRule(const ProcessLibraries& p, RuleContext& ctx, Repor
       needer = e.object;
     }
     // An undefined versioned symbol: the provider is the file whose version it is.
-    if (disk && provider.empty() && !needer.empty() && !e.version.empty()) {
-      FileFacts& nf = ctx.files.Get(needer);
-      if (nf.image) {
-        for (const elf::VersionRequirement& r : nf.image->verneed()) {
-          if (std::find(r.versions.begin(), r.versions.end(), e.version) != r.versions.end()) {
-            provider = LoadedPathFor(p, r.file, fl.nsid);
-            if (provider.empty()) provider = r.file;
-          }
+    FileFacts* nf = needer.empty() ? nullptr : p.FileNamed(needer, ctx.files);
+    if (provider.empty() && nf != nullptr && nf->image && !e.version.empty()) {
+      for (const elf::VersionRequirement& r : nf->image->verneed()) {
+        if (std::find(r.versions.begin(), r.versions.end(), e.version) != r.versions.end()) {
+          provider = LoadedPathFor(p, r.file, fl.nsid);
+          if (provider.empty()) provider = r.file;
         }
       }
     }
@@ -63,40 +64,47 @@ void SymbolVersionMissingRule(const ProcessLibraries& p, RuleContext& ctx, Repor
     ev["required_by"] = needer.empty() ? Json() : Json(needer);
     ev["provider"] = provider.empty() ? Json() : Json(provider);
     std::string provider_soname;
-    if (disk && !provider.empty() && provider.front() == '/') {
-      FileFacts& pf = ctx.files.Get(provider);
-      if (pf.image) {
-        provider_soname = pf.image->soname();
-        Json defs = Json::MakeArray();
-        const std::string prefix = e.version.substr(0, e.version.find_first_of("_0123456789"));
-        for (const elf::VersionDefinition& d : pf.image->verdef()) {
-          if (d.is_base) continue;
-          if (prefix.empty() || d.name.starts_with(prefix)) defs.Append(d.name);
-        }
-        ev["provider_versions"] = std::move(defs);
-        if (!e.symbol.empty()) ev["provider_defines_symbol"] = pf.image->DefinesDynamicSymbol(e.symbol);
+    const bool provider_is_path = !provider.empty() && provider.front() == '/';
+    FileFacts* pf = provider_is_path ? p.FileNamed(provider, ctx.files) : nullptr;
+    if (pf != nullptr && pf->image) {
+      provider_soname = pf->image->soname();
+      Json defs = Json::MakeArray();
+      const std::string prefix = e.version.substr(0, e.version.find_first_of("_0123456789"));
+      for (const elf::VersionDefinition& d : pf->image->verdef()) {
+        if (d.is_base) continue;
+        if (prefix.empty() || d.name.starts_with(prefix)) defs.Append(d.name);
       }
+      ev["provider_versions"] = std::move(defs);
+      if (!e.symbol.empty()) ev["provider_defines_symbol"] = pf->image->DefinesDynamicSymbol(e.symbol);
     }
-    if (disk && !needer.empty() && needer.front() == '/') {
-      FileFacts& nf = ctx.files.Get(needer);
-      if (nf.image) {
-        Json needs = Json::MakeArray();
-        for (const elf::VersionRequirement& r : nf.image->verneed()) {
-          if (!provider_soname.empty() && r.file != provider_soname) continue;
-          for (const std::string& v : r.versions) needs.Append(r.file + ":" + v);
-        }
-        ev["required_versions"] = std::move(needs);
+    if (nf != nullptr && nf->image) {
+      Json needs = Json::MakeArray();
+      for (const elf::VersionRequirement& r : nf->image->verneed()) {
+        if (!provider_soname.empty() && r.file != provider_soname) continue;
+        for (const std::string& v : r.versions) needs.Append(r.file + ":" + v);
       }
+      ev["required_versions"] = std::move(needs);
     }
     // Other copies of the provider that have what is missing.
     Json better = Json::MakeArray();
     const std::string prov_name = provider_soname.empty() ? std::string(Basename(provider)) : provider_soname;
-    if (disk && searched++ < kMaxSearched && !prov_name.empty() && !e.version.empty()) {
-      abi::LibrarySearch s(t, p.inv);
-      for (const abi::FoundCopy& c : s.FindCopies(prov_name)) {
-        FileFacts& cf = ctx.files.Get(c.path);
-        if (cf.image && cf.image->DefinesVersion(e.version)) better.Append(c.path);
+    if (!prov_name.empty() && !e.version.empty()) {
+      if (!disk) {
+        ctx.files.Skipped("abi.symbol-version-missing", "trace from another host: no search for copies that define it",
+                          fl.error);
+      } else if (searched++ >= kMaxSearched) {
+        ctx.files.Skipped("abi.symbol-version-missing", "more than 64 in one process: no search for copies", fl.error);
+      } else {
+        abi::LibrarySearch s(t, p.inv);
+        for (const abi::FoundCopy& c : s.FindCopies(prov_name)) {
+          FileFacts* cf = ctx.files.Named(c.path, p.host);
+          if (cf != nullptr && cf->image && cf->image->DefinesVersion(e.version)) better.Append(c.path);
+        }
       }
+    }
+    if ((!needer.empty() && (nf == nullptr || !nf->image)) || (provider_is_path && (pf == nullptr || !pf->image))) {
+      ctx.files.Skipped("abi.symbol-version-missing", "no readable file: required and provided versions not listed",
+                        fl.error);
     }
     ev["copies_with_version"] = better;
     if (!disk) ev["disk_checks"] = p.host.DiskChecksLabel();
@@ -115,7 +123,7 @@ void SymbolVersionMissingRule(const ProcessLibraries& p, RuleContext& ctx, Repor
                " (for GLIBCXX_*/CXXABI_*: a newer libstdc++6 or conda's libstdcxx-ng; for GLIBC_*: a "
                "newer OS image), or use a build of the requester made for the older one; then "
                "restart the runtime.";
-    report.AddFinding(std::move(f));
+    ctx.findings.Add(std::move(f), fl.error);
   }
 }
 

@@ -3,14 +3,15 @@
 // Rule: one library family (colabtrace_elf's ClassifyLibrary; glibc excluded) has loaded
 // files both under site-packages/dist-packages ("pip") and under system directories
 // (/usr, /lib, /lib64, /opt, /etc, including apt's /usr/lib/python3/dist-packages) in one
-// process image (an exec replaces every library: a wrapper's are not the job's).
+// process image (an exec replaces every library: a wrapper's are not the job's). One
+// finding per family and set of files for the whole job.
 #include <map>
 
 #include "abi/rules/rules.h"
 
 namespace colabtrace::analyzer::abi {
 
-void SystemVsPipRule(const ProcessLibraries& p, ReportBuilder& report) {
+void SystemVsPipRule(const ProcessLibraries& p, RuleContext& ctx) {
   // (image, family) -> (pip objects, system objects)
   std::map<std::pair<uint64_t, std::string>, std::pair<std::vector<size_t>, std::vector<size_t>>> fams;
   for (size_t i = 0; i < p.inv.objects.size(); ++i) {
@@ -30,8 +31,16 @@ void SystemVsPipRule(const ProcessLibraries& p, ReportBuilder& report) {
     f.pid = p.trace->pid();
     f.evidence["family"] = fam;
     Json pip = Json::MakeArray(), sys = Json::MakeArray();
-    for (size_t i : sides.first) pip.Append(LibJson(p.inv.objects[i]));
-    for (size_t i : sides.second) sys.Append(LibJson(p.inv.objects[i]));
+    std::string cause = fam;
+    for (size_t i : sides.first) {
+      pip.Append(LibJson(p.inv.objects[i]));
+      cause += '\0' + p.inv.objects[i].path;
+    }
+    cause += '\0';
+    for (size_t i : sides.second) {
+      sys.Append(LibJson(p.inv.objects[i]));
+      cause += '\0' + p.inv.objects[i].path;
+    }
     f.evidence["pip"] = std::move(pip);
     f.evidence["system"] = std::move(sys);
     f.summary = fam + " libraries come both from site-packages (" + p.inv.objects[sides.first[0]].path +
@@ -42,7 +51,7 @@ void SystemVsPipRule(const ProcessLibraries& p, ReportBuilder& report) {
         "at /usr/local/cuda or /usr/lib64-nvidia: remove the system directory from "
         "LD_LIBRARY_PATH (or uninstall the wheel) so that one copy serves everything, then "
         "restart the runtime.";
-    report.AddFinding(std::move(f));
+    ctx.findings.Add(std::move(f), std::move(cause));
   }
 }
 

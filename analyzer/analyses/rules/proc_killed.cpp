@@ -16,7 +16,7 @@
 
 #include <unistd.h>
 
-#include "abi/library_model.h"
+#include "abi/library_files.h"
 #include "analyses/proc_stat.h"
 #include "analyses/rules/rules.h"
 #include "python/python_stack.h"
