@@ -27,9 +27,19 @@ void CuptiModuleFinish() __attribute__((weak, visibility("hidden")));
 // Symbol interposition for dynamically looked-up entry points. The dlsym/dlvsym hooks
 // (shim/libs) pass every successful lookup through here; the GPU module (shim/gpu)
 // returns its wrapper for driver entry points it traces (cuMemAlloc_v2, cuGetProcAddress,
-// ...) and `real` unchanged for everything else. Must be cheap for names it does not
+// ...) and for the CUPTI calls by which a program takes CUPTI (cuptiSubscribe(_v2),
+// cuptiActivityRegisterCallbacks: the shim hands its subscription over first), and `real`
+// unchanged for everything else. Must be cheap for names it does not
 // wrap and must never load a library.
 void* GpuInterposeSymbol(const char* name, void* real) __attribute__((weak, visibility("hidden")));
+
+// A dlopen the shim itself makes (the CUPTI module's libcupti): glibc's dlopen called
+// directly (the shim is the caller: its search path, no RUNPATH of the program's), any
+// dlerror() text its failure leaves consumed so the program never reads it, and a
+// successful load recorded as colabtrace's own (LibLoad api kColabtrace, requester: the
+// shim), never as the program's. Call inside a ShimScope, or where the thread already
+// holds one (t_thread.busy): the record is written then too.
+void* LibsOwnDlopen(const char* file, int mode) __attribute__((weak, visibility("hidden")));
 
 // Emits Module records for objects loaded since the last call (and at the first call,
 // for all of them). Cheap when nothing changed: it compares dl_iterate_phdr's load and

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 namespace colabtrace::analyzer::abi {
@@ -20,7 +21,7 @@ bool IsCall(uint64_t api) {
 }
 
 LibApi ApiOf(uint64_t api) {
-  return api <= static_cast<uint64_t>(LibApi::kDiscovered) ? static_cast<LibApi>(api)
+  return api <= static_cast<uint64_t>(LibApi::kColabtrace) ? static_cast<LibApi>(api)
                                                            : LibApi::kDiscovered;
 }
 
@@ -41,7 +42,7 @@ void FillFromRecord(const ProcessTrace& t, const Event<format::LibLoad>& r, Load
   o.is_vdso = o.path.find('/') == std::string::npos && o.path.starts_with("linux-");
 }
 
-// Takes the call's facts for an object another thread's sync wrote as "discovered".
+// Takes the call's facts for an object another load wrote first (TakenByCall).
 void AdoptCall(const ProcessTrace& t, const Event<format::LibLoad>& call, LoadedLibrary& o) {
   o.api = ApiOf(call.api);
   o.requested = std::string(t.Str(call.requested));
@@ -49,6 +50,76 @@ void AdoptCall(const ProcessTrace& t, const Event<format::LibLoad>& call, Loaded
   o.flags = call.flags;
   o.caller = call.caller;
   o.stack = call.stack;
+}
+
+// An object another load wrote first (another thread's sync: "discovered"; colabtrace's
+// own load) that a program's call names: the call says who loaded it and how. An
+// RTLD_NOLOAD call that finds colabtrace's libcupti only asked whether it is there.
+bool TakenByCall(LibApi api, const format::LibLoad& call) {
+  return api == LibApi::kDiscovered || (api == LibApi::kColabtrace && (call.flags & RTLD_NOLOAD) == 0);
+}
+
+// Traces written before the shim marked its own loads (LibApi::kColabtrace): the libcupti
+// the shim's CUPTI subscriber dlopen()ed appeared as a new object while it started, between
+// InitializeInjection (CuptiState kInjected) and the state that ends the start (subscribed,
+// backed off, failed), attributed by the loader to whichever DT_NEEDED named its soname
+// (kDependency) or to nobody (kDiscovered). Such an object is the shim's.
+void MarkLegacyCuptiLoads(const ProcessTrace& t, std::vector<LoadedLibrary>& objects) {
+  for (const auto& r : t.records.LibLoad) {
+    if (r.api == static_cast<uint64_t>(LibApi::kColabtrace)) return;  // the shim marked its own
+  }
+  std::optional<uint64_t> from, to;
+  for (const auto& st : t.records.CuptiState) {
+    const auto code = static_cast<format::CuptiStateCode>(st.state);
+    if (code == format::CuptiStateCode::kInjected) {
+      if (!from) from = st.ts;
+    } else if (from && !to && code != format::CuptiStateCode::kFlushed) {
+      to = st.ts;
+    }
+  }
+  if (!from || !to) return;
+  for (LoadedLibrary& o : objects) {
+    if ((o.api == LibApi::kDependency || o.api == LibApi::kDiscovered) && o.loaded_ns >= *from &&
+        o.loaded_ns <= *to && LibraryStem(o.soname.empty() ? o.path : o.soname) == "cupti") {
+      o.api = LibApi::kColabtrace;
+    }
+  }
+}
+
+// Leaves out what colabtrace itself loaded (LibApi::kColabtrace objects, what their
+// DT_NEEDED brought in while they were mapped, and loads they asked for that failed):
+// none of it is the program's.
+void DropColabtraceLoads(LibraryInventory& inv) {
+  using Spans = std::vector<std::pair<uint64_t, uint64_t>>;  // [loaded, unloaded] of one path
+  std::unordered_map<std::string_view, Spans> own_paths;
+  auto requested_by_own = [&](const std::string& requester, uint64_t ts) {
+    auto it = own_paths.find(requester);
+    return it != own_paths.end() && std::any_of(it->second.begin(), it->second.end(), [&](const auto& span) {
+             return ts >= span.first && ts <= span.second;
+           });
+  };
+  std::vector<bool> own(inv.objects.size(), false);
+  for (bool grew = true; grew;) {  // dependencies of dependencies, in any record order
+    grew = false;
+    for (size_t i = 0; i < inv.objects.size(); ++i) {
+      const LoadedLibrary& o = inv.objects[i];
+      if (own[i] || !(o.api == LibApi::kColabtrace ||
+                      (o.api == LibApi::kDependency && requested_by_own(o.loaded_by, o.loaded_ns)))) {
+        continue;
+      }
+      own[i] = grew = true;
+      own_paths[o.path].emplace_back(o.loaded_ns, o.unloaded_ns.value_or(UINT64_MAX));
+    }
+  }
+  if (own_paths.empty()) return;
+  std::erase_if(inv.failures, [&](const FailedLoad& f) { return requested_by_own(f.requester, f.ts); });
+  size_t w = 0;
+  for (size_t i = 0; i < inv.objects.size(); ++i) {
+    if (own[i]) continue;
+    if (w != i) inv.objects[w] = std::move(inv.objects[i]);
+    ++w;
+  }
+  inv.objects.resize(w);
 }
 
 }  // namespace
@@ -110,6 +181,7 @@ std::string_view LibApiName(LibApi api) {
     case LibApi::kDlmopen: return "dlmopen";
     case LibApi::kDependency: return "dependency";
     case LibApi::kDiscovered: return "discovered";
+    case LibApi::kColabtrace: return "colabtrace";
   }
   return "discovered";
 }
@@ -162,11 +234,13 @@ LibraryInventory LibraryInventory::Of(const ProcessTrace& t) {
         continue;
       }
       if (r.fresh == 0) {
-        if (!IsCall(r.api)) continue;  // an object record is always fresh
+        // An object record is always fresh; colabtrace's own load of an object already
+        // mapped (the program's libcupti) changes nothing.
+        if (!IsCall(r.api)) continue;
         auto it = live.find(r.base);
         if (it == live.end()) {
           pending_calls[r.base] = &r;
-        } else if (inv.objects[it->second].api == LibApi::kDiscovered) {
+        } else if (TakenByCall(inv.objects[it->second].api, r)) {
           AdoptCall(t, r, inv.objects[it->second]);
         }
         continue;
@@ -178,7 +252,7 @@ LibraryInventory LibraryInventory::Of(const ProcessTrace& t) {
       o.image = image;
       first_object = false;
       if (auto pc = pending_calls.find(r.base); pc != pending_calls.end()) {
-        if (o.api == LibApi::kDiscovered) AdoptCall(t, *pc->second, o);
+        if (TakenByCall(o.api, *pc->second)) AdoptCall(t, *pc->second, o);
         pending_calls.erase(pc);
       }
       live[r.base] = inv.objects.size();
@@ -253,6 +327,8 @@ LibraryInventory LibraryInventory::Of(const ProcessTrace& t) {
       }
     }
   }
+  MarkLegacyCuptiLoads(t, inv.objects);
+  DropColabtraceLoads(inv);
   return inv;
 }
 

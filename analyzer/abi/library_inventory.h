@@ -5,6 +5,11 @@
 // discovered; fresh=1) and one per dlopen/dlmopen call (fresh=1 when that call mapped its
 // target). A call whose target another thread's sync already wrote as "discovered" is
 // merged into that object here, so every object says who loaded it and how.
+//
+// What colabtrace itself loaded (the libcupti of COLABTRACE_CUPTI=1: api kColabtrace, or
+// in traces written before the shim marked it, a libcupti that appeared while the shim's
+// CUPTI subscriber started) is not the program's: it is left out of objects and failures,
+// with whatever its DT_NEEDED brought in, unless the program loads it too.
 #pragma once
 
 #include <cstdint>
@@ -82,7 +87,7 @@ std::string LibraryStem(std::string_view soname_or_path);
 // "RTLD_NOW|RTLD_GLOBAL|RTLD_DEEPBIND" for a dlopen mode.
 std::string DlopenFlagNames(int64_t flags);
 
-// "startup", "dlopen", "dlmopen", "dependency", "discovered".
+// "startup", "dlopen", "dlmopen", "dependency", "discovered", "colabtrace".
 std::string_view LibApiName(format::LibApi api);
 
 // Lowercase hex of bytes.

@@ -16,11 +16,30 @@ std::string StateName(uint64_t code) {
     case format::CuptiStateCode::kFailed: return "failed";
     case format::CuptiStateCode::kFlushed: return "flushed";
     case format::CuptiStateCode::kInjected: return "injected";
+    case format::CuptiStateCode::kHandedOver: return "handed-over";
   }
   return "unknown";
 }
 
+// CUpti_ActivityMemoryKind (shim/gpu/cupti_api.h).
+constexpr uint64_t kPageable = 1, kPinned = 2, kDevice = 3, kManaged = 5, kDeviceStatic = 6,
+                   kManagedStatic = 7;
+
 }  // namespace
+
+CuptiMemoryClass ClassifyCuptiMemory(const format::CuptiMemory& m) {
+  if (m.op != 1 || m.pool_record != 0 || m.addr == 0) return CuptiMemoryClass::kOther;
+  if (m.source == 2) return CuptiMemoryClass::kProgramAllocation;  // a driver API call returned it
+  switch (m.memory_kind) {
+    case kDevice:
+    case kManaged: return CuptiMemoryClass::kProgramAllocation;
+    case kDeviceStatic:
+    case kManagedStatic: return CuptiMemoryClass::kDriverStatic;
+    case kPinned:
+    case kPageable: return CuptiMemoryClass::kHost;
+    default: return CuptiMemoryClass::kOther;
+  }
+}
 
 CuptiSummary SummarizeCupti(const ProcessTrace& t) {
   CuptiSummary s;
@@ -31,7 +50,12 @@ CuptiSummary SummarizeCupti(const ProcessTrace& t) {
     const auto code = static_cast<format::CuptiStateCode>(r.state);
     if (code == format::CuptiStateCode::kInjected) {
       s.injected = true;
-    } else if (code != format::CuptiStateCode::kFlushed || s.state.empty()) {
+    } else if (code == format::CuptiStateCode::kHandedOver) {
+      s.handed_over_ts = r.ts;
+      s.state = StateName(r.state);
+      s.rc = r.rc;
+    } else if (!s.handed_over_ts && (code != format::CuptiStateCode::kFlushed || s.state.empty())) {
+      // (a flush another thread finished after a hand-over leaves the state handed-over)
       s.state = StateName(r.state);
       s.rc = r.rc;
     }
@@ -48,7 +72,15 @@ CuptiSummary SummarizeCupti(const ProcessTrace& t) {
     }
   }
   for (const auto& m : t.records.CuptiMemory) {
-    if (m.op != 1 || m.pool_record != 0 || m.addr == 0) continue;
+    switch (ClassifyCuptiMemory(m)) {
+      case CuptiMemoryClass::kProgramAllocation: break;
+      case CuptiMemoryClass::kDriverStatic:
+        ++s.driver_static_allocations;
+        s.driver_static_bytes += m.bytes;
+        continue;
+      case CuptiMemoryClass::kHost: ++s.host_allocations; continue;
+      case CuptiMemoryClass::kOther: continue;
+    }
     Counts& c = by_addr[m.addr];
     ++(m.source == 2 ? c.callback : c.activity);
     c.bytes = std::max<uint64_t>(c.bytes, m.bytes);

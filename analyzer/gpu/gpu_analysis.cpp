@@ -216,6 +216,10 @@ class GpuAnalysis final : public Analysis {
       c["merged_allocations"] = cupti.merged_allocations;
       c["cupti_only_allocations"] = cupti.only_allocations;
       c["cupti_only_bytes"] = cupti.only_bytes;
+      c["driver_static_allocations"] = cupti.driver_static_allocations;
+      c["driver_static_bytes"] = cupti.driver_static_bytes;
+      c["host_allocations"] = cupti.host_allocations;
+      c["handed_over_at_ns"] = cupti.handed_over_ts ? Json(Rel(*cupti.handed_over_ts, t.start_ns())) : Json();
       Json archs = Json::MakeArray();
       for (const std::string& a : cupti.module_archs) archs.Append(a);
       c["module_archs"] = std::move(archs);

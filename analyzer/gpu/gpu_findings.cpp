@@ -23,6 +23,12 @@ std::string Pct(double v) {
 
 uint64_t Rel(const ProcessTrace& t, uint64_t ts) { return ts >= t.start_ns() ? ts - t.start_ns() : 0; }
 
+std::string Seconds(uint64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "+%.3f s", static_cast<double>(ns) / 1e9);
+  return buf;
+}
+
 Json StackJson(const std::vector<std::string>& frames) {
   Json a = Json::MakeArray();
   for (const auto& f : frames) a.Append(f);

@@ -8,20 +8,38 @@
 //   - CUDA calls the exported InitializeInjection while cuInit runs; a successful cuInit
 //     through the shim's hook starts it too (the variable may name another tool, or the
 //     driver may have been initialised before the shim could set it);
-//   - only then is libcupti dlopen()ed (the shim has no DT_NEEDED on it): the first of
-//     $COLABTRACE_CUPTI_LIB, libcupti.so, libcupti.so.13, libcupti.so.12 that loads.
+//   - only then is a libcupti taken (the shim has no DT_NEEDED on it), never a second copy
+//     beside the program's (LoadCupti): the libcupti the process already has loaded; else
+//     $COLABTRACE_CUPTI_LIB; else the one beside the process's libcudart (same directory,
+//     the cu12 wheels' nvidia/cuda_cupti/lib, the toolkit's extras/CUPTI/lib64); else the
+//     first of libcupti.so, libcupti.so.13, libcupti.so.12 the loader finds. The load is
+//     recorded as colabtrace's own (LibsOwnDlopen), so the analyzer never reports it as
+//     the program's.
 // What it subscribes to: the driver API memory callbacks (cuMemAlloc_v2, ...AllocPitch_v2,
 // ...AllocManaged, ...AllocAsync, cuMemFree_v2, cuMemFreeAsync), the RESOURCE domain
 // (context created, module loaded / unloading with its cubin: the cubin's SM arches are
-// recorded), and the activity kinds MEMORY2 and MEMORY_POOL. If CUPTI already has a
-// subscriber (torch.profiler/Kineto, Nsight) cuptiSubscribe fails with
-// CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: the shim records that (CuptiState
-// kBackedOff) and enables nothing.
+// recorded), and the activity kinds MEMORY2 and MEMORY_POOL.
+// It never takes CUPTI from the program (CUPTI has one subscriber, and activity buffer
+// callbacks are process-wide):
+//   - if CUPTI already has a subscriber (torch.profiler/Kineto, Nsight) cuptiSubscribe fails
+//     with CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: the shim records that (CuptiState
+//     kBackedOff, rc 39) and enables nothing; likewise (rc 0) when the program already
+//     subscribed or registered its own activity buffers through the shim's hooks;
+//   - when the program or its profiler calls cuptiSubscribe(_v2) or
+//     cuptiActivityRegisterCallbacks later (exported hooks; the same entry points taken
+//     with dlsym get wrappers, CuptiInterposeSymbol), the shim hands CUPTI over first: it
+//     disables its activity kinds, flushes its buffers (forced), unsubscribes and records
+//     kHandedOver; then the program's call runs as it would bare, and the shim never
+//     calls CUPTI again. The hooks' own view of allocations goes on.
 // Activity buffers are flushed from the shim's own slow paths (CuptiMaybeFlush, called
 // when an allocation is recorded, at most once a second) and at exit; the shim runs no
 // thread of its own (CUPTI's buffer-completed callback may run on CUPTI's thread). Records
 // CUPTI dropped are counted and written with each flush (CuptiState kFlushed).
 #include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 
 #include <cstdlib>
@@ -29,6 +47,7 @@
 
 #include "clock.h"
 #include "cupti_api.h"
+#include "elf_symbols.h"
 #include "gpu_module.h"
 #include "modules.h"
 #include "real.h"
@@ -42,21 +61,28 @@ using format::CuptiStateCode;
 
 constexpr size_t kBufferBytes = 1 << 20;        // one activity buffer
 constexpr uint64_t kFlushEveryNs = 1000000000;  // CuptiMaybeFlush: at most once a second
+constexpr uint64_t kStartWaitNs = 2000000000;   // ProgramTakesCupti: the longest wait for StartCupti
 
 struct CuptiFns {
   decltype(&::cuptiSubscribe) subscribe;
+  decltype(&::cuptiUnsubscribe) unsubscribe;
   decltype(&::cuptiEnableDomain) enable_domain;
   decltype(&::cuptiEnableCallback) enable_callback;
   decltype(&::cuptiActivityRegisterCallbacks) register_callbacks;
   decltype(&::cuptiActivityEnable) activity_enable;
+  decltype(&::cuptiActivityDisable) activity_disable;
   decltype(&::cuptiActivityFlushAll) flush_all;
   decltype(&::cuptiActivityGetNextRecord) next_record;
   decltype(&::cuptiActivityGetNumDroppedRecords) dropped_records;
 };
 
 bool g_enabled = false;     // COLABTRACE_CUPTI=1
-int g_started = 0;          // StartCupti ran (once per process)
-int g_running = 0;          // subscribed and activity enabled
+int g_started = 0;          // StartCupti: 0 not yet, 1 running (on g_starter), 2 done
+pthread_t g_starter;        // the thread running StartCupti
+int g_running = 0;          // subscribed and activity enabled: CUPTI is the shim's
+int g_program_took = 0;     // the program subscribed or registered activity buffers itself
+const void* g_own_copy = nullptr;  // inside the libcupti the shim loaded for itself (none loaded
+                                   // before it): never what the program's calls bind to
 CuptiFns g_fn;
 CUpti_SubscriberHandle g_subscriber = nullptr;
 uint64_t g_records = 0;     // activity records decoded since the last CuptiState
@@ -268,35 +294,144 @@ void Callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const v
   }
 }
 
-// ---- start ------------------------------------------------------------------------------------
+// ---- which libcupti ----------------------------------------------------------------------------
 
-void* LoadCupti() {
+// "libcupti.so.13", "libcupti-1a2b3c4d.so.13" (a wheel's hashed copy): the file name of a
+// `stem` library ("libcupti", "libcudart"), not of a sibling ("libcupti_sass_metrics").
+bool IsLibraryFile(const char* path, const char* stem) {
+  const char* base = std::strrchr(path, '/');
+  base = base != nullptr ? base + 1 : path;
+  const size_t n = std::strlen(stem);
+  return std::strncmp(base, stem, n) == 0 && (base[n] == '.' || base[n] == '-') &&
+         std::strstr(base + n, ".so") != nullptr;
+}
+
+struct LoadedPath {
+  const char* stem;
+  char path[PATH_MAX];
+};
+
+int FindLoadedCallback(struct dl_phdr_info* info, size_t, void* data) {
+  auto* want = static_cast<LoadedPath*>(data);
+  const char* name = info->dlpi_name;
+  if (name == nullptr || name[0] != '/' || !IsLibraryFile(name, want->stem)) return 0;
+  const size_t n = std::strlen(name);
+  if (n >= sizeof(want->path)) return 0;
+  std::memcpy(want->path, name, n + 1);
+  return 1;
+}
+
+// The path of a loaded `stem` library, as the loader names it; false if none is loaded.
+bool FindLoaded(const char* stem, LoadedPath* out) {
+  out->stem = stem;
+  out->path[0] = '\0';
+  RealDlIteratePhdr()(FindLoadedCallback, out);
+  return out->path[0] != '\0';
+}
+
+// dir + "/" + rel into out; false if it does not fit.
+bool JoinPath(char* out, size_t cap, const char* dir, size_t dir_len, const char* rel) {
+  const size_t rl = std::strlen(rel);
+  if (dir_len + 1 + rl + 1 > cap) return false;
+  std::memcpy(out, dir, dir_len);
+  out[dir_len] = '/';
+  std::memcpy(out + dir_len + 1, rel, rl + 1);
+  return true;
+}
+
+void* OwnDlopen(const char* file, int mode) {
+  if (LibsOwnDlopen != nullptr) return LibsOwnDlopen(file, mode);
   using DlopenFn = void* (*)(const char*, int);
   auto real_dlopen = reinterpret_cast<DlopenFn>(ResolveNext("dlopen"));
-  if (real_dlopen == nullptr) return nullptr;
-  const char* chosen = getenv("COLABTRACE_CUPTI_LIB");
-  if (chosen != nullptr && *chosen != '\0') return real_dlopen(chosen, RTLD_NOW | RTLD_LOCAL);
-  for (const char* name : {"libcupti.so", "libcupti.so.13", "libcupti.so.12"}) {
-    if (void* h = real_dlopen(name, RTLD_NOW | RTLD_LOCAL)) return h;
+  return real_dlopen != nullptr ? real_dlopen(file, mode) : nullptr;
+}
+
+// The libcupti beside the process's libcudart: in its directory (CUDA 13 toolkits and the
+// cu13 wheels' nvidia/cu13/lib), the cu12 wheels' nvidia/cuda_cupti/lib next to
+// nvidia/cuda_runtime/lib, or an older toolkit's extras/CUPTI/lib64.
+void* LoadBesideCudart() {
+  LoadedPath cudart;
+  if (!FindLoaded("libcudart", &cudart)) return nullptr;
+  const size_t dir_len = static_cast<size_t>(std::strrchr(cudart.path, '/') - cudart.path);
+  constexpr char kWheelRuntime[] = "/nvidia/cuda_runtime/lib";
+  constexpr size_t kWheelLen = sizeof(kWheelRuntime) - 1;
+  const bool cu12_wheel =
+      dir_len >= kWheelLen && std::memcmp(cudart.path + dir_len - kWheelLen, kWheelRuntime, kWheelLen) == 0;
+  char path[PATH_MAX];
+  for (const char* rel : {"libcupti.so.13", "libcupti.so.12", "libcupti.so",
+                          "../../cuda_cupti/lib/libcupti.so.12", "../extras/CUPTI/lib64/libcupti.so"}) {
+    if (std::strncmp(rel, "../../cuda_cupti/", 17) == 0 && !cu12_wheel) continue;
+    if (JoinPath(path, sizeof(path), cudart.path, dir_len, rel)) {
+      if (void* h = OwnDlopen(path, RTLD_NOW | RTLD_LOCAL)) return h;
+    }
   }
   return nullptr;
 }
+
+// *fresh: the shim mapped it (the process had no libcupti).
+void* LoadCupti(bool* fresh) {
+  // The copy the process already has: a second one would be a duplicate the program never
+  // asked for, and two CUPTIs in one process do not share their one subscriber.
+  *fresh = false;
+  LoadedPath loaded;
+  if (FindLoaded("libcupti", &loaded)) {
+    if (void* h = OwnDlopen(loaded.path, RTLD_NOW | RTLD_NOLOAD)) return h;
+  }
+  *fresh = true;
+  const char* chosen = getenv("COLABTRACE_CUPTI_LIB");
+  if (chosen != nullptr && *chosen != '\0') return OwnDlopen(chosen, RTLD_NOW | RTLD_LOCAL);
+  if (void* h = LoadBesideCudart()) return h;
+  for (const char* name : {"libcupti.so", "libcupti.so.13", "libcupti.so.12"}) {
+    if (void* h = OwnDlopen(name, RTLD_NOW | RTLD_LOCAL)) return h;
+  }
+  return nullptr;
+}
+
+// ---- start and hand-over -------------------------------------------------------------------------
 
 template <class F> bool Bind(void* lib, const char* name, F* out) {
   *out = reinterpret_cast<F>(RealDlsym()(lib, name));
   return *out != nullptr;
 }
 
+// Gives CUPTI back: the shim's kinds off first (nothing more lands in its buffers), then
+// every buffer back (forced: incomplete ones too; the program's buffer-completed callback
+// must never get one of the shim's buffers), then the one subscriber slot freed. Runs once,
+// by whoever cleared g_running.
+void HandOver() {
+  g_fn.activity_disable(CUPTI_ACTIVITY_KIND_MEMORY2);
+  g_fn.activity_disable(CUPTI_ACTIVITY_KIND_MEMORY_POOL);
+  g_fn.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  const CUptiResult r = g_fn.unsubscribe(g_subscriber);
+  g_subscriber = nullptr;
+  EmitState(CuptiStateCode::kHandedOver, r);
+}
+
 void StartCupti(bool injected) {
-  if (!g_enabled || __atomic_exchange_n(&g_started, 1, __ATOMIC_ACQ_REL) != 0) return;
+  if (!g_enabled) return;
+  int expected = 0;
+  if (!__atomic_compare_exchange_n(&g_started, &expected, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    return;
+  }
+  g_starter = pthread_self();
+  struct Done {
+    ~Done() { __atomic_store_n(&g_started, 2, __ATOMIC_RELEASE); }
+  } done;
   if (injected) EmitState(CuptiStateCode::kInjected, 0);
-  void* lib = LoadCupti();
+  if (__atomic_load_n(&g_program_took, __ATOMIC_ACQUIRE) != 0) {
+    EmitState(CuptiStateCode::kBackedOff, 0);  // the program uses CUPTI itself
+    return;
+  }
+  bool fresh = false;
+  void* lib = LoadCupti(&fresh);
   CuptiFns f{};
   if (lib == nullptr || !Bind(lib, "cuptiSubscribe", &f.subscribe) ||
+      !Bind(lib, "cuptiUnsubscribe", &f.unsubscribe) ||
       !Bind(lib, "cuptiEnableDomain", &f.enable_domain) ||
       !Bind(lib, "cuptiEnableCallback", &f.enable_callback) ||
       !Bind(lib, "cuptiActivityRegisterCallbacks", &f.register_callbacks) ||
       !Bind(lib, "cuptiActivityEnable", &f.activity_enable) ||
+      !Bind(lib, "cuptiActivityDisable", &f.activity_disable) ||
       !Bind(lib, "cuptiActivityFlushAll", &f.flush_all) ||
       !Bind(lib, "cuptiActivityGetNextRecord", &f.next_record) ||
       !Bind(lib, "cuptiActivityGetNumDroppedRecords", &f.dropped_records)) {
@@ -304,6 +439,7 @@ void StartCupti(bool injected) {
     return;
   }
   g_fn = f;
+  if (fresh) __atomic_store_n(&g_own_copy, reinterpret_cast<const void*>(f.subscribe), __ATOMIC_RELEASE);
   CUptiResult r = f.subscribe(&g_subscriber, Callback, nullptr);
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     EmitState(CuptiStateCode::kBackedOff, r);  // a profiler holds CUPTI: leave it alone
@@ -324,12 +460,24 @@ void StartCupti(bool injected) {
   if (r == CUPTI_SUCCESS) r = f.activity_enable(CUPTI_ACTIVITY_KIND_MEMORY2);
   if (r == CUPTI_SUCCESS) r = f.activity_enable(CUPTI_ACTIVITY_KIND_MEMORY_POOL);
   if (r != CUPTI_SUCCESS) {
+    // Half set up: give the subscriber slot back, or the program's profiler could never
+    // have it.
+    f.activity_disable(CUPTI_ACTIVITY_KIND_MEMORY2);
+    f.activity_disable(CUPTI_ACTIVITY_KIND_MEMORY_POOL);
+    f.unsubscribe(g_subscriber);
+    g_subscriber = nullptr;
     EmitState(CuptiStateCode::kFailed, r);
     return;
   }
+  EmitState(CuptiStateCode::kSubscribed, 0);
   __atomic_store_n(&g_next_flush, MonotonicNs() + kFlushEveryNs, __ATOMIC_RELEASE);
   __atomic_store_n(&g_running, 1, __ATOMIC_RELEASE);
-  EmitState(CuptiStateCode::kSubscribed, 0);
+  // The program took CUPTI while this ran (its hook waits for StartCupti, but may have
+  // looked before it began): give it back at once.
+  if (__atomic_load_n(&g_program_took, __ATOMIC_ACQUIRE) != 0 &&
+      __atomic_exchange_n(&g_running, 0, __ATOMIC_ACQ_REL) != 0) {
+    HandOver();
+  }
 }
 
 void Flush(uint32_t flag) {
@@ -337,7 +485,115 @@ void Flush(uint32_t flag) {
   EmitState(CuptiStateCode::kFlushed, 0);
 }
 
+// The program's cuptiSubscribe(_v2) or cuptiActivityRegisterCallbacks is about to run: CUPTI is
+// the program's from now on.
+void ProgramTakesCupti() {
+  __atomic_store_n(&g_program_took, 1, __ATOMIC_RELEASE);
+  // A StartCupti under way on another thread finishes first (it takes milliseconds). The
+  // wait is bounded: were this thread holding a lock StartCupti needs (the loader's, from a
+  // constructor), StartCupti would see g_program_took when it gets there and hand over.
+  const uint64_t give_up = MonotonicNs() + kStartWaitNs;
+  while (__atomic_load_n(&g_started, __ATOMIC_ACQUIRE) == 1 && !pthread_equal(g_starter, pthread_self()) &&
+         MonotonicNs() < give_up) {
+    sched_yield();
+  }
+  if (__atomic_exchange_n(&g_running, 0, __ATOMIC_ACQ_REL) != 0) HandOver();
+}
+
+// The program's definition of a CUPTI entry point: like `caller` binds it without the shim,
+// never in the shim nor in a libcupti only the shim loaded. nullptr if there is none.
+void* ProgramDefinition(const char* name, const void* caller) {
+  return FindLikeCaller(name, caller, reinterpret_cast<const void*>(&ProgramTakesCupti),
+                        __atomic_load_n(&g_own_copy, __ATOMIC_ACQUIRE));
+}
+
+// The real entry point for a call from `caller`: the program's definition; else (the
+// program's reference bound to the one libcupti there is) the shim's copy.
+template <class F> F RealCupti(const char* name, const void* caller) {
+  ShimScope scope;  // FindLikeCaller keeps no error state; errno stays as it was
+  void* f = ProgramDefinition(name, caller);
+  if (f == nullptr) f = FindLikeCaller(name, caller, reinterpret_cast<const void*>(&ProgramTakesCupti));
+  return reinterpret_cast<F>(f);
+}
+
+CUptiResult Subscribe(decltype(&::cuptiSubscribe) real, CUpti_SubscriberHandle* subscriber,
+                      CUpti_CallbackFunc callback, void* userdata) {
+  if (real == nullptr) return CUPTI_ERROR_NOT_INITIALIZED;
+  ProgramTakesCupti();
+  return real(subscriber, callback, userdata);
+}
+
+CUptiResult SubscribeV2(decltype(&::cuptiSubscribe_v2) real, CUpti_SubscriberHandle* subscriber,
+                        CUpti_CallbackFunc callback, void* userdata, CUpti_SubscriberParams* params) {
+  if (real == nullptr) return CUPTI_ERROR_NOT_INITIALIZED;
+  ProgramTakesCupti();
+  return real(subscriber, callback, userdata, params);
+}
+
+CUptiResult RegisterCallbacks(decltype(&::cuptiActivityRegisterCallbacks) real,
+                              CUpti_BuffersCallbackRequestFunc requested,
+                              CUpti_BuffersCallbackCompleteFunc completed) {
+  if (real == nullptr) return CUPTI_ERROR_NOT_INITIALIZED;
+  ProgramTakesCupti();
+  return real(requested, completed);
+}
+
+// The real entry points a program took with dlsym (CuptiInterposeSymbol): one libcupti's.
+decltype(&::cuptiSubscribe) g_dlsym_subscribe = nullptr;
+decltype(&::cuptiSubscribe_v2) g_dlsym_subscribe_v2 = nullptr;
+decltype(&::cuptiActivityRegisterCallbacks) g_dlsym_register = nullptr;
+
+CUptiResult DlsymSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback, void* userdata) {
+  return Subscribe(__atomic_load_n(&g_dlsym_subscribe, __ATOMIC_ACQUIRE), subscriber, callback, userdata);
+}
+
+CUptiResult DlsymSubscribeV2(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback, void* userdata,
+                             CUpti_SubscriberParams* params) {
+  return SubscribeV2(__atomic_load_n(&g_dlsym_subscribe_v2, __ATOMIC_ACQUIRE), subscriber, callback, userdata,
+                     params);
+}
+
+CUptiResult DlsymRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requested,
+                                   CUpti_BuffersCallbackCompleteFunc completed) {
+  return RegisterCallbacks(__atomic_load_n(&g_dlsym_register, __ATOMIC_ACQUIRE), requested, completed);
+}
+
+// Hands out `wrapper` for `real` when `slot` is empty or already holds it; else (a second
+// libcupti) `real` itself.
+template <class F> void* WrapOnce(F* slot, F real, F wrapper) {
+  F expected = nullptr;
+  if (__atomic_compare_exchange_n(slot, &expected, real, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) ||
+      expected == real) {
+    return reinterpret_cast<void*>(wrapper);
+  }
+  return reinterpret_cast<void*>(real);
+}
+
 }  // namespace
+
+void* CuptiInterposeSymbol(const char* name, void* real) {
+  enum { kSubscribe, kSubscribeV2, kRegister, kOther } which = kOther;
+  if (std::strcmp(name, "cuptiSubscribe") == 0) which = kSubscribe;
+  if (std::strcmp(name, "cuptiSubscribe_v2") == 0) which = kSubscribeV2;
+  if (std::strcmp(name, "cuptiActivityRegisterCallbacks") == 0) which = kRegister;
+  if (which == kOther) return real;
+  if (IsShimText(real)) {
+    // dlsym found the shim's own hook (RTLD_DEFAULT): calls through it resolve like their
+    // caller; but when no libcupti defines the name, the lookup must fail as it does bare.
+    return ProgramDefinition(name, nullptr) != nullptr ? real : nullptr;
+  }
+  if (!g_enabled) return real;
+  switch (which) {
+    case kSubscribe:
+      return WrapOnce(&g_dlsym_subscribe, reinterpret_cast<decltype(&::cuptiSubscribe)>(real), &DlsymSubscribe);
+    case kSubscribeV2:
+      return WrapOnce(&g_dlsym_subscribe_v2, reinterpret_cast<decltype(&::cuptiSubscribe_v2)>(real),
+                      &DlsymSubscribeV2);
+    default:
+      return WrapOnce(&g_dlsym_register, reinterpret_cast<decltype(&::cuptiActivityRegisterCallbacks)>(real),
+                      &DlsymRegisterCallbacks);
+  }
+}
 
 void CuptiAfterInit() { StartCupti(false); }
 
@@ -357,7 +613,8 @@ void CuptiMaybeFlush() {
 
 void CuptiModuleStart(StartKind kind) {
   if (kind == StartKind::kForkChild) {
-    // CUPTI does not follow fork: a child starts without a subscriber of its own.
+    // CUPTI does not follow fork: a child starts without a subscriber of its own (what
+    // the program did with CUPTI, g_program_took, is the child's too).
     gpu::g_started = gpu::g_running = 0;
     gpu::g_records = gpu::g_dropped = 0;
     return;
@@ -384,5 +641,29 @@ void CuptiModuleFinish() {
 extern "C" int InitializeInjection(void) {
   colabtrace::shim::gpu::StartCupti(true);
   return 1;
+}
+
+// The program's (its profiler's) own CUPTI: the shim hands CUPTI over, then the call runs.
+extern "C" CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
+                                      void* userdata) {
+  namespace g = colabtrace::shim::gpu;
+  return g::Subscribe(g::RealCupti<decltype(&::cuptiSubscribe)>("cuptiSubscribe", __builtin_return_address(0)),
+                      subscriber, callback, userdata);
+}
+
+extern "C" CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
+                                         void* userdata, CUpti_SubscriberParams* params) {
+  namespace g = colabtrace::shim::gpu;
+  return g::SubscribeV2(
+      g::RealCupti<decltype(&::cuptiSubscribe_v2)>("cuptiSubscribe_v2", __builtin_return_address(0)), subscriber,
+      callback, userdata, params);
+}
+
+extern "C" CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requested,
+                                                      CUpti_BuffersCallbackCompleteFunc completed) {
+  namespace g = colabtrace::shim::gpu;
+  return g::RegisterCallbacks(g::RealCupti<decltype(&::cuptiActivityRegisterCallbacks)>(
+                                  "cuptiActivityRegisterCallbacks", __builtin_return_address(0)),
+                              requested, completed);
 }
 #pragma GCC visibility pop

@@ -111,6 +111,14 @@ typedef void (*CUpti_CallbackFunc)(void* userdata, CUpti_CallbackDomain domain,
                                    CUpti_CallbackId cbid, const void* cbdata);
 typedef struct CUpti_Subscriber_st* CUpti_SubscriberHandle;
 
+// cuptiSubscribe_v2's parameters (CUPTI 13; the shim only passes them on).
+typedef struct {
+  size_t structSize;
+  const char* subscriberName;
+  char* oldSubscriberName;
+  size_t oldSubscriberSize;
+} CUpti_SubscriberParams;
+
 // ---- activity --------------------------------------------------------------------------------
 typedef enum {
   CUPTI_ACTIVITY_KIND_INVALID = 0,
@@ -124,10 +132,26 @@ typedef enum {
   CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE = 2,
 } CUpti_ActivityMemoryOperationType;
 
+// What a MEMORY2 record's memory is. Only DEVICE and MANAGED are allocations a program made
+// through an API; DEVICE_STATIC / MANAGED_STATIC are the driver's own memory for the
+// __device__ / __managed__ variables of the modules it loads (PyTorch's lazily loaded
+// kernels bring hundreds), PAGEABLE / PINNED are host memory.
 typedef enum {
   CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN = 0,
+  CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE = 1,
+  CUPTI_ACTIVITY_MEMORY_KIND_PINNED = 2,
   CUPTI_ACTIVITY_MEMORY_KIND_DEVICE = 3,
+  CUPTI_ACTIVITY_MEMORY_KIND_ARRAY = 4,
+  CUPTI_ACTIVITY_MEMORY_KIND_MANAGED = 5,
+  CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC = 6,
+  CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC = 7,
 } CUpti_ActivityMemoryKind;
+
+// cuptiActivityFlushAll's flag: FORCED also hands back buffers with incomplete records.
+typedef enum {
+  CUPTI_ACTIVITY_FLAG_NONE = 0,
+  CUPTI_ACTIVITY_FLAG_FLUSH_FORCED = 1,
+} CUpti_ActivityFlag;
 
 typedef enum {
   CUPTI_ACTIVITY_MEMORY_POOL_TYPE_INVALID = 0,
@@ -202,6 +226,8 @@ typedef void (*CUpti_BuffersCallbackCompleteFunc)(struct CUctx_st* context, uint
 // ---- entry points (looked up with dlsym; never linked) ------------------------------------------
 CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
                            void* userdata);
+CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
+                              void* userdata, CUpti_SubscriberParams* pParams);
 CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle subscriber);
 CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber,
                               CUpti_CallbackDomain domain);
@@ -210,6 +236,7 @@ CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle subscrib
 CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc funcBufferRequested,
                                            CUpti_BuffersCallbackCompleteFunc funcBufferCompleted);
 CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind);
+CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind);
 CUptiResult cuptiActivityFlushAll(uint32_t flag);
 CUptiResult cuptiActivityGetNextRecord(uint8_t* buffer, size_t validBufferSizeBytes,
                                        CUpti_Activity** record);

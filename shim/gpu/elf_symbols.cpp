@@ -164,6 +164,7 @@ struct Query {
   const char* name = nullptr;
   uintptr_t in_object = 0;    // FindObjectOf / FindSymbolIn / the caller
   uintptr_t skip = 0;         // an address inside the object never to choose
+  uintptr_t skip_also = 0;    // and another
   const char* needed = nullptr;  // FindLikeCaller: the version's file, once known
   bool any = false;           // FindLikeCaller's last pass: any object
   ObjectRange range;
@@ -211,11 +212,12 @@ void* FindSymbolIn(const void* in_object, const char* name) {
   return q.result;
 }
 
-void* FindLikeCaller(const char* name, const void* caller, const void* skip) {
+void* FindLikeCaller(const char* name, const void* caller, const void* skip, const void* skip_also) {
   Query q;
   q.name = name;
   q.in_object = reinterpret_cast<uintptr_t>(caller);
   q.skip = reinterpret_cast<uintptr_t>(skip);
+  q.skip_also = reinterpret_cast<uintptr_t>(skip_also);
   // 1. Which file the caller's reference asks for, if it is versioned.
   if (caller != nullptr) {
     dl_iterate_phdr(
@@ -232,6 +234,7 @@ void* FindLikeCaller(const char* name, const void* caller, const void* skip) {
   auto visit = [](struct dl_phdr_info* info, size_t, void* data) {
     auto* q = static_cast<Query*>(data);
     if (q->skip != 0 && Contains(info, q->skip, nullptr, nullptr)) return 0;
+    if (q->skip_also != 0 && Contains(info, q->skip_also, nullptr, nullptr)) return 0;
     if (!q->any) {
       DynInfo d;
       if (!ReadDyn(info, &d) || d.soname == UINT64_MAX ||

@@ -30,8 +30,9 @@ void* FindSymbolIn(const void* in_object, const char* name);
 // The definition of `name` that code at `caller` binds to when the shim is not there:
 // if the caller's reference carries a symbol version (cudaMalloc@libcudart.so.12), the
 // definition in the loaded object whose DT_SONAME is that version's file; otherwise the
-// first definition in load order. Objects holding `skip` (the shim) are never chosen.
-// nullptr if nothing else defines it.
-void* FindLikeCaller(const char* name, const void* caller, const void* skip);
+// first definition in load order. Objects holding `skip` (the shim) or `skip_also` (an
+// object the shim loaded for itself, when not nullptr) are never chosen. nullptr if nothing
+// else defines it.
+void* FindLikeCaller(const char* name, const void* caller, const void* skip, const void* skip_also = nullptr);
 
 }  // namespace colabtrace::shim::gpu

@@ -142,6 +142,10 @@ void RecordFunction(const Call& c, uint64_t handle, uint64_t module, const char*
 // load when CUPTI is off).
 void CuptiAfterInit();
 void CuptiMaybeFlush();
+// What dlsym hands out for a CUPTI name (GpuInterposeSymbol): a wrapper that hands CUPTI
+// over before the program's cuptiSubscribe(_v2) / cuptiActivityRegisterCallbacks runs; nullptr
+// when the lookup found only the shim's own export (nothing else defines it); else `real`.
+void* CuptiInterposeSymbol(const char* name, void* real);
 
 // Forgets the per-process facts (a fork child starts a new trace).
 void ResetGpuFacts();

@@ -325,6 +325,7 @@ namespace colabtrace::shim {
 
 void* GpuInterposeSymbol(const char* name, void* real) {
   if (real == nullptr || name == nullptr || name[0] != 'c' || name[1] != 'u') return real;
+  if (name[2] == 'p' && name[3] == 't' && name[4] == 'i') return gpu::CuptiInterposeSymbol(name, real);
   const uint16_t api = gpu::TracedApi(name);
   if (api == 0) return real;
   if (gpu::IsShimText(real)) {

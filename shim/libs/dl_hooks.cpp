@@ -229,6 +229,29 @@ void LibsModuleStart(StartKind kind) {
   libs::InventoryStart(kind);
 }
 
+void* LibsOwnDlopen(const char* file, int mode) {
+  const uint64_t t0 = Ticks();
+  void* h = real::dlopen.get()(file, mode);
+  const uint64_t t1 = Ticks();
+  if (h == nullptr) {
+    libs::InvalidateCallerCache();  // a failed load unmaps what it mapped
+    libs::RealDlerror()();          // the shim's failure is not the program's dlerror()
+  }
+  if (h == nullptr || !g_recording || t_thread.vfork_pending) return h;
+  ShimScope scope;  // enters unless this thread already runs inside the shim: write either way
+  libs::LoadCall c;
+  c.api = format::LibApi::kColabtrace;
+  c.requested = file;
+  c.mode = mode;
+  c.handle = h;
+  c.caller = libs::FindCaller(reinterpret_cast<const void*>(&LibsOwnDlopen));
+  c.return_address = __builtin_return_address(0);
+  c.t0 = t0;
+  c.t1 = t1;
+  libs::RecordLoadCall(c);
+  return h;
+}
+
 // At the end of the process (exit, _exit, return from main), inside RecordExit's
 // ShimScope and before the exit record: re-check loaded files once more.
 void LibsModuleFinish() { libs::InventoryFinish(); }

@@ -376,6 +376,88 @@ TEST(Findings, SystemVsPip) {
   EXPECT_EQ(f[0].evidence["family"].str(), "cudnn");
 }
 
+// ---- what colabtrace itself loaded (issue 21: the libcupti of COLABTRACE_CUPTI=1) ----------
+
+constexpr char kShim[] = "/opt/ct/lib/libcolabtrace.so";
+constexpr char kWheelCupti[] = "/v/lib/python3.12/site-packages/nvidia/cu13/lib/libcupti.so.13";
+constexpr char kToolkitCupti[] = "/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.13";
+
+TEST(Inventory, ColabtraceLoadsAreLeftOutUnlessTheProgramLoadsThemToo) {
+  for (const bool program_loads_it : {false, true}) {
+    TraceBuilder b(10);
+    b.Load(LibApi::kStartup, "/bin/prog", 0x1000, "");
+    b.Load(LibApi::kColabtrace, kToolkitCupti, 0x2000, kShim, 1, RTLD_NOW);
+    b.Load(LibApi::kDependency, "/lib/libutil.so.1", 0x3000, kToolkitCupti);   // its DT_NEEDED
+    b.Load(LibApi::kDlopen, "libnvperf.so", 0, kToolkitCupti, 0, RTLD_NOW, 0, false,
+           "libnvperf.so: cannot open shared object file: No such file or directory");
+    b.Load(LibApi::kDlopen, kToolkitCupti, 0x2000, "/bin/prog", 0, RTLD_NOW | RTLD_NOLOAD);  // a probe
+    if (program_loads_it) b.Load(LibApi::kDlopen, kToolkitCupti, 0x2000, "/bin/prog", 0, RTLD_NOW);
+    const LibraryInventory inv = LibraryInventory::Of(b.Finish());
+    std::vector<std::string> paths;
+    for (const LoadedLibrary& o : inv.objects) paths.push_back(o.path);
+    if (!program_loads_it) {
+      EXPECT_EQ(paths, std::vector<std::string>{"/bin/prog"});
+      EXPECT_TRUE(inv.failures.empty());
+    } else {
+      // The program's own dlopen makes it the program's, with what it brought and tried.
+      EXPECT_EQ(paths, (std::vector<std::string>{"/bin/prog", kToolkitCupti, "/lib/libutil.so.1"}));
+      EXPECT_EQ(inv.objects[1].api, LibApi::kDlopen);
+      EXPECT_EQ(inv.objects[1].loaded_by, "/bin/prog");
+      EXPECT_EQ(inv.failures.size(), 1u);
+    }
+  }
+}
+
+// A process that loaded the wheel's libcupti itself, and a second copy from the toolkit.
+std::vector<ProcessTrace> TwoCuptis(LibApi toolkit_api, const std::string& toolkit_requester) {
+  TraceBuilder b(10);
+  b.Load(LibApi::kStartup, "/bin/prog", 0x1000, "");
+  b.Load(LibApi::kDlopen, kWheelCupti, 0x2000, "/bin/prog", 1, RTLD_NOW, 1);
+  b.Load(toolkit_api, kToolkitCupti, 0x3000, toolkit_requester, 1, RTLD_NOW, 2);
+  std::vector<ProcessTrace> traces;
+  traces.push_back(b.Finish());
+  return traces;
+}
+
+TEST(Findings, AColabtraceLoadIsNoDuplicateNorSystemVsPip) {
+  auto own = TwoCuptis(LibApi::kColabtrace, kShim);
+  EXPECT_TRUE(FindingsOf(own, "abi.duplicate-library").empty());
+  EXPECT_TRUE(FindingsOf(own, "abi.system-vs-pip").empty());
+  // The same two copies loaded by the program: both findings.
+  auto programs = TwoCuptis(LibApi::kDlopen, "/bin/prog");
+  EXPECT_EQ(FindingsOf(programs, "abi.duplicate-library").size(), 1u);
+  EXPECT_EQ(FindingsOf(programs, "abi.system-vs-pip").size(), 1u);
+}
+
+// Traces of shims before LibApi::kColabtrace (the real-GPU corpus's torch_cupti): the toolkit
+// libcupti the shim dlopen()ed appeared while its CUPTI subscriber started, credited by the
+// loader to libtorch_cpu.so's DT_NEEDED (its soname is libcupti.so.13).
+TEST(Findings, LegacyTraceTheLibcuptiThatAppearedWhileTheShimsCuptiStartedIsColabtraces) {
+  for (const bool shim_cupti : {true, false}) {
+    TraceBuilder b(10);
+    auto state = [&](ctf::CuptiStateCode code) {
+      ctf::CuptiState s;
+      s.state = static_cast<uint64_t>(code);
+      b.Add(s);
+      b.Tick();
+    };
+    b.Load(LibApi::kStartup, "/bin/prog", 0x1000, "");
+    b.Load(LibApi::kDlopen, kWheelCupti, 0x2000, "/bin/prog", 1, RTLD_NOW, 1);
+    b.Load(LibApi::kDlopen, "/v/torch/lib/libtorch_cpu.so", 0x4000, "/bin/prog", 1, RTLD_NOW, 3);
+    if (shim_cupti) state(ctf::CuptiStateCode::kInjected);
+    b.Load(LibApi::kDependency, kToolkitCupti, 0x3000, "/v/torch/lib/libtorch_cpu.so", 1, 0, 2, true, "",
+           "libcupti.so.13");
+    if (shim_cupti) {
+      state(ctf::CuptiStateCode::kSubscribed);
+      state(ctf::CuptiStateCode::kFlushed);
+    }
+    std::vector<ProcessTrace> traces;
+    traces.push_back(b.Finish());
+    EXPECT_EQ(FindingsOf(traces, "abi.duplicate-library").size(), shim_cupti ? 0u : 1u);
+    EXPECT_EQ(FindingsOf(traces, "abi.system-vs-pip").size(), shim_cupti ? 0u : 1u);
+  }
+}
+
 TEST(Findings, DriverTooOldFromVersionsAndErrors) {
   {
     TraceBuilder b(10);

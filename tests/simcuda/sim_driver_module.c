@@ -165,6 +165,10 @@ static CUresult load(void **out, const void *image, size_t len, int library) {
   sim_tool_data t = {.event = SIM_TOOL_MODULE_LOADED, .ctx = c, .device = c ? c->dev : 0, .module_id = m->id,
                      .image = m->img, .image_size = m->len};
   sim_tool(&t);
+  sim_tool_data statics = {.event = SIM_TOOL_MEMORY, .op = 1, .device = c ? c->dev : 0,
+                           .addr = SIM_MODULE_STATIC_BASE + 4096ull * m->id, .bytes = SIM_MODULE_STATIC_BYTES,
+                           .memory_kind = SIM_TOOL_KIND_DEVICE_STATIC};
+  sim_tool(&statics);
   return CUDA_SUCCESS;
 }
 

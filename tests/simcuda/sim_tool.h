@@ -13,7 +13,7 @@ typedef enum {
   SIM_TOOL_CONTEXT_CREATED = 2,  /* ctx, device */
   SIM_TOOL_MODULE_LOADED = 3,    /* module_id, image, image_size */
   SIM_TOOL_MODULE_UNLOADING = 4, /* module_id, image, image_size */
-  SIM_TOOL_MEMORY = 5,           /* op (1 allocation, 2 release), addr, bytes, device, pool */
+  SIM_TOOL_MEMORY = 5,           /* op (1 allocation, 2 release), addr, bytes, device, pool, memory_kind */
   SIM_TOOL_POOL = 6,             /* op (1 created, 2 destroyed, 3 trimmed), pool, bytes, device */
 } sim_tool_event;
 
@@ -29,7 +29,16 @@ typedef struct {
   uint32_t module_id;
   const void *image;
   size_t image_size;
+  int memory_kind;      /* SIM_TOOL_MEMORY: CUpti_ActivityMemoryKind, 0 for device memory */
 } sim_tool_data;
+
+/* SIM_TOOL_MEMORY's memory_kind for a module's statics (CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC):
+ * like the real driver, each module load reports the memory of its __device__ variables, here
+ * SIM_MODULE_STATIC_BYTES at SIM_MODULE_STATIC_BASE + 4096 * module id (the simulated driver
+ * keeps no module memory in its heap, so these addresses are never a program's). */
+#define SIM_TOOL_KIND_DEVICE_STATIC 6
+#define SIM_MODULE_STATIC_BASE 0x5e0000000000ull
+#define SIM_MODULE_STATIC_BYTES 512
 
 typedef void (*sim_tool_fn)(const sim_tool_data *);
 

@@ -27,12 +27,6 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-std::string Seconds(uint64_t ns) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "+%.3f s", static_cast<double>(ns) / 1e9);
-  return buf;
-}
-
 bool HasModule(const ProcessTrace& t, std::initializer_list<std::string_view> needles) {
   auto match = [&](std::string_view path) {
     for (std::string_view n : needles) {

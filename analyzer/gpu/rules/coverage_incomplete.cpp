@@ -80,8 +80,20 @@ void AddCoverageFinding(ReportBuilder& report, const ProcessTrace& t, const Allo
     c["rc"] = cupti.rc;
     causes.Append(std::move(c));
     if (!summary.empty()) summary += "; ";
-    summary += "CUPTI was requested but another tool (a profiler) already subscribed, so the "
-               "shim stepped back";
+    summary += cupti.rc == 0 ? "CUPTI was requested but the program already uses CUPTI itself, so the "
+                               "shim stepped back"
+                             : "CUPTI was requested but another tool (a profiler) already subscribed, "
+                               "so the shim stepped back";
+  }
+  if (cupti.handed_over_ts) {
+    Json c = Json::MakeObject();
+    c["cause"] = "cupti-handed-over";
+    c["at_ns"] = Rel(t, *cupti.handed_over_ts);
+    causes.Append(std::move(c));
+    if (!summary.empty()) summary += "; ";
+    summary += "CUPTI was handed over to the program's own profiler at " +
+               Seconds(Rel(t, *cupti.handed_over_ts)) +
+               " (from then on only the hooks saw allocations; the profiler keeps all its events)";
   }
   if (causes.array().empty()) return;
   Finding fd;

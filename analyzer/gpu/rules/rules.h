@@ -23,6 +23,7 @@ void AddCoverageFinding(ReportBuilder& report, const ProcessTrace& t, const Allo
 // Shared by the rules (gpu_findings.cpp).
 std::string Pct(double v);                                  // "42.0%"
 uint64_t Rel(const ProcessTrace& t, uint64_t ts);           // ns after the process started
+std::string Seconds(uint64_t ns);                           // "+1.234 s" (a Rel time)
 Json StackJson(const std::vector<std::string>& frames);
 
 }  // namespace colabtrace::analyzer::gpu

@@ -394,7 +394,8 @@ constexpr const char* IoApiName(uint64_t code) {
 #define CT_FIELDS_CuptiState(F) F(U, state) F(I, rc) F(U, records) F(U, dropped)
 // One CUPTI_ACTIVITY_KIND_MEMORY2 or MEMORY_POOL activity record. op: the record's
 // memoryOperationType (1 allocation, 2 release) or, for pools, memoryPoolOperationType
-// (pool_record 1). memory_kind: CUpti_ActivityMemoryKind. start_ns: CUPTI's timestamp
+// (pool_record 1). memory_kind: CUpti_ActivityMemoryKind (3 device, 5 managed: a program's;
+// 6/7 device/managed static: the driver's for a module's variables). start_ns: CUPTI's timestamp
 // (the analyzer matches by address and order, not time). source: 1 activity buffer,
 // 2 driver-API callback. correlation: CUPTI's correlation id.
 #define CT_FIELDS_CuptiMemory(F)                                                      \
@@ -440,6 +441,8 @@ enum class LibApi : uint8_t {
   kDlmopen = 2,     // a dlmopen call
   kDependency = 3,  // mapped later because a new object's DT_NEEDED named it
   kDiscovered = 4,  // mapped later by a path the shim does not hook (libc internals)
+  kColabtrace = 5,  // a load colabtrace itself made (libcupti for COLABTRACE_CUPTI=1), not the
+                    // program's: requester is the shim's path
 };
 enum class LibUnloadApi : uint8_t { kDlclose = 0, kUnmapped = 1 };
 enum class LibCheckWhen : uint8_t { kLaterLoad = 0, kExit = 1 };
@@ -546,11 +549,14 @@ enum class GpuInterposeVia : uint8_t {
 };
 enum class CuptiStateCode : uint8_t {
   kSubscribed = 1,   // callbacks and activity enabled
-  kBackedOff = 2,    // another subscriber (a profiler) holds CUPTI (rc 39): nothing enabled
+  kBackedOff = 2,    // another subscriber (a profiler) holds CUPTI (rc 39), or the program took
+                     // it through the shim's hooks before the shim started (rc 0): nothing enabled
   kLoadFailed = 3,   // libcupti could not be loaded or lacks an entry point
   kFailed = 4,       // another CUPTI call failed (rc)
   kFlushed = 5,      // activity buffers flushed (records/dropped since the last state)
   kInjected = 6,     // CUDA called the shim's InitializeInjection
+  kHandedOver = 7,   // the program (its profiler) took CUPTI: the shim flushed, disabled its
+                     // activity kinds and unsubscribed (rc: cuptiUnsubscribe's result)
 };
 enum class CuptiModuleEvent : uint8_t {
   kContextCreated = 1, kModuleLoaded = 2, kModuleUnloading = 3

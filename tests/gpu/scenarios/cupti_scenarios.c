@@ -6,7 +6,14 @@
  * allocation made the way a statically linked cudart makes it (simcuda_debug_internal_alloc:
  * the driver's internal entry, which no LD_PRELOAD hook sees but CUPTI does). It prints
  * CUDA_INJECTION64_PATH as the process sees it at the end ("(unset)" when unset) and
- * whether a libcupti is loaded. */
+ * whether a libcupti is loaded.
+ *
+ * `allocs_with_cupti`: the program dlopen()s the libcupti at $CUPTI_COPY itself first (a copy of
+ * its own, as PyTorch loads its wheel's libcupti.so.13), then runs allocs.
+ * `allocs_with_cudart`: the program dlopen()s libcudart.so.13 first (found by its RUNPATH), then
+ * runs allocs.
+ * `lookup`: prints whether dlsym(RTLD_DEFAULT) finds cuptiSubscribe and
+ * cuptiActivityRegisterCallbacks ("subscribe=0 register=0" without a libcupti). */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
@@ -15,6 +22,7 @@
 #include <string.h>
 
 #include "simcuda_test.h"
+#include "driver_context.h"
 
 #define MiB (1024ull * 1024ull)
 
@@ -27,18 +35,8 @@ static int cupti_loaded(void) {
 }
 
 static void allocs(void) {
-  CUdevice dev;
-  CUcontext ctx;
-  SIM_CHECK_EQ(cuInit(0), CUDA_SUCCESS);
-  SIM_CHECK_EQ(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
-  SIM_CHECK_EQ(cuDevicePrimaryCtxRetain(&ctx, dev), CUDA_SUCCESS);
-  SIM_CHECK_EQ(cuCtxSetCurrent(ctx), CUDA_SUCCESS);
-  /* A 64-byte CUDA ELF header: 64-bit, EM_CUDA (190), ABI version 8, SM 80 in flags bits 8..15. */
-  static unsigned char cubin[64] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 8};
-  cubin[0x12] = 190;
-  cubin[0x31] = 80;
-  CUmodule mod;
-  SIM_CHECK_EQ(cuModuleLoadData(&mod, cubin), CUDA_SUCCESS);
+  scenario_driver_context();
+  scenario_load_sm80_cubin();
   CUdeviceptr a, b, c, d;
   SIM_CHECK_EQ(cuMemAlloc(&a, 4 * MiB), CUDA_SUCCESS);
   SIM_CHECK_EQ(cuMemAlloc(&b, 8 * MiB), CUDA_SUCCESS);
@@ -49,7 +47,27 @@ static void allocs(void) {
   printf("injection=%s cupti_loaded=%d\n", inj ? inj : "(unset)", cupti_loaded());
 }
 
+static void allocs_with_cupti(void) {
+  const char *copy = getenv("CUPTI_COPY");
+  SIM_CHECK(copy != NULL);
+  SIM_CHECK(dlopen(copy, RTLD_NOW) != NULL);
+  allocs();
+}
+
+static void allocs_with_cudart(void) {
+  SIM_CHECK(dlopen("libcudart.so.13", RTLD_NOW) != NULL);
+  allocs();
+}
+
+static void lookup(void) {
+  printf("subscribe=%d register=%d\n", dlsym(RTLD_DEFAULT, "cuptiSubscribe") != NULL,
+         dlsym(RTLD_DEFAULT, "cuptiActivityRegisterCallbacks") != NULL);
+}
+
 int main(int argc, char **argv) {
-  static const simcuda_scenario list[] = {{"allocs", allocs}};
+  static const simcuda_scenario list[] = {{"allocs", allocs},
+                                          {"allocs_with_cupti", allocs_with_cupti},
+                                          {"allocs_with_cudart", allocs_with_cudart},
+                                          {"lookup", lookup}};
   return simcuda_run(argc, argv, list, sizeof list / sizeof *list);
 }

@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "simcuda_test.h"
+#include "driver_context.h"
 
 /* ---- what nvcc generates ---------------------------------------------------------------------- */
 struct fatbin_wrapper { int magic, version; const void *data; void *filename_or_fatbins; };
@@ -124,22 +125,13 @@ static void runtime_many_sites(void) {
 
 /* ---- driver scenarios ---------------------------------------------------------------------------- */
 
-static void driver_context(void) {
-  CUdevice dev;
-  CUcontext ctx;
-  SIM_CHECK_EQ(cuInit(0), CUDA_SUCCESS);
-  SIM_CHECK_EQ(cuDeviceGet(&dev, 0), CUDA_SUCCESS);
-  SIM_CHECK_EQ(cuDevicePrimaryCtxRetain(&ctx, dev), CUDA_SUCCESS);
-  SIM_CHECK_EQ(cuCtxSetCurrent(ctx), CUDA_SUCCESS);
-}
-
 /* A module whose kernel "saxpy_fails" fails every launch with CUDA_ERROR_LAUNCH_FAILED
  * (719): 4 through the linked cuLaunchKernel, 2 through a cuLaunchKernelEx pointer from
  * cuGetProcAddress_v2. A library whose kernel "lib_no_image" fails with
  * CUDA_ERROR_NO_BINARY_FOR_GPU (209): 3 cuLaunchKernel calls with the CUkernel. A module
  * kernel that works: 10 launches, nothing recorded. */
 static void driver_failures(void) {
-  driver_context();
+  scenario_driver_context();
   CUmodule bad, good;
   CUfunction f_bad, f_good;
   SIM_CHECK_EQ(cuModuleLoadData(&bad, "SIMCUBIN sm_80 fn=saxpy_fails launch_error=719"), CUDA_SUCCESS);

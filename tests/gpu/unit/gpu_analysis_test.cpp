@@ -487,6 +487,119 @@ TEST(GpuAnalysis, DriverAllocationsByLibcudartMeanTheRuntimeLayerWasBypassed) {
   EXPECT_EQ(cause["library"].str(), "/usr/lib/libcudart.so.12");
 }
 
+// ---- CUPTI's memory records (gpu/cupti_merge.h) -------------------------------------------
+
+// One cupti_memory record: source 1 an activity record of `kind`, 2 a driver API callback.
+void CuptiMem(TraceBuilder& b, uint64_t source, uint64_t kind, uint64_t addr, uint64_t bytes,
+              uint64_t op = 1, uint64_t correlation = 7) {
+  format::CuptiMemory m;
+  m.op = op;
+  m.addr = addr;
+  m.bytes = bytes;
+  m.device = source == 1 ? 0 : -1;
+  m.memory_kind = kind;
+  m.correlation = correlation;
+  m.source = source;
+  b.Add(m);
+}
+
+void CuptiState(TraceBuilder& b, format::CuptiStateCode code, int64_t rc = 0, uint64_t records = 0) {
+  format::CuptiState s;
+  s.state = static_cast<uint64_t>(code);
+  s.rc = rc;
+  s.records = records;
+  b.Add(s);
+}
+
+TEST(GpuCupti, OnlyAllocationsThroughAnApiCountNeverTheDriversModuleStatics) {
+  constexpr uint64_t kDevice = 3, kPinned = 2, kManaged = 5, kDeviceStatic = 6, kManagedStatic = 7,
+                     kArray = 4;
+  TraceBuilder b(120);
+  CuptiState(b, format::CuptiStateCode::kInjected);
+  CuptiState(b, format::CuptiStateCode::kSubscribed);
+  b.Alloc(Api::kCuMemAlloc_v2, kBase, 4 * MiB, 0, 0, /*layer=*/1);  // the hooks saw it
+  CuptiMem(b, 2, 0, kBase, 4 * MiB);                                 // and CUPTI, twice
+  CuptiMem(b, 1, kDevice, kBase, 4 * MiB);
+  // The driver's memory for lazily loaded modules (torch_cupti: 940 of them, ~475 B each,
+  // correlation 0): never the program's allocations.
+  for (int i = 0; i < 5; ++i) CuptiMem(b, 1, kDeviceStatic, 0x7f0000000000 + 0x1000 * i, 475, 1, 0);
+  CuptiMem(b, 1, kManagedStatic, 0x7f0000100000, 64, 1, 0);
+  CuptiMem(b, 1, kPinned, 0x7e0000000000, 2 * MiB);  // cudaHostAlloc: host memory
+  CuptiMem(b, 1, kArray, 0x7d0000000000, MiB);       // cuArrayCreate: not a device allocation
+  // A statically linked cudart's allocation the hooks never saw: CUPTI alone, callback and
+  // activity record of one allocation (counted once).
+  CuptiMem(b, 2, 0, kBase + 8 * MiB, 16 * MiB);
+  CuptiMem(b, 1, kDevice, kBase + 8 * MiB, 16 * MiB);
+  CuptiMem(b, 1, kManaged, kBase + 32 * MiB, 2 * MiB);  // managed: an API allocation too
+  CuptiMem(b, 1, kDevice, kBase, 4 * MiB, /*op=*/2);    // a release: never an allocation
+  CuptiState(b, format::CuptiStateCode::kFlushed, 0, 12);
+  std::vector<ProcessTrace> traces;
+  traces.push_back(b.Finish());
+  auto r = Report(traces);
+  const Json& g = Gpu(r->root());
+  EXPECT_EQ(g["allocations"].as_int(), 3);  // 1 hooked + 2 CUPTI-only, no static, host or array
+  EXPECT_EQ(r->root()["gpu"]["allocations"].as_int(), 3);
+  const Json& c = g["cupti"];
+  EXPECT_EQ(c["state"].str(), "subscribed");
+  EXPECT_EQ(c["merged_allocations"].as_int(), 1);
+  EXPECT_EQ(c["cupti_only_allocations"].as_int(), 2);
+  EXPECT_EQ(c["cupti_only_bytes"].as_int(), static_cast<int64_t>(18 * MiB));
+  EXPECT_EQ(c["driver_static_allocations"].as_int(), 6);
+  EXPECT_EQ(c["driver_static_bytes"].as_int(), 5 * 475 + 64);
+  EXPECT_EQ(c["host_allocations"].as_int(), 1);
+  EXPECT_TRUE(c["handed_over_at_ns"].is_null());
+  const auto f = Findings(r->root(), "gpu.coverage-incomplete");
+  ASSERT_EQ(f.size(), 1u);
+  const Json& causes = (*f[0])["evidence"]["causes"];
+  ASSERT_EQ(causes.array().size(), 1u);
+  EXPECT_EQ(causes.array()[0]["cause"].str(), "allocations-seen-only-by-cupti");
+  EXPECT_EQ(causes.array()[0]["allocations"].as_int(), 2);
+}
+
+TEST(GpuCupti, ModuleStaticsAloneAddNothingAndRaiseNoFinding) {
+  TraceBuilder b(121);
+  CuptiState(b, format::CuptiStateCode::kInjected);
+  CuptiState(b, format::CuptiStateCode::kSubscribed);
+  b.Alloc(Api::kCudaMalloc, kBase, MiB);
+  CuptiMem(b, 2, 0, kBase, MiB);
+  CuptiMem(b, 1, 3, kBase, MiB);
+  for (int i = 0; i < 940; ++i) CuptiMem(b, 1, 6, 0x7f0000000000 + 0x200 * i, 475, 1, 0);
+  std::vector<ProcessTrace> traces;
+  traces.push_back(b.Finish());
+  auto r = Report(traces);
+  EXPECT_EQ(Gpu(r->root())["allocations"].as_int(), 1);
+  EXPECT_EQ(Gpu(r->root())["cupti"]["driver_static_allocations"].as_int(), 940);
+  EXPECT_TRUE(Findings(r->root(), "gpu.coverage-incomplete").empty());
+}
+
+TEST(GpuCupti, HandOverToTheProgramsProfilerIsReportedWithItsTime) {
+  TraceBuilder b(122, /*start_ns=*/1000);
+  CuptiState(b, format::CuptiStateCode::kInjected);
+  CuptiState(b, format::CuptiStateCode::kSubscribed);
+  b.Alloc(Api::kCuMemAlloc_v2, kBase, MiB, 0, 0, 1);
+  CuptiMem(b, 1, 3, kBase, MiB);
+  b.SetNow(1000 + 2500000000ull);  // 2.5 s after the start
+  CuptiState(b, format::CuptiStateCode::kHandedOver, 0, 1);
+  CuptiState(b, format::CuptiStateCode::kFlushed);  // another thread's flush, finished later
+  b.Alloc(Api::kCuMemAlloc_v2, kBase + MiB, MiB, 0, 0, 1);  // the hooks go on
+  std::vector<ProcessTrace> traces;
+  traces.push_back(b.Finish());
+  auto r = Report(traces);
+  const Json& g = Gpu(r->root());
+  EXPECT_EQ(g["allocations"].as_int(), 2);
+  EXPECT_EQ(g["cupti"]["state"].str(), "handed-over");
+  EXPECT_EQ(g["cupti"]["handed_over_at_ns"].as_int(), 2500000000);
+  const auto f = Findings(r->root(), "gpu.coverage-incomplete");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ((*f[0])["severity"].str(), "info");
+  const Json& cause = (*f[0])["evidence"]["causes"].array().at(0);
+  EXPECT_EQ(cause["cause"].str(), "cupti-handed-over");
+  EXPECT_EQ(cause["at_ns"].as_int(), 2500000000);
+  EXPECT_NE((*f[0])["summary"].str().find("handed over to the program's own profiler at +2.500 s"),
+            std::string::npos)
+      << (*f[0])["summary"].str();
+}
+
 TEST(GpuAnalysis, StreamOrderedFailureCountsThePoolsCacheAsThisProcess) {
   TraceBuilder b(112);
   b.Device(0, "Test GPU", 8 * GiB);
