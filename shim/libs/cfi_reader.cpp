@@ -338,7 +338,8 @@ bool OpenUnwindTable(const struct dl_phdr_info* info, UnwindTable* t) {
       !ReadEncoded(p, t->region, count_enc, hdr, &count)) {
     return false;
   }
-  if (!t->region.Has(p, count * 8)) return false;
+  // count * 8 bytes of table, without letting a hostile count wrap that product.
+  if (count > static_cast<uint64_t>(t->region.end - p) / 8) return false;
   t->hdr = reinterpret_cast<const uint8_t*>(hdr);
   t->table = p;
   t->count = count;

@@ -363,6 +363,20 @@ TEST(CfiReader, RememberStateDeeperThanEightIsRefused) {
   EXPECT_FALSE(RowOfCopy(unbalanced.bytes, unbalanced.bytes.size(), page.Start(), 0));
 }
 
+// An .eh_frame_hdr whose 8-byte FDE count makes count * 8 wrap to 8 (one entry's worth):
+// refused, not searched over 2^61 entries.
+TEST(CfiReader, AnFdeCountThatWrapsIsRefused) {
+  std::vector<uint8_t> b(kHdr, 0xc3);
+  Add(b, {1, 0x1b, 0x04 /* count: udata8 */, 0x3b});
+  Add32(b, 0);                                       // eh_frame_ptr
+  Add32(b, 1);                                       // count, low half
+  Add32(b, 1u << 29);                                // count, high half: 2^61 + 1 in all
+  Add32(b, static_cast<uint32_t>(kFunc - kHdr));     // the one real entry
+  Add32(b, 0);
+  GuardedPage page;
+  EXPECT_FALSE(RowOfCopy(b, b.size(), page.End() - b.size(), 0));
+}
+
 // Every prefix of the object, against the page's end (a read past the object faults)
 // and against its start (a read before it faults): "no" until the FDE is whole.
 TEST(CfiReader, TruncatedObjectsAreReadWithinTheirBounds) {
