@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "config.h"
+#include "elf_dynamic.h"
 #include "lifecycle.h"
 #include "raw.h"
 #include "real.h"
@@ -194,59 +195,20 @@ bool InLoadedSegment(const struct dl_phdr_info* info, uintptr_t a, size_t n) {
   return false;
 }
 
-struct DynamicView {
-  const ElfW(Dyn)* dyn = nullptr;
-  const char* strtab = nullptr;
-  uint64_t strsz = 0;
-  // The string at `off`, or nullptr when out of bounds or unterminated.
-  const char* Str(uint64_t off) const {
-    if (strtab == nullptr || off >= strsz) return nullptr;
-    return std::memchr(strtab + off, '\0', strsz - off) != nullptr ? strtab + off : nullptr;
+// The dynamic section of a mapped object (elf_dynamic.h), its string table kept only
+// when it lies whole inside a loaded segment: its soname and DT_NEEDED names are then
+// read within bounds, whatever the section says.
+ElfDynamic ReadDynamic(const struct dl_phdr_info* info) {
+  ElfDynamic d = ReadElfDynamic(info);
+  if (d.strtab != nullptr &&
+      (d.strsz == 0 || !InLoadedSegment(info, reinterpret_cast<uintptr_t>(d.strtab), d.strsz))) {
+    d.strtab = nullptr;
   }
-};
-
-// The dynamic section and string table of a mapped object. glibc relocates the
-// d_ptr entries in place except where .dynamic is read-only (the vDSO); accept either.
-DynamicView ReadDynamic(const struct dl_phdr_info* info) {
-  DynamicView v;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC) {
-      v.dyn = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-    }
-  }
-  if (v.dyn == nullptr) return v;
-  uintptr_t strtab = 0;
-  int count = 0;
-  for (const ElfW(Dyn)* d = v.dyn; d->d_tag != DT_NULL && count < 4096; ++d, ++count) {
-    if (d->d_tag == DT_STRTAB) strtab = d->d_un.d_ptr;
-    if (d->d_tag == DT_STRSZ) v.strsz = d->d_un.d_val;
-  }
-  if (strtab == 0 || v.strsz == 0) return v;
-  if (InLoadedSegment(info, strtab, v.strsz)) {
-    v.strtab = reinterpret_cast<const char*>(strtab);
-  } else if (InLoadedSegment(info, strtab + info->dlpi_addr, v.strsz)) {
-    v.strtab = reinterpret_cast<const char*>(strtab + info->dlpi_addr);
-  }
-  return v;
+  return d;
 }
 
-template <class F> void ForEachNeeded(const DynamicView& v, F&& f) {
-  if (v.dyn == nullptr || v.strtab == nullptr) return;
-  int count = 0;
-  for (const ElfW(Dyn)* d = v.dyn; d->d_tag != DT_NULL && count < 4096; ++d, ++count) {
-    if (d->d_tag == DT_NEEDED) {
-      if (const char* s = v.Str(d->d_un.d_val)) f(s);
-    }
-  }
-}
-
-const char* Soname(const DynamicView& v) {
-  if (v.dyn == nullptr) return nullptr;
-  int count = 0;
-  for (const ElfW(Dyn)* d = v.dyn; d->d_tag != DT_NULL && count < 4096; ++d, ++count) {
-    if (d->d_tag == DT_SONAME) return v.Str(d->d_un.d_val);
-  }
-  return nullptr;
+const char* Soname(const ElfDynamic& d) {
+  return d.soname == UINT64_MAX ? nullptr : d.String(d.soname);
 }
 
 // NT_GNU_BUILD_ID of a mapped object, or an empty view.
@@ -412,7 +374,7 @@ int PassACallback(struct dl_phdr_info* info, size_t, void* data) {
   char abs[4096];
   k.path = ArenaAdd(name[0] == '\0' && first ? SelfExePath() : AbsolutePath(name, abs, sizeof(abs)));
   k.has_file = std::strchr(ArenaStr(k.path), '/') != nullptr;
-  const DynamicView dyn = ReadDynamic(info);
+  const ElfDynamic dyn = ReadDynamic(info);
   k.soname = ArenaAdd(Soname(dyn));
   const format::Bytes bid = BuildId(info);
   if (bid.size != 0) {
@@ -431,7 +393,7 @@ int PassACallback(struct dl_phdr_info* info, size_t, void* data) {
 }
 
 int PassBCallback(struct dl_phdr_info* info, size_t, void*) {
-  const DynamicView dyn = ReadDynamic(info);
+  const ElfDynamic dyn = ReadDynamic(info);
   if (dyn.strtab == nullptr) return 0;
   // Is this needer one of the new objects? Which arena path names it?
   bool needer_new = false;
