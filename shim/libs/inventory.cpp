@@ -347,15 +347,18 @@ int g_new_count = 0;
 bool g_new_overflow = false;
 bool g_at_start = false;
 
-struct PassA {
+// A walk of the loader's list (dl_iterate_phdr) that finds what was mapped since the
+// last sync: known objects are marked seen; new ones are collected into g_new with their
+// path, soname, build-id and namespace, and the one the call asked for is claimed.
+struct NewObjectScan {
   Claim* claim;
-  bool first = true;
+  bool first = true;  // the next object is the list's first (the main program)
 };
 
-int PassACallback(struct dl_phdr_info* info, size_t, void* data) {
-  auto* a = static_cast<PassA*>(data);
-  const bool first = a->first;
-  a->first = false;
+int ScanLoadedObject(struct dl_phdr_info* info, size_t, void* data) {
+  auto* scan = static_cast<NewObjectScan*>(data);
+  const bool first = scan->first;
+  scan->first = false;
   if (Known* k = FindKnown(info->dlpi_addr, info->dlpi_phdr)) {
     k->seen = true;
     return 0;
@@ -383,7 +386,7 @@ int PassACallback(struct dl_phdr_info* info, size_t, void* data) {
   }
   k.nsid = NamespaceOf(info);
   k.seen = true;
-  Claim* c = a->claim;
+  Claim* c = scan->claim;
   if (c != nullptr && !c->claimed && c->name != nullptr && info->dlpi_name == c->name &&
       info->dlpi_addr == c->base) {
     c->claimed = true;
@@ -392,7 +395,10 @@ int PassACallback(struct dl_phdr_info* info, size_t, void* data) {
   return 0;
 }
 
-int PassBCallback(struct dl_phdr_info* info, size_t, void*) {
+// A second walk, once new objects were found: each loaded object's DT_NEEDED names are
+// matched against the new objects, so each one learns which object needed it (its
+// requester) and by what name (requested). A new object's need outranks an old one's.
+int AttributeNeededObjects(struct dl_phdr_info* info, size_t, void*) {
   const ElfDynamic dyn = ReadDynamic(info);
   if (dyn.strtab == nullptr) return 0;
   // Is this needer one of the new objects? Which arena path names it?
@@ -456,8 +462,8 @@ void Sync(Claim* claim, uint64_t ts) {
   for (int i = 0; i < g_known_count; ++i) g_known[i].seen = false;
   g_new_count = 0;
   g_new_overflow = false;
-  PassA a{claim};
-  dl_iterate_phdr(PassACallback, &a);
+  NewObjectScan scan{claim};
+  dl_iterate_phdr(ScanLoadedObject, &scan);
   // Objects gone from the loader's list.
   int w = 0;
   for (int i = 0; i < g_known_count; ++i) {
@@ -475,7 +481,7 @@ void Sync(Claim* claim, uint64_t ts) {
     ++w;
   }
   g_known_count = w;
-  if (g_new_count > 0) dl_iterate_phdr(PassBCallback, nullptr);
+  if (g_new_count > 0) dl_iterate_phdr(AttributeNeededObjects, nullptr);
   for (int i = 0; i < g_new_count; ++i) {
     NewObject& n = g_new[i];
     Known& k = n.k;
