@@ -4,6 +4,7 @@
 #include <elf.h>
 #include <link.h>
 
+#include "elf_dynamic.h"
 
 namespace colabtrace::shim {
 namespace {
@@ -14,7 +15,8 @@ namespace {
 // This runs before anything is set up: a sanitizer runtime (ASan, TSan) calls dlsym
 // (ours) from its own initialisation, before its interceptors of dl_iterate_phdr,
 // strcmp and strstr have their real functions. So the lookup calls no libc function:
-// it walks the loader's list of objects (_r_debug) and compares strings itself.
+// it walks the loader's list of objects (_r_debug), reads libc's dynamic section with
+// elf_dynamic.h (which calls nothing) and compares strings itself.
 struct LibcLookup {
   const char* name;
   const char* version;
@@ -39,25 +41,13 @@ bool IsLibcPath(const char* path) {
 int FindInObject(const struct link_map* object, LibcLookup* q) {
   const char* path = object->l_name;
   if (path == nullptr || !IsLibcPath(path)) return 0;
-  const ElfW(Dyn)* dyn = object->l_ld;
-  if (dyn == nullptr) return 0;
-  const ElfW(Sym)* symtab = nullptr;
-  const char* strtab = nullptr;
-  const ElfW(Half)* versym = nullptr;
-  const uint8_t* verdef = nullptr;
-  const uint32_t* gnu_hash = nullptr;
-  for (const ElfW(Dyn)* d = dyn; d->d_tag != DT_NULL; ++d) {
-    // libc's dynamic entries are already relocated to absolute addresses.
-    const auto p = reinterpret_cast<const void*>(d->d_un.d_ptr);
-    switch (d->d_tag) {
-      case DT_SYMTAB: symtab = static_cast<const ElfW(Sym)*>(p); break;
-      case DT_STRTAB: strtab = static_cast<const char*>(p); break;
-      case DT_VERSYM: versym = static_cast<const ElfW(Half)*>(p); break;
-      case DT_VERDEF: verdef = static_cast<const uint8_t*>(p); break;
-      case DT_GNU_HASH: gnu_hash = static_cast<const uint32_t*>(p); break;
-      default: break;
-    }
-  }
+  if (object->l_ld == nullptr) return 0;
+  const ElfDynamic dyn = ReadElfDynamic(object->l_ld, object->l_addr);
+  const ElfW(Sym)* symtab = dyn.symtab;
+  const char* strtab = dyn.strtab;
+  const ElfW(Half)* versym = dyn.versym;
+  const uint8_t* verdef = dyn.verdef;
+  const uint32_t* gnu_hash = dyn.gnu_hash;
   if (symtab == nullptr || strtab == nullptr || gnu_hash == nullptr) return 0;
   // The GNU hash table's chain for the name: a few candidates instead of a walk over
   // libc's ~3,000 symbols (and the pages of .dynsym and .dynstr it touched).

@@ -5,51 +5,17 @@
 
 #include <cstring>
 
+#include "elf_dynamic.h"
+
 namespace colabtrace::shim::gpu {
 namespace {
 
-// What an object's PT_DYNAMIC says about its dynamic symbols.
-struct DynInfo {
-  uintptr_t base = 0;
-  const ElfW(Sym)* symtab = nullptr;
-  const char* strtab = nullptr;
-  const uint32_t* gnu_hash = nullptr;
-  const uint32_t* sysv_hash = nullptr;
-  const ElfW(Half)* versym = nullptr;
-  const uint8_t* verneed = nullptr;
-  uint64_t verneednum = 0;
-  uint64_t soname = UINT64_MAX;  // offset into strtab
-};
+// What an object's PT_DYNAMIC says about its dynamic symbols (elf_dynamic.h).
+using DynInfo = ElfDynamic;
 
-// glibc relocates most dynamic entries to absolute addresses in place; some
-// architectures keep them as offsets. Offsets are far below any load bias.
-template <class T> const T* At(const DynInfo& d, uintptr_t p) {
-  return reinterpret_cast<const T*>(p < d.base ? p + d.base : p);
-}
-
+// False when the object has no dynamic symbols to look names up in.
 bool ReadDyn(const struct dl_phdr_info* info, DynInfo* d) {
-  d->base = info->dlpi_addr;
-  const ElfW(Dyn)* dyn = nullptr;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC) {
-      dyn = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-    }
-  }
-  if (dyn == nullptr) return false;
-  for (const ElfW(Dyn)* e = dyn; e->d_tag != DT_NULL; ++e) {
-    const uintptr_t p = e->d_un.d_ptr;
-    switch (e->d_tag) {
-      case DT_SYMTAB: d->symtab = At<ElfW(Sym)>(*d, p); break;
-      case DT_STRTAB: d->strtab = At<char>(*d, p); break;
-      case DT_GNU_HASH: d->gnu_hash = At<uint32_t>(*d, p); break;
-      case DT_HASH: d->sysv_hash = At<uint32_t>(*d, p); break;
-      case DT_VERSYM: d->versym = At<ElfW(Half)>(*d, p); break;
-      case DT_VERNEED: d->verneed = At<uint8_t>(*d, p); break;
-      case DT_VERNEEDNUM: d->verneednum = e->d_un.d_val; break;
-      case DT_SONAME: d->soname = e->d_un.d_val; break;
-      default: break;
-    }
-  }
+  *d = ReadElfDynamic(info);
   return d->symtab != nullptr && d->strtab != nullptr &&
          (d->gnu_hash != nullptr || d->sysv_hash != nullptr);
 }

@@ -17,9 +17,10 @@
 //
 // The gadget is chosen so that unwinders still walk through it: its preceding byte must
 // have the DWARF CFI row "CFA = rsp + 8, return address at CFA - 8, nothing else saved"
-// (checked against the object's .eh_frame_hdr/.eh_frame), which is exactly the state in
-// which it runs. Backtraces taken inside the loader (constructors, gdb) therefore show
-// the caller object's function, then colabtrace_call_as_caller, the hook and the caller.
+// (checked against the object's .eh_frame_hdr/.eh_frame by cfi_reader.h), which is
+// exactly the state in which it runs. Backtraces taken inside the loader (constructors,
+// gdb) therefore show the caller object's function, then colabtrace_call_as_caller, the
+// hook and the caller.
 // Gadgets are cached per object (lock-free), keyed by the object's link_map and the
 // shape of its mapping, so a freed and reused link_map never finds a stale gadget.
 //

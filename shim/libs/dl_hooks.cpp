@@ -27,6 +27,7 @@
 #include <cstring>
 
 #include "caller_trampoline.h"
+#include "elf_dynamic.h"
 #include "inventory.h"
 #include "modules.h"
 #include "raw.h"
@@ -144,10 +145,8 @@ int g_audit_state = 0;
 void DetectAuditing() {
   const char* env = getenv("LD_AUDIT");
   bool audit = env != nullptr && env[0] != '\0';
-  if (const struct link_map* main_map = _r_debug.r_map; main_map != nullptr && main_map->l_ld != nullptr) {
-    for (const ElfW(Dyn)* d = main_map->l_ld; d->d_tag != DT_NULL; ++d) {
-      if (d->d_tag == DT_AUDIT || d->d_tag == DT_DEPAUDIT) audit = true;
-    }
+  if (const struct link_map* main_map = _r_debug.r_map; main_map != nullptr) {
+    if (ReadElfDynamic(main_map->l_ld, main_map->l_addr).audit) audit = true;
   }
   __atomic_store_n(&g_audit_state, audit ? 2 : 1, __ATOMIC_RELEASE);
 }

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "config.h"
+#include "elf_dynamic.h"
 #include "lifecycle.h"
 #include "raw.h"
 #include "real.h"
@@ -194,59 +195,20 @@ bool InLoadedSegment(const struct dl_phdr_info* info, uintptr_t a, size_t n) {
   return false;
 }
 
-struct DynamicView {
-  const ElfW(Dyn)* dyn = nullptr;
-  const char* strtab = nullptr;
-  uint64_t strsz = 0;
-  // The string at `off`, or nullptr when out of bounds or unterminated.
-  const char* Str(uint64_t off) const {
-    if (strtab == nullptr || off >= strsz) return nullptr;
-    return std::memchr(strtab + off, '\0', strsz - off) != nullptr ? strtab + off : nullptr;
+// The dynamic section of a mapped object (elf_dynamic.h), its string table kept only
+// when it lies whole inside a loaded segment: its soname and DT_NEEDED names are then
+// read within bounds, whatever the section says.
+ElfDynamic ReadDynamic(const struct dl_phdr_info* info) {
+  ElfDynamic d = ReadElfDynamic(info);
+  if (d.strtab != nullptr &&
+      (d.strsz == 0 || !InLoadedSegment(info, reinterpret_cast<uintptr_t>(d.strtab), d.strsz))) {
+    d.strtab = nullptr;
   }
-};
-
-// The dynamic section and string table of a mapped object. glibc relocates the
-// d_ptr entries in place except where .dynamic is read-only (the vDSO); accept either.
-DynamicView ReadDynamic(const struct dl_phdr_info* info) {
-  DynamicView v;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC) {
-      v.dyn = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-    }
-  }
-  if (v.dyn == nullptr) return v;
-  uintptr_t strtab = 0;
-  int count = 0;
-  for (const ElfW(Dyn)* d = v.dyn; d->d_tag != DT_NULL && count < 4096; ++d, ++count) {
-    if (d->d_tag == DT_STRTAB) strtab = d->d_un.d_ptr;
-    if (d->d_tag == DT_STRSZ) v.strsz = d->d_un.d_val;
-  }
-  if (strtab == 0 || v.strsz == 0) return v;
-  if (InLoadedSegment(info, strtab, v.strsz)) {
-    v.strtab = reinterpret_cast<const char*>(strtab);
-  } else if (InLoadedSegment(info, strtab + info->dlpi_addr, v.strsz)) {
-    v.strtab = reinterpret_cast<const char*>(strtab + info->dlpi_addr);
-  }
-  return v;
+  return d;
 }
 
-template <class F> void ForEachNeeded(const DynamicView& v, F&& f) {
-  if (v.dyn == nullptr || v.strtab == nullptr) return;
-  int count = 0;
-  for (const ElfW(Dyn)* d = v.dyn; d->d_tag != DT_NULL && count < 4096; ++d, ++count) {
-    if (d->d_tag == DT_NEEDED) {
-      if (const char* s = v.Str(d->d_un.d_val)) f(s);
-    }
-  }
-}
-
-const char* Soname(const DynamicView& v) {
-  if (v.dyn == nullptr) return nullptr;
-  int count = 0;
-  for (const ElfW(Dyn)* d = v.dyn; d->d_tag != DT_NULL && count < 4096; ++d, ++count) {
-    if (d->d_tag == DT_SONAME) return v.Str(d->d_un.d_val);
-  }
-  return nullptr;
+const char* Soname(const ElfDynamic& d) {
+  return d.soname == UINT64_MAX ? nullptr : d.String(d.soname);
 }
 
 // NT_GNU_BUILD_ID of a mapped object, or an empty view.
@@ -385,15 +347,18 @@ int g_new_count = 0;
 bool g_new_overflow = false;
 bool g_at_start = false;
 
-struct PassA {
+// A walk of the loader's list (dl_iterate_phdr) that finds what was mapped since the
+// last sync: known objects are marked seen; new ones are collected into g_new with their
+// path, soname, build-id and namespace, and the one the call asked for is claimed.
+struct NewObjectScan {
   Claim* claim;
-  bool first = true;
+  bool first = true;  // the next object is the list's first (the main program)
 };
 
-int PassACallback(struct dl_phdr_info* info, size_t, void* data) {
-  auto* a = static_cast<PassA*>(data);
-  const bool first = a->first;
-  a->first = false;
+int ScanLoadedObject(struct dl_phdr_info* info, size_t, void* data) {
+  auto* scan = static_cast<NewObjectScan*>(data);
+  const bool first = scan->first;
+  scan->first = false;
   if (Known* k = FindKnown(info->dlpi_addr, info->dlpi_phdr)) {
     k->seen = true;
     return 0;
@@ -412,7 +377,7 @@ int PassACallback(struct dl_phdr_info* info, size_t, void* data) {
   char abs[4096];
   k.path = ArenaAdd(name[0] == '\0' && first ? SelfExePath() : AbsolutePath(name, abs, sizeof(abs)));
   k.has_file = std::strchr(ArenaStr(k.path), '/') != nullptr;
-  const DynamicView dyn = ReadDynamic(info);
+  const ElfDynamic dyn = ReadDynamic(info);
   k.soname = ArenaAdd(Soname(dyn));
   const format::Bytes bid = BuildId(info);
   if (bid.size != 0) {
@@ -421,7 +386,7 @@ int PassACallback(struct dl_phdr_info* info, size_t, void* data) {
   }
   k.nsid = NamespaceOf(info);
   k.seen = true;
-  Claim* c = a->claim;
+  Claim* c = scan->claim;
   if (c != nullptr && !c->claimed && c->name != nullptr && info->dlpi_name == c->name &&
       info->dlpi_addr == c->base) {
     c->claimed = true;
@@ -430,8 +395,11 @@ int PassACallback(struct dl_phdr_info* info, size_t, void* data) {
   return 0;
 }
 
-int PassBCallback(struct dl_phdr_info* info, size_t, void*) {
-  const DynamicView dyn = ReadDynamic(info);
+// A second walk, once new objects were found: each loaded object's DT_NEEDED names are
+// matched against the new objects, so each one learns which object needed it (its
+// requester) and by what name (requested). A new object's need outranks an old one's.
+int AttributeNeededObjects(struct dl_phdr_info* info, size_t, void*) {
+  const ElfDynamic dyn = ReadDynamic(info);
   if (dyn.strtab == nullptr) return 0;
   // Is this needer one of the new objects? Which arena path names it?
   bool needer_new = false;
@@ -494,8 +462,8 @@ void Sync(Claim* claim, uint64_t ts) {
   for (int i = 0; i < g_known_count; ++i) g_known[i].seen = false;
   g_new_count = 0;
   g_new_overflow = false;
-  PassA a{claim};
-  dl_iterate_phdr(PassACallback, &a);
+  NewObjectScan scan{claim};
+  dl_iterate_phdr(ScanLoadedObject, &scan);
   // Objects gone from the loader's list.
   int w = 0;
   for (int i = 0; i < g_known_count; ++i) {
@@ -513,7 +481,7 @@ void Sync(Claim* claim, uint64_t ts) {
     ++w;
   }
   g_known_count = w;
-  if (g_new_count > 0) dl_iterate_phdr(PassBCallback, nullptr);
+  if (g_new_count > 0) dl_iterate_phdr(AttributeNeededObjects, nullptr);
   for (int i = 0; i < g_new_count; ++i) {
     NewObject& n = g_new[i];
     Known& k = n.k;
