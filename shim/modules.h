@@ -14,6 +14,7 @@
 namespace colabtrace::shim {
 
 enum class StartKind { kProcessStart, kForkChild, kExecAdopted };
+struct ThreadState;  // writer.h
 
 void IoModuleStart(StartKind) __attribute__((weak, visibility("hidden")));
 void GpuModuleStart(StartKind) __attribute__((weak, visibility("hidden")));
@@ -23,6 +24,10 @@ void CuptiModuleStart(StartKind) __attribute__((weak, visibility("hidden")));
 void GpuModuleFinish() __attribute__((weak, visibility("hidden")));
 void LibsModuleFinish() __attribute__((weak, visibility("hidden")));
 void CuptiModuleFinish() __attribute__((weak, visibility("hidden")));
+// Called by the fatal-signal handler (signal context, its own writer w, before the Signal
+// record): the GPU module writes the kernels it last launched (its launch ring), unless a
+// device fault already did. Async-signal-safe.
+void GpuModuleFatalSignal(ThreadState& w) __attribute__((weak, visibility("hidden")));
 
 // Symbol interposition for dynamically looked-up entry points. The dlsym/dlvsym hooks
 // (shim/libs) pass every successful lookup through here; the GPU module (shim/gpu)
@@ -63,6 +68,11 @@ size_t CaptureSignalStack(const void* uc, uint64_t* out, size_t max);
 
 // Installs the handler that records deaths by signal (signals.cpp).
 void InstallFatalSignalHandlers();
+
+// From a fatal-signal handler: a String record with a fresh id (no interning: the intern
+// table may be in use by the very thread that was interrupted), through the handler's own
+// writer w. Returns its id (0: no trace). signals.cpp.
+uint64_t EmitStringFromSignalHandler(ThreadState& w, const char* s, size_t n);
 
 // Runs fn(arg) on the shim's own 64 KiB stack, every signal blocked (signals.cpp), for
 // work that may be reached from a program's signal handler on a small alternate stack

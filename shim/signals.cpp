@@ -71,6 +71,18 @@ colabtrace_call_on_stack:
 #endif
 
 namespace colabtrace::shim {
+
+uint64_t EmitStringFromSignalHandler(ThreadState& w, const char* s, size_t n) {
+  format::FileHeader* h = g_trace.header();
+  if (h == nullptr) return 0;
+  format::String r;
+  r.ts = Ticks();
+  r.id = __atomic_fetch_add(&h->next_string_id, 1, __ATOMIC_RELAXED);
+  r.text = format::Bytes{reinterpret_cast<const uint8_t*>(s), static_cast<uint32_t>(n)};
+  EmitFromSignalHandler(w, r);
+  return r.id;
+}
+
 namespace {
 
 // Crashes: always recorded (with the native stack), whoever handles them.
@@ -135,18 +147,6 @@ void CopyOut(const struct sigaction& v, struct sigaction* out) {
   std::memcpy(&out->sa_mask, &v.sa_mask, _NSIG / 8);
 }
 
-// Emits a String record with a fresh id (no interning: the intern table may be in use by
-// the very thread we interrupted).
-uint64_t EmitStringHere(ThreadState& w, const char* s, size_t n) {
-  format::FileHeader* h = g_trace.header();
-  if (h == nullptr) return 0;
-  format::String r;
-  r.ts = Ticks();
-  r.id = __atomic_fetch_add(&h->next_string_id, 1, __ATOMIC_RELAXED);
-  r.text = format::Bytes{reinterpret_cast<const uint8_t*>(s), static_cast<uint32_t>(n)};
-  EmitFromSignalHandler(w, r);
-  return r.id;
-}
 
 uint64_t ParseHex(const char*& p) {
   uint64_t v = 0;
@@ -219,7 +219,7 @@ void FindShmMapping(ThreadState& w, uintptr_t addr, format::Signal* rec) {
       found = true;  // the one mapping that holds addr, a /dev/shm file or not
       const char* path = std::strstr(line, " /dev/shm/");
       if (path == nullptr) break;
-      rec->shm_mapping = EmitStringHere(w, path + 1, std::strlen(path + 1));
+      rec->shm_mapping = EmitStringFromSignalHandler(w, path + 1, std::strlen(path + 1));
       ReadShmFacts(line, path + 1, lo, addr, rec);
     }
     if (found) break;
@@ -256,9 +256,10 @@ void RecordSignal(int sig, siginfo_t* info, void* uc, bool terminal) {
     rec.stack = st.id;
   }
   if (sig == SIGBUS || sig == SIGSEGV) FindShmMapping(w, rec.addr, &rec);
+  if (GpuModuleFatalSignal != nullptr) GpuModuleFatalSignal(w);
   char py[2048];  // the Python stack, read with checked copies (shim/python)
   const size_t py_len = python::CapturePythonStackTextSafe(py, sizeof(py));
-  if (py_len > 0) rec.py_stack = EmitStringHere(w, py, py_len);
+  if (py_len > 0) rec.py_stack = EmitStringFromSignalHandler(w, py, py_len);
   EmitFromSignalHandler(w, rec);
 }
 

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "analyses/process_facts.h"
+#include "gpu/kernel_names.h"
 #include "report/report.h"
 
 namespace colabtrace::analyzer::abi {
@@ -185,14 +187,18 @@ Json GpuErrors(const ProcessTrace& t, std::initializer_list<int64_t> codes) {
     j["path"] = std::string(t.Str(m.path));
     out.Append(std::move(j));
   }
-  // Failed kernel launches (GPU module, issue 13): gpu.launch-failed names the kernel.
+  // Failed kernel launches and lookups (gpu.launch-failed): the kernel, and as the caller
+  // the library holding it.
+  std::optional<gpu::KernelNames> names;
   for (const auto& l : t.records.GpuLaunchFailed) {
     if (!wanted(l.rc) || out.array().size() >= kMaxErrors) continue;
+    if (!names) names.emplace(t);
+    const gpu::KernelName& n = names->Of(l.api, l.func, l.name, l.module, l.inner_func);
     Json j = Json::MakeObject();
     j["api"] = api_name(l.api);
     j["rc"] = l.rc;
-    j["caller"] = Json();
-    j["kernel"] = t.Str(l.name).empty() ? Json() : Json(std::string(t.Str(l.name)));
+    j["caller"] = n.library.empty() ? Json() : Json(n.library);
+    j["kernel"] = n.kernel;
     j["see"] = "gpu.launch-failed";
     out.Append(std::move(j));
   }

@@ -110,6 +110,8 @@ SymbolTable LoadSymbols(const std::string& path, const std::string& build_id) {
   return table;
 }
 
+}  // namespace
+
 std::string Demangle(const std::string& name) {
   if (!name.starts_with("_Z")) return name;
   int status = 0;
@@ -119,8 +121,6 @@ std::string Demangle(const std::string& name) {
   std::free(d);
   return out;
 }
-
-}  // namespace
 
 std::vector<std::string> SymbolizeFrames(const ProcessTrace& trace,
                                          const std::vector<uint64_t>& frames) {

@@ -19,6 +19,9 @@ namespace colabtrace::analyzer {
 std::vector<std::string> SymbolizeStack(const ProcessTrace& trace,
                                         const std::vector<uint64_t>& frames);
 inline constexpr std::string_view kSignalFrame = "<signal handler called>";
+// A C++ symbol in source form ("_Z5scalePf" -> "scale(float*)"); anything that is not an
+// Itanium-mangled name (a C function, an extern "C" kernel) unchanged.
+std::string Demangle(const std::string& name);
 // One line per frame, in order: the shim's own frames as empty strings.
 std::vector<std::string> SymbolizeFrames(const ProcessTrace& trace,
                                          const std::vector<uint64_t>& frames);

@@ -1,6 +1,7 @@
 #include "gpu/gpu_api.h"
 
 #include "colabtrace/format/records.h"
+#include "gpu/cuda_errors.h"
 
 namespace colabtrace::analyzer::gpu {
 
@@ -65,36 +66,36 @@ std::string_view MemKindName(MemKind k) {
   return "none";
 }
 
-std::string_view GpuErrorName(int64_t rc, bool runtime) {
-  // The codes a memory or launch report meets; both layers share the numbers for these.
+namespace {
+
+#define CT_NAME_CASE(code, name, description) \
+  case code:                                  \
+    return name;
+std::string_view DriverErrorName(int64_t rc) {
   switch (rc) {
-    case 0: return runtime ? "cudaSuccess" : "CUDA_SUCCESS";
-    case 1: return runtime ? "cudaErrorInvalidValue" : "CUDA_ERROR_INVALID_VALUE";
-    case 2: return runtime ? "cudaErrorMemoryAllocation" : "CUDA_ERROR_OUT_OF_MEMORY";
-    case 3: return runtime ? "cudaErrorInitializationError" : "CUDA_ERROR_NOT_INITIALIZED";
-    case 4: return runtime ? "cudaErrorCudartUnloading" : "CUDA_ERROR_DEINITIALIZED";
-    case 34: return runtime ? "cudaErrorStubLibrary" : "CUDA_ERROR_STUB_LIBRARY";
-    case 35: return runtime ? "cudaErrorInsufficientDriver" : "";
-    case 100: return runtime ? "cudaErrorNoDevice" : "CUDA_ERROR_NO_DEVICE";
-    case 101: return runtime ? "cudaErrorInvalidDevice" : "CUDA_ERROR_INVALID_DEVICE";
-    case 9: return runtime ? "cudaErrorInvalidConfiguration" : "";
-    case 98: return runtime ? "cudaErrorInvalidDeviceFunction" : "";
-    case 200: return runtime ? "cudaErrorInvalidKernelImage" : "CUDA_ERROR_INVALID_IMAGE";
-    case 201: return runtime ? "cudaErrorDeviceUninitialized" : "CUDA_ERROR_INVALID_CONTEXT";
-    case 209: return runtime ? "cudaErrorNoKernelImageForDevice" : "CUDA_ERROR_NO_BINARY_FOR_GPU";
-    case 218: return runtime ? "cudaErrorInvalidPtx" : "CUDA_ERROR_INVALID_PTX";
-    case 222: return runtime ? "cudaErrorUnsupportedPtxVersion" : "CUDA_ERROR_UNSUPPORTED_PTX_VERSION";
-    case 400: return runtime ? "cudaErrorInvalidResourceHandle" : "CUDA_ERROR_INVALID_HANDLE";
-    case 500: return runtime ? "cudaErrorSymbolNotFound" : "CUDA_ERROR_NOT_FOUND";
-    case 700: return runtime ? "cudaErrorIllegalAddress" : "CUDA_ERROR_ILLEGAL_ADDRESS";
-    case 701: return runtime ? "cudaErrorLaunchOutOfResources" : "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES";
-    case 702: return runtime ? "cudaErrorLaunchTimeout" : "CUDA_ERROR_LAUNCH_TIMEOUT";
-    case 719: return runtime ? "cudaErrorLaunchFailure" : "CUDA_ERROR_LAUNCH_FAILED";
-    case 720: return runtime ? "cudaErrorCooperativeLaunchTooLarge" : "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE";
-    case 801: return runtime ? "cudaErrorNotSupported" : "CUDA_ERROR_NOT_SUPPORTED";
-    case 999: return runtime ? "cudaErrorUnknown" : "CUDA_ERROR_UNKNOWN";
-    default: return "";
+    CT_CU_ERRORS(CT_NAME_CASE)
+    default:
+      return "";
   }
+}
+std::string_view RuntimeErrorName(int64_t rc) {
+  switch (rc) {
+    CT_CUDART_ERRORS(CT_NAME_CASE)
+    default:
+      return "";
+  }
+}
+#undef CT_NAME_CASE
+
+}  // namespace
+
+std::string_view GpuErrorName(int64_t rc, bool runtime) {
+  // The layer's own name; a code only the other layer defines (the runtime's
+  // cudaErrorInvalidConfiguration 9, the driver's CUDA_ERROR_CONTAINED-style codes the
+  // runtime maps) takes that one: both enums share their numbers.
+  const std::string_view own = runtime ? RuntimeErrorName(rc) : DriverErrorName(rc);
+  if (!own.empty()) return own;
+  return runtime ? DriverErrorName(rc) : RuntimeErrorName(rc);
 }
 
 }  // namespace colabtrace::analyzer::gpu

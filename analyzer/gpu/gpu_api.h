@@ -41,7 +41,9 @@ inline bool IsSegmentKind(MemKind k) { return k == MemKind::kDevice || k == MemK
 // "Out of memory" at either layer (cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY).
 inline bool IsOutOfMemory(int64_t rc) { return rc == 2; }
 
-// The name of a CUDA runtime or driver error code ("cudaErrorMemoryAllocation"), or "".
+// The name of a CUDA runtime or driver error code ("cudaErrorMemoryAllocation",
+// "CUDA_ERROR_ASSERT"): every code of CUDA 13 (gpu/cuda_errors.h), the other layer's name
+// when only that one defines the number; "" for a number CUDA does not define.
 std::string_view GpuErrorName(int64_t rc, bool runtime);
 
 }  // namespace colabtrace::analyzer::gpu

@@ -124,6 +124,7 @@ FailureVerdict JudgeFailure(const Failure& f, const DeviceMemory* device,
 
 void AddGpuFindings(ReportBuilder& report, const ProcessTrace& t, const AllocationTimeline& g,
                     const OthersOnDevice& others) {
+  AddDeviceFaultFinding(report, t);
   AddOomFindings(report, t, g, others);
   AddLeakFinding(report, t, g);
   AddLaunchFailedFindings(report, t);

@@ -9,7 +9,11 @@
 //                          other processes, or the CUDA context.
 //   gpu.leak               never-freed allocations from one site that keep growing after
 //                          warm-up (leak_growth.h); memory merely held at exit is not one.
-//   gpu.launch-failed      kernel launches that returned an error (launch_failures.cpp).
+//   gpu.device-fault       a sticky device error (700 illegal address, 710 assert, ...)
+//                          surfaced at a call; the kernels in flight on its stream, newest
+//                          (the likely culprit) first.
+//   gpu.launch-failed      kernel launches that returned an error (launch_failures.cpp);
+//                          not those failing with a sticky error (the device fault's).
 //   gpu.churn              >= 1000 raw segment allocate/free pairs at >= 100 per second
 //                          (runs of >= 32 frees on one thread, cache releases, left out).
 //   gpu.near-capacity      a device's peak >= 95% of its memory.

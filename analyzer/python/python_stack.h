@@ -1,7 +1,8 @@
 // Python stacks in traces: the text the shim records (shim/python) and its JSON form.
 //
-// A py_stack field (Signal, GpuAlloc, GpuFree, GpuLaunchFailed, PySample) is a String id whose text is
-// one "path:line in function" per line, innermost first.
+// A py_stack field (Signal, GpuAlloc, GpuFree, GpuLaunchFailed, GpuFault, GpuLaunchRing,
+// PySample) is a String id whose text is one "path:line in function" per line, innermost
+// first.
 #pragma once
 
 #include <cstdint>

@@ -71,6 +71,9 @@ typedef struct CUkern_st* CUkernel;
 typedef struct CUstream_st* CUstream;
 typedef struct CUmemPoolHandle_st* CUmemoryPool;
 typedef struct CUstream_st* cudaStream_t;
+typedef struct CUevent_st* CUevent;
+typedef struct CUevent_st* cudaEvent_t;
+typedef struct CUkern_st* cudaKernel_t;
 typedef struct CUmemPoolHandle_st* cudaMemPool_t;
 
 // ---- enums the shim passes or reads ------------------------------------------------------------
@@ -214,6 +217,37 @@ cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 gridDim, dim3 blo
                                         size_t sharedMem, cudaStream_t stream);
 cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim,
                                              void** args, size_t sharedMem, cudaStream_t stream);
+// What nvcc 13's host stubs call (crt/host_runtime.h's __cudaLaunch, declared in
+// crt/device_functions.h under __CUDACC__): __cudaGetKernel once per stub, then
+// __cudaLaunchKernel (or _ptsz with --default-stream per-thread) with that handle.
+cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* hostFun);
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
+                               size_t sharedMem, cudaStream_t stream);
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
+                                    size_t sharedMem, cudaStream_t stream);
+// Synchronising calls and error queries (where an asynchronous device fault surfaces).
+enum cudaMemcpyKind {
+  cudaMemcpyHostToHost = 0,
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3,
+  cudaMemcpyDefault = 4
+};
+cudaError_t cudaDeviceSynchronize(void);
+cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
+cudaError_t cudaStreamQuery(cudaStream_t stream);
+cudaError_t cudaStreamQuery_ptsz(cudaStream_t stream);
+cudaError_t cudaEventSynchronize(cudaEvent_t event);
+cudaError_t cudaEventQuery(cudaEvent_t event);
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind);
+cudaError_t cudaMemcpy_ptds(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind);
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind,
+                            cudaStream_t stream);
+cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t count,
+                                 enum cudaMemcpyKind kind, cudaStream_t stream);
+cudaError_t cudaGetLastError(void);
+cudaError_t cudaPeekAtLastError(void);
 
 // ---- driver entry points (libcuda) -------------------------------------------------------------
 CUresult cuInit(unsigned int Flags);
@@ -272,6 +306,34 @@ CUresult cuLibraryLoadFromFile(CUlibrary* library, const char* fileName, CUjit_o
 CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name);
 CUresult cuLibraryGetKernel(CUkernel* pKernel, CUlibrary library, const char* name);
 CUresult cuFuncGetName(const char** name, CUfunction hfunc);
+CUresult cuKernelGetFunction(CUfunction* pFunc, CUkernel kernel);
+CUresult cuCtxSynchronize(void);
+CUresult cuCtxSynchronize_v2(CUcontext ctx);
+CUresult cuStreamSynchronize(CUstream hStream);
+CUresult cuStreamSynchronize_ptsz(CUstream hStream);
+CUresult cuStreamQuery(CUstream hStream);
+CUresult cuStreamQuery_ptsz(CUstream hStream);
+CUresult cuEventSynchronize(CUevent hEvent);
+CUresult cuEventQuery(CUevent hEvent);
+CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount);
+CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount);
+CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream);
+CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
+                            CUstream hStream);
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount);
+CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount);
+CUresult cuMemcpyDtoH_v2(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount);
+CUresult cuMemcpyDtoH_v2_ptds(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount);
+CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount);
+CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount);
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount,
+                              CUstream hStream);
+CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount,
+                                   CUstream hStream);
+CUresult cuMemcpyDtoHAsync_v2(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+                              CUstream hStream);
+CUresult cuMemcpyDtoHAsync_v2_ptsz(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+                                   CUstream hStream);
 CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
                         unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
                         unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,

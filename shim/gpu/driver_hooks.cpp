@@ -7,6 +7,7 @@
 // the allocation once and notes the driver API and result on it. Module loads, cuInit
 // failures, pools and VMM calls are recorded at any depth.
 #include "entry_points.h"
+#include "launch_ring.h"
 
 namespace colabtrace::shim::gpu {
 namespace {
@@ -400,14 +401,23 @@ CUresult L_cuLibraryLoadFromFile(decltype(&::cuLibraryLoadFromFile) real, const 
 // to names when the program asks the driver for them.
 
 namespace {
+// A driver launch made inside a runtime launch is the runtime's (its hook notes it in the
+// ring, with the host stub); one made by the program itself (or by a statically linked
+// runtime) is noted here.
 template <class Run>
 __attribute__((always_inline)) inline CUresult Launch(GpuApi api, const void* caller,
                                                       const void* real, CUfunction f, CUstream s,
+                                                      unsigned gx, unsigned gy, unsigned gz,
+                                                      unsigned bx, unsigned by, unsigned bz,
                                                       Run&& run) {
   const CUresult r = run();
-  if (__builtin_expect(r != CUDA_SUCCESS, 0)) {
-    LaunchFailed(api, GpuLayer::kDriver, caller, real, r, f, U(s));
+  if (__builtin_expect(r == CUDA_SUCCESS, 1)) {
+    if (__builtin_expect(t_thread.runtime_depth == 0, 1)) {
+      RingPush(static_cast<uint16_t>(api), f, U(s), gx, gy, gz, bx, by, bz);
+    }
+    return r;
   }
+  LaunchFailed(api, GpuLayer::kDriver, caller, real, r, f, U(s));
   return r;
 }
 }  // namespace
@@ -416,7 +426,7 @@ CUresult L_cuLaunchKernel(decltype(&::cuLaunchKernel) real, const void* caller, 
                           unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                           unsigned bz, unsigned shmem, CUstream s, void** params, void** extra) {
   if (real == nullptr) return kNoRealDriver;
-  return Launch(GpuApi::kCuLaunchKernel, caller, Addr(real), f, s,
+  return Launch(GpuApi::kCuLaunchKernel, caller, Addr(real), f, s, gx, gy, gz, bx, by, bz,
                 [&] { return real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra); });
 }
 CUresult L_cuLaunchKernel_ptsz(decltype(&::cuLaunchKernel_ptsz) real, const void* caller,
@@ -424,32 +434,39 @@ CUresult L_cuLaunchKernel_ptsz(decltype(&::cuLaunchKernel_ptsz) real, const void
                                unsigned by, unsigned bz, unsigned shmem, CUstream s,
                                void** params, void** extra) {
   if (real == nullptr) return kNoRealDriver;
-  return Launch(GpuApi::kCuLaunchKernel_ptsz, caller, Addr(real), f, s,
+  return Launch(GpuApi::kCuLaunchKernel_ptsz, caller, Addr(real), f, s, gx, gy, gz, bx, by, bz,
                 [&] { return real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra); });
 }
+namespace {
+template <class Fn>
+CUresult LaunchEx(GpuApi api, Fn real, const void* caller, const CUlaunchConfig* c, CUfunction f,
+                  void** params, void** extra) {
+  if (real == nullptr) return kNoRealDriver;
+  if (c == nullptr) {
+    return Launch(api, caller, Addr(real), f, nullptr, 0, 0, 0, 0, 0, 0,
+                  [&] { return real(c, f, params, extra); });
+  }
+  return Launch(api, caller, Addr(real), f, c->hStream, c->gridDimX, c->gridDimY, c->gridDimZ,
+                c->blockDimX, c->blockDimY, c->blockDimZ, [&] { return real(c, f, params, extra); });
+}
+}  // namespace
 CUresult L_cuLaunchKernelEx(decltype(&::cuLaunchKernelEx) real, const void* caller,
                             const CUlaunchConfig* config, CUfunction f, void** params,
                             void** extra) {
-  if (real == nullptr) return kNoRealDriver;
-  return Launch(GpuApi::kCuLaunchKernelEx, caller, Addr(real), f,
-                config != nullptr ? config->hStream : nullptr,
-                [&] { return real(config, f, params, extra); });
+  return LaunchEx(GpuApi::kCuLaunchKernelEx, real, caller, config, f, params, extra);
 }
 CUresult L_cuLaunchKernelEx_ptsz(decltype(&::cuLaunchKernelEx_ptsz) real, const void* caller,
                                  const CUlaunchConfig* config, CUfunction f, void** params,
                                  void** extra) {
-  if (real == nullptr) return kNoRealDriver;
-  return Launch(GpuApi::kCuLaunchKernelEx_ptsz, caller, Addr(real), f,
-                config != nullptr ? config->hStream : nullptr,
-                [&] { return real(config, f, params, extra); });
+  return LaunchEx(GpuApi::kCuLaunchKernelEx_ptsz, real, caller, config, f, params, extra);
 }
 CUresult L_cuLaunchCooperativeKernel(decltype(&::cuLaunchCooperativeKernel) real,
                                      const void* caller, CUfunction f, unsigned gx, unsigned gy,
                                      unsigned gz, unsigned bx, unsigned by, unsigned bz,
                                      unsigned shmem, CUstream s, void** params) {
   if (real == nullptr) return kNoRealDriver;
-  return Launch(GpuApi::kCuLaunchCooperativeKernel, caller, Addr(real), f, s,
-                [&] { return real(f, gx, gy, gz, bx, by, bz, shmem, s, params); });
+  return Launch(GpuApi::kCuLaunchCooperativeKernel, caller, Addr(real), f, s, gx, gy, gz, bx, by,
+                bz, [&] { return real(f, gx, gy, gz, bx, by, bz, shmem, s, params); });
 }
 CUresult L_cuLaunchCooperativeKernel_ptsz(decltype(&::cuLaunchCooperativeKernel_ptsz) real,
                                           const void* caller, CUfunction f, unsigned gx,
@@ -457,55 +474,204 @@ CUresult L_cuLaunchCooperativeKernel_ptsz(decltype(&::cuLaunchCooperativeKernel_
                                           unsigned bz, unsigned shmem, CUstream s,
                                           void** params) {
   if (real == nullptr) return kNoRealDriver;
-  return Launch(GpuApi::kCuLaunchCooperativeKernel_ptsz, caller, Addr(real), f, s,
-                [&] { return real(f, gx, gy, gz, bx, by, bz, shmem, s, params); });
+  return Launch(GpuApi::kCuLaunchCooperativeKernel_ptsz, caller, Addr(real), f, s, gx, gy, gz, bx,
+                by, bz, [&] { return real(f, gx, gy, gz, bx, by, bz, shmem, s, params); });
 }
+
+// ---- kernel lookups ------------------------------------------------------------------------------
+// A lookup that succeeds names its handle (one GpuFunction record); one that fails for
+// want of an image is the launch failure of a program (or statically linked runtime)
+// that loads lazily: the real CUDA 13 driver loads a library's code for the GPU at
+// cuLibraryGetKernel and answers 209 there (measured on an H200; cuLibraryLoadData
+// itself succeeds).
+
+namespace {
+void NoteFunction(GpuApi api, const void* caller, const void* real, const FunctionFacts& f) {
+  if (!Recording()) return;
+  ShimScope scope;
+  if (!scope.entered()) return;
+  const uint64_t now = Ticks();
+  RecordFunction(Call{api, GpuLayer::kDriver, caller, real, now, now, 0}, f);
+}
+
+// cuKernelGetFunction may be called for every launch: its mapping is noted once per
+// CUfunction (the thread's last handle, then a lock-free set of the handles seen; past its
+// capacity every call is noted).
+constexpr size_t kSeenSlots = 4096;
+uint64_t g_seen_functions[kSeenSlots];
+constinit thread_local uint64_t t_last_function CT_TLS = 0;
+bool FirstSighting(uint64_t handle) {
+  if (__builtin_expect(handle == t_last_function, 1)) return false;
+  t_last_function = handle;
+  uint64_t h = handle * 0x9E3779B97F4A7C15ull;
+  for (size_t probe = 0; probe < 16; ++probe, h += 0x9E3779B97F4A7C15ull) {
+    uint64_t& slot = g_seen_functions[(h >> 52) & (kSeenSlots - 1)];
+    uint64_t cur = __atomic_load_n(&slot, __ATOMIC_RELAXED);
+    if (cur == handle) return false;
+    if (cur == 0 && __atomic_compare_exchange_n(&slot, &cur, handle, false, __ATOMIC_RELAXED,
+                                                __ATOMIC_RELAXED)) {
+      return true;
+    }
+    if (cur == handle) return false;
+  }
+  return true;
+}
+}  // namespace
+
+namespace {
+// A lookup by name in a module or library: its handle named on success, the failure noted.
+template <class Fn, class Handle, class Container>
+CUresult NamedLookup(GpuApi api, Fn real, const void* caller, Handle* out, Container in,
+                     const char* name) {
+  if (real == nullptr) return kNoRealDriver;
+  const CUresult r = real(out, in, name);
+  if (r == CUDA_SUCCESS) {
+    if (out != nullptr && name != nullptr) {
+      FunctionFacts ff;
+      ff.handle = U(*out);
+      ff.module = U(in);
+      ff.name = name;
+      NoteFunction(api, caller, Addr(real), ff);
+    }
+    return r;
+  }
+  LookupFailed(api, caller, Addr(real), r, nullptr, U(in), name);
+  return r;
+}
+}  // namespace
 
 CUresult L_cuModuleGetFunction(decltype(&::cuModuleGetFunction) real, const void* caller,
                                CUfunction* f, CUmodule m, const char* name) {
-  if (real == nullptr) return kNoRealDriver;
-  const CUresult r = real(f, m, name);
-  if (r == CUDA_SUCCESS && f != nullptr && name != nullptr && Recording()) {
-    ShimScope scope;
-    if (scope.entered()) {
-      const uint64_t now = Ticks();
-      RecordFunction(Call{GpuApi::kCuModuleGetFunction, GpuLayer::kDriver, caller, Addr(real),
-                          now, now, 0},
-                     U(*f), U(m), name);
-    }
-  }
-  return r;
+  return NamedLookup(GpuApi::kCuModuleGetFunction, real, caller, f, m, name);
 }
 CUresult L_cuLibraryGetKernel(decltype(&::cuLibraryGetKernel) real, const void* caller,
                               CUkernel* k, CUlibrary lib, const char* name) {
+  return NamedLookup(GpuApi::kCuLibraryGetKernel, real, caller, k, lib, name);
+}
+CUresult L_cuKernelGetFunction(decltype(&::cuKernelGetFunction) real, const void* caller,
+                               CUfunction* f, CUkernel k) {
   if (real == nullptr) return kNoRealDriver;
-  const CUresult r = real(k, lib, name);
-  if (r == CUDA_SUCCESS && k != nullptr && name != nullptr && Recording()) {
-    ShimScope scope;
-    if (scope.entered()) {
-      const uint64_t now = Ticks();
-      RecordFunction(Call{GpuApi::kCuLibraryGetKernel, GpuLayer::kDriver, caller, Addr(real),
-                          now, now, 0},
-                     U(*k), U(lib), name);
+  const CUresult r = real(f, k);
+  if (r == CUDA_SUCCESS) {
+    if (f != nullptr && *f != nullptr && FirstSighting(U(*f))) {
+      FunctionFacts ff;
+      ff.handle = U(*f);
+      ff.kernel = U(k);
+      NoteFunction(GpuApi::kCuKernelGetFunction, caller, Addr(real), ff);
     }
+    return r;
   }
+  LookupFailed(GpuApi::kCuKernelGetFunction, caller, Addr(real), r, k, 0, nullptr);
   return r;
 }
 CUresult L_cuFuncGetName(decltype(&::cuFuncGetName) real, const void* caller, const char** name,
                          CUfunction f) {
   if (real == nullptr) return kNoRealDriver;
   const CUresult r = real(name, f);
-  if (r == CUDA_SUCCESS && name != nullptr && *name != nullptr && Recording()) {
-    ShimScope scope;
-    if (scope.entered()) {
-      const uint64_t now = Ticks();
-      RecordFunction(Call{GpuApi::kCuFuncGetName, GpuLayer::kDriver, caller, Addr(real), now,
-                          now, 0},
-                     U(f), 0, *name);
-    }
+  if (r == CUDA_SUCCESS && name != nullptr && *name != nullptr) {
+    FunctionFacts ff;
+    ff.handle = U(f);
+    ff.name = *name;
+    NoteFunction(GpuApi::kCuFuncGetName, caller, Addr(real), ff);
   }
   return r;
 }
+
+// ---- synchronising calls and copies --------------------------------------------------------------
+// As at the runtime level (runtime_hooks.cpp): success costs the comparison (and a
+// synchronisation's epoch); a sticky error is the device fault. Inside a runtime call the
+// runtime's hook does both.
+
+namespace {
+template <class Run>
+inline CUresult Sync(GpuApi api, const void* caller, const void* real, Marks marks,
+                     const FaultScope& where, Run&& run) {
+  return SyncCall<CUresult>(api, GpuLayer::kDriver, caller, real, marks, where, run);
+}
+}  // namespace
+
+CUresult L_cuCtxSynchronize(decltype(&::cuCtxSynchronize) real, const void* caller) {
+  if (real == nullptr) return kNoRealDriver;
+  return Sync(GpuApi::kCuCtxSynchronize, caller, Addr(real), Marks::kDevice, FaultScope{},
+              [&] { return real(); });
+}
+CUresult L_cuCtxSynchronize_v2(decltype(&::cuCtxSynchronize_v2) real, const void* caller,
+                               CUcontext ctx) {
+  if (real == nullptr) return kNoRealDriver;
+  return Sync(GpuApi::kCuCtxSynchronize_v2, caller, Addr(real), Marks::kDevice, FaultScope{},
+              [&] { return real(ctx); });
+}
+CUresult L_cuStreamSynchronize(decltype(&::cuStreamSynchronize) real, const void* caller,
+                               CUstream s) {
+  if (real == nullptr) return kNoRealDriver;
+  return Sync(GpuApi::kCuStreamSynchronize, caller, Addr(real), Marks::kStream, OnStream(s),
+              [&] { return real(s); });
+}
+CUresult L_cuStreamSynchronize_ptsz(decltype(&::cuStreamSynchronize_ptsz) real,
+                                    const void* caller, CUstream s) {
+  if (real == nullptr) return kNoRealDriver;
+  return Sync(GpuApi::kCuStreamSynchronize_ptsz, caller, Addr(real), Marks::kStream, OnStream(s),
+              [&] { return real(s); });
+}
+CUresult L_cuStreamQuery(decltype(&::cuStreamQuery) real, const void* caller, CUstream s) {
+  if (real == nullptr) return kNoRealDriver;
+  return Sync(GpuApi::kCuStreamQuery, caller, Addr(real), Marks::kStream, OnStream(s),
+              [&] { return real(s); });
+}
+CUresult L_cuStreamQuery_ptsz(decltype(&::cuStreamQuery_ptsz) real, const void* caller,
+                              CUstream s) {
+  if (real == nullptr) return kNoRealDriver;
+  return Sync(GpuApi::kCuStreamQuery_ptsz, caller, Addr(real), Marks::kStream, OnStream(s),
+              [&] { return real(s); });
+}
+CUresult L_cuEventSynchronize(decltype(&::cuEventSynchronize) real, const void* caller,
+                              CUevent e) {
+  if (real == nullptr) return kNoRealDriver;
+  return Sync(GpuApi::kCuEventSynchronize, caller, Addr(real), Marks::kNothing, FaultScope{},
+              [&] { return real(e); });
+}
+CUresult L_cuEventQuery(decltype(&::cuEventQuery) real, const void* caller, CUevent e) {
+  if (real == nullptr) return kNoRealDriver;
+  return Sync(GpuApi::kCuEventQuery, caller, Addr(real), Marks::kNothing, FaultScope{},
+              [&] { return real(e); });
+}
+
+#define CT_SYNC_COPY(name, params, args)                                                    \
+  CUresult L_##name(decltype(&::name) real, const void* caller, CT_UNPAREN params) {      \
+    if (real == nullptr) return kNoRealDriver;                                             \
+    return Sync(static_cast<GpuApi>(ApiOf(#name)), caller, Addr(real), Marks::kNothing, FaultScope{},        \
+                [&] { return real args; });                                                \
+  }
+#define CT_ASYNC_COPY(name, params, args, stream)                                           \
+  CUresult L_##name(decltype(&::name) real, const void* caller, CT_UNPAREN params) {      \
+    if (real == nullptr) return kNoRealDriver;                                             \
+    return Sync(static_cast<GpuApi>(ApiOf(#name)), caller, Addr(real), Marks::kNothing, OnStream(stream),    \
+                [&] { return real args; });                                                \
+  }
+#define CT_UNPAREN(...) __VA_ARGS__
+// A synchronous copy waits for the legacy default stream (and so every blocking stream).
+CT_SYNC_COPY(cuMemcpy, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n))
+CT_SYNC_COPY(cuMemcpy_ptds, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n))
+CT_SYNC_COPY(cuMemcpyHtoD_v2, (CUdeviceptr d, const void* h, size_t n), (d, h, n))
+CT_SYNC_COPY(cuMemcpyHtoD_v2_ptds, (CUdeviceptr d, const void* h, size_t n), (d, h, n))
+CT_SYNC_COPY(cuMemcpyDtoH_v2, (void* h, CUdeviceptr d, size_t n), (h, d, n))
+CT_SYNC_COPY(cuMemcpyDtoH_v2_ptds, (void* h, CUdeviceptr d, size_t n), (h, d, n))
+CT_SYNC_COPY(cuMemcpyDtoD_v2, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n))
+CT_SYNC_COPY(cuMemcpyDtoD_v2_ptds, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n))
+CT_ASYNC_COPY(cuMemcpyAsync, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (d, s, n, st), st)
+CT_ASYNC_COPY(cuMemcpyAsync_ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st),
+              (d, s, n, st), st)
+CT_ASYNC_COPY(cuMemcpyHtoDAsync_v2, (CUdeviceptr d, const void* h, size_t n, CUstream st),
+              (d, h, n, st), st)
+CT_ASYNC_COPY(cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr d, const void* h, size_t n, CUstream st),
+              (d, h, n, st), st)
+CT_ASYNC_COPY(cuMemcpyDtoHAsync_v2, (void* h, CUdeviceptr d, size_t n, CUstream st),
+              (h, d, n, st), st)
+CT_ASYNC_COPY(cuMemcpyDtoHAsync_v2_ptsz, (void* h, CUdeviceptr d, size_t n, CUstream st),
+              (h, d, n, st), st)
+#undef CT_SYNC_COPY
+#undef CT_ASYNC_COPY
+#undef CT_UNPAREN
 
 // ---- initialisation and entry points ----------------------------------------------------------------
 
@@ -656,6 +822,55 @@ CUresult cuLibraryGetKernel(CUkernel* k, CUlibrary lib, const char* name) {
   CT_GPU_EXPORT(cuLibraryGetKernel, k, lib, name);
 }
 CUresult cuFuncGetName(const char** name, CUfunction f) { CT_GPU_EXPORT(cuFuncGetName, name, f); }
+CUresult cuKernelGetFunction(CUfunction* f, CUkernel k) { CT_GPU_EXPORT(cuKernelGetFunction, f, k); }
+CUresult cuCtxSynchronize(void) { CT_GPU_EXPORT(cuCtxSynchronize); }
+CUresult cuCtxSynchronize_v2(CUcontext c) { CT_GPU_EXPORT(cuCtxSynchronize_v2, c); }
+CUresult cuStreamSynchronize(CUstream s) { CT_GPU_EXPORT(cuStreamSynchronize, s); }
+CUresult cuStreamSynchronize_ptsz(CUstream s) { CT_GPU_EXPORT(cuStreamSynchronize_ptsz, s); }
+CUresult cuStreamQuery(CUstream s) { CT_GPU_EXPORT(cuStreamQuery, s); }
+CUresult cuStreamQuery_ptsz(CUstream s) { CT_GPU_EXPORT(cuStreamQuery_ptsz, s); }
+CUresult cuEventSynchronize(CUevent e) { CT_GPU_EXPORT(cuEventSynchronize, e); }
+CUresult cuEventQuery(CUevent e) { CT_GPU_EXPORT(cuEventQuery, e); }
+CUresult cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n) { CT_GPU_EXPORT(cuMemcpy, d, s, n); }
+CUresult cuMemcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  CT_GPU_EXPORT(cuMemcpy_ptds, d, s, n);
+}
+CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
+  CT_GPU_EXPORT(cuMemcpyAsync, d, s, n, st);
+}
+CUresult cuMemcpyAsync_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
+  CT_GPU_EXPORT(cuMemcpyAsync_ptsz, d, s, n, st);
+}
+CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void* h, size_t n) {
+  CT_GPU_EXPORT(cuMemcpyHtoD_v2, d, h, n);
+}
+CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr d, const void* h, size_t n) {
+  CT_GPU_EXPORT(cuMemcpyHtoD_v2_ptds, d, h, n);
+}
+CUresult cuMemcpyDtoH_v2(void* h, CUdeviceptr d, size_t n) {
+  CT_GPU_EXPORT(cuMemcpyDtoH_v2, h, d, n);
+}
+CUresult cuMemcpyDtoH_v2_ptds(void* h, CUdeviceptr d, size_t n) {
+  CT_GPU_EXPORT(cuMemcpyDtoH_v2_ptds, h, d, n);
+}
+CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  CT_GPU_EXPORT(cuMemcpyDtoD_v2, d, s, n);
+}
+CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  CT_GPU_EXPORT(cuMemcpyDtoD_v2_ptds, d, s, n);
+}
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void* h, size_t n, CUstream st) {
+  CT_GPU_EXPORT(cuMemcpyHtoDAsync_v2, d, h, n, st);
+}
+CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr d, const void* h, size_t n, CUstream st) {
+  CT_GPU_EXPORT(cuMemcpyHtoDAsync_v2_ptsz, d, h, n, st);
+}
+CUresult cuMemcpyDtoHAsync_v2(void* h, CUdeviceptr d, size_t n, CUstream st) {
+  CT_GPU_EXPORT(cuMemcpyDtoHAsync_v2, h, d, n, st);
+}
+CUresult cuMemcpyDtoHAsync_v2_ptsz(void* h, CUdeviceptr d, size_t n, CUstream st) {
+  CT_GPU_EXPORT(cuMemcpyDtoHAsync_v2_ptsz, h, d, n, st);
+}
 CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) {
   CT_GPU_EXPORT(cuGetProcAddress, symbol, pfn, version, flags);
 }

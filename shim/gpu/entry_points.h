@@ -79,8 +79,8 @@ template <class F> inline F RealForSite(uint16_t api, const char* name, const vo
   const void* ra_ = __builtin_return_address(0);                                        \
   constexpr uint16_t kApi_ = ::colabtrace::shim::gpu::ApiOf(#name);                      \
   return ::colabtrace::shim::gpu::L_##name(                                             \
-      ::colabtrace::shim::gpu::RealForSite<decltype(&::name)>(kApi_, #name, ra_), ra_, \
-      __VA_ARGS__)
+      ::colabtrace::shim::gpu::RealForSite<decltype(&::name)>(kApi_, #name, ra_),      \
+      ra_ __VA_OPT__(, ) __VA_ARGS__)
 
 // Wrapper<name, S>: calls L_<name> with the real function of slot S.
 template <class F> struct WrapperOf;

@@ -33,6 +33,8 @@ namespace colabtrace::shim::gpu {
 using format::GpuApi;
 using format::GpuLayer;
 
+struct LaunchRing;  // launch_ring.h
+
 // Per-thread state of the GPU module (initial-exec TLS: no allocation, no lock).
 struct GpuThread {
   uint16_t inner_api = 0;  // the last traced allocation-family driver call made inside the
@@ -40,6 +42,7 @@ struct GpuThread {
   const void* inner_real = nullptr;  // the real driver function of the last wrapped call in it
   const void* inner_func = nullptr;  // the CUfunction of a driver launch that failed in it
   const void* inner_launch_real = nullptr;  // and that driver launch's real function
+  LaunchRing* ring = nullptr;  // this thread's last successful launches (launch_ring.h)
 };
 extern constinit thread_local GpuThread t_gpu CT_TLS;
 
@@ -132,9 +135,29 @@ void RecordLaunchFailure(const Call& c, const void* func, uint64_t stream);
 __attribute__((noinline, cold)) void LaunchFailed(GpuApi api, GpuLayer layer, const void* caller,
                                                   const void* real, int64_t rc, const void* func,
                                                   uint64_t stream);
+// A driver lookup of a kernel failed (cuModuleGetFunction, cuLibraryGetKernel,
+// cuKernelGetFunction): recorded (as a GpuLaunchFailed with that api) when the error says
+// the image has no code for this GPU (format::IsNoImageGpuError); inside a runtime call it is left for
+// the runtime's record (the CUkernel in inner_func). Cold.
+__attribute__((noinline, cold)) void LookupFailed(GpuApi api, const void* caller, const void* real,
+                                                  int64_t rc, const void* kernel, uint64_t module,
+                                                  const char* name);
 // A kernel handle the driver handed out (cuModuleGetFunction, cuLibraryGetKernel) or
-// named (cuFuncGetName).
-void RecordFunction(const Call& c, uint64_t handle, uint64_t module, const char* name);
+// named (cuFuncGetName), or one that stands for another: stub (__cudaGetKernel: the host
+// stub of a cudaKernel_t) or kernel (cuKernelGetFunction: the CUkernel of a CUfunction).
+struct FunctionFacts {
+  uint64_t handle = 0, module = 0, stub = 0, kernel = 0;
+  const char* name = nullptr;
+};
+void RecordFunction(const Call& c, const FunctionFacts& f);
+// A failed synchronising call (cold): a sticky error is the device fault (NoteStickyError)
+// or, inside a runtime call, left for the runtime's own hook.
+struct FaultScope;
+__attribute__((noinline, cold)) void SyncFailed(GpuApi api, GpuLayer layer, const void* caller,
+                                                const void* real, int64_t rc,
+                                                const FaultScope& where);
+// The GpuFault record and, for the first one, the launch ring (launch_ring.cpp).
+void RecordFault(const Call& c, const FaultScope& where, uint64_t order);
 
 
 // CUPTI (cupti.cpp; COLABTRACE_CUPTI=1): start the subscriber after a successful cuInit

@@ -44,7 +44,8 @@ constexpr Entry kEntries[] = {
 };
 
 // The api of an exact exported name in gpu_hooks.def, or 0. Names reaching here start
-// with "cu"; a linear scan of 48 names is cheaper than the dlsym that produced them.
+// with "cu" or "__cuda"; a linear scan of the table is cheaper than the dlsym that
+// produced them.
 uint16_t TracedApi(const char* name) {
   for (const Entry& e : kEntries) {
     if (std::strcmp(e.name, name) == 0) return e.api;
@@ -103,6 +104,29 @@ constexpr Variant kVariants[] = {
     {ApiOf("cuModuleGetFunction"), "cuModuleGetFunction", 2000, false},
     {ApiOf("cuLibraryGetKernel"), "cuLibraryGetKernel", 12000, false},
     {ApiOf("cuFuncGetName"), "cuFuncGetName", 12030, false},
+    {ApiOf("cuKernelGetFunction"), "cuKernelGetFunction", 12000, false},
+    {ApiOf("cuCtxSynchronize"), "cuCtxSynchronize", 2000, false},
+    {ApiOf("cuCtxSynchronize_v2"), "cuCtxSynchronize", 13000, false},
+    {ApiOf("cuStreamSynchronize"), "cuStreamSynchronize", 2000, false},
+    {ApiOf("cuStreamSynchronize_ptsz"), "cuStreamSynchronize", 7000, true},
+    {ApiOf("cuStreamQuery"), "cuStreamQuery", 2000, false},
+    {ApiOf("cuStreamQuery_ptsz"), "cuStreamQuery", 7000, true},
+    {ApiOf("cuEventSynchronize"), "cuEventSynchronize", 2000, false},
+    {ApiOf("cuEventQuery"), "cuEventQuery", 2000, false},
+    {ApiOf("cuMemcpy"), "cuMemcpy", 4000, false},
+    {ApiOf("cuMemcpy_ptds"), "cuMemcpy", 7000, true},
+    {ApiOf("cuMemcpyAsync"), "cuMemcpyAsync", 4000, false},
+    {ApiOf("cuMemcpyAsync_ptsz"), "cuMemcpyAsync", 7000, true},
+    {ApiOf("cuMemcpyHtoD_v2"), "cuMemcpyHtoD", 3020, false},
+    {ApiOf("cuMemcpyHtoD_v2_ptds"), "cuMemcpyHtoD", 7000, true},
+    {ApiOf("cuMemcpyDtoH_v2"), "cuMemcpyDtoH", 3020, false},
+    {ApiOf("cuMemcpyDtoH_v2_ptds"), "cuMemcpyDtoH", 7000, true},
+    {ApiOf("cuMemcpyDtoD_v2"), "cuMemcpyDtoD", 3020, false},
+    {ApiOf("cuMemcpyDtoD_v2_ptds"), "cuMemcpyDtoD", 7000, true},
+    {ApiOf("cuMemcpyHtoDAsync_v2"), "cuMemcpyHtoDAsync", 3020, false},
+    {ApiOf("cuMemcpyHtoDAsync_v2_ptsz"), "cuMemcpyHtoDAsync", 7000, true},
+    {ApiOf("cuMemcpyDtoHAsync_v2"), "cuMemcpyDtoHAsync", 3020, false},
+    {ApiOf("cuMemcpyDtoHAsync_v2_ptsz"), "cuMemcpyDtoHAsync", 7000, true},
 };
 
 // Every driver hook has a variant entry, and every variant is a hook.
@@ -324,8 +348,11 @@ void* MapProcAddress(const char* symbol, void* p, int version, uint64_t flags,
 namespace colabtrace::shim {
 
 void* GpuInterposeSymbol(const char* name, void* real) {
-  if (real == nullptr || name == nullptr || name[0] != 'c' || name[1] != 'u') return real;
-  if (name[2] == 'p' && name[3] == 't' && name[4] == 'i') return gpu::CuptiInterposeSymbol(name, real);
+  if (real == nullptr || name == nullptr) return real;
+  const bool cuda_name = (name[0] == 'c' && name[1] == 'u') ||
+                         std::strncmp(name, "__cuda", 6) == 0;
+  if (!cuda_name) return real;
+  if (name[0] == 'c' && name[2] == 'p' && name[3] == 't' && name[4] == 'i') return gpu::CuptiInterposeSymbol(name, real);
   const uint16_t api = gpu::TracedApi(name);
   if (api == 0) return real;
   if (gpu::IsShimText(real)) {

@@ -3,11 +3,13 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "config.h"
 #include "elf_symbols.h"
 #include "gpu_module.h"
+#include "launch_ring.h"
 #include "modules.h"
 #include "python/python_stack.h"
 
@@ -77,6 +79,7 @@ uint64_t g_versions_recorded = 0;  // bit i: GpuVersion written for library slot
 void ResetGpuFacts() {
   __atomic_store_n(&g_devices_recorded, 0, __ATOMIC_RELEASE);
   __atomic_store_n(&g_versions_recorded, 0, __ATOMIC_RELEASE);
+  ResetLaunchRings();
 }
 
 }  // namespace colabtrace::shim::gpu
@@ -408,9 +411,10 @@ uint64_t ImageSize(const void* image) {
   return 0;
 }
 
-uint64_t CallerObjectName(const void* caller) {
+// The String id of the loaded object whose mapping holds addr (0: none, e.g. the heap).
+uint64_t ObjectNameAt(const void* addr) {
   Dl_info info;
-  if (caller == nullptr || dladdr(caller, &info) == 0 || info.dli_fname == nullptr) return 0;
+  if (addr == nullptr || dladdr(addr, &info) == 0 || info.dli_fname == nullptr) return 0;
   return InternCString(info.dli_fname);
 }
 
@@ -446,6 +450,10 @@ void RecordAlloc(const Call& c, const AllocFacts& a) {
     r.driver_rc = t_gpu.inner_rc;
   }
   EmitHot(r);
+  if (__builtin_expect(IsStickyGpuError(c.rc), 0)) {
+    NoteStickyError(c, FaultScope{});
+    return;  // the device is gone: nothing more to ask it
+  }
   if (!ok) {
     EmitMemInfo(c.t0, dev, libs, format::GpuMemInfoWhy::kAfterFailure, IsOutOfMemory(c.rc));
     if (IsStreamOrdered(c.api)) EmitPoolState(c.t0, dev, a.pool, libs);
@@ -474,6 +482,7 @@ void RecordFree(const Call& c, uint64_t addr, uint64_t stream) {
     r.driver_rc = t_gpu.inner_rc;
   }
   EmitHot(r);
+  if (__builtin_expect(IsStickyGpuError(c.rc), 0)) NoteStickyError(c, FaultScope{});
 }
 
 void RecordMemInfo(const Call& c, const size_t* free_bytes, const size_t* total) {
@@ -536,7 +545,8 @@ void RecordModule(const Call& c, uint64_t handle, const void* image, const char*
   m.handle = c.rc == 0 ? handle : 0;
   m.image_size = c.rc == 0 ? ImageSize(image) : 0;
   m.path = InternCString(path);
-  m.caller = CallerObjectName(c.caller);
+  m.caller = ObjectNameAt(c.caller);
+  m.image_object = ObjectNameAt(image);
   Emit(m);
 }
 
@@ -545,7 +555,7 @@ void RecordError(const Call& c) {
   e.ts = c.t0;
   e.api = static_cast<uint64_t>(c.api);
   e.rc = c.rc;
-  e.caller = CallerObjectName(c.caller);
+  e.caller = ObjectNameAt(c.caller);
   Emit(e);
 }
 
@@ -600,6 +610,7 @@ void LaunchFailed(GpuApi api, GpuLayer layer, const void* caller, const void* re
   if (layer == GpuLayer::kDriver && t_thread.runtime_depth > 0) {
     t_gpu.inner_func = func;
     t_gpu.inner_launch_real = real;
+    t_gpu.inner_real = real;
     return;
   }
   if (!Recording()) return;
@@ -607,16 +618,98 @@ void LaunchFailed(GpuApi api, GpuLayer layer, const void* caller, const void* re
   if (!scope.entered()) return;
   const uint64_t now = Ticks();
   const Call c{api, layer, caller, real, now, now, rc};
+  if (IsStickyGpuError(rc)) {
+    // The context is corrupted: the launch belongs to the device fault (with
+    // CUDA_LAUNCH_BLOCKING=1 its own kernel faulted; otherwise an earlier one did).
+    FaultScope where;
+    where.stream = stream;
+    where.func = func;
+    NoteStickyError(c, where);
+    return;
+  }
   RecordLaunchFailure(c, func, stream);
 }
 
-void RecordFunction(const Call& c, uint64_t handle, uint64_t module, const char* name) {
+void LookupFailed(GpuApi api, const void* caller, const void* real, int64_t rc, const void* kernel,
+                  uint64_t module, const char* name) {
+  if (t_thread.runtime_depth > 0) {
+    t_gpu.inner_func = kernel;
+    t_gpu.inner_launch_real = real;
+    t_gpu.inner_real = real;
+    return;
+  }
+  if (!format::IsNoImageGpuError(rc) && !IsStickyGpuError(rc)) return;
+  if (!Recording()) return;
+  ShimScope scope;
+  if (!scope.entered()) return;
+  const uint64_t now = Ticks();
+  const Call c{api, GpuLayer::kDriver, caller, real, now, now, rc};
+  if (IsStickyGpuError(rc)) {
+    NoteStickyError(c, FaultScope{});
+    return;
+  }
+  format::GpuLaunchFailed r;
+  r.ts = now;
+  r.api = static_cast<uint64_t>(api);
+  r.layer = static_cast<uint64_t>(GpuLayer::kDriver);
+  r.rc = rc;
+  r.func = reinterpret_cast<uint64_t>(kernel);
+  r.name = InternCString(name);
+  r.module = module;
+  Libs libs;
+  libs.drv = LibOf(real, LibKind::kDriver);
+  r.device = CurrentDevice(libs, false);
+  r.stack = CaptureGpuStack();
+  r.py_stack = python::CapturePythonStackId();
+  r.caller = r.stack == 0 ? reinterpret_cast<uint64_t>(caller) : 0;
+  Emit(r);
+}
+
+void SyncFailed(GpuApi api, GpuLayer layer, const void* caller, const void* real, int64_t rc,
+                const FaultScope& where) {
+  if (!IsStickyGpuError(rc)) return;
+  if (layer == GpuLayer::kDriver && t_thread.runtime_depth > 0) {
+    t_gpu.inner_real = real;  // the runtime's own hook records it
+    return;
+  }
+  if (!Recording()) return;
+  ShimScope scope;
+  if (!scope.entered()) return;
+  const uint64_t now = Ticks();
+  NoteStickyError(Call{api, layer, caller, real, now, now, rc}, where);
+}
+
+void RecordFault(const Call& c, const FaultScope& where, uint64_t order) {
+  format::GpuFault r;
+  r.ts = c.t0;
+  r.order = order;
+  r.api = static_cast<uint64_t>(c.api);
+  r.layer = static_cast<uint64_t>(c.layer);
+  r.rc = c.rc;
+  r.stream = where.stream;
+  r.device_wide = where.device_wide ? 1 : 0;
+  // cuCtxGetDevice and cudaGetDevice still answer after a sticky error (measured on an
+  // H200), and a successful query leaves the runtime's last error alone.
+  r.device = CurrentDevice(LibsOf(c), true);
+  r.stack = CaptureGpuStack();
+  r.caller = r.stack == 0 ? reinterpret_cast<uint64_t>(c.caller) : 0;
+  r.py_stack = python::CapturePythonStackId();
+  r.func = reinterpret_cast<uint64_t>(where.func);
+  const char* blocking = getenv("CUDA_LAUNCH_BLOCKING");
+  r.launch_blocking = blocking != nullptr && blocking[0] == '1' ? 1 : 0;
+  r.epoch = __atomic_load_n(&g_sync_epoch, __ATOMIC_RELAXED);
+  Emit(r);
+}
+
+void RecordFunction(const Call& c, const FunctionFacts& f) {
   format::GpuFunction r;
   r.ts = c.t0;
   r.api = static_cast<uint64_t>(c.api);
-  r.handle = handle;
-  r.module = module;
-  r.name = InternCString(name);
+  r.handle = f.handle;
+  r.module = f.module;
+  r.name = InternCString(f.name);
+  r.stub = f.stub;
+  r.kernel = f.kernel;
   Emit(r);
 }
 

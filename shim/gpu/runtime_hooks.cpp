@@ -5,6 +5,7 @@
 // exported definitions are unversioned: they interpose cudaMalloc@libcudart.so.12 and
 // @libcudart.so.13 alike, and call the definition the caller would have bound to.
 #include "entry_points.h"
+#include "launch_ring.h"
 
 namespace colabtrace::shim::gpu {
 namespace {
@@ -219,38 +220,43 @@ cudaError_t L_cudaDriverGetVersion(decltype(&::cudaDriverGetVersion) real, const
 }
 
 // ---- kernel launches -----------------------------------------------------------------------------
-// A launch that succeeds costs one comparison of its result (plus the runtime_depth
-// counter that keeps a driver launch wrapped underneath from recording the same failure):
-// no record, no clock read. A failed one is recorded with its host stub.
+// A launch that succeeds costs one comparison of its result and a few stores into the
+// thread's launch ring (launch_ring.h; plus the runtime_depth counter that keeps a driver
+// launch wrapped underneath from recording it again): no record, no clock read. A failed
+// one is recorded with its host stub (or nvcc's kernel handle).
 
 namespace {
 template <class Run>
 __attribute__((always_inline)) inline cudaError_t Launch(GpuApi api, const void* caller,
                                                          const void* real, const void* func,
-                                                         cudaStream_t stream, Run&& run) {
+                                                         cudaStream_t stream, dim3 g, dim3 b,
+                                                         Run&& run) {
   ThreadState& t = t_thread;
   ++t.runtime_depth;
   const cudaError_t r = run();
   --t.runtime_depth;
-  if (__builtin_expect(r != cudaSuccess, 0)) {
-    LaunchFailed(api, GpuLayer::kRuntime, caller, real, r, func, U(stream));
+  if (__builtin_expect(r == cudaSuccess, 1)) {
+    RingPush(static_cast<uint16_t>(api), func, U(stream), g.x, g.y, g.z, b.x, b.y, b.z);
+    return r;
   }
+  LaunchFailed(api, GpuLayer::kRuntime, caller, real, r, func, U(stream));
   return r;
 }
+constexpr dim3 kNoDim{0, 0, 0};
 }  // namespace
 
 cudaError_t L_cudaLaunchKernel(decltype(&::cudaLaunchKernel) real, const void* caller,
                                const void* func, dim3 grid, dim3 block, void** args, size_t shmem,
                                cudaStream_t stream) {
   if (real == nullptr) return kNoRealRuntime;
-  return Launch(GpuApi::kCudaLaunchKernel, caller, Addr(real), func, stream,
+  return Launch(GpuApi::kCudaLaunchKernel, caller, Addr(real), func, stream, grid, block,
                 [&] { return real(func, grid, block, args, shmem, stream); });
 }
 cudaError_t L_cudaLaunchKernel_ptsz(decltype(&::cudaLaunchKernel_ptsz) real, const void* caller,
                                     const void* func, dim3 grid, dim3 block, void** args,
                                     size_t shmem, cudaStream_t stream) {
   if (real == nullptr) return kNoRealRuntime;
-  return Launch(GpuApi::kCudaLaunchKernel_ptsz, caller, Addr(real), func, stream,
+  return Launch(GpuApi::kCudaLaunchKernel_ptsz, caller, Addr(real), func, stream, grid, block,
                 [&] { return real(func, grid, block, args, shmem, stream); });
 }
 cudaError_t L_cudaLaunchKernelExC(decltype(&::cudaLaunchKernelExC) real, const void* caller,
@@ -258,6 +264,8 @@ cudaError_t L_cudaLaunchKernelExC(decltype(&::cudaLaunchKernelExC) real, const v
   if (real == nullptr) return kNoRealRuntime;
   return Launch(GpuApi::kCudaLaunchKernelExC, caller, Addr(real), func,
                 config != nullptr ? config->stream : nullptr,
+                config != nullptr ? config->gridDim : kNoDim,
+                config != nullptr ? config->blockDim : kNoDim,
                 [&] { return real(config, func, args); });
 }
 cudaError_t L_cudaLaunchKernelExC_ptsz(decltype(&::cudaLaunchKernelExC_ptsz) real,
@@ -266,6 +274,8 @@ cudaError_t L_cudaLaunchKernelExC_ptsz(decltype(&::cudaLaunchKernelExC_ptsz) rea
   if (real == nullptr) return kNoRealRuntime;
   return Launch(GpuApi::kCudaLaunchKernelExC_ptsz, caller, Addr(real), func,
                 config != nullptr ? config->stream : nullptr,
+                config != nullptr ? config->gridDim : kNoDim,
+                config != nullptr ? config->blockDim : kNoDim,
                 [&] { return real(config, func, args); });
 }
 cudaError_t L_cudaLaunchCooperativeKernel(decltype(&::cudaLaunchCooperativeKernel) real,
@@ -273,7 +283,7 @@ cudaError_t L_cudaLaunchCooperativeKernel(decltype(&::cudaLaunchCooperativeKerne
                                           dim3 block, void** args, size_t shmem,
                                           cudaStream_t stream) {
   if (real == nullptr) return kNoRealRuntime;
-  return Launch(GpuApi::kCudaLaunchCooperativeKernel, caller, Addr(real), func, stream,
+  return Launch(GpuApi::kCudaLaunchCooperativeKernel, caller, Addr(real), func, stream, grid, block,
                 [&] { return real(func, grid, block, args, shmem, stream); });
 }
 cudaError_t L_cudaLaunchCooperativeKernel_ptsz(decltype(&::cudaLaunchCooperativeKernel_ptsz) real,
@@ -281,8 +291,137 @@ cudaError_t L_cudaLaunchCooperativeKernel_ptsz(decltype(&::cudaLaunchCooperative
                                                dim3 block, void** args, size_t shmem,
                                                cudaStream_t stream) {
   if (real == nullptr) return kNoRealRuntime;
-  return Launch(GpuApi::kCudaLaunchCooperativeKernel_ptsz, caller, Addr(real), func, stream,
-                [&] { return real(func, grid, block, args, shmem, stream); });
+  return Launch(GpuApi::kCudaLaunchCooperativeKernel_ptsz, caller, Addr(real), func, stream, grid,
+                block, [&] { return real(func, grid, block, args, shmem, stream); });
+}
+
+// nvcc 13's host stubs: the handle from __cudaGetKernel stands for the stub; the analyzer
+// names it through the GpuFunction record written here (once per stub: the stub keeps the
+// handle in a static).
+cudaError_t L___cudaGetKernel(decltype(&::__cudaGetKernel) real, const void* caller,
+                              cudaKernel_t* kernel, const void* stub) {
+  if (real == nullptr) return kNoRealRuntime;
+  ThreadState& t = t_thread;
+  ++t.runtime_depth;
+  const cudaError_t r = real(kernel, stub);
+  --t.runtime_depth;
+  if (r == cudaSuccess && kernel != nullptr && *kernel != nullptr && Recording()) {
+    ShimScope scope;
+    if (scope.entered()) {
+      const uint64_t now = Ticks();
+      FunctionFacts f;
+      f.handle = U(*kernel);
+      f.stub = U(stub);
+      RecordFunction(Call{GpuApi::kNvccGetKernel, GpuLayer::kRuntime, caller, Addr(real), now, now, 0},
+                     f);
+    }
+  }
+  return r;
+}
+cudaError_t L___cudaLaunchKernel(decltype(&::__cudaLaunchKernel) real, const void* caller,
+                                 cudaKernel_t kernel, dim3 grid, dim3 block, void** args,
+                                 size_t shmem, cudaStream_t stream) {
+  if (real == nullptr) return kNoRealRuntime;
+  return Launch(GpuApi::kNvccLaunchKernel, caller, Addr(real), kernel, stream, grid, block,
+                [&] { return real(kernel, grid, block, args, shmem, stream); });
+}
+cudaError_t L___cudaLaunchKernel_ptsz(decltype(&::__cudaLaunchKernel_ptsz) real,
+                                      const void* caller, cudaKernel_t kernel, dim3 grid,
+                                      dim3 block, void** args, size_t shmem, cudaStream_t stream) {
+  if (real == nullptr) return kNoRealRuntime;
+  return Launch(GpuApi::kNvccLaunchKernel_ptsz, caller, Addr(real), kernel, stream, grid, block,
+                [&] { return real(kernel, grid, block, args, shmem, stream); });
+}
+
+// ---- synchronising calls and error queries --------------------------------------------------------
+// Where an asynchronous device fault surfaces. Success costs the comparison of the result
+// (and, for a stream or device synchronisation, the epoch that tells the launch ring
+// which kernels it completed); a sticky error is the device fault (launch_ring.h).
+
+namespace {
+template <class Run>
+inline cudaError_t Sync(GpuApi api, const void* caller, const void* real, Marks marks,
+                        const FaultScope& where, Run&& run) {
+  return SyncCall<cudaError_t>(api, GpuLayer::kRuntime, caller, real, marks, where, run);
+}
+}  // namespace
+
+cudaError_t L_cudaDeviceSynchronize(decltype(&::cudaDeviceSynchronize) real, const void* caller) {
+  if (real == nullptr) return kNoRealRuntime;
+  return Sync(GpuApi::kCudaDeviceSynchronize, caller, Addr(real), Marks::kDevice, FaultScope{},
+              [&] { return real(); });
+}
+cudaError_t L_cudaStreamSynchronize(decltype(&::cudaStreamSynchronize) real, const void* caller,
+                                    cudaStream_t s) {
+  if (real == nullptr) return kNoRealRuntime;
+  return Sync(GpuApi::kCudaStreamSynchronize, caller, Addr(real), Marks::kStream, OnStream(s),
+              [&] { return real(s); });
+}
+cudaError_t L_cudaStreamSynchronize_ptsz(decltype(&::cudaStreamSynchronize_ptsz) real,
+                                         const void* caller, cudaStream_t s) {
+  if (real == nullptr) return kNoRealRuntime;
+  return Sync(GpuApi::kCudaStreamSynchronize_ptsz, caller, Addr(real), Marks::kStream, OnStream(s),
+              [&] { return real(s); });
+}
+cudaError_t L_cudaStreamQuery(decltype(&::cudaStreamQuery) real, const void* caller,
+                              cudaStream_t s) {
+  if (real == nullptr) return kNoRealRuntime;
+  return Sync(GpuApi::kCudaStreamQuery, caller, Addr(real), Marks::kStream, OnStream(s),
+              [&] { return real(s); });
+}
+cudaError_t L_cudaStreamQuery_ptsz(decltype(&::cudaStreamQuery_ptsz) real, const void* caller,
+                                   cudaStream_t s) {
+  if (real == nullptr) return kNoRealRuntime;
+  return Sync(GpuApi::kCudaStreamQuery_ptsz, caller, Addr(real), Marks::kStream, OnStream(s),
+              [&] { return real(s); });
+}
+cudaError_t L_cudaEventSynchronize(decltype(&::cudaEventSynchronize) real, const void* caller,
+                                   cudaEvent_t e) {
+  if (real == nullptr) return kNoRealRuntime;
+  return Sync(GpuApi::kCudaEventSynchronize, caller, Addr(real), Marks::kNothing, FaultScope{},
+              [&] { return real(e); });
+}
+cudaError_t L_cudaEventQuery(decltype(&::cudaEventQuery) real, const void* caller, cudaEvent_t e) {
+  if (real == nullptr) return kNoRealRuntime;
+  return Sync(GpuApi::kCudaEventQuery, caller, Addr(real), Marks::kNothing, FaultScope{},
+              [&] { return real(e); });
+}
+// A synchronous copy waits for the legacy default stream, which waits for every blocking
+// stream: a fault it reports may come from any of them.
+cudaError_t L_cudaMemcpy(decltype(&::cudaMemcpy) real, const void* caller, void* dst,
+                         const void* src, size_t n, cudaMemcpyKind kind) {
+  if (real == nullptr) return kNoRealRuntime;
+  return Sync(GpuApi::kCudaMemcpy, caller, Addr(real), Marks::kNothing, FaultScope{},
+              [&] { return real(dst, src, n, kind); });
+}
+cudaError_t L_cudaMemcpy_ptds(decltype(&::cudaMemcpy_ptds) real, const void* caller, void* dst,
+                              const void* src, size_t n, cudaMemcpyKind kind) {
+  if (real == nullptr) return kNoRealRuntime;
+  return Sync(GpuApi::kCudaMemcpy_ptds, caller, Addr(real), Marks::kNothing, FaultScope{},
+              [&] { return real(dst, src, n, kind); });
+}
+cudaError_t L_cudaMemcpyAsync(decltype(&::cudaMemcpyAsync) real, const void* caller, void* dst,
+                              const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t s) {
+  if (real == nullptr) return kNoRealRuntime;
+  return Sync(GpuApi::kCudaMemcpyAsync, caller, Addr(real), Marks::kNothing, OnStream(s),
+              [&] { return real(dst, src, n, kind, s); });
+}
+cudaError_t L_cudaMemcpyAsync_ptsz(decltype(&::cudaMemcpyAsync_ptsz) real, const void* caller,
+                                   void* dst, const void* src, size_t n, cudaMemcpyKind kind,
+                                   cudaStream_t s) {
+  if (real == nullptr) return kNoRealRuntime;
+  return Sync(GpuApi::kCudaMemcpyAsync_ptsz, caller, Addr(real), Marks::kNothing, OnStream(s),
+              [&] { return real(dst, src, n, kind, s); });
+}
+cudaError_t L_cudaGetLastError(decltype(&::cudaGetLastError) real, const void* caller) {
+  if (real == nullptr) return kNoRealRuntime;
+  return Sync(GpuApi::kCudaGetLastError, caller, Addr(real), Marks::kNothing, FaultScope{},
+              [&] { return real(); });
+}
+cudaError_t L_cudaPeekAtLastError(decltype(&::cudaPeekAtLastError) real, const void* caller) {
+  if (real == nullptr) return kNoRealRuntime;
+  return Sync(GpuApi::kCudaPeekAtLastError, caller, Addr(real), Marks::kNothing, FaultScope{},
+              [&] { return real(); });
 }
 
 }  // namespace colabtrace::shim::gpu
@@ -345,6 +484,41 @@ cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* f, dim3 g, dim3 b, void
                                              cudaStream_t s) {
   CT_GPU_EXPORT(cudaLaunchCooperativeKernel_ptsz, f, g, b, a, sh, s);
 }
+cudaError_t __cudaGetKernel(cudaKernel_t* k, const void* stub) {
+  CT_GPU_EXPORT(__cudaGetKernel, k, stub);
+}
+cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void** a, size_t sh,
+                               cudaStream_t s) {
+  CT_GPU_EXPORT(__cudaLaunchKernel, k, g, b, a, sh, s);
+}
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t k, dim3 g, dim3 b, void** a, size_t sh,
+                                    cudaStream_t s) {
+  CT_GPU_EXPORT(__cudaLaunchKernel_ptsz, k, g, b, a, sh, s);
+}
+cudaError_t cudaDeviceSynchronize(void) { CT_GPU_EXPORT(cudaDeviceSynchronize); }
+cudaError_t cudaStreamSynchronize(cudaStream_t s) { CT_GPU_EXPORT(cudaStreamSynchronize, s); }
+cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t s) {
+  CT_GPU_EXPORT(cudaStreamSynchronize_ptsz, s);
+}
+cudaError_t cudaStreamQuery(cudaStream_t s) { CT_GPU_EXPORT(cudaStreamQuery, s); }
+cudaError_t cudaStreamQuery_ptsz(cudaStream_t s) { CT_GPU_EXPORT(cudaStreamQuery_ptsz, s); }
+cudaError_t cudaEventSynchronize(cudaEvent_t e) { CT_GPU_EXPORT(cudaEventSynchronize, e); }
+cudaError_t cudaEventQuery(cudaEvent_t e) { CT_GPU_EXPORT(cudaEventQuery, e); }
+cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind k) {
+  CT_GPU_EXPORT(cudaMemcpy, d, s, n, k);
+}
+cudaError_t cudaMemcpy_ptds(void* d, const void* s, size_t n, cudaMemcpyKind k) {
+  CT_GPU_EXPORT(cudaMemcpy_ptds, d, s, n, k);
+}
+cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind k, cudaStream_t st) {
+  CT_GPU_EXPORT(cudaMemcpyAsync, d, s, n, k, st);
+}
+cudaError_t cudaMemcpyAsync_ptsz(void* d, const void* s, size_t n, cudaMemcpyKind k,
+                                 cudaStream_t st) {
+  CT_GPU_EXPORT(cudaMemcpyAsync_ptsz, d, s, n, k, st);
+}
+cudaError_t cudaGetLastError(void) { CT_GPU_EXPORT(cudaGetLastError); }
+cudaError_t cudaPeekAtLastError(void) { CT_GPU_EXPORT(cudaPeekAtLastError); }
 
 }  // extern "C"
 #pragma GCC visibility pop

@@ -17,6 +17,9 @@
 #include "writer.h"
 
 namespace colabtrace::shim::python {
+
+bool g_python_frames = false;
+
 namespace {
 
 // ---- the interpreter ----------------------------------------------------------------
@@ -335,6 +338,8 @@ bool InitPythonStacks() {
                      copy == probe;
   g_py = py;
   __atomic_store_n(&g_init_state, 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&g_python_frames, g_py.layout != nullptr && g_config.stack_depth > 0,
+                   __ATOMIC_RELAXED);
   return g_py.layout != nullptr;
 }
 
@@ -371,6 +376,28 @@ uint64_t CapturePythonStackId() {
   const uint64_t id = InternString(std::string_view(text, len));
   if (id != 0 && id <= 0xFFFFFFFFu) __atomic_store_n(&slot, (tag << 32) | id, __ATOMIC_RELAXED);
   return id;
+}
+
+bool CurrentPythonFrame(uintptr_t* code, int32_t* lasti) {
+  *code = 0;
+  *lasti = -1;
+  if (g_py.layout == nullptr || g_config.stack_depth <= 0) return false;
+  if (__builtin_expect(__atomic_load_n(&g_layout_proven, __ATOMIC_RELAXED) != 1, 0) && !LayoutProvenHere()) {
+    return false;
+  }
+  FrameRef f;
+  if (CollectFrames<DirectRead>(&f, 1) == 0) return false;
+  *code = f.code;
+  *lasti = f.lasti;
+  return true;
+}
+
+size_t FormatPythonFrameSafe(uintptr_t code, int32_t lasti, char* out, size_t cap) {
+  if (g_py.layout == nullptr || code == 0 || out == nullptr) return 0;
+  uintptr_t type = 0;
+  if (!Word<CheckedRead>(code + kObType, &type) || type != g_py.code_type) return 0;
+  const FrameRef f{code, lasti};
+  return FormatFrames<CheckedRead>(&f, 1, out, cap);
 }
 
 void EmitPythonSample(uint64_t ts) {

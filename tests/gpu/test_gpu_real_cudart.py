@@ -25,7 +25,10 @@ TRACED_BASES = {
     "cuMemHostAlloc", "cuMemFreeHost", "cuModuleLoad", "cuModuleLoadData", "cuModuleLoadDataEx",
     "cuModuleLoadFatBinary", "cuLibraryLoadData", "cuLibraryLoadFromFile", "cuInit",
     "cuGetProcAddress", "cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel",
-    "cuModuleGetFunction", "cuLibraryGetKernel", "cuFuncGetName"}
+    "cuModuleGetFunction", "cuLibraryGetKernel", "cuFuncGetName", "cuKernelGetFunction",
+    "cuCtxSynchronize", "cuStreamSynchronize", "cuStreamQuery", "cuEventSynchronize", "cuEventQuery",
+    "cuMemcpy", "cuMemcpyAsync", "cuMemcpyHtoD", "cuMemcpyDtoH", "cuMemcpyDtoD", "cuMemcpyHtoDAsync",
+    "cuMemcpyDtoHAsync"}
 
 
 def sim_entries():
@@ -109,7 +112,8 @@ class RealCudart(GpuTest):
         self.assertIn(("cuMemAllocAsync", 11020, 2), got)
         dlsym = {r["name"] for r in interposed if r["via"] == "0"}
         self.assertEqual(dlsym, {"cudaRuntimeGetVersion", "cudaDriverGetVersion", "cudaMalloc",
-                                 "cudaFree", "cudaMemGetInfo", "cuGetProcAddress_v2"})
+                                 "cudaFree", "cudaMemGetInfo", "cudaGetLastError",
+                                 "cuGetProcAddress_v2"})
         allocs = h.records(trace, "gpu_alloc")
         self.assertEqual([(a["api"], a["rc"]) for a in allocs], [("1", "801")])
         self.counts(self.gpu(rep), 0, 0, 1, 0, 0)

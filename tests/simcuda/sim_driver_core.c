@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim_errors.h"
+#include "cuda_errors.h" /* analyzer/gpu/: the generated table of every CUDA error */
 
 typedef struct { const char *base, *sym; int version, ptds; void *fn; } sim_entry;
 static const sim_entry k_entries[] = {
@@ -87,6 +87,16 @@ static void config(void) {
   int major = 8, minor = 0;
   s = getenv("SIMCUDA_CC");
   if (s && sscanf(s, "%d.%d", &major, &minor) < 1) major = 8, minor = 0;
+  const char *fault = getenv("SIMCUDA_FAULT_KERNEL");
+  G.fault_code = CUDA_ERROR_ILLEGAL_ADDRESS;
+  if (fault && *fault) {
+    snprintf(G.fault_kernel, sizeof G.fault_kernel, "%s", fault);
+    char *colon = strrchr(G.fault_kernel, ':');
+    if (colon && colon[1] >= '0' && colon[1] <= '9') {
+      G.fault_code = (CUresult)atoi(colon + 1);
+      *colon = 0;
+    }
+  }
   const char *name = getenv("SIMCUDA_NAME");
   for (int i = 0; i < SIM_MAX_DEVICES; i++) {
     sim_device *d = &G.dev[i];
@@ -249,7 +259,7 @@ CUresult CUDAAPI cuDriverGetVersion(int *v) {
 
 #define SIM_STR_CASE(code, name, desc) case code: return which ? desc : name;
 static const char *cu_error_text(CUresult e, int which) {
-  switch ((int)e) { SIM_CU_ERRORS(SIM_STR_CASE) }
+  switch ((int)e) { CT_CU_ERRORS(SIM_STR_CASE) }
   return NULL;
 }
 CUresult CUDAAPI cuGetErrorString(CUresult e, const char **s) {
@@ -390,6 +400,7 @@ static void ctx_teardown(struct CUctx_st *c) {
     }
   }
   c->active = 0;
+  c->pending = c->sticky = CUDA_SUCCESS; /* a reset primary context (or a new one) is healthy */
   if (sim_tls_ctx == c && !c->primary) sim_tls_ctx = NULL;
 }
 
@@ -402,11 +413,35 @@ static int known_ctx(struct CUctx_st *c) {
   return 0;
 }
 
-CUresult sim_current_ctx(struct CUctx_st **out) {
+CUresult sim_current_ctx_any(struct CUctx_st **out) {
   if (!G.initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!sim_tls_ctx || !sim_tls_ctx->active) return CUDA_ERROR_INVALID_CONTEXT;
   *out = sim_tls_ctx;
   return CUDA_SUCCESS;
+}
+CUresult sim_current_ctx(struct CUctx_st **out) {
+  CUresult r = sim_current_ctx_any(out);
+  return r != CUDA_SUCCESS ? r : (*out)->sticky;
+}
+CUresult sim_current_sticky(void) {
+  return G.initialized && sim_tls_ctx && sim_tls_ctx->active ? sim_tls_ctx->sticky : CUDA_SUCCESS;
+}
+
+/* ---- device faults (SIMCUDA_FAULT_KERNEL) ------------------------------------------------ */
+static CUstream stream_key(CUstream s) {
+  return s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD ? NULL : s;
+}
+void sim_launched(struct CUctx_st *c, CUstream s, const char *name) {
+  if (!G.fault_kernel[0] || strcmp(name, G.fault_kernel) != 0 || c->pending || c->sticky) return;
+  c->pending = G.fault_code;
+  c->pending_stream = stream_key(s);
+}
+CUresult sim_sync_faults(struct CUctx_st *c, CUstream s, int any) {
+  if (c->pending && (any || c->pending_stream == stream_key(s))) {
+    c->sticky = c->pending;
+    c->pending = CUDA_SUCCESS;
+  }
+  return c->sticky;
 }
 
 CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
@@ -514,7 +549,7 @@ CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx) {
   SIM_LOCKED;
   struct CUctx_st *c = ctx;
   if (!c) {
-    CUresult r = sim_current_ctx(&c);
+    CUresult r = sim_current_ctx_any(&c); /* answers after a device fault too, as the real one */
     if (r != CUDA_SUCCESS) return r;
   } else if (!G.initialized) {
     return CUDA_ERROR_NOT_INITIALIZED;
@@ -531,28 +566,34 @@ CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx) {
   SIM_LOCKED;
   struct CUctx_st *c = ctx;
   if (!c) {
-    CUresult r = sim_current_ctx(&c);
+    CUresult r = sim_current_ctx_any(&c);
     if (r != CUDA_SUCCESS) return r;
   } else if (!G.initialized) {
     return CUDA_ERROR_NOT_INITIALIZED;
   } else if (!known_ctx(c) || !c->active) {
     return CUDA_ERROR_INVALID_CONTEXT;
   }
+  CUresult f = sim_sync_faults(c, NULL, 1);
+  if (f != CUDA_SUCCESS) return f;
   sim_pools_on_sync(c->dev);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuCtxSynchronize(void) { return cuCtxSynchronize_v2(NULL); }
 
 /* ---- streams ------------------------------------------------------------------------------ */
-CUresult sim_stream_ctx(CUstream s, struct CUctx_st **out) {
+CUresult sim_stream_ctx_any(CUstream s, struct CUctx_st **out) {
   if (!G.initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) return sim_current_ctx(out);
+  if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) return sim_current_ctx_any(out);
   for (struct CUstream_st *p = G.streams; p; p = p->next)
     if (p == s) {
       *out = p->ctx;
       return CUDA_SUCCESS;
     }
   return CUDA_ERROR_INVALID_HANDLE;
+}
+CUresult sim_stream_ctx(CUstream s, struct CUctx_st **out) {
+  CUresult r = sim_stream_ctx_any(s, out);
+  return r != CUDA_SUCCESS ? r : (*out)->sticky;
 }
 
 CUresult CUDAAPI cuStreamCreate(CUstream *ph, unsigned int flags) {
@@ -585,9 +626,19 @@ CUresult CUDAAPI cuStreamDestroy(CUstream h) { return cuStreamDestroy_v2(h); }
 CUresult CUDAAPI cuStreamSynchronize(CUstream h) {
   SIM_LOCKED;
   struct CUctx_st *c;
-  CUresult r = sim_stream_ctx(h, &c);
+  CUresult r = sim_stream_ctx_any(h, &c);
   if (r != CUDA_SUCCESS) return r;
+  if ((r = sim_sync_faults(c, h, 0)) != CUDA_SUCCESS) return r;
   sim_pools_on_sync(c->dev);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream h) { return cuStreamSynchronize(h); }
+/* Work is done at submission, so a stream is always complete: success, or its fault. */
+CUresult CUDAAPI cuStreamQuery(CUstream h) {
+  SIM_LOCKED;
+  struct CUctx_st *c;
+  CUresult r = sim_stream_ctx_any(h, &c);
+  if (r != CUDA_SUCCESS) return r;
+  return sim_sync_faults(c, h, 0);
+}
+CUresult CUDAAPI cuStreamQuery_ptsz(CUstream h) { return cuStreamQuery(h); }

@@ -59,6 +59,7 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev);
 CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev);
 CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
 CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream hStream);
+CUresult CUDAAPI cuStreamQuery_ptsz(CUstream hStream);
 CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount);
 CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream);
 CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount);
@@ -122,6 +123,11 @@ void sim_range_clear(sim_range *r);
 struct CUctx_st {
   int dev, primary, active, refcount;
   unsigned flags;
+  /* Device faults (SIMCUDA_FAULT_KERNEL): a launch of the faulting kernel leaves `pending` on its
+   * stream; the next synchronisation of that stream (or of the context) makes it `sticky`, which
+   * every later call in the context returns. */
+  CUresult pending, sticky;
+  CUstream pending_stream; /* NULL for the default streams */
   struct CUctx_st *next; /* all contexts ever created (never freed: stale handles stay safe) */
 };
 struct CUstream_st { struct CUctx_st *ctx; unsigned flags; struct CUstream_st *next; };
@@ -165,6 +171,8 @@ typedef struct sim_state {
   struct CUmemPoolHandle_st *pools;
   sim_vmm *vmms;
   unsigned long long proc_lookups, export_table_calls;
+  char fault_kernel[256]; /* SIMCUDA_FAULT_KERNEL=name[:code] */
+  CUresult fault_code;
 } sim_state;
 
 extern sim_state G;
@@ -185,8 +193,20 @@ void sim_unlock_guard(int *);
 
 /* Checks used by nearly every entry point (lock held). */
 #define SIM_NEED_INIT() do { if (!G.initialized) return CUDA_ERROR_NOT_INITIALIZED; } while (0)
-CUresult sim_current_ctx(struct CUctx_st **out); /* NOT_INITIALIZED / INVALID_CONTEXT */
-CUresult sim_stream_ctx(CUstream s, struct CUctx_st **out); /* default streams -> current ctx */
+CUresult sim_current_ctx(struct CUctx_st **out); /* NOT_INITIALIZED / INVALID_CONTEXT / its sticky error */
+CUresult sim_stream_ctx(CUstream s, struct CUctx_st **out); /* default streams -> current ctx; sticky too */
+/* The same without the sticky error (calls that still answer after a device fault, and the
+ * synchronisations that make a pending fault sticky). */
+CUresult sim_current_ctx_any(struct CUctx_st **out);
+CUresult sim_stream_ctx_any(CUstream s, struct CUctx_st **out);
+/* A synchronisation of stream s (any != 0: of every stream) in context c: a pending fault there
+ * becomes sticky. Returns the context's sticky error (CUDA_SUCCESS when healthy). */
+CUresult sim_sync_faults(struct CUctx_st *c, CUstream s, int any);
+/* The current context's sticky error, for context-independent calls (cuFuncGetName,
+ * cuLibraryGetKernel...), which the real driver also fails after a fault. */
+CUresult sim_current_sticky(void);
+/* A successful launch of function `name` on stream s of context c (SIMCUDA_FAULT_KERNEL). */
+void sim_launched(struct CUctx_st *c, CUstream s, const char *name);
 int sim_valid_dev(CUdevice d);
 
 /* memory helpers shared between files (lock held) */

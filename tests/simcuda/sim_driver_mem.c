@@ -362,11 +362,15 @@ static int host_range(const void *p, size_t n) {
 }
 
 /* ---- copies and sets: validated against live allocations, no data is moved --------------- */
-static CUresult copy_check(CUstream s, int dev_dst, uint64_t dst, int dev_src, uint64_t src, size_t n) {
+/* sync: a synchronous copy, which waits for the legacy default stream and so for every blocking
+ * stream: a pending device fault becomes sticky there. */
+static CUresult copy_check_in(CUstream s, int sync, int dev_dst, uint64_t dst, int dev_src, uint64_t src,
+                              size_t n) {
   SIM_LOCKED;
   struct CUctx_st *c;
-  CUresult r = sim_stream_ctx(s, &c);
+  CUresult r = sim_stream_ctx_any(s, &c);
   if (r != CUDA_SUCCESS) return r;
+  if ((r = sync ? sim_sync_faults(c, s, 1) : c->sticky) != CUDA_SUCCESS) return r;
   if (n == 0) return CUDA_SUCCESS;
   if (dev_dst ? !valid_device_range(dst, n) : !host_range((void *)(uintptr_t)dst, n))
     return CUDA_ERROR_INVALID_VALUE;
@@ -374,34 +378,42 @@ static CUresult copy_check(CUstream s, int dev_dst, uint64_t dst, int dev_src, u
     return CUDA_ERROR_INVALID_VALUE;
   return CUDA_SUCCESS;
 }
+static CUresult copy_check(CUstream s, int dev_dst, uint64_t dst, int dev_src, uint64_t src, size_t n) {
+  return copy_check_in(s, 0, dev_dst, dst, dev_src, src, n);
+}
+static CUresult sync_copy_check(int dev_dst, uint64_t dst, int dev_src, uint64_t src, size_t n) {
+  return copy_check_in(NULL, 1, dev_dst, dst, dev_src, src, n);
+}
 
 /* cuMemcpy/cuMemcpyAsync infer direction from the addresses (unified addressing). A host to host
  * copy really copies; every copy touching device memory only validates. */
-static CUresult copy_any(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+static CUresult copy_any(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s, int sync) {
   int dd, sd; /* an address inside the simulated device space is "device", valid or not */
   {
     SIM_LOCKED;
     dd = !host_range((void *)(uintptr_t)dst, n), sd = !host_range((void *)(uintptr_t)src, n);
   }
-  CUresult r = copy_check(s, dd, dst, sd, src, n);
+  CUresult r = copy_check_in(s, sync, dd, dst, sd, src, n);
   if (r == CUDA_SUCCESS && !dd && !sd && n) memmove((void *)(uintptr_t)dst, (void *)(uintptr_t)src, n);
   return r;
 }
-CUresult CUDAAPI cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n) { return copy_any(d, s, n, NULL); }
-CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) { return copy_any(d, s, n, NULL); }
-CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { return copy_any(d, s, n, st); }
+CUresult CUDAAPI cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n) { return copy_any(d, s, n, NULL, 1); }
+CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) { return copy_any(d, s, n, NULL, 1); }
+CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
+  return copy_any(d, s, n, st, 0);
+}
 CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
-  return copy_any(d, s, n, st);
+  return copy_any(d, s, n, st, 0);
 }
 CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr d, const void *h, size_t n) {
-  return copy_check(NULL, 1, d, 0, (uintptr_t)h, n);
+  return sync_copy_check(1, d, 0, (uintptr_t)h, n);
 }
 CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr d, const void *h, size_t n) { return cuMemcpyHtoD_v2(d, h, n); }
 CUresult CUDAAPI cuMemcpyDtoH_v2(void *h, CUdeviceptr s, size_t n) {
-  return copy_check(NULL, 0, (uintptr_t)h, 1, s, n);
+  return sync_copy_check(0, (uintptr_t)h, 1, s, n);
 }
 CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void *h, CUdeviceptr s, size_t n) { return cuMemcpyDtoH_v2(h, s, n); }
-CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) { return copy_check(NULL, 1, d, 1, s, n); }
+CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) { return sync_copy_check(1, d, 1, s, n); }
 CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr d, CUdeviceptr s, size_t n) { return cuMemcpyDtoD_v2(d, s, n); }
 CUresult CUDAAPI cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) {
   (void)v;

@@ -20,7 +20,8 @@
 
 struct CUmod_st {
   struct CUctx_st *ctx; /* NULL for libraries (context-independent) */
-  int launch_error, any_name;
+  int launch_error, any_name, ctx_independent;
+  CUresult code_error; /* libraries: why the image has no code for the device (cuLibraryGetKernel's) */
   uint32_t id; /* the module id CUPTI's RESOURCE callbacks carry */
   unsigned char *img; /* copy of the image, searched for function names */
   size_t len;
@@ -106,7 +107,11 @@ static CUresult check_image(const void *image, size_t len, int cc, struct CUmod_
   } else {
     return CUDA_ERROR_INVALID_IMAGE;
   }
-  if (r != CUDA_SUCCESS) return r;
+  if (r != CUDA_SUCCESS && (!m->ctx_independent || r == CUDA_ERROR_OUT_OF_MEMORY)) return r;
+  /* A library is loaded lazily, as by the real CUDA 13 driver (measured on an H200: cuLibraryLoadData
+   * of an image without code for the GPU succeeds, cuLibraryGetKernel answers 209): the fit is
+   * checked, and its error kept for the kernel lookups. */
+  m->code_error = r;
   if (!(m->img = malloc(len))) return CUDA_ERROR_OUT_OF_MEMORY;
   memcpy(m->img, p, len);
   m->len = len;
@@ -148,11 +153,13 @@ static CUresult load(void **out, const void *image, size_t len, int library) {
   struct CUctx_st *c = NULL;
   CUresult r = sim_current_ctx(&c);
   if (r != CUDA_SUCCESS && !(library && r == CUDA_ERROR_INVALID_CONTEXT)) return r;
+  if (r != CUDA_SUCCESS) c = NULL;
   if (!out) return CUDA_ERROR_INVALID_VALUE;
   const sim_device *d = &G.dev[c ? c->dev : 0];
   struct CUmod_st *m = calloc(1, library ? sizeof(struct CUlib_st) : sizeof *m);
   if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
   m->ctx = library ? NULL : c;
+  m->ctx_independent = library;
   r = check_image(image, len, d->cc_major * 10 + d->cc_minor, m);
   if (r != CUDA_SUCCESS) {
     free(m);
@@ -240,9 +247,12 @@ static int has_name(const struct CUmod_st *m, const char *name) {
 static CUresult get_func(const void *handle, int library, const char *name, struct CUfunc_st **out) {
   SIM_LOCKED;
   SIM_NEED_INIT();
+  CUresult sticky = sim_current_sticky();
+  if (sticky != CUDA_SUCCESS) return sticky;
   struct CUmod_st *m = find_mod(handle);
   if (!m || (m->ctx == NULL) != library) return CUDA_ERROR_INVALID_HANDLE;
   if (!out || !name) return CUDA_ERROR_INVALID_VALUE;
+  if (m->code_error != CUDA_SUCCESS) return m->code_error;
   for (struct CUfunc_st *f = m->funcs; f; f = f->next)
     if (strcmp(f->name, name) == 0) {
       *out = f;
@@ -279,7 +289,9 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, 
   if (!gx || !gy || !gz || !bx || !by || !bz || bx > 1024 || by > 1024 || bz > 64 ||
       (uint64_t)bx * by * bz > 1024 || gy > 65535 || gz > 65535 || shmem > 166912 || (params && extra))
     return CUDA_ERROR_INVALID_VALUE;
-  return f->mod->launch_error ? (CUresult)f->mod->launch_error : CUDA_SUCCESS;
+  if (f->mod->launch_error) return (CUresult)f->mod->launch_error;
+  sim_launched(c, s, f->name);
+  return CUDA_SUCCESS;
 }
 /* cuLaunchKernelEx: the config's grid, block, shared memory and stream; attributes are ignored. */
 CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params, void **extra) {
@@ -304,14 +316,31 @@ CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, u
 }
 
 /* Library kernels are the library's functions: a CUkernel is a CUfunction of the library's module
- * (the real driver also accepts a CUkernel wherever a CUfunction goes). */
+ * (the real driver also accepts a CUkernel wherever a CUfunction goes). A library without code for
+ * the device answers its lookups with that error (209...). */
 CUresult CUDAAPI cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name) {
   return get_func(library, 1, name, (struct CUfunc_st **)pKernel);
+}
+/* The kernel's function in the current context: the same object here (a context-independent
+ * library's function launches in any context). An unknown kernel is CUDA_ERROR_INVALID_HANDLE (400),
+ * as the real driver answers. */
+CUresult CUDAAPI cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel) {
+  SIM_LOCKED;
+  struct CUctx_st *c;
+  CUresult r = sim_current_ctx(&c);
+  if (r != CUDA_SUCCESS) return r;
+  if (!pFunc) return CUDA_ERROR_INVALID_VALUE;
+  struct CUfunc_st *f = (struct CUfunc_st *)kernel;
+  if (!f || !known_func(f) || f->mod->ctx != NULL) return CUDA_ERROR_INVALID_HANDLE;
+  *pFunc = f;
+  return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuFuncGetName(const char **name, CUfunction hfunc) {
   SIM_LOCKED;
   SIM_NEED_INIT();
+  CUresult sticky = sim_current_sticky(); /* the real driver answers the device fault here too */
+  if (sticky != CUDA_SUCCESS) return sticky;
   if (!name || !hfunc) return CUDA_ERROR_INVALID_VALUE;
   if (!known_func(hfunc)) return CUDA_ERROR_INVALID_HANDLE;
   *name = hfunc->name;

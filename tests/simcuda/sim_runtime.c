@@ -17,7 +17,7 @@
  *    every driver result;
  *  - a driver older than 13000 gives cudaErrorInsufficientDriver and cuInit is never called.
  * Differences: the real runtime looks up ~440 variants (per-thread ones too, with flags 2) and needs
- * private export tables (cuGetExportTable); this one looks up only the 45 it uses, flags 0.
+ * private export tables (cuGetExportTable); this one looks up only the 47 it uses, flags 0.
  * The runtime uses the context current on the thread if there is one, else it retains the
  * primary context of the thread's device (cudaSetDevice, default 0) and makes it current.
  */
@@ -29,7 +29,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "sim_errors.h"
+#include "cuda_errors.h" /* analyzer/gpu/: the generated table of every CUDA error */
 
 #define SIM_RT_VERSION 13000
 #define SIM_RT_MAX_DEVICES 16
@@ -72,14 +72,16 @@
   X(cuStreamCreate, 2000) \
   X(cuStreamDestroy, 4000) \
   X(cuStreamSynchronize, 2000) \
+  X(cuStreamQuery, 2000) \
   X(cuMemcpy, 4000) \
   X(cuMemcpyAsync, 4000) \
   X(cuMemcpyHtoD, 3020) \
   X(cuMemcpyDtoH, 3020) \
   X(cuMemcpyDtoD, 3020) \
   X(cuMemsetD8, 3020) \
-  X(cuModuleLoadData, 2000) \
-  X(cuModuleGetFunction, 2000) \
+  X(cuLibraryLoadData, 12000) \
+  X(cuLibraryGetKernel, 12000) \
+  X(cuKernelGetFunction, 12000) \
   X(cuLaunchKernel, 4000) \
   X(cuLaunchKernelEx, 11060) \
   X(cuLaunchCooperativeKernel, 9000)
@@ -182,7 +184,7 @@ cudaError_t cudaDriverGetVersion(int *v) {
 
 #define SIM_STR_CASE(code, name, desc) case code: return which ? desc : name;
 static const char *rt_error_text(cudaError_t e, int which) {
-  switch ((int)e) { SIM_CUDART_ERRORS(SIM_STR_CASE) }
+  switch ((int)e) { CT_CUDART_ERRORS(SIM_STR_CASE) }
   return "unrecognized error code";
 }
 const char *cudaGetErrorString(cudaError_t e) { return rt_error_text(e, 1); }
@@ -421,6 +423,10 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s) {
   RT_CTX();
   return ret(DRV(cuStreamSynchronize, (CUstream)s));
 }
+cudaError_t cudaStreamQuery(cudaStream_t s) {
+  RT_CTX();
+  return ret(DRV(cuStreamQuery, (CUstream)s));
+}
 
 cudaError_t cudaMallocAsync(void **p, size_t size, cudaStream_t s) {
   RT_CTX();
@@ -495,18 +501,32 @@ cudaError_t cudaDeviceSetMemPool(int dev, cudaMemPool_t pool) {
 
 /* ---- kernels: registration and launches ----------------------------------------------------
  * What nvcc's host code does: a constructor registers the object's fatbin
- * (__cudaRegisterFatBinary with the wrapper {0x466243b1, 1, image, NULL}) and each kernel's host
- * stub with its device name (__cudaRegisterFunction). A launch names the kernel by its stub. Like
- * the real runtime (lazy loading, the default since CUDA 12.2) the image is loaded into the
- * current context at the first launch of one of its kernels: a load failure is that launch's
- * error (CUDA_ERROR_NO_BINARY_FOR_GPU 209 -> cudaErrorNoKernelImageForDevice 209), and is tried
- * again at the next launch. A stub that was never registered is cudaErrorInvalidDeviceFunction
- * (98). */
+ * (__cudaRegisterFatBinary with the wrapper {0x466243b1, 1, image, NULL}) and each kernel's
+ * host stub with its device name (__cudaRegisterFunction). nvcc 13's stubs then call
+ * __cudaGetKernel once (a runtime handle for the stub) and, for each launch,
+ * __cudaPopCallConfiguration (the <<<...>>> that __cudaPushCallConfiguration pushed) and
+ * __cudaLaunchKernel (_ptsz with --default-stream per-thread); hand-written code calls
+ * cudaLaunchKernel with the stub. Like the real runtime with lazy loading (the default since
+ * CUDA 12.2) a fatbin is loaded at the first launch of one of its kernels, as a library
+ * (cuLibraryLoadData, which succeeds whatever the GPU: the real driver defers its code to the
+ * kernel lookup), its kernel looked up with cuLibraryGetKernel (CUDA_ERROR_NO_BINARY_FOR_GPU 209
+ * when the image has no code for the device -> cudaErrorNoKernelImageForDevice 209, tried again at
+ * the next launch), made a function of the current context with cuKernelGetFunction (once per
+ * context: later launches there reuse it) and launched
+ * with cuLaunchKernel (cuLaunchKernelEx, cuLaunchCooperativeKernel). A stub that was never
+ * registered, or a name the image lacks, is cudaErrorInvalidDeviceFunction (98). */
 #define SIM_RT_MAX_FATBINS 64
 #define SIM_RT_MAX_KERNELS 512
 struct sim_fatbin_wrapper { int magic, version; const void *data; void *filename_or_fatbins; };
-static struct { const void *image; CUmodule mod; CUcontext ctx; int live; } g_fatbins[SIM_RT_MAX_FATBINS];
-static struct { const void *stub; int fatbin; const char *name; CUfunction f; CUcontext ctx; } g_kernels[SIM_RT_MAX_KERNELS];
+static struct { const void *image; CUlibrary lib; int live; } g_fatbins[SIM_RT_MAX_FATBINS];
+static struct {
+  const void *stub;
+  int fatbin;
+  const char *name;
+  CUkernel kernel;  /* once found */
+  CUfunction func;  /* its function in context ctx (looked up at the first launch there) */
+  CUcontext ctx;
+} g_kernels[SIM_RT_MAX_KERNELS];
 static int g_nkernels;
 
 void **__cudaRegisterFatBinary(void *wrapper) {
@@ -516,7 +536,7 @@ void **__cudaRegisterFatBinary(void *wrapper) {
     if (!g_fatbins[i].live) {
       g_fatbins[i].live = 1;
       g_fatbins[i].image = w && w->magic == 0x466243b1 ? w->data : NULL;
-      g_fatbins[i].mod = NULL;
+      g_fatbins[i].lib = NULL;
       pthread_mutex_unlock(&g_mu);
       return (void **)&g_fatbins[i];
     }
@@ -541,54 +561,100 @@ void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun,
     g_kernels[g_nkernels].stub = hostFun;
     g_kernels[g_nkernels].fatbin = fb;
     g_kernels[g_nkernels].name = deviceName;
-    g_kernels[g_nkernels].f = NULL;
+    g_kernels[g_nkernels].kernel = NULL;
+    g_kernels[g_nkernels].func = NULL;
     g_nkernels++;
   }
   pthread_mutex_unlock(&g_mu);
 }
+void __cudaRegisterVar(void **handle, char *hostVar, char *deviceAddress, const char *deviceName, int ext,
+                       size_t size, int constant, int global) {
+  (void)handle, (void)hostVar, (void)deviceAddress, (void)deviceName, (void)ext, (void)size, (void)constant,
+      (void)global;
+}
+char __cudaInitModule(void **handle) { return handle != NULL; }
 
-/* The CUfunction of a registered stub in the current context, loading its image on first use. */
-static cudaError_t rt_kernel(const void *stub, CUfunction *out) {
+/* <<<grid, block, shmem, stream>>>: nvcc pushes the configuration, the stub pops it. One slot per
+ * thread is enough: a stub pops what the expression just pushed. */
+static _Thread_local struct { dim3 grid, block; size_t shmem; cudaStream_t stream; int pushed; } t_config;
+unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shmem, struct CUstream_st *stream) {
+  t_config.grid = grid, t_config.block = block, t_config.shmem = shmem, t_config.stream = stream;
+  t_config.pushed = 1;
+  return 0;
+}
+cudaError_t __cudaPopCallConfiguration(dim3 *grid, dim3 *block, size_t *shmem, void *stream) {
+  if (!t_config.pushed) return cudaErrorMissingConfiguration;
+  t_config.pushed = 0;
+  *grid = t_config.grid, *block = t_config.block, *shmem = t_config.shmem;
+  *(cudaStream_t *)stream = t_config.stream;
+  return cudaSuccess;
+}
+
+/* The registered kernel of a stub, -1 if none (lock held). */
+static int rt_find_stub(const void *stub) {
+  for (int i = 0; i < g_nkernels; i++)
+    if (g_kernels[i].stub == stub && g_fatbins[g_kernels[i].fatbin].live) return i;
+  return -1;
+}
+
+/* The CUfunction of registered kernel k in the current context: the fatbin loaded as a library
+ * at first use, the kernel looked up (and remembered once found), a function of this context. */
+static cudaError_t rt_function(int k, CUfunction *out) {
   cudaError_t e = rt_ctx();
   if (e != cudaSuccess) return e;
   CUcontext cur = NULL;
   if ((e = DRV(cuCtxGetCurrent, &cur)) != cudaSuccess) return e;
   pthread_mutex_lock(&g_mu);
-  int k = -1;
-  for (int i = 0; i < g_nkernels; i++)
-    if (g_kernels[i].stub == stub && g_fatbins[g_kernels[i].fatbin].live) k = i;
-  if (k < 0) {
+  if (k < 0 || k >= g_nkernels || !g_fatbins[g_kernels[k].fatbin].live) {
     pthread_mutex_unlock(&g_mu);
     return cudaErrorInvalidDeviceFunction;
   }
-  if (g_kernels[k].f && g_kernels[k].ctx == cur) {
-    *out = g_kernels[k].f;
+  if (g_kernels[k].func && g_kernels[k].ctx == cur) {
+    *out = g_kernels[k].func;
     pthread_mutex_unlock(&g_mu);
     return cudaSuccess;
   }
   int fb = g_kernels[k].fatbin;
-  if (!g_fatbins[fb].mod || g_fatbins[fb].ctx != cur) {
-    g_fatbins[fb].mod = NULL;
-    e = g_fatbins[fb].image ? DRV(cuModuleLoadData, &g_fatbins[fb].mod, g_fatbins[fb].image)
+  if (!g_fatbins[fb].lib)
+    e = g_fatbins[fb].image ? DRV(cuLibraryLoadData, &g_fatbins[fb].lib, g_fatbins[fb].image, NULL, NULL, 0, NULL,
+                                  NULL, 0)
                             : cudaErrorInvalidKernelImage;
-    if (e == cudaSuccess) g_fatbins[fb].ctx = cur;
-  }
-  if (e == cudaSuccess) e = DRV(cuModuleGetFunction, &g_kernels[k].f, g_fatbins[fb].mod, g_kernels[k].name);
-  if (e == cudaSuccess) g_kernels[k].ctx = cur, *out = g_kernels[k].f;
+  if (e == cudaSuccess && !g_kernels[k].kernel)
+    e = DRV(cuLibraryGetKernel, &g_kernels[k].kernel, g_fatbins[fb].lib, g_kernels[k].name);
+  CUkernel kern = g_kernels[k].kernel;
+  pthread_mutex_unlock(&g_mu);
   /* the real runtime reports a kernel its image lacks as an invalid device function */
   if (e == (cudaError_t)CUDA_ERROR_NOT_FOUND) e = cudaErrorInvalidDeviceFunction;
-  pthread_mutex_unlock(&g_mu);
+  if (e == cudaSuccess) e = DRV(cuKernelGetFunction, out, kern);
+  if (e == cudaSuccess) {
+    pthread_mutex_lock(&g_mu);
+    g_kernels[k].func = *out, g_kernels[k].ctx = cur;
+    pthread_mutex_unlock(&g_mu);
+  }
   return e;
 }
 
-static cudaError_t rt_launch(const void *func, dim3 g, dim3 b, void **args, size_t shmem, cudaStream_t s,
-                             int cooperative) {
+static cudaError_t rt_launch_k(int k, dim3 g, dim3 b, void **args, size_t shmem, cudaStream_t s, int cooperative) {
   CUfunction f = NULL;
-  cudaError_t e = rt_kernel(func, &f);
+  cudaError_t e = rt_function(k, &f);
   if (e != cudaSuccess) return ret(e);
   if (cooperative)
     return ret(DRV(cuLaunchCooperativeKernel, f, g.x, g.y, g.z, b.x, b.y, b.z, (unsigned)shmem, (CUstream)s, args));
   return ret(DRV(cuLaunchKernel, f, g.x, g.y, g.z, b.x, b.y, b.z, (unsigned)shmem, (CUstream)s, args, NULL));
+}
+
+static int rt_stub_kernel(const void *stub) {
+  pthread_mutex_lock(&g_mu);
+  int k = rt_find_stub(stub);
+  pthread_mutex_unlock(&g_mu);
+  return k;
+}
+
+static cudaError_t rt_launch(const void *func, dim3 g, dim3 b, void **args, size_t shmem, cudaStream_t s,
+                             int cooperative) {
+  cudaError_t e = rt_ctx();
+  if (e != cudaSuccess) return ret(e);
+  return rt_launch_k(rt_stub_kernel(func), g, b, args, shmem, s, cooperative);
 }
 
 cudaError_t cudaLaunchKernel(const void *func, dim3 g, dim3 b, void **args, size_t shmem, cudaStream_t s) {
@@ -609,8 +675,10 @@ cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 g, dim3 b, v
  * -Bsymbolic, so one export calling another would pass through an LD_PRELOAD shim twice. */
 static cudaError_t rt_launch_ex(const cudaLaunchConfig_t *config, const void *func, void **args) {
   if (!config) return ret(cudaErrorInvalidValue);
+  cudaError_t e = rt_ctx();
+  if (e != cudaSuccess) return ret(e);
   CUfunction f = NULL;
-  cudaError_t e = rt_kernel(func, &f);
+  e = rt_function(rt_stub_kernel(func), &f);
   if (e != cudaSuccess) return ret(e);
   CUlaunchConfig c = {config->gridDim.x, config->gridDim.y, config->gridDim.z, config->blockDim.x,
                       config->blockDim.y, config->blockDim.z, (unsigned)config->dynamicSmemBytes,
@@ -622,4 +690,29 @@ cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *fu
 }
 cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func, void **args) {
   return rt_launch_ex(config, func, args);
+}
+
+/* nvcc 13's stubs. The handle names the registered kernel (1 + its index: never NULL); it is the
+ * runtime's own, resolved to the driver's CUkernel at the launch. */
+cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *stub) {
+  cudaError_t e = rt_init();
+  if (e != cudaSuccess) return ret(e);
+  if (!kernel) return ret(cudaErrorInvalidValue);
+  int k = rt_stub_kernel(stub);
+  if (k < 0) return ret(cudaErrorInvalidDeviceFunction);
+  *kernel = (cudaKernel_t)(uintptr_t)(k + 1);
+  return cudaSuccess;
+}
+static cudaError_t rt_launch_handle(cudaKernel_t kernel, dim3 g, dim3 b, void **args, size_t shmem,
+                                    cudaStream_t s) {
+  cudaError_t e = rt_ctx();
+  if (e != cudaSuccess) return ret(e);
+  return rt_launch_k((int)(uintptr_t)kernel - 1, g, b, args, shmem, s, 0);
+}
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 g, dim3 b, void **args, size_t shmem, cudaStream_t s) {
+  return rt_launch_handle(kernel, g, b, args, shmem, s);
+}
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 g, dim3 b, void **args, size_t shmem,
+                                   cudaStream_t s) {
+  return rt_launch_handle(kernel, g, b, args, shmem, s);
 }

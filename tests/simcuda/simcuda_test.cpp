@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -137,6 +138,8 @@ DRIVER_SCENARIO(managed_and_host)
 DRIVER_SCENARIO(copies)
 DRIVER_SCENARIO(modules)
 DRIVER_SCENARIO(threads)
+DRIVER_SCENARIO(device_faults)
+DRIVER_SCENARIO(device_fault_assert)
 
 #define RUNTIME_SCENARIO(name) \
   TEST(SimRuntime, name) { RunScenario("sim_runtime_scenarios", #name); }
@@ -152,7 +155,7 @@ TEST(SimScenarios, EveryScenarioHasATest) {
   EXPECT_EQ(RunProgram({kScenarioDir + "/sim_driver_scenarios", "--list"}).output,
             "init_and_context_errors\nno_device\nforced_init_error\ndevice_info\nmeminfo_context_and_other\n"
             "alloc_rounding_and_first_fit\nfragmentation\nerror_codes\nproc_address\npools\nvmm\n"
-            "managed_and_host\ncopies\nmodules\nthreads\n");
+            "managed_and_host\ncopies\nmodules\nthreads\ndevice_faults\ndevice_fault_assert\n");
   EXPECT_EQ(RunProgram({kScenarioDir + "/sim_runtime_scenarios", "--list"}).output,
             "no_driver\nno_device\nold_driver\nbasics\npools\nproc_lookups\n");
 }
@@ -189,7 +192,7 @@ TEST(SimExports, DriverNamesExistInRealStub) {
     EXPECT_TRUE(real.count(s)) << s << " is not exported by the real driver stub";
     ++checked;
   }
-  EXPECT_EQ(checked, 101u);  // the entries of sim_driver_entries.h
+  EXPECT_EQ(checked, 104u);  // the entries of sim_driver_entries.h
 }
 
 TEST(SimExports, RuntimeNamesAndVersionNodeMatchRealCudart) {
@@ -215,6 +218,42 @@ TEST(SimExports, RuntimeNamesAndVersionNodeMatchRealCudart) {
   size_t functions = 0;
   for (const std::string &s : sim) functions += s.rfind("cuda", 0) == 0;  // nm also lists the node
   EXPECT_EQ(versioned, functions);
+}
+
+// What nvcc 13's host code calls (crt/host_runtime.h, crt/device_functions.h): the simulated runtime
+// exports each of these under the real one's name and default version node
+// (__cudaLaunchKernel@@libcudart.so.13), so a program nvcc built against the toolkit's runtime binds
+// to the simulated one, and a shim that interposes them sees the same references.
+TEST(SimExports, NvccEntryPointsMatchRealCudart) {
+  if (!Exists(kRealCudart)) GTEST_SKIP() << Missing(kRealCudart);
+  auto versions = [](const std::string &lib) {
+    std::map<std::string, std::string> out;  // symbol -> its version column ("libcudart.so.13")
+    FILE *p = popen(("objdump -T '" + lib + "' 2>/dev/null").c_str(), "r");
+    if (p == nullptr) return out;
+    char line[1024];
+    while (fgets(line, sizeof line, p)) {
+      std::istringstream in(line);
+      std::vector<std::string> f;
+      for (std::string w; in >> w;) f.push_back(w);
+      if (f.size() < 3 || std::string(line).find(" .text") == std::string::npos) continue;  // defined functions
+      if (f.back().rfind("__cuda", 0) == 0) out[f.back()] = f[f.size() - 2];
+    }
+    pclose(p);
+    return out;
+  };
+  const auto real = versions(kRealCudart), sim = versions(kSimDir + "/libcudart.so.13");
+  if (real.empty() || sim.empty()) GTEST_SKIP() << "objdump unavailable";
+  const char *names[] = {"__cudaGetKernel", "__cudaLaunchKernel", "__cudaLaunchKernel_ptsz",
+                         "__cudaPushCallConfiguration", "__cudaPopCallConfiguration",
+                         "__cudaRegisterFatBinary", "__cudaRegisterFatBinaryEnd", "__cudaUnregisterFatBinary",
+                         "__cudaRegisterFunction", "__cudaRegisterVar", "__cudaInitModule"};
+  for (const char *n : names) {
+    ASSERT_TRUE(real.count(n)) << n << " is not exported by the real libcudart";
+    ASSERT_TRUE(sim.count(n)) << n << " is not exported by the simulated libcudart";
+    EXPECT_EQ(sim.at(n), real.at(n)) << n;
+    EXPECT_EQ(sim.at(n), "libcudart.so.13") << n;
+  }
+  for (const auto &[n, v] : sim) EXPECT_TRUE(real.count(n)) << n << " is not exported by the real libcudart";
 }
 
 // ---- the real libcudart.so.13 against the simulated driver -----------------------------------

@@ -2,7 +2,8 @@
 // folder, each with its rule, thresholds and advice beside it. Each reads the process's
 // AllocationTimeline (gpu/allocation_timeline.h, the typed model) and adds its findings;
 // AddGpuFindings (gpu/gpu_findings.cpp) runs them in order. gpu.launch-failed is
-// gpu/launch_failures.cpp.
+// gpu/launch_failures.cpp; gpu.device-fault (device_fault.cpp) reads the launch ring and
+// the fault records instead of the timeline.
 #pragma once
 
 #include <string>
@@ -19,6 +20,7 @@ void AddChurnFinding(ReportBuilder& report, const ProcessTrace& t, const Allocat
 void AddNearCapacity(ReportBuilder& report, const ProcessTrace& t, const AllocationTimeline& g);     // near_capacity.cpp
 void AddConfigFindings(ReportBuilder& report, const ProcessTrace& t, const AllocationTimeline& g);   // allocator_config_ignored.cpp
 void AddCoverageFinding(ReportBuilder& report, const ProcessTrace& t, const AllocationTimeline& g);  // coverage_incomplete.cpp
+void AddDeviceFaultFinding(ReportBuilder& report, const ProcessTrace& t);                           // device_fault.cpp
 
 // Shared by the rules (gpu_findings.cpp).
 std::string Pct(double v);                                  // "42.0%"

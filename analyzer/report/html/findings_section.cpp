@@ -1,6 +1,10 @@
 // Findings, first on the page: severity, id, process, summary, advice, and the evidence
 // object as nested tables (arrays and strings capped; the JSON report has all of it).
+// In the report's order (errors first), except that a GPU device fault leads: it explains
+// the crash and the CUDA errors every later call reported.
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "report/html/escape.h"
 #include "report/html/sections.h"
@@ -9,6 +13,16 @@ namespace colabtrace::analyzer::html {
 namespace {
 
 constexpr size_t kFoldedStringBytes = 160;
+
+// The findings shown before all others, in this order.
+constexpr std::string_view kLeadingFindings[] = {"gpu.device-fault"};
+
+int Lead(const Finding& f) {
+  for (size_t i = 0; i < std::size(kLeadingFindings); ++i) {
+    if (f.id == kLeadingFindings[i]) return static_cast<int>(i);
+  }
+  return static_cast<int>(std::size(kLeadingFindings));
+}
 constexpr size_t kFoldedListItems = 6;
 
 std::string Scalar(const Json& v) {
@@ -75,9 +89,14 @@ std::string FindingsSection(const PageContext& ctx) {
   s += "<p class=\"counts\"><span class=\"sev error\">" + std::to_string(counts[2]) +
        " error</span> <span class=\"sev warning\">" + std::to_string(counts[1]) +
        " warning</span> <span class=\"sev info\">" + std::to_string(counts[0]) + " info</span></p>\n";
-  const size_t shown = std::min(findings.size(), kMaxFindings);
+  std::vector<const Finding*> ordered;
+  ordered.reserve(findings.size());
+  for (const Finding& f : findings) ordered.push_back(&f);
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const Finding* a, const Finding* b) { return Lead(*a) < Lead(*b); });
+  const size_t shown = std::min(ordered.size(), kMaxFindings);
   for (size_t i = 0; i < shown; ++i) {
-    const Finding& f = findings[i];
+    const Finding& f = *ordered[i];
     const std::string sev(SeverityName(f.severity));
     s += "<article class=\"finding " + sev + "\" data-id=\"" + Text(f.id) + "\">\n<h3><span class=\"sev " + sev +
          "\">" + sev + "</span> <code>" + Text(f.id) + "</code>";

@@ -78,6 +78,8 @@ namespace colabtrace::format {
   X(73, GpuInterpose, "gpu_interpose")      \
   X(74, GpuLaunchFailed, "gpu_launch_failed") \
   X(75, GpuFunction, "gpu_function")        \
+  X(76, GpuFault, "gpu_fault")              \
+  X(77, GpuLaunchRing, "gpu_launch_ring")   \
   X(96, LibLoad, "lib_load")                \
   X(97, LibUnload, "lib_unload")            \
   X(98, LibCheck, "lib_check")              \
@@ -322,9 +324,12 @@ constexpr const char* IoApiName(uint64_t code) {
   F(Stack, stack) F(I, device) F(Hex, caller)
 // A module or library loaded at run time. path: the file (cuModuleLoad,
 // cuLibraryLoadFromFile); image_size: from the fatbin/ELF header of an in-memory image
-// (0: not recognised); caller: the object that loaded it.
+// (0: not recognised); caller: the object that loaded it; image_object: the loaded object
+// whose mapping holds an in-memory image (the library that carries the device code: a
+// program's .nv_fatbin handed over by the runtime it links), "" for heap images.
 #define CT_FIELDS_GpuModule(F) \
-  F(U, api) F(I, rc) F(Hex, handle) F(U, image_size) F(Str, path) F(Str, caller)
+  F(U, api) F(I, rc) F(Hex, handle) F(U, image_size) F(Str, path) F(Str, caller) \
+  F(Str, image_object)
 // A failed driver initialisation (cuInit) and other GPU call failures worth knowing.
 #define CT_FIELDS_GpuError(F) F(U, api) F(I, rc) F(Str, caller)
 // The shim handed out a wrapper for a driver or runtime entry point (once per distinct
@@ -334,19 +339,56 @@ constexpr const char* IoApiName(uint64_t code) {
 #define CT_FIELDS_GpuInterpose(F) \
   F(U, api) F(Hex, real) F(U, via) F(Str, name) F(I, version) F(U, flags) F(U, wrapped)
 // A kernel launch that failed (successful launches are not recorded). api: the launch
-// entry point; layer 0 runtime, 1 driver. func: the runtime's host stub address (the
-// analyzer names it from the module map and the object's symbols) or the driver's
-// CUfunction/CUkernel handle. name: the kernel name when the shim could learn it (driver:
-// cuFuncGetName through the same driver), else "" (see GpuFunction). module: the
-// CUmodule/CUlibrary of func when known. inner_func: at runtime level, the CUfunction the
-// runtime launched underneath when that call passed through the shim (0: not seen).
+// entry point; layer 0 runtime, 1 driver. func: the runtime's host stub address
+// (cudaLaunchKernel*: the analyzer names it from the module map and the object's
+// symbols), the cudaKernel_t of nvcc's __cudaLaunchKernel (named through the
+// __cudaGetKernel GpuFunction record), or the driver's CUfunction/CUkernel handle. name:
+// the kernel name when the shim could learn it (driver: cuFuncGetName through the same
+// driver; a failed lookup: the name asked for), else "" (see GpuFunction). module: the
+// CUmodule/CUlibrary of func when known. inner_func: at runtime level, the CUfunction (or
+// CUkernel) the runtime launched or looked up underneath when that call passed through
+// the shim (0: not seen). A driver lookup that failed (cuModuleGetFunction,
+// cuLibraryGetKernel, cuKernelGetFunction: the lazy loading that finds no image) is
+// recorded here too, with that api: func is the CUkernel asked for (cuKernelGetFunction).
 #define CT_FIELDS_GpuLaunchFailed(F)                                                     \
   F(U, api) F(U, layer) F(I, rc) F(Hex, func) F(Str, name) F(Hex, module) F(I, device)  \
   F(Hex, stream) F(Stack, stack) F(Hex, caller) F(Hex, inner_func) F(Str, py_stack)
 // A kernel handle and its name, recorded when the program asks the driver for one
 // (api: cuModuleGetFunction, cuLibraryGetKernel, cuFuncGetName). module: the CUmodule or
-// CUlibrary it came from (0: unknown, cuFuncGetName).
-#define CT_FIELDS_GpuFunction(F) F(U, api) F(Hex, handle) F(Hex, module) F(Str, name)
+// CUlibrary it came from (0: unknown, cuFuncGetName). Also the handles that name one
+// another: nvcc's __cudaGetKernel (handle: the cudaKernel_t, stub: the host stub it
+// stands for, name "") and cuKernelGetFunction (handle: the CUfunction, kernel: the
+// CUkernel it was made from, name "").
+#define CT_FIELDS_GpuFunction(F) \
+  F(U, api) F(Hex, handle) F(Hex, module) F(Str, name) F(Hex, stub) F(Hex, kernel)
+// The first sticky (context-corrupting) CUDA error the process saw (order 1), and the
+// first later call that failed with one (order 2). api/layer/rc: the call that reported
+// it (a synchronising call, a copy, cudaGetLastError, an allocation or a launch). stream:
+// that call's stream; device_wide 1: the call waits on (or reports for) the whole device
+// (cudaDeviceSynchronize, cudaGetLastError, an allocation...). func: the kernel of a
+// launch that reported it (0 otherwise); launch_blocking: CUDA_LAUNCH_BLOCKING=1 was set,
+// so a launch that reports it ran the faulting kernel. epoch: the shim's synchronisation
+// epoch when it was seen (see GpuLaunchRing). An order-1 record is followed by the
+// launch ring.
+#define CT_FIELDS_GpuFault(F)                                                          \
+  F(U, order) F(U, api) F(U, layer) F(I, rc) F(Hex, stream) F(U, device_wide) F(I, device) \
+  F(Stack, stack) F(Hex, caller) F(Str, py_stack) F(Hex, func) F(U, launch_blocking)   \
+  F(U, epoch)
+// One of the last successful kernel launches, written from the shim's in-memory ring at
+// the first sticky error (why 1) or at a fatal signal (why 2); successful launches are
+// never recorded one by one. tid/seq: the launching thread and its launch count (seq
+// orders one thread's launches). epoch: the synchronisation epoch the launch returned in;
+// synced: the epoch of the last successful synchronisation covering its stream when the
+// ring was written (a stream or device synchronisation that began after the launch
+// returned has synced > epoch: the kernel completed). func: as in GpuLaunchFailed (host
+// stub, cudaKernel_t, or CUfunction for layer 1), named offline: after a sticky error the
+// driver answers cuFuncGetName with the error too. py_stack: the innermost Python frame
+// of the launch, "path:line in function" (0: none). Launch times are not read (a clock
+// read costs more than the launch path's budget); ts is when the ring was written.
+#define CT_FIELDS_GpuLaunchRing(F)                                                     \
+  F(U, why) F(U, tid) F(U, seq) F(U, epoch) F(U, synced) F(U, api) F(U, layer)        \
+  F(Hex, func) F(Hex, stream) F(U, grid_x) F(U, grid_y) F(U, grid_z) F(U, block_x)    \
+  F(U, block_y) F(U, block_z) F(Str, py_stack)
 
 // ---- libraries (issue: library loads and ABI) ----
 // One record per object that appears in the process (api kStartup, kDependency,
@@ -373,9 +415,10 @@ constexpr const char* IoApiName(uint64_t code) {
   F(Str, path) F(Hex, base) F(U, dev) F(U, ino) F(U, size) F(U, mtime_ns) F(I, err) F(U, when)
 
 // ---- Python (issue: Python-level attribution; codes 99-111, shared with libraries) ----
-// py_stack fields (Signal, GpuAlloc, GpuFree, GpuLaunchFailed, PySample) are String ids whose text is the
-// Python stack of the recording thread, one "path:line in function" per line, innermost
-// first (0: no Python stack). See shim/python/python_stack.h.
+// py_stack fields (Signal, GpuAlloc, GpuFree, GpuLaunchFailed, GpuFault, GpuLaunchRing, PySample) are
+// String ids whose text is the Python stack of the recording thread, one
+// "path:line in function" per line, innermost first (GpuLaunchRing: the launch's innermost
+// frame only; 0: no Python stack). See shim/python/python_stack.h.
 // PyPackage: the distribution behind imported top-level modules, written at exit by the
 // start-up hook (python/colabtrace/_startup). modules: the top-level module names it
 // provides that were imported, comma-separated.
@@ -480,6 +523,22 @@ enum class ShimNoteCode : uint8_t {
   X(20, kCudaLaunchKernelExC_ptsz, "cudaLaunchKernelExC_ptsz")         \
   X(21, kCudaLaunchCooperativeKernel, "cudaLaunchCooperativeKernel")   \
   X(22, kCudaLaunchCooperativeKernel_ptsz, "cudaLaunchCooperativeKernel_ptsz") \
+  X(23, kNvccLaunchKernel, "__cudaLaunchKernel")                       \
+  X(24, kNvccLaunchKernel_ptsz, "__cudaLaunchKernel_ptsz")             \
+  X(25, kNvccGetKernel, "__cudaGetKernel")                             \
+  X(26, kCudaDeviceSynchronize, "cudaDeviceSynchronize")               \
+  X(27, kCudaStreamSynchronize, "cudaStreamSynchronize")               \
+  X(28, kCudaStreamSynchronize_ptsz, "cudaStreamSynchronize_ptsz")     \
+  X(29, kCudaStreamQuery, "cudaStreamQuery")                           \
+  X(30, kCudaStreamQuery_ptsz, "cudaStreamQuery_ptsz")                 \
+  X(31, kCudaEventSynchronize, "cudaEventSynchronize")                 \
+  X(32, kCudaEventQuery, "cudaEventQuery")                             \
+  X(33, kCudaMemcpy, "cudaMemcpy")                                     \
+  X(34, kCudaMemcpy_ptds, "cudaMemcpy_ptds")                           \
+  X(35, kCudaMemcpyAsync, "cudaMemcpyAsync")                           \
+  X(36, kCudaMemcpyAsync_ptsz, "cudaMemcpyAsync_ptsz")                 \
+  X(37, kCudaGetLastError, "cudaGetLastError")                         \
+  X(38, kCudaPeekAtLastError, "cudaPeekAtLastError")                   \
   X(64, kCuMemAlloc_v2, "cuMemAlloc_v2")                               \
   X(65, kCuMemFree_v2, "cuMemFree_v2")                                 \
   X(66, kCuMemAllocManaged, "cuMemAllocManaged")                       \
@@ -521,6 +580,29 @@ enum class ShimNoteCode : uint8_t {
   X(102, kCuModuleGetFunction, "cuModuleGetFunction")                 \
   X(103, kCuLibraryGetKernel, "cuLibraryGetKernel")                   \
   X(104, kCuFuncGetName, "cuFuncGetName")                             \
+  X(105, kCuKernelGetFunction, "cuKernelGetFunction")                 \
+  X(106, kCuCtxSynchronize, "cuCtxSynchronize")                       \
+  X(107, kCuCtxSynchronize_v2, "cuCtxSynchronize_v2")                 \
+  X(108, kCuStreamSynchronize, "cuStreamSynchronize")                 \
+  X(109, kCuStreamSynchronize_ptsz, "cuStreamSynchronize_ptsz")       \
+  X(110, kCuStreamQuery, "cuStreamQuery")                             \
+  X(111, kCuStreamQuery_ptsz, "cuStreamQuery_ptsz")                   \
+  X(112, kCuEventSynchronize, "cuEventSynchronize")                   \
+  X(113, kCuEventQuery, "cuEventQuery")                               \
+  X(114, kCuMemcpy, "cuMemcpy")                                       \
+  X(115, kCuMemcpy_ptds, "cuMemcpy_ptds")                             \
+  X(116, kCuMemcpyAsync, "cuMemcpyAsync")                             \
+  X(117, kCuMemcpyAsync_ptsz, "cuMemcpyAsync_ptsz")                   \
+  X(118, kCuMemcpyHtoD_v2, "cuMemcpyHtoD_v2")                         \
+  X(119, kCuMemcpyHtoD_v2_ptds, "cuMemcpyHtoD_v2_ptds")               \
+  X(120, kCuMemcpyDtoH_v2, "cuMemcpyDtoH_v2")                         \
+  X(121, kCuMemcpyDtoH_v2_ptds, "cuMemcpyDtoH_v2_ptds")               \
+  X(122, kCuMemcpyDtoD_v2, "cuMemcpyDtoD_v2")                         \
+  X(123, kCuMemcpyDtoD_v2_ptds, "cuMemcpyDtoD_v2_ptds")               \
+  X(124, kCuMemcpyHtoDAsync_v2, "cuMemcpyHtoDAsync_v2")               \
+  X(125, kCuMemcpyHtoDAsync_v2_ptsz, "cuMemcpyHtoDAsync_v2_ptsz")     \
+  X(126, kCuMemcpyDtoHAsync_v2, "cuMemcpyDtoHAsync_v2")               \
+  X(127, kCuMemcpyDtoHAsync_v2_ptsz, "cuMemcpyDtoHAsync_v2_ptsz")     \
   X(250, kPoolState, "PoolState")
 
 enum class GpuApi : uint16_t {
@@ -543,6 +625,24 @@ constexpr const char* GpuApiName(uint64_t code) {
 }
 
 enum class GpuLayer : uint8_t { kRuntime = 0, kDriver = 1 };
+
+// The CUDA errors that corrupt the context (the same numbers at the runtime and the driver
+// level): after one, every later CUDA call in the process fails with it. The shim records
+// the first one as a GpuFault. 226 contained, 700 illegal address, 702 launch timeout,
+// 710 device-side assert, 714 hardware stack error, 715 illegal instruction, 716
+// misaligned address, 717 invalid address space, 718 invalid PC, 719 launch failure, 721
+// tensor memory leak, 911 external device, 999 unknown.
+constexpr bool IsStickyGpuError(int64_t rc) {
+  return (rc >= 714 && rc <= 719) || rc == 700 || rc == 702 || rc == 710 || rc == 721 ||
+         rc == 226 || rc == 911 || rc == 999;
+}
+// The driver's "this image has no code this GPU can run" family, which a failed kernel
+// lookup records: 200 invalid image, 209 no binary for the GPU, 218 invalid PTX, 221 no
+// JIT compiler, 222 unsupported PTX version, 224 JIT compilation disabled. (Not 500
+// not found: a program may probe names.)
+constexpr bool IsNoImageGpuError(int64_t rc) {
+  return rc == 200 || rc == 209 || rc == 218 || rc == 221 || rc == 222 || rc == 224;
+}
 enum class GpuMemInfoWhy : uint8_t { kFirstUse = 0, kAfterFailure = 1, kProgramAsked = 2 };
 enum class GpuInterposeVia : uint8_t {
   kDlsym = 0, kGetProcAddress = 1, kGetProcAddressV2 = 2

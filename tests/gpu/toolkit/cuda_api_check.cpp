@@ -49,6 +49,7 @@ CT_SAME_TYPE(CUpti_CallbackDomain)
 CT_SAME_TYPE(CUpti_ActivityKind)
 CT_SAME_TYPE(CUpti_Activity)
 CT_SAME_TYPE(CUpti_SubscriberParams)
+template <> struct Own<enum own::cudaMemcpyKind> { using type = enum ::cudaMemcpyKind; };
 #undef CT_SAME_TYPE
 
 // Opaque handles (struct CUstream_st*, ...) need no mapping: inside namespace own the
@@ -68,6 +69,14 @@ static_assert(std::is_same_v<OwnT<own::CUfunction>, ::CUfunction>);
 static_assert(std::is_same_v<OwnT<own::CUlibrary>, ::CUlibrary>);
 static_assert(std::is_same_v<OwnT<own::CUkernel>, ::CUkernel>);
 static_assert(std::is_same_v<OwnT<own::CUcontext>, ::CUcontext>);
+static_assert(std::is_same_v<OwnT<own::CUevent>, ::CUevent>);
+static_assert(std::is_same_v<OwnT<own::cudaEvent_t>, ::cudaEvent_t>);
+static_assert(std::is_same_v<OwnT<own::cudaKernel_t>, ::cudaKernel_t>);
+static_assert(own::cudaMemcpyHostToHost == ::cudaMemcpyHostToHost &&
+              own::cudaMemcpyHostToDevice == ::cudaMemcpyHostToDevice &&
+              own::cudaMemcpyDeviceToHost == ::cudaMemcpyDeviceToHost &&
+              own::cudaMemcpyDeviceToDevice == ::cudaMemcpyDeviceToDevice &&
+              own::cudaMemcpyDefault == ::cudaMemcpyDefault);
 static_assert(own::kCtCudaApiVersion <= CUDA_VERSION, "declarations newer than the toolkit");
 
 // ---- enums: size, underlying type, every value declared ------------------------------------------
@@ -204,6 +213,15 @@ CT_SIGNATURE(cudaDeviceGetAttribute)
 CT_SIGNATURE(cudaLaunchKernel)
 CT_SIGNATURE(cudaLaunchKernelExC)
 CT_SIGNATURE(cudaLaunchCooperativeKernel)
+CT_SIGNATURE(cudaDeviceSynchronize)
+CT_SIGNATURE(cudaStreamSynchronize)
+CT_SIGNATURE(cudaStreamQuery)
+CT_SIGNATURE(cudaEventSynchronize)
+CT_SIGNATURE(cudaEventQuery)
+CT_SIGNATURE(cudaMemcpy)
+CT_SIGNATURE(cudaMemcpyAsync)
+CT_SIGNATURE(cudaGetLastError)
+CT_SIGNATURE(cudaPeekAtLastError)
 CT_SIGNATURE(cuInit)
 CT_SIGNATURE(cuDriverGetVersion)
 CT_SIGNATURE(cuGetProcAddress_v2)
@@ -245,6 +263,20 @@ CT_SIGNATURE(cuFuncGetName)
 CT_SIGNATURE(cuLaunchKernel)
 CT_SIGNATURE(cuLaunchKernelEx)
 CT_SIGNATURE(cuLaunchCooperativeKernel)
+CT_SIGNATURE(cuKernelGetFunction)
+CT_SIGNATURE(cuCtxSynchronize)
+CT_SIGNATURE(cuCtxSynchronize_v2)
+CT_SIGNATURE(cuStreamSynchronize)
+CT_SIGNATURE(cuStreamQuery)
+CT_SIGNATURE(cuEventSynchronize)
+CT_SIGNATURE(cuEventQuery)
+CT_SIGNATURE(cuMemcpy)
+CT_SIGNATURE(cuMemcpyAsync)
+CT_SIGNATURE(cuMemcpyHtoD_v2)
+CT_SIGNATURE(cuMemcpyDtoH_v2)
+CT_SIGNATURE(cuMemcpyDtoD_v2)
+CT_SIGNATURE(cuMemcpyHtoDAsync_v2)
+CT_SIGNATURE(cuMemcpyDtoHAsync_v2)
 
 // Variants the public headers leave out (the _ptsz entry points, cuGetProcAddress v1)
 // have the signature of their base entry point, as the driver's own PFN typedefs say.
@@ -263,6 +295,11 @@ CT_VARIANT(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync)
 CT_VARIANT(cuLaunchKernel_ptsz, cuLaunchKernel)
 CT_VARIANT(cuLaunchKernelEx_ptsz, cuLaunchKernelEx)
 CT_VARIANT(cuLaunchCooperativeKernel_ptsz, cuLaunchCooperativeKernel)
+CT_VARIANT(cudaStreamSynchronize_ptsz, cudaStreamSynchronize)
+CT_VARIANT(cudaStreamQuery_ptsz, cudaStreamQuery)
+CT_VARIANT(cudaMemcpy_ptds, cudaMemcpy)
+CT_VARIANT(cudaMemcpyAsync_ptsz, cudaMemcpyAsync)
+CT_VARIANT(__cudaLaunchKernel_ptsz, __cudaLaunchKernel)
 #undef CT_VARIANT
 #define CT_PFN(name, pfn)                                                         \
   static_assert(std::is_same_v<OwnT<std::remove_pointer_t<decltype(&own::name)>>, \
@@ -273,6 +310,16 @@ CT_PFN(cuMemAllocAsync_ptsz, PFN_cuMemAllocAsync_v11020_ptsz)
 CT_PFN(cuLaunchKernel_ptsz, PFN_cuLaunchKernel_v7000_ptsz)
 CT_PFN(cuLaunchKernelEx_ptsz, PFN_cuLaunchKernelEx_v11060_ptsz)
 CT_PFN(cuLaunchCooperativeKernel_ptsz, PFN_cuLaunchCooperativeKernel_v9000_ptsz)
+CT_PFN(cuStreamSynchronize_ptsz, PFN_cuStreamSynchronize_v7000_ptsz)
+CT_PFN(cuStreamQuery_ptsz, PFN_cuStreamQuery_v7000_ptsz)
+CT_PFN(cuMemcpy_ptds, PFN_cuMemcpy_v7000_ptds)
+CT_PFN(cuMemcpyAsync_ptsz, PFN_cuMemcpyAsync_v7000_ptsz)
+CT_PFN(cuMemcpyHtoD_v2_ptds, PFN_cuMemcpyHtoD_v7000_ptds)
+CT_PFN(cuMemcpyDtoH_v2_ptds, PFN_cuMemcpyDtoH_v7000_ptds)
+CT_PFN(cuMemcpyDtoD_v2_ptds, PFN_cuMemcpyDtoD_v7000_ptds)
+CT_PFN(cuMemcpyHtoDAsync_v2_ptsz, PFN_cuMemcpyHtoDAsync_v7000_ptsz)
+CT_PFN(cuMemcpyDtoHAsync_v2_ptsz, PFN_cuMemcpyDtoHAsync_v7000_ptsz)
+CT_PFN(cuCtxSynchronize_v2, PFN_cuCtxSynchronize_v13000)
 #undef CT_PFN
 
 // ---- CUPTI (cupti_api.h) ------------------------------------------------------------------------

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "gpu/allocation_timeline.h"
+#include "gpu/cuda_errors.h"
+#include "gpu/gpu_api.h"
 #include "report/report.h"
 #include "trace_builder.h"
 
@@ -193,7 +195,7 @@ TEST(GpuLaunch, OneFindingPerKernelAndErrorNamedFromTheFunctionRecords) {
     format::GpuLaunchFailed l;
     l.api = static_cast<uint64_t>(Api::kCuLaunchKernel);
     l.layer = 1;
-    l.rc = 719;
+    l.rc = 701;
     l.func = 0x5000;
     l.device = 0;
     b.Add(l);
@@ -213,8 +215,8 @@ TEST(GpuLaunch, OneFindingPerKernelAndErrorNamedFromTheFunctionRecords) {
   const Json& a = (*fs[0])["evidence"];
   EXPECT_EQ((*fs[0])["severity"].str(), "error");
   EXPECT_EQ(a["kernel"].str(), "saxpy");
-  EXPECT_EQ(a["error"].as_int(), 719);
-  EXPECT_EQ(a["error_name"].str(), "CUDA_ERROR_LAUNCH_FAILED");
+  EXPECT_EQ(a["error"].as_int(), 701);
+  EXPECT_EQ(a["error_name"].str(), "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES");
   EXPECT_EQ(a["count"].as_int(), 3);
   const Json& c = (*fs[1])["evidence"];
   EXPECT_EQ(c["error_name"].str(), "CUDA_ERROR_NO_BINARY_FOR_GPU");
@@ -223,6 +225,211 @@ TEST(GpuLaunch, OneFindingPerKernelAndErrorNamedFromTheFunctionRecords) {
   const auto img = Findings(r->root(), "abi.no-kernel-image");
   ASSERT_EQ(img.size(), 1u);
   EXPECT_EQ((*img[0])["evidence"]["errors"].array().at(0)["api"].str(), "cuLaunchKernel");
+}
+
+// Every CUDA 13 error code has its name at both layers (issue 21: 710 had none).
+TEST(GpuErrorNames, EveryCodeHasAName) {
+  EXPECT_EQ(gpu::GpuErrorName(710, false), "CUDA_ERROR_ASSERT");
+  EXPECT_EQ(gpu::GpuErrorName(710, true), "cudaErrorAssert");
+  EXPECT_EQ(gpu::GpuErrorName(700, true), "cudaErrorIllegalAddress");
+  EXPECT_EQ(gpu::GpuErrorName(719, false), "CUDA_ERROR_LAUNCH_FAILED");
+  EXPECT_EQ(gpu::GpuErrorName(9, false), "cudaErrorInvalidConfiguration");  // runtime-only number
+  EXPECT_EQ(gpu::GpuErrorName(12345, true), "");
+  int codes = 0;
+#define CT_EXPECT_NAMED(code, name, description)                 \
+  EXPECT_EQ(gpu::GpuErrorName(code, true).empty(), false) << code; \
+  EXPECT_EQ(gpu::GpuErrorName(code, false).empty(), false) << code; \
+  ++codes;
+  CT_CUDART_ERRORS(CT_EXPECT_NAMED)
+  CT_CU_ERRORS(CT_EXPECT_NAMED)
+#undef CT_EXPECT_NAMED
+  EXPECT_GT(codes, 200);
+}
+
+// A launch that failed with a sticky error did not fail for its own sake (issue 23: PyTorch's
+// next torch.ones launch failed with 710 after an index kernel's device-side assert, and was
+// blamed). A trace of a shim without fault records: the first such launch is where the fault
+// surfaced, and no gpu.launch-failed is raised for it.
+TEST(GpuLaunch, StickyLaunchFailuresBelongToTheDeviceFault) {
+  TraceBuilder b(126);
+  format::GpuFunction fn;
+  fn.api = static_cast<uint64_t>(Api::kCuLibraryGetKernel);
+  fn.handle = 0x5000;
+  fn.name = b.Str("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEEEEviT0_");
+  b.Add(fn);
+  for (int i = 0; i < 4; ++i) {
+    format::GpuLaunchFailed l;
+    l.api = static_cast<uint64_t>(Api::kCuLaunchKernel);
+    l.layer = 1;
+    l.rc = 710;
+    l.func = 0x5000;
+    l.device = 0;
+    b.Add(l);
+  }
+  std::vector<ProcessTrace> traces;
+  traces.push_back(b.Finish());
+  auto r = Report(traces);
+  EXPECT_TRUE(Findings(r->root(), "gpu.launch-failed").empty());
+  const auto df = Findings(r->root(), "gpu.device-fault");
+  ASSERT_EQ(df.size(), 1u);
+  const Json& ev = (*df[0])["evidence"];
+  EXPECT_EQ(ev["error"].as_int(), 710);
+  EXPECT_EQ(ev["error_name"].str(), "CUDA_ERROR_ASSERT");
+  EXPECT_EQ(ev["api"].str(), "cuLaunchKernel");
+  EXPECT_EQ(ev["reported_by_launch_of"].str(),
+            "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float> >(int, "
+            "at::native::FillFunctor<float>)");
+  EXPECT_TRUE(ev["kernels"].array().empty());
+  EXPECT_TRUE(ev["culprit"].is_null());
+  EXPECT_FALSE(ev["ring_recorded"].boolean());
+}
+
+// ---- gpu.device-fault -------------------------------------------------------------------------
+
+namespace {
+format::GpuLaunchRing RingEntry(uint64_t seq, uint64_t epoch, uint64_t synced, uint64_t func, uint64_t stream) {
+  format::GpuLaunchRing r;
+  r.why = 1;
+  r.tid = 127;
+  r.seq = seq;
+  r.epoch = epoch;
+  r.synced = synced;
+  r.api = static_cast<uint64_t>(Api::kCuLaunchKernel);
+  r.layer = 1;
+  r.func = func;
+  r.stream = stream;
+  r.grid_x = r.grid_y = r.grid_z = 1;
+  r.block_x = 128;
+  r.block_y = r.block_z = 1;
+  return r;
+}
+}  // namespace
+
+// The kernels in flight on the fault's stream since its last successful synchronisation,
+// newest first (the culprit), named from the lookups; those on other streams apart; the
+// kernels a synchronisation completed are left out.
+TEST(GpuDeviceFault, KernelsInFlightNewestFirst) {
+  TraceBuilder b(127);
+  b.Device(0, "Test GPU", 4 * GiB);
+  const char* names[] = {"_Z4fillPf", "_Z6gatherPfPKl", "_Z6reducePf", "_Z3oldPf"};
+  for (uint64_t i = 0; i < 4; ++i) {
+    format::GpuFunction fn;
+    fn.api = static_cast<uint64_t>(Api::kCuModuleGetFunction);
+    fn.handle = 0x1000 + i;
+    fn.name = b.Str(names[i]);
+    b.Add(fn);
+  }
+  format::GpuFault f;
+  f.order = 1;
+  f.api = static_cast<uint64_t>(Api::kCudaStreamSynchronize);
+  f.layer = 0;
+  f.rc = 700;
+  f.stream = 0xA;
+  f.device = 0;
+  f.py_stack = b.Str("train.py:42 in step\ntrain.py:90 in <module>");
+  b.Add(f);
+  b.Add(RingEntry(1, 2, 3, 0x1003, 0xA));  // completed by a synchronisation of stream A (epoch 3)
+  b.Add(RingEntry(2, 3, 3, 0x1000, 0xA));  // fill, in flight
+  format::GpuLaunchRing gather = RingEntry(3, 3, 3, 0x1001, 0xA);
+  gather.py_stack = b.Str("train.py:17 in gather_rows");
+  b.Add(gather);                           // gather: the newest on A
+  b.Add(RingEntry(4, 3, 3, 0x1002, 0xB));  // reduce, in flight on stream B
+  format::GpuFault later;
+  later.order = 2;
+  later.api = static_cast<uint64_t>(Api::kCudaMalloc);
+  later.rc = 700;
+  later.device_wide = 1;
+  b.Add(later);
+  std::vector<ProcessTrace> traces;
+  traces.push_back(b.Finish());
+  auto r = Report(traces);
+  const auto df = Findings(r->root(), "gpu.device-fault");
+  ASSERT_EQ(df.size(), 1u);
+  EXPECT_EQ((*df[0])["severity"].str(), "error");
+  const Json& ev = (*df[0])["evidence"];
+  EXPECT_EQ(ev["error_name"].str(), "cudaErrorIllegalAddress");
+  EXPECT_EQ(ev["api"].str(), "cudaStreamSynchronize");
+  EXPECT_EQ(ev["scope"].str(), "stream");
+  EXPECT_EQ(ev["stream"].str(), "0xa");
+  EXPECT_EQ(ev["device"].as_int(), 0);
+  EXPECT_EQ(ev["python_stack"].array().at(0).str(), "train.py:42 in step");
+  const auto& k = ev["kernels"].array();
+  ASSERT_EQ(k.size(), 2u);
+  EXPECT_EQ(k[0]["kernel"].str(), "gather(float*, long const*)");
+  EXPECT_EQ(k[0]["python_line"].str(), "train.py:17 in gather_rows");
+  EXPECT_EQ(k[1]["kernel"].str(), "fill(float*)");
+  EXPECT_TRUE(k[1]["python_line"].is_null());
+  EXPECT_EQ(ev["culprit"]["kernel"].str(), "gather(float*, long const*)");
+  const auto& o = ev["kernels_on_other_streams"].array();
+  ASSERT_EQ(o.size(), 1u);
+  EXPECT_EQ(o[0]["kernel"].str(), "reduce(float*)");
+  EXPECT_EQ(ev["later_call"]["api"].str(), "cudaMalloc");
+  const std::string summary = (*df[0])["summary"].str();
+  EXPECT_NE(summary.find("gather(float*, long const*)"), std::string::npos) << summary;
+  const std::string advice = (*df[0])["advice"].str();
+  for (const char* how : {"CUDA_LAUNCH_BLOCKING=1", "compute-sanitizer --tool memcheck",
+                          "CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1"}) {
+    EXPECT_NE(advice.find(how), std::string::npos) << how;
+  }
+}
+
+// A device-wide call (cudaDeviceSynchronize) lists every stream's kernels in flight; under
+// CUDA_LAUNCH_BLOCKING=1 a launch that reports the fault ran the faulting kernel itself.
+TEST(GpuDeviceFault, DeviceWideAndLaunchBlocking) {
+  for (const bool blocking : {false, true}) {
+    TraceBuilder b(128);
+    format::GpuFunction fn;
+    fn.api = static_cast<uint64_t>(Api::kCuModuleGetFunction);
+    fn.handle = 0x2000;
+    fn.name = b.Str("index_kernel");
+    b.Add(fn);
+    format::GpuFault f;
+    f.order = 1;
+    f.layer = 1;
+    f.rc = 710;
+    f.device_wide = 1;
+    if (blocking) {
+      f.api = static_cast<uint64_t>(Api::kCuLaunchKernel);
+      f.func = 0x2000;
+      f.launch_blocking = 1;
+    } else {
+      f.api = static_cast<uint64_t>(Api::kCuCtxSynchronize);
+    }
+    b.Add(f);
+    b.Add(RingEntry(1, 1, 0, 0x2000, 0xA));
+    b.Add(RingEntry(2, 1, 0, 0x2000, 0xB));
+    std::vector<ProcessTrace> traces;
+    traces.push_back(b.Finish());
+    auto r = Report(traces);
+    const auto df = Findings(r->root(), "gpu.device-fault");
+    ASSERT_EQ(df.size(), 1u);
+    const Json& ev = (*df[0])["evidence"];
+    EXPECT_EQ(ev["scope"].str(), "device");
+    EXPECT_EQ(ev["error_name"].str(), "CUDA_ERROR_ASSERT");
+    EXPECT_EQ(ev["kernels"].array().size(), blocking ? 3u : 2u);
+    EXPECT_TRUE(ev["kernels_on_other_streams"].array().empty());
+    EXPECT_EQ(ev["culprit"]["kernel"].str(), "index_kernel");
+    EXPECT_EQ(ev["culprit"].Find("reported_by_its_own_launch") != nullptr, blocking);
+    EXPECT_NE((*df[0])["advice"].str().find("device-side assert"), std::string::npos);
+  }
+}
+
+// No sticky error: no finding, even with a launch ring written at a fatal signal.
+TEST(GpuDeviceFault, NothingWithoutAStickyError) {
+  TraceBuilder b(129);
+  format::GpuLaunchRing r = RingEntry(1, 1, 0, 0x2000, 0xA);
+  r.why = 2;
+  b.Add(r);
+  format::GpuLaunchFailed l;
+  l.api = static_cast<uint64_t>(Api::kCuLaunchKernel);
+  l.layer = 1;
+  l.rc = 209;
+  b.Add(l);
+  std::vector<ProcessTrace> traces;
+  traces.push_back(b.Finish());
+  auto rep = Report(traces);
+  EXPECT_TRUE(Findings(rep->root(), "gpu.device-fault").empty());
+  EXPECT_EQ(Findings(rep->root(), "gpu.launch-failed").size(), 1u);
 }
 
 TEST(GpuAnalysis, FragmentationVerdictNeedsFreeAtLeastTheRequest) {

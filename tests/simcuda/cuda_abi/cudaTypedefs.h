@@ -29,8 +29,6 @@ typedef CUresult (*PFN_cuCtxSetCurrent_v4000)(CUcontext ctx);
 typedef CUresult (*PFN_cuCtxGetCurrent_v4000)(CUcontext *pctx);
 typedef CUresult (*PFN_cuCtxGetDevice_v13000)(CUdevice *device, CUcontext ctx);
 typedef CUresult (*PFN_cuCtxSynchronize_v13000)(CUcontext ctx);
-typedef CUresult (*PFN_cuModuleLoadData_v2000)(CUmodule *module, const void *image);
-typedef CUresult (*PFN_cuModuleGetFunction_v2000)(CUfunction *hfunc, CUmodule hmod, const char *name);
 typedef CUresult (*PFN_cuMemGetInfo_v3020)(size_t *free, size_t *total);
 typedef CUresult (*PFN_cuMemAlloc_v3020)(CUdeviceptr_v2 *dptr, size_t bytesize);
 typedef CUresult (*PFN_cuMemAllocPitch_v3020)(CUdeviceptr_v2 *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height, unsigned int ElementSizeBytes);
@@ -54,6 +52,7 @@ typedef CUresult (*PFN_cuMemcpyDtoD_v3020)(CUdeviceptr_v2 dstDevice, CUdeviceptr
 typedef CUresult (*PFN_cuMemsetD8_v3020)(CUdeviceptr_v2 dstDevice, unsigned char uc, size_t N);
 typedef CUresult (*PFN_cuMemcpy_v4000)(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t ByteCount);
 typedef CUresult (*PFN_cuMemcpyAsync_v4000)(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t ByteCount, CUstream hStream);
+typedef CUresult (*PFN_cuStreamQuery_v2000)(CUstream hStream);
 typedef CUresult (*PFN_cuStreamSynchronize_v2000)(CUstream hStream);
 typedef CUresult (*PFN_cuLaunchKernel_v4000)(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra);
 typedef CUresult (*PFN_cuLaunchKernelEx_v11060)(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra);
@@ -61,6 +60,9 @@ typedef CUresult (*PFN_cuLaunchCooperativeKernel_v9000)(CUfunction f, unsigned i
 typedef CUresult (*PFN_cuMemFreeAsync_v11020)(CUdeviceptr_v2 dptr, CUstream hStream);
 typedef CUresult (*PFN_cuMemAllocAsync_v11020)(CUdeviceptr_v2 *dptr, size_t bytesize, CUstream hStream);
 typedef CUresult (*PFN_cuMemAllocFromPoolAsync_v11020)(CUdeviceptr_v2 *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream);
+typedef CUresult (*PFN_cuLibraryLoadData_v12000)(CUlibrary *library, const void *code, CUjit_option *jitOptions, void **jitOptionsValues, unsigned int numJitOptions, CUlibraryOption *libraryOptions, void** libraryOptionValues, unsigned int numLibraryOptions);
+typedef CUresult (*PFN_cuLibraryGetKernel_v12000)(CUkernel *pKernel, CUlibrary library, const char *name);
+typedef CUresult (*PFN_cuKernelGetFunction_v12000)(CUfunction *pFunc, CUkernel kernel);
 
 #if defined(SIMCUDA_ABI_NAMESPACE) || defined(__cplusplus)
 }

@@ -302,6 +302,7 @@ struct cudaDeviceProp {
 };
 typedef enum cudaError cudaError_t;
 typedef struct CUstream_st *cudaStream_t;
+typedef struct CUkern_st *cudaKernel_t;
 typedef struct CUmemPoolHandle_st *cudaMemPool_t;
 typedef struct cudaLaunchConfig_st {
   dim3 gridDim;
@@ -328,6 +329,7 @@ cudaError_t cudaGetDevice(int *device);
 cudaError_t cudaStreamCreate(cudaStream_t *pStream);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+cudaError_t cudaStreamQuery(cudaStream_t stream);
 cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream);
 cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args);
 cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem, cudaStream_t stream);

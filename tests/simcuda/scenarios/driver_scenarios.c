@@ -710,13 +710,82 @@ static void modules(void) {
   close(fd);
   SIM_CHECK_EQ(cuModuleLoad(&m, path), CUDA_SUCCESS);
   unlink(path);
-  /* libraries: context-independent, checked against the current device */
+  /* libraries: context-independent, checked against the current device, lazily: the load of an
+   * image without code for the device succeeds and its kernel lookups fail (as on a real GPU) */
   CUlibrary lib;
-  SIM_CHECK_EQ(cuLibraryLoadData(&lib, "SIMCUBIN sm_90", NULL, NULL, 0, NULL, NULL, 0), CUDA_ERROR_NO_BINARY_FOR_GPU);
+  CUkernel kern;
+  CUfunction kf;
+  SIM_CHECK_EQ(cuLibraryLoadData(&lib, "SIMCUBIN sm_90", NULL, NULL, 0, NULL, NULL, 0), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuLibraryGetKernel(&kern, lib, "anything"), CUDA_ERROR_NO_BINARY_FOR_GPU);
+  SIM_CHECK_EQ(cuLibraryUnload(lib), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuLibraryLoadData(&lib, "not an image", NULL, NULL, 0, NULL, NULL, 0), CUDA_ERROR_INVALID_IMAGE);
   SIM_CHECK_EQ(cuLibraryLoadData(&lib, "SIMCUBIN compute_80", NULL, NULL, 0, NULL, NULL, 0), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuLibraryGetKernel(&kern, lib, "k"), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuKernelGetFunction(&kf, kern), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuLaunchKernel(kf, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuKernelGetFunction(&kf, (CUkernel)&kf), CUDA_ERROR_INVALID_HANDLE);
   SIM_CHECK_EQ(cuModuleUnload((CUmodule)lib), CUDA_ERROR_INVALID_HANDLE);
   SIM_CHECK_EQ(cuLibraryUnload(lib), CUDA_SUCCESS);
   SIM_CHECK_EQ(cuLibraryUnload(lib), CUDA_ERROR_INVALID_HANDLE);
+}
+
+/* SIMCUDA_FAULT_KERNEL: the faulting kernel's launch succeeds; a synchronisation of another
+ * stream does not see the pending fault, one of its own stream does (700), and from then on every
+ * call in the context fails with it, except the queries the real driver still answers. A reset
+ * primary context is healthy again. */
+static void device_faults(void) {
+  simcuda_env("SIMCUDA_MEM_BYTES", "1G", "SIMCUDA_FAULT_KERNEL", "bad", (const char *)NULL);
+  init_primary();
+  CUmodule m;
+  CUfunction ok, bad;
+  CUstream s1, s2;
+  SIM_CHECK_EQ(cuModuleLoadData(&m, "SIMCUBIN sm_80 fn=ok fn=bad"), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuModuleGetFunction(&ok, m, "ok"), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuModuleGetFunction(&bad, m, "bad"), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuStreamCreate(&s1, 0), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuStreamCreate(&s2, 0), CUDA_SUCCESS);
+  CUdeviceptr p = alloc(1 * MiB);
+  SIM_CHECK_EQ(cuLaunchKernel(ok, 1, 1, 1, 32, 1, 1, 0, s1, NULL, NULL), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuLaunchKernel(bad, 1, 1, 1, 32, 1, 1, 0, s1, NULL, NULL), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuLaunchKernel(ok, 1, 1, 1, 32, 1, 1, 0, s2, NULL, NULL), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuStreamSynchronize(s2), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuMemcpyAsync(p, p, 16, s1), CUDA_SUCCESS); /* asynchronous: not a synchronisation */
+  SIM_CHECK_EQ(cuStreamQuery(s1), CUDA_ERROR_ILLEGAL_ADDRESS);
+  SIM_CHECK_EQ(cuStreamSynchronize(s2), CUDA_ERROR_ILLEGAL_ADDRESS);
+  SIM_CHECK_EQ(cuCtxSynchronize(), CUDA_ERROR_ILLEGAL_ADDRESS);
+  CUdeviceptr q = 0;
+  SIM_CHECK_EQ(cuMemAlloc(&q, 1 * MiB), CUDA_ERROR_ILLEGAL_ADDRESS);
+  SIM_CHECK_EQ(cuLaunchKernel(ok, 1, 1, 1, 32, 1, 1, 0, s2, NULL, NULL), CUDA_ERROR_ILLEGAL_ADDRESS);
+  const char *name = NULL;
+  SIM_CHECK_EQ(cuFuncGetName(&name, ok), CUDA_ERROR_ILLEGAL_ADDRESS);
+  CUdevice dev = -1;
+  SIM_CHECK_EQ(cuCtxGetDevice(&dev), CUDA_SUCCESS);
+  SIM_CHECK_EQ(dev, 0);
+  /* a synchronous copy makes a pending fault sticky whatever its stream (code 710 here) */
+  SIM_CHECK_EQ(cuDevicePrimaryCtxReset(0), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuDevicePrimaryCtxRetain(&g_ctx, 0), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuCtxSetCurrent(g_ctx), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuModuleLoadData(&m, "SIMCUBIN sm_80 fn=bad"), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuModuleGetFunction(&bad, m, "bad"), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuStreamCreate(&s1, 0), CUDA_SUCCESS);
+  p = alloc(1 * MiB);
+  char host[16];
+  SIM_CHECK_EQ(cuLaunchKernel(bad, 1, 1, 1, 32, 1, 1, 0, s1, NULL, NULL), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuMemcpyDtoH(host, p, sizeof host), CUDA_ERROR_ILLEGAL_ADDRESS);
+}
+
+/* The fault code after the colon: a device-side assert (710). */
+static void device_fault_assert(void) {
+  simcuda_env("SIMCUDA_FAULT_KERNEL", "_Z5indexPl:710", (const char *)NULL);
+  init_primary();
+  CUmodule m;
+  CUfunction f;
+  SIM_CHECK_EQ(cuModuleLoadData(&m, "SIMCUBIN sm_80"), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuModuleGetFunction(&f, m, "_Z5indexPl"), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuStreamSynchronize(NULL), CUDA_ERROR_ASSERT);
+  SIM_CHECK_EQ(cuStreamQuery(NULL), CUDA_ERROR_ASSERT);
 }
 
 /* Many threads allocating and freeing at once (plain and stream-ordered). */
@@ -763,6 +832,8 @@ int main(int argc, char **argv) {
       {"copies", copies},
       {"modules", modules},
       {"threads", threads},
+      {"device_faults", device_faults},
+      {"device_fault_assert", device_fault_assert},
   };
   return simcuda_run(argc, argv, list, sizeof list / sizeof *list);
 }

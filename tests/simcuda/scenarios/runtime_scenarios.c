@@ -194,7 +194,7 @@ static void proc_lookups(void) {
   SIM_CHECK_EQ(cudaMalloc(&p, 1), cudaSuccess);
   SIM_CHECK_EQ(cudaFree(p), cudaSuccess);
   unsigned long long n = simcuda_proc_lookups();
-  SIM_CHECK_EQ(n, 45); /* SIM_RT_DRIVER_FUNCS in sim_runtime.c, looked up once at init */
+  SIM_CHECK_EQ(n, 47); /* SIM_RT_DRIVER_FUNCS in sim_runtime.c, looked up once at init */
   SIM_CHECK_EQ(cudaMalloc(&p, 1), cudaSuccess);
   SIM_CHECK_EQ(simcuda_proc_lookups(), n);
 }

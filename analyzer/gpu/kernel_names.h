@@ -1,0 +1,63 @@
+// Which kernel a launch record means, and which library holds its code: for
+// gpu.launch-failed (GpuLaunchFailed) and gpu.device-fault (GpuLaunchRing).
+//
+// A launch names its kernel by a handle whose meaning depends on the entry point:
+//   - cudaLaunchKernel*: the host stub, named offline from the module map and the
+//     object's symbol table (nvcc gives the stub the kernel's own name);
+//   - nvcc's __cudaLaunchKernel: a cudaKernel_t that the stub obtained from
+//     __cudaGetKernel (GpuFunction, api __cudaGetKernel, records the stub);
+//   - the driver: a CUfunction or CUkernel, named by the GpuFunction records of the
+//     lookups (cuModuleGetFunction, cuLibraryGetKernel, cuFuncGetName), following
+//     cuKernelGetFunction's CUfunction -> CUkernel; or by the name a record carries.
+// Names are demangled. The library is the object holding the host stub, else the
+// module's file, the object whose mapping held the module's image (a program's
+// .nv_fatbin handed over by its runtime), or the object that loaded it: never the runtime
+// that called the driver. Each stub and handle is resolved once (a trace may hold
+// millions of launch records).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <string>
+#include <string_view>
+
+#include "trace/process_trace.h"
+
+namespace colabtrace::analyzer::gpu {
+
+struct KernelName {
+  std::string kernel;   // "" when unknown
+  std::string library;  // file name of the object, "" when unknown
+};
+
+class KernelNames {
+ public:
+  explicit KernelNames(const ProcessTrace& t);
+
+  // api/func/name/module/inner_func as in GpuLaunchFailed (name, module and inner_func 0
+  // for a GpuLaunchRing record). Falls back to the handle in hex.
+  const KernelName& Of(uint64_t api, uint64_t func, uint64_t name = 0, uint64_t module = 0,
+                       uint64_t inner_func = 0);
+
+ private:
+  KernelName OfStub(uint64_t stub);
+  KernelName OfHandle(uint64_t handle, int depth = 0);
+  std::string ModuleLibrary(uint64_t module) const;
+
+  const ProcessTrace& t_;
+  std::map<uint64_t, const format::GpuFunction*> functions_;  // the last record of each handle
+  std::map<uint64_t, std::string> module_libraries_;          // by CUmodule/CUlibrary
+  std::map<uint64_t, KernelName> stubs_;
+  std::map<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t, uint64_t>, KernelName> resolved_;
+};
+
+// True for the runtime launch entry points whose func is a host stub (cudaLaunchKernel*),
+// and for nvcc's __cudaLaunchKernel* (func: a cudaKernel_t).
+bool IsStubLaunch(uint64_t api);
+bool IsNvccLaunch(uint64_t api);
+// True for the driver's kernel lookups (cuModuleGetFunction, cuLibraryGetKernel,
+// cuKernelGetFunction), whose failure for want of an image a GpuLaunchFailed records.
+bool IsKernelLookup(uint64_t api);
+
+}  // namespace colabtrace::analyzer::gpu

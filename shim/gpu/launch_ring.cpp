@@ -1,0 +1,230 @@
+// The launch ring, the synchronisation epochs and the device-fault state. See launch_ring.h.
+#include "launch_ring.h"
+
+#include <errno.h>
+
+#include <cstring>
+
+#include "modules.h"
+#include "raw.h"
+#include "writer.h"
+
+namespace colabtrace::shim::gpu {
+
+uint32_t g_sync_epoch = 1;
+
+namespace {
+
+// ---- the pool of rings ---------------------------------------------------------------------
+
+LaunchRing g_rings[kMaxRings];
+// Launches of a thread that found no ring (more than kMaxRings live launching threads):
+// written, never read.
+LaunchRing g_no_ring;
+
+void Clear(LaunchRing& r) {
+  r.next = 0;
+  for (RingSlot& s : r.slots) __atomic_store_n(&s.seq, 0, __ATOMIC_RELAXED);
+}
+
+bool TryClaim(LaunchRing& r, int32_t expected, int32_t tid) {
+  if (!__atomic_compare_exchange_n(&r.owner, &expected, tid, false, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE)) {
+    return false;
+  }
+  Clear(r);
+  return true;
+}
+
+// ---- the streams' last successful synchronisations ----------------------------------------
+
+// Small and lock-protected: only synchronisations (microseconds each) and the fault's
+// one-time dump touch it. A stream pushed out of the table falls back to the device's
+// epoch, which only makes more kernels count as in flight.
+constexpr int kSyncedStreams = 64;
+struct SyncedStream {
+  uint64_t stream;
+  uint32_t epoch;  // 0: slot unused
+};
+SyncedStream g_synced[kSyncedStreams];
+uint32_t g_synced_device = 0;
+int g_synced_lock = 0;
+
+bool Lock(bool wait) {
+  while (__atomic_exchange_n(&g_synced_lock, 1, __ATOMIC_ACQUIRE) != 0) {
+    if (!wait) return false;
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+  }
+  return true;
+}
+void Unlock() { __atomic_store_n(&g_synced_lock, 0, __ATOMIC_RELEASE); }
+
+void RaiseTo(uint32_t* at, uint32_t epoch) {
+  uint32_t cur = __atomic_load_n(at, __ATOMIC_RELAXED);
+  while (cur < epoch &&
+         !__atomic_compare_exchange_n(at, &cur, epoch, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
+// The epoch below which launches on `stream` are known complete. wait: false in a signal
+// handler (the interrupted thread may hold the lock: then only the device's epoch).
+uint32_t SyncedFor(uint64_t stream, bool wait) {
+  uint32_t e = __atomic_load_n(&g_synced_device, __ATOMIC_RELAXED);
+  if (!Lock(wait)) return e;
+  for (const SyncedStream& s : g_synced) {
+    if (s.epoch != 0 && s.stream == stream && s.epoch > e) e = s.epoch;
+  }
+  Unlock();
+  return e;
+}
+
+// ---- the device fault --------------------------------------------------------------------
+
+int g_fault_state = 0;  // 0 none seen, 1 the first recorded, 2 the first later one recorded
+int g_ring_written = 0;
+
+// Writes every ring's valid slots through out (hook or signal context).
+template <class Out> void WriteRing(uint64_t why, bool wait, Out& out) {
+  if (__atomic_exchange_n(&g_ring_written, 1, __ATOMIC_ACQ_REL) != 0) return;
+  const uint64_t now = Ticks();
+  for (LaunchRing& r : g_rings) {
+    const int32_t owner = __atomic_load_n(&r.owner, __ATOMIC_ACQUIRE);
+    if (owner == 0) continue;
+    for (const RingSlot& live : r.slots) {
+      const uint32_t seq = __atomic_load_n(&live.seq, __ATOMIC_ACQUIRE);
+      if (seq == 0) continue;
+      RingSlot s;
+      std::memcpy(static_cast<void*>(&s), &live, sizeof(s));
+      __atomic_thread_fence(__ATOMIC_ACQUIRE);
+      if (__atomic_load_n(&live.seq, __ATOMIC_RELAXED) != seq) continue;  // rewritten meanwhile
+      format::GpuLaunchRing rec;
+      rec.ts = now;
+      rec.why = why;
+      rec.tid = static_cast<uint64_t>(owner);
+      rec.seq = seq;
+      rec.epoch = s.epoch;
+      rec.synced = SyncedFor(s.stream, wait);
+      rec.api = s.api;
+      rec.layer = static_cast<uint64_t>(s.api < 64 ? GpuLayer::kRuntime : GpuLayer::kDriver);
+      rec.func = reinterpret_cast<uint64_t>(s.func);
+      rec.stream = s.stream;
+      rec.grid_x = s.grid[0];
+      rec.grid_y = s.grid[1];
+      rec.grid_z = s.grid[2];
+      rec.block_x = s.block[0];
+      rec.block_y = s.block[1];
+      rec.block_z = s.block[2];
+      if (s.py_code != 0) {
+        char text[512];
+        const size_t n = python::FormatPythonFrameSafe(s.py_code, s.py_lasti, text, sizeof(text));
+        if (n > 0) rec.py_stack = out.String(text, n);
+      }
+      out.Put(rec);
+    }
+  }
+}
+
+struct HookOut {
+  uint64_t String(const char* s, size_t n) { return InternString(std::string_view(s, n)); }
+  void Put(const format::GpuLaunchRing& r) { Emit(r); }
+};
+
+struct SignalOut {
+  ThreadState& w;
+  uint64_t String(const char* s, size_t n) { return EmitStringFromSignalHandler(w, s, n); }
+  void Put(const format::GpuLaunchRing& r) { EmitFromSignalHandler(w, r); }
+};
+
+}  // namespace
+
+LaunchRing* ClaimRing() {
+  const int32_t tid = raw::Gettid();
+  LaunchRing* got = nullptr;
+  for (LaunchRing& r : g_rings) {
+    if (__atomic_load_n(&r.owner, __ATOMIC_RELAXED) == 0 && TryClaim(r, 0, tid)) {
+      got = &r;
+      break;
+    }
+  }
+  if (got == nullptr) {  // full: take over the ring of a thread that is gone
+    for (LaunchRing& r : g_rings) {
+      const int32_t owner = __atomic_load_n(&r.owner, __ATOMIC_RELAXED);
+      if (owner != tid && raw::Tgkill(g_pid, owner, 0) == -ESRCH && TryClaim(r, owner, tid)) {
+        got = &r;
+        break;
+      }
+    }
+  }
+  t_gpu.ring = got != nullptr ? got : &g_no_ring;
+  return t_gpu.ring;
+}
+
+void SyncSucceeded(uint32_t begun, bool device_wide, uint64_t stream) {
+  if (device_wide) {
+    RaiseTo(&g_synced_device, begun);
+    return;
+  }
+  Lock(true);
+  SyncedStream* slot = nullptr;
+  SyncedStream* oldest = &g_synced[0];
+  for (SyncedStream& s : g_synced) {
+    if (s.epoch != 0 && s.stream == stream) {
+      slot = &s;
+      break;
+    }
+    if (slot == nullptr && s.epoch == 0) slot = &s;
+    if (s.epoch < oldest->epoch) oldest = &s;
+  }
+  if (slot == nullptr) slot = oldest;
+  if (slot->stream != stream || slot->epoch < begun) {
+    slot->stream = stream;
+    slot->epoch = begun;
+  }
+  Unlock();
+}
+
+bool DeviceFaultSeen() { return __atomic_load_n(&g_fault_state, __ATOMIC_ACQUIRE) != 0; }
+
+void NoteStickyError(const Call& c, const FaultScope& where) {
+  int state = __atomic_load_n(&g_fault_state, __ATOMIC_ACQUIRE);
+  if (state >= 2) return;
+  if (!__atomic_compare_exchange_n(&g_fault_state, &state, state + 1, false, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE)) {
+    return;  // another thread recorded this one
+  }
+  RecordFault(c, where, static_cast<uint64_t>(state + 1));
+  if (state == 0) {
+    HookOut out;
+    WriteRing(1, true, out);
+  }
+}
+
+void RecordRingAtSignal(ThreadState& w) {
+  SignalOut out{w};
+  WriteRing(2, false, out);
+}
+
+void ResetLaunchRings() {
+  for (LaunchRing& r : g_rings) {
+    __atomic_store_n(&r.owner, 0, __ATOMIC_RELAXED);
+    Clear(r);
+  }
+  t_gpu.ring = nullptr;
+  g_synced_device = 0;
+  for (SyncedStream& s : g_synced) s = SyncedStream{};
+  g_synced_lock = 0;
+  g_fault_state = 0;
+  g_ring_written = 0;
+}
+
+}  // namespace colabtrace::shim::gpu
+
+namespace colabtrace::shim {
+
+void GpuModuleFatalSignal(ThreadState& w) { gpu::RecordRingAtSignal(w); }
+
+}  // namespace colabtrace::shim

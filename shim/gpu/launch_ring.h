@@ -1,0 +1,149 @@
+// The kernels in flight: an in-memory record of the last successful launches, and the
+// synchronisations that completed them, written into the trace only when a device fault
+// needs them (device_faults.cpp).
+//
+// A successful launch is never recorded (that would cost a record per launch). Instead
+// each launching thread owns a small ring of the last kRingSlots launches (function or
+// host stub, stream, grid, block, a handle to the innermost Python frame) in a pool the
+// shim owns: plain stores, no atomic read-modify-write, no clock read (a TSC read costs
+// more than the launch path's 10 ns budget on a VM). Order across threads comes from the
+// synchronisation epoch: every stream or device synchronisation bumps g_sync_epoch when
+// it starts, a launch notes the epoch it returned in, and a successful synchronisation
+// notes the epoch it began with per stream (or for the whole device). A launch whose
+// epoch is below the last successful synchronisation of its stream has completed; the
+// rest are "in flight" as far as the program knows.
+//
+// At the first sticky error (or a fatal signal) every ring is copied out, each slot
+// under a per-slot sequence check (0 while being written), so a slot another thread is
+// rewriting at that moment is skipped rather than torn.
+#pragma once
+
+#include <cstdint>
+
+#include "gpu_module.h"
+#include "python/python_stack.h"
+
+namespace colabtrace::shim::gpu {
+
+inline constexpr uint32_t kRingSlots = 32;  // per launching thread (a power of two)
+inline constexpr int kMaxRings = 128;       // launching threads kept at once
+
+struct alignas(64) RingSlot {
+  uint32_t seq;       // 0 while being written; else the owner's launch count, 1-based
+  uint32_t epoch;     // g_sync_epoch when the launch returned
+  uint16_t api;       // GpuApi of the launch entry point
+  uint16_t block[3];  // block dimensions (at most 1024 each)
+  const void* func;   // host stub, cudaKernel_t or CUfunction, as the API takes it
+  uint64_t stream;
+  uint32_t grid[3];
+  int32_t py_lasti;   // innermost Python frame: instruction index
+  uintptr_t py_code;  // and code object (0: none)
+};
+
+struct LaunchRing {
+  uint32_t next;     // launches written (only the owner writes)
+  int32_t owner;     // owning thread's tid; 0: free
+  RingSlot slots[kRingSlots];
+};
+
+extern uint32_t g_sync_epoch;
+
+// The calling thread's ring, claimed from the pool at its first launch (a ring whose
+// thread is gone is reclaimed when the pool is full); a ring that is never dumped when
+// none can be had.
+LaunchRing* ClaimRing();
+
+// Notes one successful launch in the calling thread's ring.
+__attribute__((always_inline)) inline void RingPush(uint16_t api, const void* func, uint64_t stream,
+                                                    uint32_t gx, uint32_t gy, uint32_t gz,
+                                                    uint32_t bx, uint32_t by, uint32_t bz) {
+  LaunchRing* r = t_gpu.ring;
+  if (__builtin_expect(r == nullptr, 0)) r = ClaimRing();
+  const uint32_t n = r->next + 1;
+  RingSlot& s = r->slots[n & (kRingSlots - 1)];
+  __atomic_store_n(&s.seq, 0, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);  // a reader sees seq 0 before any new field
+  s.epoch = __atomic_load_n(&g_sync_epoch, __ATOMIC_RELAXED);
+  s.api = api;
+  s.block[0] = static_cast<uint16_t>(bx);
+  s.block[1] = static_cast<uint16_t>(by);
+  s.block[2] = static_cast<uint16_t>(bz);
+  s.func = func;
+  s.stream = stream;
+  s.grid[0] = gx;
+  s.grid[1] = gy;
+  s.grid[2] = gz;
+  s.py_code = 0;
+  if (__builtin_expect(python::PythonFramesOn(), 0)) python::CurrentPythonFrame(&s.py_code, &s.py_lasti);
+  __atomic_store_n(&s.seq, n, __ATOMIC_RELEASE);
+  r->next = n;
+}
+
+// ---- synchronisation epochs ----------------------------------------------------------------
+
+// At the start of a stream or device synchronisation: the epoch it covers launches below.
+inline uint32_t SyncBegin() { return __atomic_add_fetch(&g_sync_epoch, 1, __ATOMIC_RELAXED); }
+// After it succeeded: every launch on `stream` (all streams when device_wide) that returned
+// before epoch `begun` has completed.
+void SyncSucceeded(uint32_t begun, bool device_wide, uint64_t stream);
+
+// ---- sticky errors --------------------------------------------------------------------------
+
+using format::IsStickyGpuError;
+
+// Where a call that reported an error waits: one stream, or the whole device.
+struct FaultScope {
+  uint64_t stream = 0;
+  bool device_wide = true;
+  const void* func = nullptr;  // the kernel of a launch that reported it
+};
+
+// A call that waits on one stream.
+inline FaultScope OnStream(const void* stream) {
+  FaultScope w;
+  w.stream = reinterpret_cast<uint64_t>(stream);
+  w.device_wide = false;
+  return w;
+}
+
+// What a successful synchronising call tells the ring: nothing (a copy, an error query,
+// an event), that one stream completed, or that the whole device did.
+enum class Marks : uint8_t { kNothing, kStream, kDevice };
+
+// A call returned a sticky error (call inside a ShimScope that entered): the first one is
+// recorded with the launch ring, the first later one on its own; then nothing more.
+void NoteStickyError(const Call& c, const FaultScope& where);
+
+// True once a sticky error was recorded: launches failing after it belong to the fault.
+bool DeviceFaultSeen();
+
+// A synchronising call (or an error query, or a copy) of either layer: run() is the real
+// call. Success costs the comparison and, for a stream or device synchronisation made by
+// the program itself (not by a runtime hook's call underneath), the epoch; a failure goes
+// to SyncFailed (gpu_module.h). A runtime call raises runtime_depth, as every runtime hook.
+template <class R, class Run>
+inline R SyncCall(GpuApi api, GpuLayer layer, const void* caller, const void* real, Marks marks,
+                  const FaultScope& where, Run&& run) {
+  ThreadState& t = t_thread;
+  const bool runtime = layer == GpuLayer::kRuntime;
+  const bool marking = marks != Marks::kNothing && (runtime || t.runtime_depth == 0);
+  const uint32_t begun = marking ? SyncBegin() : 0;
+  if (runtime) ++t.runtime_depth;
+  const R r = run();
+  if (runtime) --t.runtime_depth;
+  if (__builtin_expect(r == 0, 1)) {
+    if (marking) SyncSucceeded(begun, marks == Marks::kDevice, where.stream);
+    return r;
+  }
+  SyncFailed(api, layer, caller, real, static_cast<int64_t>(r), where);
+  return r;
+}
+
+// From the fatal-signal handler (signal context, own writer w): writes the launch ring
+// unless the first sticky error already did.
+void RecordRingAtSignal(ThreadState& w);
+
+// A fork child's pool starts empty (its parent's launches are not its own).
+void ResetLaunchRings();
+
+}  // namespace colabtrace::shim::gpu
