@@ -122,10 +122,18 @@ const KernelName& KernelNames::Of(uint64_t api, uint64_t func, uint64_t name, ui
   KernelName& n = it->second;
   if (IsStubLaunch(api)) {
     n = OfStub(func);
+    if (!t_.Str(name).empty()) n.kernel = Demangle(std::string(t_.Str(name)));
   } else {
     n = OfHandle(func);
     // The driver's own name for the handle, or the name a failed lookup asked for.
     if (!t_.Str(name).empty()) n.kernel = Demangle(std::string(t_.Str(name)));
+    // nvcc's launch with no __cudaGetKernel record for its handle (on the H200 the real
+    // runtime's handle for a kernel without an image pointed into the program itself):
+    // name it as a host stub when the address lies in a loaded object's symbols.
+    if (n.kernel.empty() && IsNvccLaunch(api) && func != 0) {
+      const KernelName stub = OfStub(func);
+      if (!stub.kernel.empty()) n = stub;
+    }
   }
   // What the runtime launched or looked up underneath, when the stub said nothing.
   if (n.kernel.empty() && inner_func != 0) {

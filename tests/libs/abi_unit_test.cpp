@@ -752,6 +752,30 @@ TEST(Findings, DtNeededFailureIsAnErrorEvenInAHealthyProcess) {
             "the library was found but its dependency (DT_NEEDED) libct_missing_dep.so.1 is missing");
 }
 
+// CuPy on the H200: its optional cuTENSOR backend module needs libcutensor.so.2, which is
+// not installed; CuPy catches the ImportError and runs on. Info in a healthy process; an
+// error when the process then failed.
+TEST(Findings, AnOptionalModuleMissingItsCudaFamilyDependencyIsInfo) {
+  auto module = [](int exit_code) {
+    TraceBuilder b(10);
+    b.Load(LibApi::kDlopen, "/sp/cupy_backends/cuda/libs/cutensor.cpython-312-x86_64-linux-gnu.so", 0,
+           "/usr/bin/python3.12", 0, RTLD_NOW, 0, false,
+           "libcutensor.so.2: cannot open shared object file: No such file or directory");
+    b.Exit(exit_code);
+    std::vector<ProcessTrace> traces;
+    traces.push_back(b.Finish());
+    const auto f = FindingsOf(traces, "abi.load-failed");
+    EXPECT_EQ(f.size(), 1u);
+    return f.empty() ? std::make_pair(Severity::kWarning, std::string())
+                     : std::make_pair(f[0].severity, f[0].evidence["severity_reason"].str());
+  };
+  EXPECT_EQ(module(0), std::make_pair(Severity::kInfo, std::string(
+                           "an optional module whose cutensor dependency libcutensor.so.2 is not installed: the "
+                           "process went on without it, ended normally and no GPU call failed")));
+  EXPECT_EQ(module(1), std::make_pair(Severity::kError, std::string(
+                           "the library was found but its dependency (DT_NEEDED) libcutensor.so.2 is missing")));
+}
+
 TEST(Findings, ExtensionModulesOfOneFileNameAreNotDuplicates) {
   TraceBuilder b(10);
   b.Load(LibApi::kStartup, "/bin/python3", 0x1000, "");

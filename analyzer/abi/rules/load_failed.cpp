@@ -10,6 +10,9 @@
 //   error when
 //     - the requested file was found but a library it needs (DT_NEEDED) is missing, or a
 //       symbol or symbol version it needs is missing (see abi.symbol-version-missing);
+//       except info for a dlopen'd module whose missing dependency is a CUDA-family
+//       library, in a process that ended normally with no failed GPU call (CuPy's optional
+//       cuTENSOR backend without libcutensor.so.2 installed: seen on the H200);
 //   info when the program handled it: the same library (its stem: libcudnn_graph for
 //     libcudnn_graph.so.9.19) was mapped at the time or loaded later. cuDNN 9.19 tries
 //     libcudnn_graph.so.9.19 and .9.19.0 (and its engines, heuristic) before .so.9, which
@@ -89,6 +92,15 @@ Verdict Judge(const ProcessLibraries& p, const FailedLoad& fl, const DlerrorFact
   }
   if (facts.kind == DlerrorFacts::kNotFound && !facts.object.empty() &&
       Basename(facts.object) != Basename(fl.requested)) {
+    // CuPy's optional backends (cupy_backends/cuda/libs/cutensor.*.so) need a CUDA-family
+    // library the user may not have installed: CuPy tries the import and goes on.
+    const elf::LibraryFamily missing = elf::ClassifyLibrary(Basename(facts.object));
+    if (fl.api != format::LibApi::kDependency && !failed_after && !p.gpu_call_failed &&
+        (missing.group == elf::LibraryGroup::kCudaToolkit || missing.group == elf::LibraryGroup::kNvidiaLibrary)) {
+      return {Severity::kInfo, "an optional module whose " + missing.family + " dependency " + facts.object +
+                                   " is not installed: the process went on without it, ended normally and "
+                                   "no GPU call failed"};
+    }
     return {Severity::kError, "the library was found but its dependency (DT_NEEDED) " + facts.object +
                                   " is missing"};
   }
