@@ -136,11 +136,17 @@ def run_side(unit, traced, build, workdir, test_timeout, only=None):
     done_path = os.path.join(base, "done.txt")
     trace_dir = os.path.join(base, "traces")
     os.makedirs(trace_dir)
+    # Each side starts from an empty HOME of its own: the bare and traced sides of a unit
+    # run side by side, and CPython's test_site creates ~/.local/lib/python3.X/site-packages
+    # in its setUpModule (and adds it to sys.path only if it was not there yet), so a
+    # shared HOME let one side's folder change the other side's sys.path.
+    home = os.path.join(base, "home")
+    os.makedirs(home)
     env = dict(os.environ)
     for k in ("LD_PRELOAD", "COLABTRACE_OUT", "PYTHONPATH", "PYTHONHOME"):
         env.pop(k, None)
     env.update(PARITY_EVENTS=events_path, PARITY_DONE=done_path, PYTHONDONTWRITEBYTECODE="1",
-               PARITY_TEST_TIMEOUT=str(test_timeout), PYTHONFAULTHANDLER="1")
+               PARITY_TEST_TIMEOUT=str(test_timeout), PYTHONFAULTHANDLER="1", HOME=home)
     env.update(unit[4] if len(unit) > 4 else {})
     if only is not None:
         only_path = os.path.join(base, "only.txt")
