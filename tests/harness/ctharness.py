@@ -117,8 +117,34 @@ def run_on_other_machine(shell_cmd: str, out_dir: str, machine_id: str,
     return subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True)
 
 
+def _keep_report_inputs(args) -> None:
+    """With COLABTRACE_TEST_KEEP_REPORTS=DIR, copies the traces of a `report` call into
+    DIR/NNNNNN/ and appends its arguments (paths replaced by the copies) to
+    DIR/manifest.jsonl, so that tools/compare_reports can render the same inputs with two
+    builds of the analyzer."""
+    keep = os.environ.get("COLABTRACE_TEST_KEEP_REPORTS")
+    if not keep or not args or args[0] != "report":
+        return
+    os.makedirs(keep, exist_ok=True)
+    case = os.path.join(keep, f"{os.getpid()}-{len(os.listdir(keep)):06d}")
+    os.makedirs(case)
+    valued = ("--format", "-o", "--output", "--gpu-arch", "--sysroot", "--fail-on")
+    kept = []
+    for i, a in enumerate(args[1:]):
+        is_value = i > 0 and args[i] in valued  # args[i] is the argument before a
+        if not is_value and not a.startswith("-") and os.path.exists(a):
+            dest = os.path.join(case, str(len(kept)) + "-" + os.path.basename(a.rstrip("/")))
+            (shutil.copytree if os.path.isdir(a) else shutil.copy2)(a, dest)
+            kept.append(dest)
+        else:
+            kept.append(os.path.abspath(a) if args[i] == "--sysroot" else a)
+    with open(os.path.join(keep, "manifest.jsonl"), "a") as f:
+        f.write(json.dumps({"test": os.environ.get("CTEST_TEST_NAME", ""), "args": kept}) + "\n")
+
+
 def cli(*args, check=True, timeout=300) -> subprocess.CompletedProcess:
     """Runs the colabtrace CLI (never under the shim)."""
+    _keep_report_inputs(args)
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
     p = subprocess.run([CLI, *args], capture_output=True, text=True, env=env, timeout=timeout)
     if check and p.returncode not in (0, 1):
