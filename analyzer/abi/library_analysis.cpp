@@ -15,8 +15,8 @@
 #include "abi/library_files.h"
 #include "abi/library_model.h"
 #include "abi/rules/rules.h"
-#include "analyses/factories.h"
-#include "analyses/process_facts.h"
+#include "report/analyses.h"
+#include "model/process_facts.h"
 #include "elf/cuda_arch.h"
 #include "report/report.h"
 
@@ -34,12 +34,12 @@ class LibraryAnalysis final : public Analysis {
   void Run(ReportBuilder& report) override {
     abi::LibraryFiles files(report.options().sysroot);
     abi::JobFindings findings;
-    abi::RuleContext ctx{files, ParseTargetArch(report), findings};
+    abi::RuleContext ctx{files, ParseTargetArch(report), findings, report.run().symbols()};
     Json rows = Json::MakeArray();
     std::string text;
     const auto& traces = report.traces();
     for (size_t i = 0; i < traces.size(); ++i) {
-      const abi::ProcessLibraries p = abi::ProcessLibraries::Of(traces[i], report.facts(traces[i]), files);
+      const abi::ProcessLibraries p = abi::ProcessLibraries::Of(report.run(), traces[i], files);
       AddRows(p, rows);
       // `colabtrace run`'s own trace loads nothing of the job's: no line for it.
       if (!IsRunWrapper(traces[i])) AddTextLines(p, text);

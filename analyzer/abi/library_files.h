@@ -22,31 +22,16 @@
 
 #include "abi/file_facts.h"
 #include "abi/library_inventory.h"
-#include "report/json.h"
+#include "model/local_host.h"
+#include "core/json.h"
 #include "trace/process_trace.h"
 
 namespace colabtrace::analyzer::abi {
 
-// Whether the analyzing machine is the one (and the boot) that recorded a trace.
-struct HostOrigin {
-  bool same_host = true;
-  std::string why;  // "boot_id", "machine_id" or "hostname": what differed; "" when same
-  // The label for disk-based evidence: "" on the same host, else
-  // "skipped: trace from another host (boot_id differs)".
-  std::string DiskChecksLabel() const;
-};
-
-// This machine's identity, for comparing with a trace's HostInfo (boot_id, machine_id,
-// hostname). COLABTRACE_ANALYZER_HOST_ID (test-only, documented in docs/DEVELOPING.md)
-// replaces this machine's boot_id and machine_id with its value.
-struct LocalHost {
-  std::string boot_id, machine_id, hostname;
-  static const LocalHost& Get();
-};
-
-// Compares the trace's recorded identity with this machine's: boot_id first, then
-// machine_id, then (for traces that recorded neither) the hostname.
-HostOrigin HostOriginOf(const ProcessTrace& t, const LocalHost& local = LocalHost::Get());
+// The recording host against this one (model/local_host.h), as the library checks use it.
+using analyzer::HostOrigin;
+using analyzer::HostOriginOf;
+using analyzer::LocalHost;
 
 // True when the file has the loaded object's recorded identity (dev, inode, size, mtime).
 bool SameIdentity(const LoadedLibrary& o, const FileFacts& f);

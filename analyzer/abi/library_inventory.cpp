@@ -1,6 +1,6 @@
 #include "abi/library_inventory.h"
 
-#include "analyses/process_facts.h"
+#include "model/process_facts.h"
 
 #include <dlfcn.h>
 
@@ -330,6 +330,13 @@ LibraryInventory LibraryInventory::Of(const ProcessTrace& t) {
   MarkLegacyCuptiLoads(t, inv.objects);
   DropColabtraceLoads(inv);
   return inv;
+}
+
+LibraryInventories LibraryInventories::Build(const RunModel& run) {
+  LibraryInventories all;
+  all.of_trace.reserve(run.traces().size());
+  for (const ProcessTrace& t : run.traces()) all.of_trace.push_back(LibraryInventory::Of(t));
+  return all;
 }
 
 }  // namespace colabtrace::analyzer::abi

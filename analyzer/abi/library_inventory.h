@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "colabtrace/format/records.h"
+#include "model/run_model.h"
 #include "trace/process_trace.h"
 
 namespace colabtrace::analyzer::abi {
@@ -78,6 +79,12 @@ struct LibraryInventory {
   uint64_t dlclose_calls = 0;
 
   static LibraryInventory Of(const ProcessTrace& t);
+};
+
+// Every trace's inventory (RunModel::Get<LibraryInventories>()).
+struct LibraryInventories {
+  std::vector<LibraryInventory> of_trace;  // same order as the run's traces
+  static LibraryInventories Build(const RunModel& run);
 };
 
 // "cudart" for libcudart.so.12, /x/libcudart-1a2b3c4d.so.12, libcudart.so; "cudnn_ops"

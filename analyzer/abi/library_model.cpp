@@ -4,7 +4,7 @@
 #include <map>
 #include <optional>
 
-#include "analyses/process_facts.h"
+#include "model/process_facts.h"
 #include "gpu/kernel_names.h"
 #include "report/report.h"
 
@@ -42,10 +42,9 @@ bool AnyGpuCallFailed(const ProcessTrace& t) {
 
 }  // namespace
 
-ProcessLibraries ProcessLibraries::Of(const ProcessTrace& t, const ProcessFacts& facts, LibraryFiles& files) {
-  ProcessLibraries p;
-  p.trace = &t;
-  p.inv = LibraryInventory::Of(t);
+ProcessLibraries ProcessLibraries::Of(const RunModel& run, const ProcessTrace& t, LibraryFiles& files) {
+  ProcessLibraries p(t, run.Get<LibraryInventories>().of_trace[run.IndexOf(t)]);
+  const ProcessFacts& facts = run.facts(t);
   p.host = HostOriginOf(t);
   p.end_realtime_ns = t.start_realtime_ns() + (t.end_ns() - t.start_ns());
   p.process_failed = facts.end_kind == EndKind::kSignaled || facts.end_kind == EndKind::kKilled ||
@@ -152,7 +151,7 @@ std::string LoadedPathFor(const ProcessLibraries& p, const std::string& name, in
   return "";
 }
 
-Json GpuErrors(const ProcessTrace& t, std::initializer_list<int64_t> codes) {
+Json GpuErrors(SymbolCache& symbols, const ProcessTrace& t, std::initializer_list<int64_t> codes) {
   // At most kMaxErrors entries: a trace may hold millions of failed calls.
   constexpr size_t kMaxErrors = 32;
   Json out = Json::MakeArray();
@@ -192,7 +191,7 @@ Json GpuErrors(const ProcessTrace& t, std::initializer_list<int64_t> codes) {
   std::optional<gpu::KernelNames> names;
   for (const auto& l : t.records.GpuLaunchFailed) {
     if (!wanted(l.rc) || out.array().size() >= kMaxErrors) continue;
-    if (!names) names.emplace(t);
+    if (!names) names.emplace(t, symbols);
     const gpu::KernelName& n = names->Of(l.api, l.func, l.name, l.module, l.inner_func);
     Json j = Json::MakeObject();
     j["api"] = api_name(l.api);

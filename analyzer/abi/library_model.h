@@ -16,17 +16,19 @@
 #include "abi/file_facts.h"
 #include "abi/library_files.h"
 #include "abi/library_inventory.h"
-#include "analyses/process_facts.h"
+#include "model/process_facts.h"
 #include "elf/cuda_arch.h"
 #include "elf/library_family.h"
-#include "report/json.h"
+#include "core/json.h"
 #include "trace/process_trace.h"
 
 namespace colabtrace::analyzer::abi {
 
 struct ProcessLibraries {
+  ProcessLibraries(const ProcessTrace& t, const LibraryInventory& inventory) : trace(&t), inv(inventory) {}
+
   const ProcessTrace* trace = nullptr;
-  LibraryInventory inv;
+  const LibraryInventory& inv;  // the run model's (LibraryInventories)
   std::vector<elf::LibraryFamily> family;           // per object
   // Per object, from DT_NEEDED, symbol versions and the soname (never device code);
   // from the soname alone when its file is not readable.
@@ -39,9 +41,9 @@ struct ProcessLibraries {
   bool gpu_call_failed = false;  // a GPU call failed (GpuError, a failed allocation, free,
                                  // module load or kernel launch)
 
-  // facts: t's process facts given the run's lifecycle model (ReportBuilder::facts), so
-  // that process_failed agrees with how processes[] says it ended.
-  static ProcessLibraries Of(const ProcessTrace& t, const ProcessFacts& facts, LibraryFiles& files);
+  // process_failed reads t's facts in the run model, so that it agrees with how
+  // processes[] says it ended.
+  static ProcessLibraries Of(const RunModel& run, const ProcessTrace& t, LibraryFiles& files);
 
   // The file of `path` as this process loaded it (when it is one of its objects), else
   // LibraryFiles::Named: for paths a record names (a requester, a dlerror's object).
@@ -70,6 +72,6 @@ std::string DiskState(const LoadedLibrary& o, const FileFacts* f, uint64_t end_r
 // The loaded object (same namespace) whose soname or file name is `name`, or "".
 std::string LoadedPathFor(const ProcessLibraries& p, const std::string& name, int64_t nsid);
 // Failed GPU calls (GpuError, GpuAlloc, GpuModule) with one of `codes`, as evidence.
-Json GpuErrors(const ProcessTrace& t, std::initializer_list<int64_t> codes);
+Json GpuErrors(SymbolCache& symbols, const ProcessTrace& t, std::initializer_list<int64_t> codes);
 
 }  // namespace colabtrace::analyzer::abi

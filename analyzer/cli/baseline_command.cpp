@@ -4,8 +4,8 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "tools/budget.h"
-#include "tools/flag_reader.h"
+#include "ci/budget.h"
+#include "cli/flag_reader.h"
 
 namespace colabtrace::cli {
 namespace {

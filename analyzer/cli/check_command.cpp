@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "cli/command.h"
-#include "tools/budget.h"
-#include "tools/flag_reader.h"
+#include "ci/budget.h"
+#include "cli/flag_reader.h"
 
 namespace colabtrace::cli {
 namespace {

@@ -2,8 +2,8 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "tools/flag_reader.h"
-#include "tools/run_diff.h"
+#include "cli/flag_reader.h"
+#include "ci/run_diff.h"
 
 namespace colabtrace::cli {
 namespace {

@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "report/json.h"
+#include "core/json.h"
 #include "trace/process_trace.h"
 
 namespace colabtrace::cli {

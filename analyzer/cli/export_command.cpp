@@ -9,8 +9,8 @@
 
 #include "cli/command.h"
 #include "export/ndjson_export.h"
-#include "tools/flag_reader.h"
-#include "tools/trace_event_export.h"
+#include "cli/flag_reader.h"
+#include "export/trace_event_export.h"
 
 namespace colabtrace::cli {
 namespace {

@@ -18,8 +18,8 @@
 #include <optional>
 
 #include "cli/command.h"
-#include "report/json.h"
-#include "tools/flag_reader.h"
+#include "core/json.h"
+#include "cli/flag_reader.h"
 
 namespace colabtrace::cli {
 namespace {

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "render/render.h"
 #include "report/report.h"
 
 namespace colabtrace::cli {
@@ -112,7 +113,6 @@ class ReportCommand final : public Command {
       }
     }
     if (inputs.empty()) return UsageError(name(), "no trace or directory given");
-    options.keep_models = format == "html";  // the plots draw the analyses' models
 
     const bool progress = isatty(2);
     if (progress) std::cerr << "colabtrace: reading traces...\r" << std::flush;

@@ -21,9 +21,10 @@
 #include <sstream>
 
 #include "cli/command.h"
-#include "analyses/process_facts.h"
+#include "model/process_facts.h"
 #include "cli/run_sampler.h"
 #include "colabtrace/format/wire.h"
+#include "render/render.h"
 #include "report/report.h"
 
 namespace colabtrace::cli {

@@ -14,7 +14,7 @@
 #include <optional>
 #include <sstream>
 
-#include "analyses/proc_stat.h"
+#include "model/proc_stat.h"
 
 namespace colabtrace::cli {
 namespace {

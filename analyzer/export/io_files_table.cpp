@@ -10,8 +10,7 @@ namespace colabtrace::analyzer::ndjson {
 void WriteIoFiles(const ExportContext& ctx, NdjsonTable& out) {
   for (size_t i = 0; i < ctx.traces().size(); ++i) {
     const ProcessTrace& t = ctx.traces()[i];
-    const std::vector<const ProcessTrace*> one{&t};
-    const io::IoModel model = io::IoModel::Build(one);
+    const io::IoModel& model = ctx.report.run().Get<io::ProcessIoModels>().of_trace[i];
     for (const io::FileStats& f : model.files) {
       const io::MountRow* m = f.mount >= 0 && static_cast<size_t>(f.mount) < model.mounts.size()
                                   ? &model.mounts[static_cast<size_t>(f.mount)]

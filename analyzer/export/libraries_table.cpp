@@ -8,7 +8,7 @@ namespace colabtrace::analyzer::ndjson {
 void WriteLibraries(const ExportContext& ctx, NdjsonTable& out) {
   for (size_t i = 0; i < ctx.traces().size(); ++i) {
     const ProcessTrace& t = ctx.traces()[i];
-    const abi::LibraryInventory inv = abi::LibraryInventory::Of(t);
+    const abi::LibraryInventory& inv = ctx.report.run().Get<abi::LibraryInventories>().of_trace[i];
     for (const abi::LoadedLibrary& o : inv.objects) {
       NdjsonRow row;
       row.Str("host", ctx.hosts[i])

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "report/json.h"
+#include "core/json.h"
 
 namespace colabtrace::analyzer {
 

@@ -2,7 +2,7 @@
 // (the end kind and peak RSS need the whole lifecycle model, so the report computes
 // them once). `colabtrace run`'s own trace is not a process of the job (the report lists
 // it under "run"); its samples are in samples.ndjson.
-#include "analyses/process_facts.h"
+#include "model/process_facts.h"
 #include "export/ndjson_tables.h"
 
 namespace colabtrace::analyzer::ndjson {

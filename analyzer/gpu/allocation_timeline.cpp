@@ -708,4 +708,11 @@ AllocationTimeline AllocationTimeline::Of(const ProcessTrace& t) {
   return out;
 }
 
+GpuTimelines GpuTimelines::Build(const RunModel& run) {
+  GpuTimelines g;
+  g.of_trace.reserve(run.traces().size());
+  for (const ProcessTrace& t : run.traces()) g.of_trace.push_back(AllocationTimeline::Of(t));
+  return g;
+}
+
 }  // namespace colabtrace::analyzer::gpu

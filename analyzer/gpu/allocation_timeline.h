@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gpu/gpu_api.h"
+#include "model/run_model.h"
 #include "trace/process_trace.h"
 
 namespace colabtrace::analyzer::gpu {
@@ -182,6 +183,12 @@ struct AllocationTimeline {
 
   // Replays t's GPU records.
   static AllocationTimeline Of(const ProcessTrace& t);
+};
+
+// Every trace's timeline (RunModel::Get<GpuTimelines>()).
+struct GpuTimelines {
+  std::vector<AllocationTimeline> of_trace;  // same order as the run's traces
+  static GpuTimelines Build(const RunModel& run);
 };
 
 // A device's identity across processes: its PCI address, name and size when recorded,

@@ -23,7 +23,7 @@
 #include <map>
 #include <set>
 
-#include "analyses/factories.h"
+#include "report/analyses.h"
 #include "gpu/allocation_timeline.h"
 #include "gpu/gpu_findings.h"
 #include "gpu/cupti_merge.h"
@@ -141,9 +141,7 @@ class GpuAnalysis final : public Analysis {
 
   void Run(ReportBuilder& report) override {
     const auto& traces = report.traces();
-    std::vector<AllocationTimeline> tl;
-    tl.reserve(traces.size());
-    for (const auto& t : traces) tl.push_back(AllocationTimeline::Of(t));
+    const std::vector<AllocationTimeline>& tl = report.run().Get<gpu::GpuTimelines>().of_trace;
 
     uint64_t run_start = UINT64_MAX;
     for (const auto& t : traces) run_start = std::min(run_start, t.start_ns());
@@ -151,12 +149,12 @@ class GpuAnalysis final : public Analysis {
 
     std::string text;
     if (!traces.empty()) {  // untraced children: the figures of a process that allocated nothing
-      for (Json* p : report.UntracedProcesses()) (*p)["gpu"] = ProcessJson(traces.front(), AllocationTimeline{});
+      for (Json* p : report.UntracedProcesses()) (*p)["gpu"] = ProcessJson(report.run().symbols(), traces.front(), AllocationTimeline{});
     }
     for (size_t i = 0; i < traces.size(); ++i) {
       const ProcessTrace& t = traces[i];
       const AllocationTimeline& g = tl[i];
-      report.process(i)["gpu"] = ProcessJson(t, g);
+      report.process(i)["gpu"] = ProcessJson(report.run().symbols(), t, g);
       auto others = [&, i](int64_t device, uint64_t ts) {
         std::vector<std::pair<uint32_t, uint64_t>> out;
         auto self = tl[i].devices.find(device);
@@ -177,13 +175,10 @@ class GpuAnalysis final : public Analysis {
     }
     report.root()["gpu"] = TotalsJson(traces, tl, run_start);
     if (!text.empty()) report.AddText("GPU memory", text);
-    if (report.options().keep_models) {
-      report.models().gpu = std::make_shared<const std::vector<AllocationTimeline>>(std::move(tl));
-    }
   }
 
  private:
-  static Json ProcessJson(const ProcessTrace& t, const AllocationTimeline& g) {
+  static Json ProcessJson(SymbolCache& symbols, const ProcessTrace& t, const AllocationTimeline& g) {
     Json j = Json::MakeObject();
     const gpu::CuptiSummary cupti = gpu::SummarizeCupti(t);
     j["allocations"] = g.allocations + cupti.only_allocations;  // cupti_merge.h
@@ -275,7 +270,7 @@ class GpuAnalysis final : public Analysis {
       o["baseline_elsewhere_bytes"] = d.have_baseline ? Json(d.baseline_elsewhere) : Json();
       o["min_free_bytes"] = d.min_free != UINT64_MAX ? Json(d.min_free) : Json();
       o["timeline"] = TimelineJson(d.points, t.start_ns());
-      o["address_map_at_peak"] = gpu::AddressMapJson(t, d.at_peak);
+      o["address_map_at_peak"] = gpu::AddressMapJson(symbols, t, d.at_peak);
       devices.Append(std::move(o));
     }
     j["devices"] = std::move(devices);
@@ -303,9 +298,9 @@ class GpuAnalysis final : public Analysis {
         o["frees_before_retry"] = f.flush_frees;
         o["freed_bytes_before_retry"] = f.flush_bytes;
       }
-      if (gpu::IsOutOfMemory(f.rc)) o["address_map"] = gpu::AddressMapJson(t, f.map);
+      if (gpu::IsOutOfMemory(f.rc)) o["address_map"] = gpu::AddressMapJson(symbols, t, f.map);
       o["stack"] = Json::MakeArray();
-      for (const auto& s : gpu::BlockStack(t, f.stack, f.caller)) o["stack"].Append(s);
+      for (const auto& s : gpu::BlockStack(symbols, t, f.stack, f.caller)) o["stack"].Append(s);
       failures.Append(std::move(o));
     }
     j["failures"] = std::move(failures);

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "analyses/symbolize.h"
+#include "model/symbolize.h"
 #include "gpu/rules/rules.h"
 
 namespace colabtrace::analyzer::gpu {
@@ -41,13 +41,14 @@ std::string DeviceLabel(const DeviceMemory* d, int64_t index) {
   return s;
 }
 
-std::vector<std::string> BlockStack(const ProcessTrace& t, uint64_t stack, uint64_t caller) {
-  if (stack != 0) return SymbolizeStack(t, t.Stack(stack));
-  if (caller != 0) return SymbolizeStack(t, std::vector<uint64_t>{caller});
+std::vector<std::string> BlockStack(SymbolCache& symbols, const ProcessTrace& t, uint64_t stack,
+                                    uint64_t caller) {
+  if (stack != 0) return symbols.Stack(t, t.Stack(stack));
+  if (caller != 0) return symbols.Stack(t, std::vector<uint64_t>{caller});
   return {};
 }
 
-Json BlockJson(const ProcessTrace& t, const Block& b) {
+Json BlockJson(SymbolCache& symbols, const ProcessTrace& t, const Block& b) {
   Json j = Json::MakeObject();
   j["address"] = FormatHex(b.addr);
   j["size"] = b.size;
@@ -55,11 +56,11 @@ Json BlockJson(const ProcessTrace& t, const Block& b) {
   j["api"] = GpuApiLabel(b.api);
   j["allocated_at_ns"] = Rel(t, b.ts);
   j["tid"] = b.tid;
-  j["stack"] = StackJson(BlockStack(t, b.stack, b.caller));
+  j["stack"] = StackJson(BlockStack(symbols, t, b.stack, b.caller));
   return j;
 }
 
-Json AddressMapJson(const ProcessTrace& t, const AddressMap& m) {
+Json AddressMapJson(SymbolCache& symbols, const ProcessTrace& t, const AddressMap& m) {
   Json j = Json::MakeObject();
   j["segments"] = m.segments;
   j["segment_bytes"] = m.segment_bytes;
@@ -71,7 +72,7 @@ Json AddressMapJson(const ProcessTrace& t, const AddressMap& m) {
   for (const auto& [bucket, n] : m.size_histogram) hist[std::to_string(bucket)] = n;
   j["segment_size_histogram"] = std::move(hist);
   Json holders = Json::MakeArray();
-  for (const Block& b : m.gap_holders) holders.Append(BlockJson(t, b));
+  for (const Block& b : m.gap_holders) holders.Append(BlockJson(symbols, t, b));
   j["segments_holding_gaps"] = std::move(holders);
   return j;
 }

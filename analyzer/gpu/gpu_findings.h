@@ -65,9 +65,10 @@ void AddGpuFindings(ReportBuilder& report, const ProcessTrace& t, const Allocati
                     const OthersOnDevice& others);
 
 // JSON helpers shared with the analysis.
-Json BlockJson(const ProcessTrace& t, const Block& b);
-Json AddressMapJson(const ProcessTrace& t, const AddressMap& m);
-std::vector<std::string> BlockStack(const ProcessTrace& t, uint64_t stack, uint64_t caller);
+Json BlockJson(SymbolCache& symbols, const ProcessTrace& t, const Block& b);
+Json AddressMapJson(SymbolCache& symbols, const ProcessTrace& t, const AddressMap& m);
+std::vector<std::string> BlockStack(SymbolCache& symbols, const ProcessTrace& t, uint64_t stack,
+                                    uint64_t caller);
 std::string DeviceLabel(const DeviceMemory* d, int64_t index);
 
 }  // namespace colabtrace::analyzer::gpu

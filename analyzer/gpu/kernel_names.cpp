@@ -3,7 +3,7 @@
 #include <tuple>
 #include <vector>
 
-#include "analyses/symbolize.h"
+#include "model/symbolize.h"
 #include "colabtrace/format/records.h"
 #include "report/report.h"
 
@@ -62,7 +62,7 @@ bool IsKernelLookup(uint64_t api) {
          api == static_cast<uint64_t>(GpuApi::kCuKernelGetFunction);
 }
 
-KernelNames::KernelNames(const ProcessTrace& t) : t_(t) {
+KernelNames::KernelNames(const ProcessTrace& t, SymbolCache& symbols) : t_(t), symbols_(symbols) {
   // The last record that says something about each handle: a name, a stub, or another handle
   // it stands for (cuKernelGetFunction may hand back the CUkernel's own value, which says
   // nothing more than the lookup that named it).
@@ -89,7 +89,7 @@ std::string KernelNames::ModuleLibrary(uint64_t module) const {
 KernelName KernelNames::OfStub(uint64_t stub) {
   auto [it, fresh] = stubs_.try_emplace(stub);
   if (fresh) {
-    const std::vector<std::string> sym = SymbolizeStack(t_, {stub});
+    const std::vector<std::string> sym = symbols_.Stack(t_, {stub});
     if (!sym.empty()) it->second = FromSymbolized(sym[0]);
   }
   return it->second;

@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 
+#include "model/symbolize.h"
 #include "trace/process_trace.h"
 
 namespace colabtrace::analyzer::gpu {
@@ -33,7 +34,8 @@ struct KernelName {
 
 class KernelNames {
  public:
-  explicit KernelNames(const ProcessTrace& t);
+  // symbols: the run model's cache, for naming a host stub from the program's symbols.
+  KernelNames(const ProcessTrace& t, SymbolCache& symbols);
 
   // api/func/name/module/inner_func as in GpuLaunchFailed (name, module and inner_func 0
   // for a GpuLaunchRing record). Falls back to the handle in hex.
@@ -46,6 +48,7 @@ class KernelNames {
   std::string ModuleLibrary(uint64_t module) const;
 
   const ProcessTrace& t_;
+  SymbolCache& symbols_;
   std::map<uint64_t, const format::GpuFunction*> functions_;  // the last record of each handle
   std::map<uint64_t, std::string> module_libraries_;          // by CUmodule/CUlibrary
   std::map<uint64_t, KernelName> stubs_;

@@ -12,13 +12,13 @@
 #include "gpu/gpu_api.h"
 #include "gpu/gpu_findings.h"
 #include "gpu/kernel_names.h"
-#include "python/python_stack.h"
+#include "model/python_stack.h"
 
 namespace colabtrace::analyzer::gpu {
 
 void AddLaunchFailedFindings(ReportBuilder& report, const ProcessTrace& t) {
   if (t.records.GpuLaunchFailed.empty()) return;
-  KernelNames names(t);
+  KernelNames names(t, report.run().symbols());
   struct Group {
     KernelName named;
     int64_t rc = 0;
@@ -66,7 +66,7 @@ void AddLaunchFailedFindings(ReportBuilder& report, const ProcessTrace& t) {
     f.evidence["api"] = GpuApiLabel(g.api);
     f.evidence["device"] = g.device;
     Json stack = Json::MakeArray();
-    for (const std::string& s : BlockStack(t, g.stack, g.caller)) stack.Append(s);
+    for (const std::string& s : BlockStack(report.run().symbols(), t, g.stack, g.caller)) stack.Append(s);
     f.evidence["stack"] = std::move(stack);
     f.evidence["python_stack"] = PythonStackJson(t, g.py_stack);
     const bool image = format::IsNoImageGpuError(g.rc) || (g.runtime && g.rc == 98);

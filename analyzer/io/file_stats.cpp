@@ -11,7 +11,7 @@
 #include <tuple>
 
 #include "absl/container/flat_hash_set.h"
-#include "analyses/process_facts.h"
+#include "model/process_facts.h"
 #include "report/report.h"
 
 namespace colabtrace::analyzer::io {
@@ -709,14 +709,21 @@ class ProcessReplay {
   absl::flat_hash_set<size_t> touched_;
 };
 
-IoModel IoModel::Build(const std::vector<ProcessTrace>& traces) {
+IoModel IoModel::Build(const RunModel& run) {
   std::vector<const ProcessTrace*> all;
-  all.reserve(traces.size());
-  for (const ProcessTrace& t : traces) all.push_back(&t);
-  return Build(all);
+  all.reserve(run.traces().size());
+  for (const ProcessTrace& t : run.traces()) all.push_back(&t);
+  return Build(all, &run);
 }
 
-IoModel IoModel::Build(const std::vector<const ProcessTrace*>& traces) {
+ProcessIoModels ProcessIoModels::Build(const RunModel& run) {
+  ProcessIoModels m;
+  m.of_trace.reserve(run.traces().size());
+  for (const ProcessTrace& t : run.traces()) m.of_trace.push_back(IoModel::Build({&t}, &run));
+  return m;
+}
+
+IoModel IoModel::Build(const std::vector<const ProcessTrace*>& traces, const RunModel* run) {
   IoModel m;
   m.processes.resize(traces.size());
   std::vector<std::string> hosts(traces.size());
@@ -733,7 +740,8 @@ IoModel IoModel::Build(const std::vector<const ProcessTrace*>& traces) {
     ProcessIo& p = m.processes[i];
     m.host_ = hosts[i];
     p.pid = t.pid();
-    const ProcessFacts facts = ProcessFacts::Of(t);
+    const ProcessFacts own = run == nullptr ? ProcessFacts::Of(t) : ProcessFacts();
+    const ProcessFacts& facts = run == nullptr ? own : run->facts(t);
     p.run_wrapper = facts.run_wrapper;
     if (facts.start) {
       p.ppid = ppids[i];

@@ -35,6 +35,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "io/filesystems.h"
+#include "model/run_model.h"
 #include "trace/process_trace.h"
 
 namespace colabtrace::analyzer::io {
@@ -127,10 +128,13 @@ struct ProcessIo {
 
 class IoModel {
  public:
-  static IoModel Build(const std::vector<ProcessTrace>& traces);
+  // The run's I/O model (RunModel::Get<IoModel>()): every trace, with the run's process
+  // facts.
+  static IoModel Build(const RunModel& run);
   // The same over any selection of traces (one trace: that process's own files, as
-  // `export --format ndjson` writes them per process).
-  static IoModel Build(const std::vector<const ProcessTrace*>& traces);
+  // `export --format ndjson` writes them per process: ProcessIoModels).
+  static IoModel Build(const std::vector<const ProcessTrace*>& traces,
+                       const RunModel* run = nullptr);
 
   std::vector<FileStats> files;
   std::vector<MountRow> mounts;
@@ -160,5 +164,12 @@ bool IsDataFile(const FileStats& f, const std::vector<MountRow>& mounts);
 
 // The directory part of a normalized path ("/" for "/x"; "." for a relative "x").
 std::string_view DirOf(std::string_view path);
+
+// Each process's own I/O model, as `export --format ndjson` lists files per process
+// (RunModel::Get<ProcessIoModels>()).
+struct ProcessIoModels {
+  std::vector<IoModel> of_trace;  // same order as the run's traces
+  static ProcessIoModels Build(const RunModel& run);
+};
 
 }  // namespace colabtrace::analyzer::io

@@ -6,7 +6,7 @@
 #include <map>
 #include <unordered_map>
 
-#include "analyses/factories.h"
+#include "report/analyses.h"
 #include "io/file_stats.h"
 #include "io/rules/rules.h"
 #include "report/report.h"
@@ -48,12 +48,12 @@ struct DirRow {
   uint64_t io_ns() const { return read_ns + open_ns + stat_ns; }
 };
 
-class IoAnalysis final : public Analysis {
+// One report's pass over the run's I/O model: the JSON, the text and the rules.
+class IoPass {
  public:
-  std::string_view name() const override { return "io"; }
+  explicit IoPass(const IoModel& model) : model_(model) {}
 
-  void Run(ReportBuilder& report) override {
-    model_ = IoModel::Build(report.traces());
+  void Run(ReportBuilder& report) {
     for (const FileStats& f : model_.files) data_.push_back(IsDataFile(f, model_.mounts));
     BuildDirectories();
     FillProcesses(report);
@@ -65,7 +65,6 @@ class IoAnalysis final : public Analysis {
     RereadRule(view_, report);
     MetadataHeavyRule(view_, report);
     ErrorsRule(view_, report);
-    if (report.options().keep_models) report.models().io = std::make_shared<const IoModel>(std::move(model_));
   }
 
  private:
@@ -456,10 +455,16 @@ class IoAnalysis final : public Analysis {
   }
 
 
-  IoModel model_;
+  const IoModel& model_;
   std::vector<bool> data_;
   const IoView view_{model_, data_};  // what the rules read
   std::vector<DirRow> dirs_;
+};
+
+class IoAnalysis final : public Analysis {
+ public:
+  std::string_view name() const override { return "io"; }
+  void Run(ReportBuilder& report) override { IoPass(report.run().Get<IoModel>()).Run(report); }
 };
 
 }  // namespace

@@ -5,8 +5,8 @@
 #include <map>
 #include <set>
 
-#include "analyses/factories.h"
-#include "python/python_stack.h"
+#include "report/analyses.h"
+#include "model/python_stack.h"
 #include "python/torch_snapshot.h"
 
 namespace colabtrace::analyzer {
@@ -43,7 +43,7 @@ class PythonAnalysis final : public Analysis {
         }
         python["packages"] = std::move(packages);
       }
-      if (std::optional<TorchSnapshot> snap = FindTorchSnapshot(t)) {
+      if (const std::optional<TorchSnapshot>& snap = report.run().Get<TorchSnapshots>().Of(report.run(), t)) {
         const TorchFragmentation f = AnalyzeTorchSnapshot(*snap);
         python["torch_snapshot"] = TorchFragmentationJson(*snap, f);
         snapshot_text += "pid " + std::to_string(t.pid()) + ": request " + FormatBytes(f.request) +

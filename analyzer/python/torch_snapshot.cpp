@@ -185,4 +185,11 @@ void ApplyTorchAccounting(Finding& fd, const std::optional<TorchSnapshot>& snap,
   }
 }
 
+TorchSnapshots TorchSnapshots::Build(const RunModel& run) {
+  TorchSnapshots all;
+  all.of_trace.reserve(run.traces().size());
+  for (const ProcessTrace& t : run.traces()) all.of_trace.push_back(FindTorchSnapshot(t));
+  return all;
+}
+
 }  // namespace colabtrace::analyzer

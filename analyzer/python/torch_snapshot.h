@@ -15,7 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "report/json.h"
+#include "core/json.h"
+#include "model/run_model.h"
 #include "report/report.h"
 #include "trace/process_trace.h"
 
@@ -66,6 +67,15 @@ std::optional<TorchSnapshot> ParseTorchSnapshot(std::string_view json_text, std:
                                                 std::string* error);
 // The snapshot written next to trace t (its .ctrace name with .torch-snapshot.json), if any.
 std::optional<TorchSnapshot> FindTorchSnapshot(const ProcessTrace& t);
+
+// Every trace's snapshot, read and parsed once (RunModel::Get<TorchSnapshots>()).
+struct TorchSnapshots {
+  std::vector<std::optional<TorchSnapshot>> of_trace;  // same order as the run's traces
+  static TorchSnapshots Build(const RunModel& run);
+  const std::optional<TorchSnapshot>& Of(const RunModel& run, const ProcessTrace& t) const {
+    return of_trace[run.IndexOf(t)];
+  }
+};
 
 // Accounting for `device` (-1: the observer's device) against `request` (0: the
 // observer's requested bytes).

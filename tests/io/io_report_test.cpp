@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "../harness/trace_builder.h"
-#include "analyses/factories.h"
+#include "report/analyses.h"
 #include "colabtrace/format/codec.h"
 #include "gtest/gtest.h"
 #include "io/file_stats.h"

@@ -53,7 +53,7 @@ void DriverTooOldRule(const ProcessLibraries& p, RuleContext& ctx) {
       runtime_lib = std::string(t.Str(v.runtime_lib));
     }
   }
-  Json errors = GpuErrors(t, kDriverTooOldErrors);
+  Json errors = GpuErrors(ctx.symbols, t, kDriverTooOldErrors);
   if (!too_old && errors.array().empty()) return;
   const LoadedLibrary* driver_lib = nullptr;  // the CUDA driver library, if one was loaded
   for (size_t i = 0; i < p.inv.objects.size() && driver_lib == nullptr; ++i) {

@@ -48,8 +48,8 @@
 #include "abi/dlerror_text.h"
 #include "abi/library_search.h"
 #include "abi/rules/rules.h"
-#include "analyses/process_facts.h"
-#include "analyses/symbolize.h"
+#include "model/process_facts.h"
+#include "model/symbolize.h"
 
 namespace colabtrace::analyzer::abi {
 namespace {
@@ -179,7 +179,7 @@ void LoadFailedRule(const ProcessLibraries& p, RuleContext& ctx) {
     if (auto it = by_stem.find(stem); it != by_stem.end() && !stem.empty()) later = LoadedInstead(it->second, fl);
     const elf::LibraryFamily fam = elf::ClassifyLibrary(wanted);
     std::vector<std::string> stack;
-    if (fl.stack != 0) stack = SymbolizeStack(t, t.Stack(fl.stack));
+    if (fl.stack != 0) stack = ctx.symbols.Stack(t, t.Stack(fl.stack));
     const bool in_signal_handler = std::any_of(stack.begin(), stack.end(), [](const std::string& frame) {
       return frame.starts_with(kSignalFrame);
     });

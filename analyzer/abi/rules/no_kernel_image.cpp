@@ -93,7 +93,7 @@ void NoKernelImageRule(const ProcessLibraries& p, RuleContext& ctx) {
       }
     }
   }
-  Json errors = GpuErrors(t, kNoImageErrors);
+  Json errors = GpuErrors(ctx.symbols, t, kNoImageErrors);
   Json not_judged_any = Json::MakeArray();  // for the finding from failed calls alone
   bool reported_errors = false;
   for (const auto& [arch, source] : targets) {

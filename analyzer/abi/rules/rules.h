@@ -24,6 +24,7 @@ struct RuleContext {
   LibraryFiles& files;
   std::optional<elf::GpuArch> what_if;
   JobFindings& findings;
+  SymbolCache& symbols;  // the run model's
 };
 
 void DuplicateLibraryRule(const ProcessLibraries& p, RuleContext& ctx);      // abi.duplicate-library

@@ -23,7 +23,7 @@
 #include "gpu/gpu_api.h"
 #include "gpu/kernel_names.h"
 #include "gpu/rules/rules.h"
-#include "python/python_stack.h"
+#include "model/python_stack.h"
 
 namespace colabtrace::analyzer::gpu {
 namespace {
@@ -110,7 +110,7 @@ void AddDeviceFaultFinding(ReportBuilder& report, const ProcessTrace& t) {
     s.device = static_cast<int64_t>(t.records.GpuDevice.front().index);
   }
 
-  KernelNames names(t);
+  KernelNames names(t, report.run().symbols());
   // In flight: not known complete when the ring was written.
   std::vector<const format::GpuLaunchRing*> here, elsewhere;
   for (const auto& r : t.records.GpuLaunchRing) {
@@ -151,7 +151,7 @@ void AddDeviceFaultFinding(ReportBuilder& report, const ProcessTrace& t) {
   ev["device"] = s.device;
   ev["stream"] = s.device_wide ? Json() : Json(Hex(s.stream));
   ev["scope"] = s.device_wide ? "device" : "stream";
-  ev["stack"] = StackJson(BlockStack(t, s.stack, s.caller));
+  ev["stack"] = StackJson(BlockStack(report.run().symbols(), t, s.stack, s.caller));
   ev["python_stack"] = PythonStackJson(t, s.py_stack);
   ev["kernels"] = kernels;
   ev["kernels_on_other_streams"] = others;

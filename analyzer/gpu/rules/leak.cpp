@@ -8,10 +8,10 @@
 #include <map>
 #include <string_view>
 
-#include "analyses/process_facts.h"
+#include "model/process_facts.h"
 #include "gpu/leak_growth.h"
 #include "gpu/rules/rules.h"
-#include "python/python_stack.h"
+#include "model/python_stack.h"
 
 namespace colabtrace::analyzer::gpu {
 namespace {
@@ -23,7 +23,7 @@ constexpr size_t kMaxLeakGroups = 10;  // allocation sites listed in the evidenc
 void AddLeakFinding(ReportBuilder& report, const ProcessTrace& t, const AllocationTimeline& g) {
   const LeakGrowth lg = FindLeakGrowth(g, t.end_ns());
   if (lg.groups.empty()) return;
-  const bool killed = report.facts(t).end_kind == EndKind::kKilled;
+  const bool killed = report.run().facts(t).end_kind == EndKind::kKilled;
   double rate = 0;
   for (const LeakGroup& gr : lg.groups) rate += gr.rate_bytes_per_s;
   Finding fd;
@@ -52,7 +52,7 @@ void AddLeakFinding(ReportBuilder& report, const ProcessTrace& t, const Allocati
     j["api"] = GpuApiLabel(gr.api);
     j["kind"] = std::string(MemKindName(gr.kind));
     if (gr.py_stack != 0) j["python_stack"] = PythonStackJson(t, gr.py_stack);
-    j["stack"] = StackJson(BlockStack(t, gr.stack, gr.caller));
+    j["stack"] = StackJson(BlockStack(report.run().symbols(), t, gr.stack, gr.caller));
     arr.Append(std::move(j));
   }
   ev["by_stack"] = std::move(arr);

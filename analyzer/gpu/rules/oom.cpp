@@ -12,15 +12,16 @@
 #include "gpu/rules/rules.h"
 #include <optional>
 
-#include "analyses/symbolize.h"
-#include "python/python_stack.h"
+#include "model/symbolize.h"
+#include "model/python_stack.h"
 #include "python/torch_snapshot.h"
 
 namespace colabtrace::analyzer::gpu {
 
 void AddOomFindings(ReportBuilder& report, const ProcessTrace& t, const AllocationTimeline& g,
                     const OthersOnDevice& others) {
-  const std::optional<TorchSnapshot> torch = FindTorchSnapshot(t);  // PyTorch's own view
+  // PyTorch's own view.
+  const std::optional<TorchSnapshot>& torch = report.run().Get<TorchSnapshots>().Of(report.run(), t);
   struct Pick {
     const Failure* f = nullptr;
     FailureVerdict v;
@@ -63,7 +64,7 @@ void AddOomFindings(ReportBuilder& report, const ProcessTrace& t, const Allocati
     ev["process_segments"] = f.map.segments;
     ev["largest_segment_bytes"] = f.map.largest_segment;
     ev["unrecovered_failures"] = p.count;
-    ev["stack"] = StackJson(BlockStack(t, f.stack, f.caller));
+    ev["stack"] = StackJson(BlockStack(report.run().symbols(), t, f.stack, f.caller));
     if (f.retry_of >= 0 && static_cast<size_t>(f.retry_of) < g.failures.size()) {
       const Failure& first = g.failures[static_cast<size_t>(f.retry_of)];
       Json r = Json::MakeObject();
@@ -94,7 +95,7 @@ void AddOomFindings(ReportBuilder& report, const ProcessTrace& t, const Allocati
           f.free > 0 ? 1.0 - static_cast<double>(f.map.largest_free_extent) / static_cast<double>(f.free)
                      : 0.0;
       Json holders = Json::MakeArray();
-      for (const Block& b : f.map.gap_holders) holders.Append(BlockJson(t, b));
+      for (const Block& b : f.map.gap_holders) holders.Append(BlockJson(report.run().symbols(), t, b));
       ev["segments_holding_gaps"] = std::move(holders);
       fd.summary = head + " although " + FormatBytes(f.free) + " were free: the free memory lies in " +
                    std::to_string(f.map.free_extents) + " gaps between this process's " +

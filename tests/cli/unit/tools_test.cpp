@@ -1,4 +1,4 @@
-// Unit and golden tests of analyzer/tools: process roles, default limits, budget files
+// Unit and golden tests of analyzer/ci (budgets, checks, diff), the Perfetto export and process roles: process roles, default limits, budget files
 // (format, parse errors, hand edits), the check's verdicts, JUnit escaping, and the
 // trace-event export of a small trace built inline.
 #include <cstring>
@@ -9,10 +9,10 @@
 #include "colabtrace/format/codec.h"
 #include "gtest/gtest.h"
 #include "report/report.h"
-#include "tools/budget.h"
-#include "tools/run_diff.h"
-#include "tools/run_metrics.h"
-#include "tools/trace_event_export.h"
+#include "ci/budget.h"
+#include "ci/run_diff.h"
+#include "ci/run_metrics.h"
+#include "export/trace_event_export.h"
 
 namespace colabtrace::analyzer {
 namespace {

@@ -14,6 +14,7 @@
 #include <functional>
 
 #include "../../harness/trace_builder.h"
+#include "render/render.h"
 #include "report/report.h"
 
 namespace {

@@ -17,10 +17,11 @@
 #include <vector>
 
 #include "colabtrace/format/wire.h"
+#include "render/render.h"
 #include "report/report.h"
-#include "tools/budget.h"
-#include "tools/run_diff.h"
-#include "tools/run_metrics.h"
+#include "ci/budget.h"
+#include "ci/run_diff.h"
+#include "ci/run_metrics.h"
 #include "trace/process_trace.h"
 
 namespace {

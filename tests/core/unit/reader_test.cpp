@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "colabtrace/format/codec.h"
+#include "render/render.h"
 #include "report/report.h"
 #include "writer_session.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "analyses/process_facts.h"
+#include "model/process_facts.h"
 #include "trace_builder.h"
 
 namespace colabtrace {

@@ -1,13 +1,13 @@
-// Unit tests of the HTML report's escaping (report/html/escape.h) and down-sampling
-// (report/html/downsample.h).
+// Unit tests of the HTML report's escaping (render/html/escape.h) and down-sampling
+// (render/html/downsample.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include "report/html/downsample.h"
-#include "report/html/escape.h"
+#include "render/html/downsample.h"
+#include "render/html/escape.h"
 
 namespace colabtrace::analyzer::html {
 namespace {

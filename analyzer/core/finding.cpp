@@ -1,0 +1,21 @@
+#include "core/finding.h"
+
+namespace colabtrace::analyzer {
+
+std::string_view SeverityName(Severity s) {
+  switch (s) {
+    case Severity::kError: return "error";
+    case Severity::kWarning: return "warning";
+    case Severity::kInfo: return "info";
+  }
+  return "info";
+}
+
+std::optional<Severity> ParseSeverity(std::string_view s) {
+  if (s == "error") return Severity::kError;
+  if (s == "warning") return Severity::kWarning;
+  if (s == "info") return Severity::kInfo;
+  return std::nullopt;
+}
+
+}  // namespace colabtrace::analyzer

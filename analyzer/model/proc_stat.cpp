@@ -1,0 +1,42 @@
+#include "model/proc_stat.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <sstream>
+#include <vector>
+
+namespace colabtrace::analyzer {
+
+std::optional<ProcStat> ReadProcStat(pid_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  char buf[1024];
+  const ssize_t n = read(fd, buf, sizeof(buf));
+  close(fd);
+  if (n <= 0) return std::nullopt;
+  const std::string stat(buf, static_cast<size_t>(n));
+  // "pid (comm) state ppid ..." where comm may hold spaces and parentheses.
+  const size_t open_paren = stat.find('('), close_paren = stat.rfind(')');
+  if (open_paren == std::string::npos || close_paren == std::string::npos || close_paren < open_paren) {
+    return std::nullopt;
+  }
+  std::istringstream rest(stat.substr(close_paren + 1));
+  std::vector<std::string> f;
+  for (std::string field; f.size() < 22 && rest >> field;) f.push_back(field);
+  if (f.size() < 22) return std::nullopt;
+  // After ")": state(0) ppid(1) ... num_threads(17) ... starttime(19) ... rss(21).
+  ProcStat p;
+  p.pid = pid;
+  p.comm = stat.substr(open_paren + 1, close_paren - open_paren - 1);
+  p.state = f[0][0];
+  p.ppid = static_cast<pid_t>(std::strtol(f[1].c_str(), nullptr, 10));
+  p.threads = std::strtoull(f[17].c_str(), nullptr, 10);
+  p.start_ticks = std::strtoull(f[19].c_str(), nullptr, 10);
+  p.rss_pages = std::strtoull(f[21].c_str(), nullptr, 10);
+  return p;
+}
+
+}  // namespace colabtrace::analyzer

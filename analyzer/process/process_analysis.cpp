@@ -1,0 +1,447 @@
+// The processes[] rows and the text process table; runs the proc.* rules on each job
+// process and the host.* rules once per host (process/rules/, one file per finding id).
+//
+// How a process ended comes, in this order, from its reaper's wait status (a traced
+// parent's wait* call, or `colabtrace run`), its own signal record, its own exit record;
+// with none of them it was killed. `colabtrace run`'s own trace (IsRunWrapper) adds
+// outside samples (RSS, PSS, USS, cgroup) and is reported under "run", not processes[].
+#include <algorithm>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "report/analyses.h"
+#include "model/process_facts.h"
+#include "process/rules/rules.h"
+#include "report/report.h"
+#include "model/process_role.h"
+
+namespace colabtrace::analyzer {
+namespace {
+
+using format::ExitHow;
+
+std::string IsoTime(uint64_t realtime_ns) {
+  const time_t secs = static_cast<time_t>(realtime_ns / 1000000000ull);
+  struct tm tm = {};
+  char buf[40] = "";
+  // A hostile header can hold a time whose year overflows struct tm.
+  if (gmtime_r(&secs, &tm) == nullptr ||
+      std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm) == 0) {
+    return "unknown";
+  }
+  char out[48];
+  std::snprintf(out, sizeof(out), "%s.%03lluZ", buf,
+                static_cast<unsigned long long>((realtime_ns / 1000000ull) % 1000));
+  return out;
+}
+
+
+// A JSON object filled by key in O(1) per Set; later values replace earlier ones.
+class KeyedObject {
+ public:
+  void Set(std::string_view key, Json value) {
+    auto [it, fresh] = index_.try_emplace(std::string(key), members_.size());
+    if (fresh) {
+      members_.emplace_back(std::string(key), std::move(value));
+    } else {
+      members_[it->second].second = std::move(value);
+    }
+  }
+  Json Take() { return Json(std::move(members_)); }
+
+ private:
+  Json::Object members_;
+  std::unordered_map<std::string, size_t> index_;
+};
+
+std::string CommandLine(const Json& argv) {
+  std::string s;
+  for (const Json& a : argv.array()) {
+    if (!s.empty()) s += ' ';
+    s += EscapeForTerminal(a.str());  // argv is untrusted: no raw newlines or escapes
+  }
+  return s.size() > 120 ? s.substr(0, 117) + "..." : s;
+}
+
+
+// Past this many processes the text table groups them by role (command and how they
+// started), with counts; JSON always lists each one.
+constexpr size_t kProcessRowsBeforeGrouping = 40;
+
+std::string EndCell(const Json& end) {
+  if (!end["code"].is_null()) return std::to_string(end["code"].as_int());
+  if (!end["signal"].is_null()) return SignalName(static_cast<int>(end["signal"].as_int()));
+  return "-";
+}
+
+// "exited 0" / "signaled SIGPIPE" / "killed SIGKILL" / "killed".
+std::string EndSummary(const Json& end) {
+  std::string s = end["kind"].is_string() ? end["kind"].str() : "unknown";
+  const std::string cell = EndCell(end);
+  if (cell != "-") s += " " + cell;
+  return s;
+}
+
+// The text table: one row per process, or one per role past kProcessRowsBeforeGrouping.
+std::string ProcessTable(const std::vector<const Json*>& procs) {
+  std::string table;
+  char line[512];
+  if (procs.size() <= kProcessRowsBeforeGrouping) {
+    std::snprintf(line, sizeof(line), "%-8s %-8s %-10s %-8s %-10s %s\n", "pid", "ppid", "end",
+                  "code", "peak RSS", "command");
+    table += line;
+    for (const Json* p : procs) {
+      const Json& end = (*p)["end"];
+      const Json* traced = p->Find("traced");  // false: a child the shim could not follow
+      const bool untraced = traced != nullptr && !traced->boolean();
+      const Json* failed = end.Find("exec_failed");  // a vfork child whose execs all failed
+      const std::string note = failed != nullptr ? "  (exec of " + EscapeForTerminal((*failed)["path"].str()) +
+                                                       " failed: " + (*failed)["error"].str() + ")"
+                               : untraced        ? "  (not traced)"
+                                                 : "";
+      std::snprintf(line, sizeof(line), "%-8lld %-8lld %-10s %-8s %-10s %s%s\n",
+                    static_cast<long long>((*p)["pid"].as_int()),
+                    static_cast<long long>((*p)["ppid"].as_int()), end["kind"].str().c_str(),
+                    EndCell(end).c_str(),
+                    untraced ? "-" : FormatBytes(static_cast<uint64_t>((*p)["peak_rss_bytes"].as_int())).c_str(),
+                    CommandLine((*p)["argv"]).c_str(), note.c_str());
+      table += line;
+    }
+    return table;
+  }
+  struct Group {
+    size_t count = 0;
+    uint64_t peak_rss = 0;
+    std::map<std::string, size_t> ends;  // EndSummary -> count
+    std::vector<int64_t> pids;
+    std::string example;                 // the first member's command line
+  };
+  std::map<std::string, Group> groups;
+  for (const Json* p : procs) {
+    Group& g = groups[ProcessRole(*p)];
+    if (g.count++ == 0) g.example = CommandLine((*p)["argv"]);
+    g.peak_rss = std::max(g.peak_rss, static_cast<uint64_t>((*p)["peak_rss_bytes"].as_int()));
+    ++g.ends[EndSummary((*p)["end"])];
+    g.pids.push_back((*p)["pid"].as_int());
+  }
+  // Largest groups first; ties by role.
+  std::vector<std::pair<std::string, const Group*>> order;
+  for (const auto& [role, g] : groups) order.emplace_back(role, &g);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.second->count > b.second->count; });
+  table += std::to_string(procs.size()) + " processes in " + std::to_string(groups.size()) +
+           " groups (by command and role; `report --format json` lists each process)\n";
+  std::snprintf(line, sizeof(line), "%-6s %-10s %-32s %-22s %s\n", "count", "peak RSS", "role",
+                "ends", "pids");
+  table += line;
+  for (const auto& [role, g] : order) {
+    std::string ends;
+    for (const auto& [e, n] : g->ends) {
+      if (!ends.empty()) ends += ", ";
+      ends += std::to_string(n) + " " + e;
+    }
+    std::string pids;
+    for (size_t k = 0; k < g->pids.size() && k < 3; ++k) {
+      pids += (k ? " " : "") + std::to_string(g->pids[k]);
+    }
+    if (g->pids.size() > 3) pids += " ...";
+    std::snprintf(line, sizeof(line), "%-6zu %-10s %-32s %-22s %s\n", g->count,
+                  FormatBytes(g->peak_rss).c_str(), EscapeForTerminal(role).substr(0, 64).c_str(), ends.c_str(),
+                  pids.c_str());
+    table += line;
+  }
+  return table;
+}
+
+// The latest oom_kill reading a process could not take itself: from the samples of the
+
+class ProcessAnalysis final : public Analysis {
+ public:
+  std::string_view name() const override { return "process"; }
+
+  void Run(ReportBuilder& report) override {
+    const auto& traces = report.traces();
+    const LifecycleModel& model = report.run().lifecycle();
+    std::vector<size_t> jobs;
+    for (size_t i = 0; i < traces.size(); ++i) {
+      const ProcessTrace& t = traces[i];
+      const ProcessFacts& f = report.run().facts(t);
+      Json& p = report.process(i);
+      FillProcess(t, f, p);
+      if (t.truncated) {
+        report.AddWarning(t.file + ": tracing stopped early (" + std::string(std::strerror(
+                              static_cast<int>(t.header.truncation_errno))) +
+                          "); events after that point are missing");
+      }
+      if (f.run_wrapper) continue;
+      jobs.push_back(i);
+      AddEndFindings(report, t, p);
+    }
+    // Children that ran a program the shim could not follow (posix_spawn'd, or vfork'd
+    // and exec'd, into a static or secure-exec program): no trace of their own, so their
+    // rows come from their parent's records, after the traced processes' rows.
+    for (size_t i = 0; i < traces.size(); ++i) {
+      const ProcessTrace& t = traces[i];
+      if (IsRunWrapper(t)) continue;
+      const std::string host = model.HostOf(t);
+      for (const auto& u : t.records.ExecUntraced) {
+        if (u.child_pid == 0 || u.child_pid > INT32_MAX) continue;
+        const auto pid = static_cast<uint32_t>(u.child_pid);
+        if (model.TracedSince(host, pid, u.ts)) continue;  // it wrote a trace after all
+        report.root()["processes"].Append(
+            UntracedChildRow(t, report.process(i), u, model.ReapOf(host, pid, u.ts)));
+      }
+    }
+    std::vector<const Json*> procs;
+    for (size_t i : jobs) procs.push_back(&report.process(i));
+    for (const Json* p : report.UntracedProcesses()) procs.push_back(p);
+    report.AddText("Processes", ProcessTable(procs));
+  }
+
+ private:
+  // The end object of a process: kind, code, signal (and its name), reaped_by.
+  static Json EndObject(EndKind kind, std::optional<int64_t> code, std::optional<int64_t> signal,
+                        const std::optional<Reap>& reap) {
+    Json end = Json::MakeObject();
+    end["kind"] = std::string(EndKindName(kind));
+    end["code"] = code ? Json(*code) : Json();
+    end["signal"] = signal ? Json(*signal) : Json();
+    if (signal) end["signal_name"] = SignalName(static_cast<int>(*signal));
+    end["reaped_by"] = reap ? Json(static_cast<int64_t>(reap->reaper_pid)) : Json();
+    if (reap) end["reaped_by_run"] = reap->by_run;
+    return end;
+  }
+
+  // The fields every processes[] row carries that only a trace of its own could fill.
+  static void EmptyProcessFigures(Json& p) {
+    Json io = Json::MakeObject();
+    io["opens"] = 0;
+    io["reads"] = 0;
+    io["bytes_read"] = 0;
+    p["io"] = std::move(io);
+    p["peak_rss_bytes"] = 0;
+    Json gpu = Json::MakeObject();
+    for (const char* k : {"allocations", "frees", "failed_allocations", "peak_bytes", "leaked_bytes"}) {
+      gpu[k] = 0;
+    }
+    p["gpu"] = std::move(gpu);
+  }
+
+  // An images[] entry for a program the shim could not follow.
+  static Json UntracedImageJson(uint64_t image, const std::string& exe, uint64_t why) {
+    Json im = Json::MakeObject();
+    im["image"] = image;
+    im["exe"] = exe;
+    im["traced"] = false;
+    im["untraced_why"] = UntracedWhyName(why);
+    return im;
+  }
+
+  // The row of a child that ran untraced program u names (parent's records and row
+  // only): its exe and argv, the end its parent's wait saw (exited, code unknown, if none
+  // did), its parent's machine. A vfork child whose every exec failed (why exec-failed)
+  // ran its parent's program until it exited: that is its exe and argv, and
+  // end.exec_failed names the program it tried and the error.
+  static Json UntracedChildRow(const ProcessTrace& parent, const Json& parent_row,
+                               const Event<format::ExecUntraced>& u, const Reap* reap) {
+    const bool exec_failed = u.why == static_cast<uint64_t>(format::ExecUntracedWhy::kExecFailed);
+    const std::string tried(parent.Str(u.exe));
+    Json tried_argv = Json::MakeArray();
+    for (std::string_view a : UntracedArgv(parent, u)) tried_argv.Append(std::string(a));
+    const std::string exe = exec_failed ? parent_row["exe"].str() : tried;
+    Json p = Json::MakeObject();
+    p["pid"] = u.child_pid;
+    p["ppid"] = parent.pid();
+    p["exe"] = exe;
+    p["argv"] = exec_failed ? parent_row["argv"] : tried_argv;
+    p["origin"] = "fork";
+    p["traced"] = false;
+    Json images = Json::MakeArray();
+    images.Append(UntracedImageJson(0, exe, u.why));
+    p["images"] = std::move(images);
+    p["cwd"] = std::string();
+    const uint64_t since_start = u.ts > parent.start_ns() ? u.ts - parent.start_ns() : 0;
+    p["start_time"] = IsoTime(parent.start_realtime_ns() + since_start);
+    p["duration_ns"] = reap != nullptr && reap->ts > u.ts ? reap->ts - u.ts : 0;
+    std::optional<Reap> r;
+    WaitEnd e{EndKind::kExecUntraced, std::nullopt, std::nullopt};
+    if (reap != nullptr) r = *reap, e = EndOfWaitStatus(reap->status);
+    Json end = EndObject(e.kind, e.code, e.signal, r);
+    if (exec_failed) {
+      Json failed = Json::MakeObject();
+      failed["path"] = tried;
+      failed["argv"] = std::move(tried_argv);
+      failed["error"] = ErrnoName(static_cast<int>(u.err));
+      end["exec_failed"] = std::move(failed);
+    } else {
+      end["exec_untraced"] = exe;
+    }
+    p["end"] = std::move(end);
+    p["trace_truncated"] = false;
+    p["trace_file"] = std::string();
+    p["recorded_by"] = parent.file;  // no trace of its own: its parent's names it
+    EmptyProcessFigures(p);
+    p["threads"] = Json::MakeArray();
+    p["children"] = Json::MakeArray();
+    p["env"] = Json::MakeObject();         // not recorded
+    p["host"] = parent_row["host"];        // its parent's machine
+    return p;
+  }
+
+  static void FillProcess(const ProcessTrace& t, const ProcessFacts& f, Json& p) {
+    if (f.run_wrapper) p["role"] = "colabtrace-run";
+    p["pid"] = t.pid();
+    p["ppid"] = f.ppid;
+    p["exe"] = std::string(f.JobExe(t));
+    Json argv = Json::MakeArray();
+    for (std::string_view a : f.JobArgv(t)) argv.Append(std::string(a));
+    p["argv"] = std::move(argv);
+    p["origin"] = !f.start ? "unknown"
+                  : f.start->origin == static_cast<uint64_t>(format::ProcessOrigin::kForkChild)
+                      ? "fork"
+                      : "start";
+    Json images = Json::MakeArray();
+    for (const auto& s : t.records.ProcessStart) {
+      Json im = Json::MakeObject();
+      im["image"] = s.image;
+      im["exe"] = std::string(t.Str(s.exe));
+      images.Append(std::move(im));
+    }
+    if (f.untraced != nullptr) {  // the image the shim could not follow (no trace of its own)
+      images.Append(UntracedImageJson(f.untraced->image + 1, std::string(t.Str(f.untraced->exe)), f.untraced->why));
+    }
+    p["images"] = std::move(images);
+    p["cwd"] = f.job ? std::string(t.Str(f.job->cwd)) : std::string();
+    p["start_time"] = IsoTime(t.start_realtime_ns());
+    p["duration_ns"] = t.end_ns() - t.start_ns();
+    Json end = EndObject(f.end_kind, f.exit_code, f.end_signal, f.reap);
+    if (f.end_kind == EndKind::kExecUntraced && !t.records.ExecStart.empty()) {
+      end["exec_untraced"] = std::string(t.Str(t.records.ExecStart.back().path));
+    }
+    p["end"] = std::move(end);
+    p["trace_truncated"] = t.truncated;
+    p["trace_file"] = t.file;
+    // Defaults; the I/O and GPU analyses fill in their own figures.
+    EmptyProcessFigures(p);
+    p["peak_rss_bytes"] = f.peak_rss;
+    std::set<uint32_t> tids;
+    for (const auto& s : t.records.Sample) tids.insert(s.tid);
+    Json threads = Json::MakeArray();
+    for (const auto& tn : t.records.ThreadName) {
+      Json th = Json::MakeObject();
+      th["tid"] = tn.tid;
+      th["name"] = std::string(t.Str(tn.name));
+      threads.Append(std::move(th));
+    }
+    p["threads"] = std::move(threads);
+    Json children = Json::MakeArray();
+    for (const auto& fk : t.records.Fork) {
+      if (fk.child_pid > 0) children.Append(fk.child_pid);
+    }
+    for (const auto& sp : t.records.Spawn) {
+      if (sp.child_pid > 0) children.Append(sp.child_pid);
+    }
+    p["children"] = std::move(children);
+    // The last value of each name, in first-seen order. Built through an index:
+    // Json::operator[] is a linear search, and a trace may hold millions of records.
+    KeyedObject env;
+    for (const auto& e : t.records.EnvVar) {
+      env.Set(t.Str(e.name), e.redacted ? Json("<redacted>")
+                             : e.source == static_cast<uint64_t>(format::EnvSource::kUnsetenv)
+                                 ? Json()
+                                 : Json(std::string(t.Str(e.value))));
+    }
+    p["env"] = env.Take();
+    KeyedObject host;
+    for (const auto& h : t.records.HostInfo) host.Set(t.Str(h.key), std::string(t.Str(h.value)));
+    for (const auto& h : t.records.HostNum) {
+      host.Set(t.Str(h.key), h.value == UINT64_MAX ? Json("max") : Json(h.value));
+    }
+    p["host"] = host.Take();
+  }
+
+  static void AddEndFindings(ReportBuilder& report, const ProcessTrace& t, const Json& p) {
+    const std::string who = "pid " + std::to_string(t.pid()) + " (" + CommandLine(p.Find("argv") ? *p.Find("argv") : Json::MakeArray()) + ")";
+    const rules::ProcessEnd end{t, who};
+    rules::ProcKilledRule(end, report);
+    rules::ProcFatalSignalRule(end, report);
+  }
+};
+
+// host.memory-pressure and host.shm-small need every process of a host at once. Hosts
+// (hostname + boot_id) are never merged: a directory may hold traces of several machines.
+class HostAnalysis final : public Analysis {
+ public:
+  std::string_view name() const override { return "host"; }
+
+  void Run(ReportBuilder& report) override {
+    const auto& traces = report.traces();
+    std::map<std::string, std::vector<const ProcessTrace*>> by_host;
+    for (const auto& t : traces) by_host[HostKey(t)].push_back(&t);
+    Json hosts = Json::MakeArray();
+    for (const auto& [host, members] : by_host) {
+      const rules::HostMembers h{host, members, by_host.size() > 1};
+      Json mem = rules::HostMemoryPressureRule(h, report);
+      if (!mem.is_null()) hosts.Append(std::move(mem));
+      rules::HostShmSmallRule(h, report);
+    }
+    // The tree's peak memory per host, whether or not it raised a finding.
+    Json memory = Json::MakeObject();
+    memory["hosts"] = std::move(hosts);
+    report.root()["memory"] = std::move(memory);
+  }
+};
+
+
+// Runs last: `colabtrace run`'s own trace is not a job process. Its processes[] entry
+// (filled like any other so far, so every analysis kept its index) moves to "run".
+class RunWrapperAnalysis final : public Analysis {
+ public:
+  std::string_view name() const override { return "run-wrapper"; }
+
+  void Run(ReportBuilder& report) override {
+    const auto& traces = report.traces();
+    std::vector<size_t> wrappers;
+    for (size_t i = 0; i < traces.size(); ++i) {
+      if (IsRunWrapper(traces[i])) wrappers.push_back(i);
+    }
+    if (wrappers.empty()) return;
+    Json runs = Json::MakeArray();
+    std::string text;
+    for (size_t i : wrappers) {
+      const ProcessTrace& t = traces[i];
+      const auto& info = t.records.RunInfo.front();
+      std::set<uint64_t> pids;
+      for (const auto& s : t.records.ProcSample) pids.insert(s.pid);
+      Json r = Json::MakeObject();
+      r["pid"] = t.pid();
+      r["child_pid"] = info.child_pid;
+      r["sample_ms"] = info.sample_ms;
+      r["samples"] = static_cast<uint64_t>(t.records.ProcSample.size());
+      r["processes_sampled"] = static_cast<uint64_t>(pids.size());
+      r["trace_file"] = t.file;
+      runs.Append(std::move(r));
+      text += "colabtrace run (pid " + std::to_string(t.pid()) + ") ran pid " +
+              std::to_string(info.child_pid) + " and sampled " + std::to_string(pids.size()) +
+              " processes every " + std::to_string(info.sample_ms) + " ms (" +
+              std::to_string(t.records.ProcSample.size()) + " samples)\n";
+    }
+    auto& procs = report.root()["processes"].array();
+    for (auto it = wrappers.rbegin(); it != wrappers.rend(); ++it) {
+      if (*it < procs.size()) procs.erase(procs.begin() + static_cast<std::ptrdiff_t>(*it));
+    }
+    report.root()["run"] = std::move(runs);
+    report.AddText("Sampled from outside", text);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Analysis> MakeProcessAnalysis() { return std::make_unique<ProcessAnalysis>(); }
+std::unique_ptr<Analysis> MakeHostAnalysis() { return std::make_unique<HostAnalysis>(); }
+std::unique_ptr<Analysis> MakeRunWrapperAnalysis() { return std::make_unique<RunWrapperAnalysis>(); }
+
+}  // namespace colabtrace::analyzer

@@ -1,0 +1,232 @@
+// proc.killed (error)
+//
+// Rule: a job process with no end record (the catalogue's definition): no exit record,
+// no fatal signal record, and no reaper's wait status other than SIGKILL. The evidence
+// gives the last RSS (its own last sample or `colabtrace run`'s later one), the cgroup's
+// memory.max and memory.current, and whether oom_kill rose (read by the processes that
+// outlived it and by `colabtrace run`, since the killed process cannot see its own OOM
+// kill). The summary and advice name the cause in this order:
+// - it is still running here (a report made while the run crawls: no end yet);
+// - a traced process of the job sent the SIGKILL (kill_sent records: a subprocess
+//   timeout, Process.kill(), coreutils timeout -s KILL); the OOM killer sends none;
+// - the cgroup's oom_kill count rose: the OOM killer took it;
+// - otherwise SIGKILL from outside the job, the OOM killer, or the machine stopping.
+#include <algorithm>
+#include <csignal>
+
+#include <unistd.h>
+
+#include "model/local_host.h"
+#include "model/proc_stat.h"
+#include "process/rules/rules.h"
+#include "model/python_stack.h"
+
+namespace colabtrace::analyzer::rules {
+namespace {
+
+// The traced process that sent pid (on host) the SIGKILL that ended it: the last
+// successful kill() aimed at pid after since_ns and no later than until_ns; or pid's own
+// SIGKILL to a group it is in (target 0 or -1: coreutils timeout ends so).
+struct KillSender {
+  const ProcessTrace* trace = nullptr;
+  const Event<format::KillSent>* kill = nullptr;
+};
+KillSender KillSenderOf(const std::vector<ProcessTrace>& all, const LifecycleModel& model, const std::string& host,
+                        uint32_t pid, uint64_t since_ns, uint64_t until_ns) {
+  KillSender best;
+  for (const ProcessTrace& o : all) {
+    if (o.records.KillSent.empty() || model.HostOf(o) != host) continue;
+    const auto& kills = o.records.KillSent;
+    for (const auto& k : kills) {
+      const bool aimed = k.target == static_cast<int64_t>(pid) || (o.pid() == pid && k.target <= 0);
+      if (!aimed || k.signo != SIGKILL || k.result != 0) continue;
+      // A record written before the call is void if a failure with its ts follows.
+      if (std::any_of(kills.begin(), kills.end(), [&](const auto& f) { return f.ts == k.ts && f.result < 0; })) {
+        continue;
+      }
+      if (k.ts < since_ns || k.ts > until_ns) continue;
+      if (best.kill == nullptr || k.ts > best.kill->ts) best = {&o, &k};
+    }
+  }
+  return best;
+}
+
+// processes that outlived it on its host, and from `colabtrace run`'s cgroup readings.
+struct OomEvidence {
+  uint64_t before = UINT64_MAX, after = UINT64_MAX;
+  std::string source;  // who saw the later reading
+};
+
+OomEvidence OomKillAround(const ProcessTrace& t, const std::vector<ProcessTrace>& all,
+                          const LifecycleModel& model, const std::string& host) {
+  OomEvidence e;
+  // Before: the earliest reading at or after its start, its own or anyone's on the host.
+  auto note_before = [&](uint64_t ts, uint64_t v) {
+    if (v == UINT64_MAX || ts < t.start_ns() || ts > t.end_ns()) return;
+    if (e.before == UINT64_MAX || v < e.before) e.before = v;
+  };
+  auto note_after = [&](uint64_t ts, uint64_t v, const std::string& who) {
+    if (v == UINT64_MAX || ts < t.end_ns()) return;
+    if (e.after == UINT64_MAX || v > e.after) {
+      e.after = v;
+      e.source = who;
+    }
+  };
+  for (const auto& s : t.records.Sample) {
+    note_before(s.ts, s.oom_kill);
+    note_after(s.ts, s.oom_kill, "its own last sample");
+  }
+  for (const auto& other : all) {
+    if (&other == &t || model.HostOf(other) != host) continue;
+    for (const auto& s : other.records.Sample) {
+      note_before(s.ts, s.oom_kill);
+      note_after(s.ts, s.oom_kill, "the samples of pid " + std::to_string(other.pid()) +
+                                       ", which outlived it");
+    }
+  }
+  for (const CgroupReading& c : model.CgroupReadings(host)) {
+    note_before(c.ts, c.oom_kill);
+    note_after(c.ts, c.oom_kill,
+               "colabtrace run's cgroup samples (pid " + std::to_string(c.wrapper_pid) + ")");
+  }
+  return e;
+}
+
+// Whether the process that wrote t is alive on this machine now: the same boot, its pid
+// present and not a zombie, and started no later than its trace (a reused pid started
+// after the traced process ended). A report made while a run crawls reads such a trace,
+// which has no exit record yet.
+bool StillRunningHere(const ProcessTrace& t) {
+  if (!HostOriginOf(t).same_host) return false;
+  const std::optional<ProcStat> st = ReadProcStat(static_cast<pid_t>(t.pid()));
+  const long hz = sysconf(_SC_CLK_TCK);
+  if (!st || st->ended() || hz <= 0) return false;
+  // starttime is in clock ticks since boot; allow one tick and a little for rounding.
+  const uint64_t tick_ns = 1000000000ull / static_cast<uint64_t>(hz);
+  return st->start_ticks * tick_ns <= t.start_ns() + 2 * tick_ns;
+}
+
+
+}  // namespace
+
+void ProcKilledRule(const ProcessEnd& e, ReportBuilder& report) {
+  const ProcessTrace& t = e.t;
+  const ProcessFacts& f = report.run().facts(t);
+  const std::string& who = e.who;
+  const std::vector<ProcessTrace>& all = report.traces();
+  const LifecycleModel& model = report.run().lifecycle();
+  const std::string host = model.HostOf(t);
+  if (f.end_kind != EndKind::kKilled) return;
+  Finding fd;
+  fd.id = "proc.killed";
+  fd.severity = Severity::kError;
+  fd.pid = t.pid();
+  Json& ev = fd.evidence;
+  // The last RSS: its own last sample, or colabtrace run's later one.
+  const auto& samples = t.records.Sample;
+  uint64_t last_rss = 0, last_rss_ts = 0;
+  bool rss_known = !samples.empty();  // no sample at all (killed as its shim started): unknown
+  if (!samples.empty()) last_rss = samples.back().rss_bytes, last_rss_ts = samples.back().ts;
+  for (const OutsideSample* s : model.SamplesOf(t)) {
+    // RSS 0: read while the kernel was tearing the process down.
+    if (s->rss != UINT64_MAX && s->rss != 0 && s->ts >= last_rss_ts) {
+      last_rss = s->rss, last_rss_ts = s->ts, rss_known = true;
+    }
+  }
+  const std::string last_rss_text = rss_known ? FormatBytes(last_rss) : "unknown (no sample was taken)";
+  ev["last_rss_bytes"] = rss_known ? Json(last_rss) : Json();
+  ev["peak_rss_bytes"] = f.peak_rss;
+  // The cgroup: colabtrace run's last reading before the end, else the process's own.
+  uint64_t cg_max = f.cgroup_max;
+  uint64_t cur = samples.empty() ? UINT64_MAX : samples.back().cgroup_current;
+  uint64_t cur_ts = samples.empty() ? 0 : samples.back().ts;
+  const uint64_t end_ts = f.reap ? f.reap->ts : t.end_ns();
+  for (const CgroupReading& c : model.CgroupReadings(host)) {
+    if (c.ts > end_ts || c.ts < cur_ts) continue;
+    if (c.current != UINT64_MAX) cur = c.current, cur_ts = c.ts;
+    if (c.max != UINT64_MAX) cg_max = c.max;
+  }
+  ev["cgroup_memory_max"] = cg_max == UINT64_MAX ? Json("max") : Json(cg_max);
+  ev["cgroup_memory_current"] = cur == UINT64_MAX ? Json() : Json(cur);
+  // The killed process cannot see its own OOM kill; the processes that outlive it
+  // (its parent, siblings) and colabtrace run read the same cgroup afterwards.
+  const OomEvidence oom = OomKillAround(t, all, model, host);
+  const bool known = oom.before != UINT64_MAX && oom.after != UINT64_MAX;
+  const bool rose = known && oom.after > oom.before;
+  ev["oom_kill_before"] = oom.before == UINT64_MAX ? Json() : Json(oom.before);
+  ev["oom_kill_after"] = oom.after == UINT64_MAX ? Json() : Json(oom.after);
+  ev["oom_kill_rose"] = known ? Json(rose) : Json();
+  ev["oom_kill_seen_by"] = oom.source.empty() ? Json() : Json(oom.source);
+  ev["last_event_after_start_ns"] = t.end_ns() - t.start_ns();
+  ev["last_python_sample"] = LastPythonSampleJson(t);  // where Python last was, if known
+  ev["signal"] = f.end_signal ? Json(*f.end_signal) : Json();
+  ev["reaped_by"] = f.reap ? Json(static_cast<int64_t>(f.reap->reaper_pid)) : Json();
+  const bool running = !f.reap && StillRunningHere(t);
+  ev["still_running"] = running;
+  if (running) {
+    // No exit record yet because it has not exited: the report was made while it ran
+    // (a run that crawls). The catalogue's id stays (no end record), the cause is named.
+    fd.summary = who + " has no exit record because it is still running (this report was made "
+                 "while it ran); last RSS " + last_rss_text;
+    fd.advice =
+        "Report again once it has ended. While it runs, its trace so far shows where it is: "
+        "the last records, the last Python sample (last_python_sample), and with `colabtrace "
+        "run` the memory samples.";
+    report.AddFinding(std::move(fd));
+    return;  // not killed, and not signaled either
+  }
+  if (f.reap) {
+    fd.summary = who + " was killed by SIGKILL (its wait status, reaped by " +
+                 (f.reap->by_run ? "colabtrace run" : "its parent") + ", pid " +
+                 std::to_string(f.reap->reaper_pid) + ")";
+  } else {
+    fd.summary = who + " was killed: its trace ends with no exit record";
+  }
+  // A traced process of the job that sent the SIGKILL itself (a subprocess timeout,
+  // multiprocessing's Process.kill()) names the cause; the OOM killer sends none.
+  const KillSender sender = KillSenderOf(all, model, host, t.pid(), t.start_ns(), f.reap ? f.reap->ts : UINT64_MAX);
+  if (sender.kill != nullptr) {
+    const ProcessFacts& sf = report.run().facts(*sender.trace);
+    std::string cmd;
+    for (std::string_view a : sf.JobArgv(*sender.trace)) cmd += (cmd.empty() ? "" : " ") + std::string(a);
+    Json s = Json::MakeObject();
+    s["pid"] = sender.trace->pid();
+    s["command"] = cmd;
+    s["api"] = sender.kill->api == static_cast<uint64_t>(format::KillApi::kKillpg) ? "killpg" : "kill";
+    s["at_ns_after_start"] = sender.kill->ts - t.start_ns();
+    ev["sender"] = std::move(s);
+    fd.summary += sender.trace == &t ? std::string("; it sent SIGKILL to a process group it is in itself")
+                                     : "; pid " + std::to_string(sender.trace->pid()) + " (" +
+                                           EscapeForTerminal(cmd.size() > 80 ? cmd.substr(0, 77) + "..." : cmd) +
+                                           ") sent it with kill()";
+    fd.advice =
+        "A process of this job killed it on purpose (a subprocess timeout, Process.kill(), "
+        "a pool or launcher shutting its workers down). If that was not expected, look at "
+        "why the sender gave up on it: a timeout too short, or a worker that hung.";
+    report.AddFinding(std::move(fd));
+    return;
+  }
+  if (rose) {
+    fd.summary += "; the cgroup's oom_kill count rose from " + std::to_string(oom.before) +
+                  " to " + std::to_string(oom.after) + " (seen in " + oom.source +
+                  "), so the OOM killer took it";
+    fd.advice =
+        "The kernel's OOM killer ended it. Lower host memory use: fewer DataLoader "
+        "workers, a smaller batch or prefetch_factor, pin_memory=False, or load the "
+        "dataset lazily; `dmesg` names the victim and its RSS.";
+  } else {
+    fd.summary += f.reap ? "; last RSS " + last_rss_text
+                         : " (SIGKILL, the OOM killer, or the machine stopped); last RSS " + last_rss_text;
+    fd.advice =
+        f.reap && !f.reap->by_run
+            ? "Its parent reaped it after a SIGKILL: usually the parent (or a timeout "
+              "it runs) killed it on purpose; otherwise check `dmesg` and the cgroup's "
+              "memory.events for the OOM killer."
+            : "Something sent SIGKILL: the OOM killer (check `dmesg` and the cgroup's "
+              "memory.events), a job timeout, or the notebook runtime restarting. If "
+              "memory was high, reduce DataLoader workers or batch size.";
+  }
+  report.AddFinding(std::move(fd));
+}
+
+}  // namespace colabtrace::analyzer::rules

@@ -1,0 +1,114 @@
+// Findings, first on the page: severity, id, process, summary, advice, and the evidence
+// object as nested tables (arrays and strings capped; the JSON report has all of it).
+// In the report's order (errors first), except that a GPU device fault leads: it explains
+// the crash and the CUDA errors every later call reported.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "render/html/escape.h"
+#include "render/html/sections.h"
+
+namespace colabtrace::analyzer::html {
+namespace {
+
+constexpr size_t kFoldedStringBytes = 160;
+
+// The findings shown before all others, in this order.
+constexpr std::string_view kLeadingFindings[] = {"gpu.device-fault"};
+
+int Lead(const Finding& f) {
+  for (size_t i = 0; i < std::size(kLeadingFindings); ++i) {
+    if (f.id == kLeadingFindings[i]) return static_cast<int>(i);
+  }
+  return static_cast<int>(std::size(kLeadingFindings));
+}
+constexpr size_t kFoldedListItems = 6;
+
+std::string Scalar(const Json& v) {
+  if (v.is_null()) return "<span class=\"null\">null</span>";
+  if (v.is_string()) {
+    const std::string& s = v.str();
+    const bool cut = s.size() > kMaxStringBytes;
+    const std::string body = Block(cut ? Shorten(s, kMaxStringBytes) : s);
+    const std::string shown = s.find('\n') != std::string::npos ? "<pre>" + body + "</pre>" : body;
+    // Long text (a stack) is folded behind its beginning.
+    if (s.size() <= kFoldedStringBytes) return shown;
+    return "<details><summary>" + Text(Shorten(s.substr(0, s.find('\n')), kFoldedStringBytes)) + "</summary>" +
+           shown + "</details>";
+  }
+  return Text(v.Dump(-1));
+}
+
+std::string Evidence(const Json& v, int depth) {
+  if (v.is_object()) {
+    if (v.object().empty()) return "";
+    if (depth > 5) return Text(Shorten(v.Dump(-1), 200));
+    std::string s = "<table class=\"ev\">";
+    for (const auto& [key, value] : v.object()) {
+      s += "<tr><th>" + Text(key) + "</th><td>" + Evidence(value, depth + 1) + "</td></tr>";
+    }
+    return s + "</table>";
+  }
+  if (v.is_array()) {
+    const auto& a = v.array();
+    bool scalars = true;
+    for (const Json& e : a) scalars = scalars && !e.is_object() && !e.is_array();
+    std::string s;
+    const size_t shown = std::min(a.size(), kMaxEvidenceItems);
+    if (scalars) {
+      for (size_t i = 0; i < shown; ++i) s += (i ? ", " : "") + Scalar(a[i]);
+      // A long list (a stack's frames) is folded behind its first entry.
+      if (a.size() > kFoldedListItems) {
+        s = "<details><summary>" + std::to_string(a.size()) + " entries: " + Scalar(a[0]) + ", \u2026</summary>" + s;
+        if (a.size() > shown) s += " <span class=\"more\">(" + std::to_string(a.size() - shown) + " more)</span>";
+        return s + "</details>";
+      }
+    } else {
+      // Lists of objects (segments, copies, groups) folded below the top level.
+      if (depth > 0) s += "<details><summary>" + std::to_string(a.size()) + " entries</summary>";
+      s += "<ol class=\"ev\">";
+      for (size_t i = 0; i < shown; ++i) s += "<li>" + Evidence(a[i], depth + 1) + "</li>";
+      s += "</ol>";
+      if (depth > 0) s += "</details>";
+    }
+    if (a.size() > shown) s += " <span class=\"more\">(" + std::to_string(a.size() - shown) + " more)</span>";
+    return s;
+  }
+  return Scalar(v);
+}
+
+}  // namespace
+
+std::string FindingsSection(const PageContext& ctx) {
+  const auto& findings = ctx.report.findings();
+  size_t counts[3] = {0, 0, 0};
+  for (const Finding& f : findings) ++counts[static_cast<int>(f.severity)];
+  std::string s = "<section id=\"findings\"><h2>Findings</h2>\n";
+  if (findings.empty()) return s + "<p>No findings.</p></section>\n";
+  s += "<p class=\"counts\"><span class=\"sev error\">" + std::to_string(counts[2]) +
+       " error</span> <span class=\"sev warning\">" + std::to_string(counts[1]) +
+       " warning</span> <span class=\"sev info\">" + std::to_string(counts[0]) + " info</span></p>\n";
+  std::vector<const Finding*> ordered;
+  ordered.reserve(findings.size());
+  for (const Finding& f : findings) ordered.push_back(&f);
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const Finding* a, const Finding* b) { return Lead(*a) < Lead(*b); });
+  const size_t shown = std::min(ordered.size(), kMaxFindings);
+  for (size_t i = 0; i < shown; ++i) {
+    const Finding& f = *ordered[i];
+    const std::string sev(SeverityName(f.severity));
+    s += "<article class=\"finding " + sev + "\" data-id=\"" + Text(f.id) + "\">\n<h3><span class=\"sev " + sev +
+         "\">" + sev + "</span> <code>" + Text(f.id) + "</code>";
+    if (f.pid != 0) s += " <span class=\"pid\">pid " + std::to_string(f.pid) + "</span>";
+    s += "</h3>\n<p class=\"summary\">" + Text(f.summary) + "</p>\n";
+    if (!f.advice.empty()) s += "<p class=\"advice\"><b>Advice:</b> " + Text(f.advice) + "</p>\n";
+    const std::string ev = Evidence(f.evidence, 0);
+    if (!ev.empty()) s += "<details class=\"evidence\" open><summary>Evidence</summary>" + ev + "</details>\n";
+    s += "</article>\n";
+  }
+  s += MoreNote(findings.size() - shown, "findings");
+  return s + "</section>\n";
+}
+
+}  // namespace colabtrace::analyzer::html
