@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "../harness/trace_builder.h"
+#include "io_trace_builder.h"
 #include "report/analyses.h"
 #include "colabtrace/format/codec.h"
 #include "gtest/gtest.h"
@@ -21,92 +21,8 @@ using colabtrace::analyzer::Json;
 using colabtrace::analyzer::ParseTrace;
 using colabtrace::analyzer::ProcessTrace;
 using ctf::IoApi;
-
-// Builds a trace in memory: ticks are nanoseconds (no TSC feature bit).
-class TraceBuilder {
- public:
-  explicit TraceBuilder(uint32_t pid) : b_(pid, 1000) {
-    ctf::ProcessStart ps;
-    ps.pid = pid;
-    ps.ppid = 1;
-    ps.exe = Str("/usr/bin/python3");
-    Add(ps);
-  }
-
-  uint64_t now() const { return now_; }
-  void Advance(uint64_t ns) { now_ += ns; }
-
-  uint64_t Str(const std::string& s) { return b_.AppendString(s, now_); }
-
-  template <class R> void Add(R r) {
-    r.ts = now_;
-    b_.Append(r);
-    ++now_;
-  }
-
-  void Mount(uint64_t id, const std::string& type, const std::string& mp, const std::string& src) {
-    ctf::Mount m;
-    m.id = id;
-    m.fstype = Str(type);
-    m.mountpoint = Str(mp);
-    m.source = Str(src);
-    Add(m);
-  }
-
-  // stat + open + fstat + read(size) + read(0) + close, with the given latencies.
-  void ReadWholeFile(const std::string& path, uint64_t mount, int fd, uint64_t size, uint64_t open_ns,
-                     uint64_t read_ns) {
-    const uint64_t id = Str(path);
-    ctf::IoStat st;
-    st.api = static_cast<uint64_t>(IoApi::kStat64);
-    st.path = id;
-    st.fd = -1;
-    st.size = size;
-    st.ftype = 8;
-    st.dur = 1000;
-    Add(st);
-    ctf::IoOpen o;
-    o.api = static_cast<uint64_t>(IoApi::kOpen64);
-    o.fd = fd;
-    o.path = id;
-    o.flags = O_RDONLY;
-    o.dur = open_ns;
-    o.mount = mount;
-    Add(o);
-    Advance(open_ns);
-    ctf::IoStat fs;
-    fs.api = static_cast<uint64_t>(IoApi::kFstat64);
-    fs.fd = fd;
-    fs.size = size;
-    fs.ftype = 8;
-    fs.dur = 100;
-    Add(fs);
-    ctf::IoRead r;
-    r.api = static_cast<uint64_t>(IoApi::kRead);
-    r.fd = fd;
-    r.result = static_cast<int64_t>(size);
-    r.dur = read_ns;
-    Add(r);
-    Advance(read_ns);
-    r.result = 0;
-    r.dur = 100;
-    Add(r);
-    ctf::IoClose c;
-    c.api = static_cast<uint64_t>(IoApi::kClose);
-    c.fd = fd;
-    Add(c);
-  }
-
-  ProcessTrace Finish() {
-    ctf::Exit e;
-    Add(e);
-    return b_.Parse();
-  }
-
- private:
-  ::colabtrace::testing::TraceBytesBuilder b_;
-  uint64_t now_ = 2000;
-};
+using colabtrace::iotest::Mounts;
+using colabtrace::iotest::TraceBuilder;
 
 const Json* FileRow(const Json& root, const std::string& path) {
   for (const Json& f : root["io"]["files"].array()) {
@@ -123,14 +39,6 @@ std::vector<std::string> FindingIds(const Json& root) {
 
 bool Has(const std::vector<std::string>& v, const char* s) {
   return std::find(v.begin(), v.end(), s) != v.end();
-}
-
-void Mounts(TraceBuilder& b) {
-  b.Mount(1, "ext4", "/", "/dev/vda");
-  b.Mount(2, "nfs4", "/mnt/nfs", "server:/export");
-  b.Mount(3, "9p", "/mnt/host", "hostshare");
-  b.Mount(4, "cifs", "/mnt/smb", "//nas/share");
-  b.Mount(5, "tmpfs", "/dev/shm", "tmpfs");
 }
 
 TEST(IoReport, CountsAndNetworkFindingsForAnNfsDataset) {

@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "../harness/trace_builder.h"
+#include "abi_trace_builder.h"
+#include "report_findings.h"
 #include "abi/dlerror_text.h"
 #include "abi/library_inventory.h"
 #include "abi/library_model.h"
@@ -30,6 +31,10 @@ using colabtrace::analyzer::ParseTrace;
 using colabtrace::analyzer::ProcessTrace;
 using colabtrace::analyzer::ReportOptions;
 using namespace colabtrace::analyzer::abi;
+using colabtrace::abitest::BuildIdOf;
+using colabtrace::abitest::Fixture;
+using colabtrace::abitest::TraceBuilder;
+using colabtrace::testing::FindingsOf;
 
 // ---- dlerror texts ------------------------------------------------------------------------
 
@@ -168,113 +173,14 @@ TEST(Runpath, ExpandsOrigin) {
   EXPECT_EQ(d[0].why, "requester's RPATH");
 }
 
-// ---- traces built inline --------------------------------------------------------------------
-
-class TraceBuilder {
- public:
-  explicit TraceBuilder(uint32_t pid, bool ended = true) : b_(pid, 1000, ended) {}
-  void Tick() { now_ += 1000; }
-  uint64_t Str(const std::string& s) { return s.empty() ? 0 : b_.AppendString(s, now_); }
-  template <class R> void Add(R r) {
-    r.ts = now_;
-    b_.Append(r);
-  }
-  // An object record (fresh) or a call record.
-  void Load(ctf::LibApi api, const std::string& path, uint64_t base, const std::string& requester,
-            uint64_t fresh = 1, int64_t flags = 0, uint64_t ino = 0, bool ok = true,
-            const std::string& error = "", const std::string& requested = "") {
-    ctf::LibLoad r;
-    r.api = static_cast<uint64_t>(api);
-    r.path = Str(path);
-    r.soname = Str(path.substr(path.rfind('/') + 1));
-    r.requester = Str(requester);
-    r.requested = Str(requested.empty() ? path : requested);
-    r.error = Str(error);
-    r.base = base;
-    r.fresh = fresh;
-    r.flags = flags;
-    r.ok = ok ? 1 : 0;
-    r.ino = ino;
-    r.dev = ino != 0 ? 7 : 0;
-    r.size = ino != 0 ? 100 : 0;
-    Add(r);
-    Tick();
-  }
-  // An object the program opened by its path, with the given soname ("" for none, as a
-  // Python extension module has) and build id (hex).
-  void LoadObject(ctf::LibApi api, const std::string& path, uint64_t base, const std::string& soname,
-                  const std::string& build_id_hex = "", const std::string& requester = "/bin/prog") {
-    std::vector<uint8_t> id;
-    for (size_t i = 0; i + 1 < build_id_hex.size(); i += 2) {
-      id.push_back(static_cast<uint8_t>(std::stoi(build_id_hex.substr(i, 2), nullptr, 16)));
-    }
-    ctf::LibLoad r;
-    r.api = static_cast<uint64_t>(api);
-    r.path = Str(path);
-    r.soname = Str(soname);
-    r.requester = Str(requester);
-    r.requested = Str(path);
-    r.base = base;
-    r.fresh = 1;
-    r.flags = RTLD_NOW;
-    r.ok = 1;
-    r.build_id = ctf::Bytes{id.data(), static_cast<uint32_t>(id.size())};
-    Add(r);
-    Tick();
-  }
-  void Device(uint64_t cc_major, uint64_t cc_minor) {
-    ctf::GpuDevice d;
-    d.name = Str("GPU");
-    d.cc_major = cc_major;
-    d.cc_minor = cc_minor;
-    Add(d);
-    Tick();
-  }
-  void Host(const std::string& key, const std::string& value) {
-    ctf::HostInfo h;
-    h.key = Str(key);
-    h.value = Str(value);
-    Add(h);
-  }
-  void Exit(int64_t code) {
-    ctf::Exit e;
-    e.code = code;
-    Add(e);
-    Tick();
-  }
-  void Unmap(uint64_t base) {
-    ctf::LibUnload u;
-    u.base = base;
-    u.api = static_cast<uint64_t>(ctf::LibUnloadApi::kUnmapped);
-    Add(u);
-    Tick();
-  }
-  ProcessTrace Finish() { return b_.Parse(); }
-
- private:
-  ::colabtrace::testing::TraceBytesBuilder b_;
-  uint64_t now_ = 1000;
-};
+// ---- traces built inline (abi_trace_builder.h) ----------------------------------------------
 
 using ctf::LibApi;
 using colabtrace::analyzer::Severity;
 
-// A fixture built by tests/libs/CMakeLists.txt, or "" when it was not built.
-std::string Fixture(const std::string& rel) {
-  const std::string path = std::string(CT_LIBS_DIR) + "/" + rel;
-  std::ifstream f(path);
-  return f ? path : "";
-}
-
 #define FIXTURE_OR_SKIP(var, rel) \
   const std::string var = Fixture(rel); \
   if (var.empty()) GTEST_SKIP() << rel << " was not built (objcopy missing?)"
-
-// The loaded library's build id, as the shim records it.
-std::string BuildIdOf(const std::string& path) {
-  auto image = colabtrace::elf::ElfImage::Open(path);
-  return image.ok() ? image->build_id() : "";
-}
 
 TEST(Inventory, CallMergesIntoDiscoveredObjectEitherOrder) {
   TraceBuilder b(10);
@@ -321,16 +227,6 @@ TEST(Inventory, UnloadChecksAndDeepbindClosure) {
   EXPECT_TRUE(inv.objects[2].unloaded_ns.has_value());
   EXPECT_FALSE(inv.objects[3].unloaded_ns.has_value());
   EXPECT_TRUE(inv.objects[3].changes.empty());
-}
-
-std::vector<Finding> FindingsOf(std::vector<ProcessTrace>& traces, const char* id,
-                                ReportOptions options = {}) {
-  auto report = BuildReport(traces, options);
-  std::vector<Finding> out;
-  for (const Finding& f : report->findings()) {
-    if (f.id == id) out.push_back(f);
-  }
-  return out;
 }
 
 TEST(Findings, DuplicateNeedsTwoFilesAtOnce) {

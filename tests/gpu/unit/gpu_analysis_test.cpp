@@ -10,11 +10,13 @@
 #include "gpu/cuda_errors.h"
 #include "gpu/gpu_api.h"
 #include "report/report.h"
-#include "trace_builder.h"
+#include "gpu_trace_builder.h"
 
 namespace colabtrace::analyzer {
 namespace {
 
+using gputest::RingEntry;
+using gputest::Steps;
 using gputest::TraceBuilder;
 using Api = format::GpuApi;
 using Why = format::GpuMemInfoWhy;
@@ -70,16 +72,6 @@ TEST(GpuAnalysis, CountsPeakAndLeakOfASimpleRun) {
 }
 
 // ---- gpu.leak: growth after warm-up (gpu/leak_growth.h) -----------------------------------
-
-// steps allocations of `size` from site `stack`, one every `gap` ns, none freed.
-void Steps(TraceBuilder& b, uint64_t stack, uint64_t* addr, int steps, uint64_t size,
-           uint64_t gap) {
-  for (int i = 0; i < steps; ++i) {
-    b.Alloc(Api::kCudaMalloc, *addr, size, 0, 0, 0, stack);
-    *addr += size;
-    b.Advance(gap);
-  }
-}
 
 TEST(GpuLeak, GrowingSiteIsALeakWithExactCountBytesAndRate) {
   TraceBuilder b(120);
@@ -285,25 +277,6 @@ TEST(GpuLaunch, StickyLaunchFailuresBelongToTheDeviceFault) {
 }
 
 // ---- gpu.device-fault -------------------------------------------------------------------------
-
-namespace {
-format::GpuLaunchRing RingEntry(uint64_t seq, uint64_t epoch, uint64_t synced, uint64_t func, uint64_t stream) {
-  format::GpuLaunchRing r;
-  r.why = 1;
-  r.tid = 127;
-  r.seq = seq;
-  r.epoch = epoch;
-  r.synced = synced;
-  r.api = static_cast<uint64_t>(Api::kCuLaunchKernel);
-  r.layer = 1;
-  r.func = func;
-  r.stream = stream;
-  r.grid_x = r.grid_y = r.grid_z = 1;
-  r.block_x = 128;
-  r.block_y = r.block_z = 1;
-  return r;
-}
-}  // namespace
 
 // The kernels in flight on the fault's stream since its last successful synchronisation,
 // newest first (the culprit), named from the lookups; those on other streams apart; the

@@ -1,6 +1,6 @@
-// Builds small traces in memory, record by record, for golden tests of the GPU analysis.
-// Ticks are nanoseconds (ticks_per_sec 1e9, no TSC); each record advances time by 1 ns
-// unless the test moves the clock itself.
+// Builds small traces in memory, record by record, for golden tests of the GPU analysis
+// (tests/gpu/unit and tests/findings/gpu). Ticks are nanoseconds (ticks_per_sec 1e9, no
+// TSC); each record advances time by 1 ns unless the test moves the clock itself.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "../../harness/trace_builder.h"
+#include "trace_builder.h"
 
 #include "colabtrace/format/codec.h"
 #include "trace/process_trace.h"
@@ -135,6 +135,18 @@ class TraceBuilder {
     Add(m);
   }
 
+  // A kernel handle and its name, as the driver lookup (cuModuleGetFunction by default)
+  // records them.
+  void Function(uint64_t handle, const std::string& name,
+                ctf::GpuApi api = ctf::GpuApi::kCuModuleGetFunction, uint64_t module = 0) {
+    ctf::GpuFunction fn;
+    fn.api = static_cast<uint64_t>(api);
+    fn.handle = handle;
+    fn.module = module;
+    fn.name = Str(name);
+    Add(fn);
+  }
+
   // Ends the trace: with an exit record, or (killed) without one.
   ProcessTrace Finish(bool killed = false) {
     if (!killed) {
@@ -155,5 +167,37 @@ class TraceBuilder {
   ::colabtrace::testing::TraceBytesBuilder b_;
   uint64_t now_;
 };
+
+// `steps` allocations of `size` from site `stack` (a Stack id), one every `gap` ns, at
+// *addr and on, none freed; *addr ends past the last.
+inline void Steps(TraceBuilder& b, uint64_t stack, uint64_t* addr, int steps, uint64_t size,
+                  uint64_t gap) {
+  for (int i = 0; i < steps; ++i) {
+    b.Alloc(ctf::GpuApi::kCudaMalloc, *addr, size, 0, 0, 0, stack);
+    *addr += size;
+    b.Advance(gap);
+  }
+}
+
+// One entry of the launch ring the shim writes at the first sticky error: a cuLaunchKernel
+// of func on stream by thread 127, grid 1x1x1, block 128x1x1, launched in `epoch` of its
+// stream, whose last successful synchronisation was epoch `synced`.
+inline ctf::GpuLaunchRing RingEntry(uint64_t seq, uint64_t epoch, uint64_t synced, uint64_t func,
+                                    uint64_t stream) {
+  ctf::GpuLaunchRing r;
+  r.why = 1;
+  r.tid = 127;
+  r.seq = seq;
+  r.epoch = epoch;
+  r.synced = synced;
+  r.api = static_cast<uint64_t>(ctf::GpuApi::kCuLaunchKernel);
+  r.layer = 1;
+  r.func = func;
+  r.stream = stream;
+  r.grid_x = r.grid_y = r.grid_z = 1;
+  r.block_x = 128;
+  r.block_y = r.block_z = 1;
+  return r;
+}
 
 }  // namespace colabtrace::gputest

@@ -1,0 +1,117 @@
+// Builds small traces of file I/O in memory (mounts, stats, opens, reads, closes) for
+// golden tests of the I/O analysis (tests/io and tests/findings/io). Ticks are
+// nanoseconds (no TSC feature bit); each record advances the clock by 1 ns unless the
+// test moves it.
+#pragma once
+
+#include <fcntl.h>
+
+#include <cstdint>
+#include <string>
+
+#include "colabtrace/format/codec.h"
+#include "trace/process_trace.h"
+#include "trace_builder.h"
+
+namespace colabtrace::iotest {
+
+namespace ctf = colabtrace::format;
+using analyzer::ProcessTrace;
+using ctf::IoApi;
+
+class TraceBuilder {
+ public:
+  explicit TraceBuilder(uint32_t pid) : b_(pid, 1000) {
+    ctf::ProcessStart ps;
+    ps.pid = pid;
+    ps.ppid = 1;
+    ps.exe = Str("/usr/bin/python3");
+    Add(ps);
+  }
+
+  uint64_t now() const { return now_; }
+  void Advance(uint64_t ns) { now_ += ns; }
+
+  uint64_t Str(const std::string& s) { return b_.AppendString(s, now_); }
+
+  template <class R> void Add(R r) {
+    r.ts = now_;
+    b_.Append(r);
+    ++now_;
+  }
+
+  void Mount(uint64_t id, const std::string& type, const std::string& mp, const std::string& src) {
+    ctf::Mount m;
+    m.id = id;
+    m.fstype = Str(type);
+    m.mountpoint = Str(mp);
+    m.source = Str(src);
+    Add(m);
+  }
+
+  // stat + open + fstat + read(size) + read(0) + close, with the given latencies.
+  void ReadWholeFile(const std::string& path, uint64_t mount, int fd, uint64_t size, uint64_t open_ns,
+                     uint64_t read_ns) {
+    const uint64_t id = Str(path);
+    ctf::IoStat st;
+    st.api = static_cast<uint64_t>(IoApi::kStat64);
+    st.path = id;
+    st.fd = -1;
+    st.size = size;
+    st.ftype = 8;
+    st.dur = 1000;
+    Add(st);
+    ctf::IoOpen o;
+    o.api = static_cast<uint64_t>(IoApi::kOpen64);
+    o.fd = fd;
+    o.path = id;
+    o.flags = O_RDONLY;
+    o.dur = open_ns;
+    o.mount = mount;
+    Add(o);
+    Advance(open_ns);
+    ctf::IoStat fs;
+    fs.api = static_cast<uint64_t>(IoApi::kFstat64);
+    fs.fd = fd;
+    fs.size = size;
+    fs.ftype = 8;
+    fs.dur = 100;
+    Add(fs);
+    ctf::IoRead r;
+    r.api = static_cast<uint64_t>(IoApi::kRead);
+    r.fd = fd;
+    r.result = static_cast<int64_t>(size);
+    r.dur = read_ns;
+    Add(r);
+    Advance(read_ns);
+    r.result = 0;
+    r.dur = 100;
+    Add(r);
+    ctf::IoClose c;
+    c.api = static_cast<uint64_t>(IoApi::kClose);
+    c.fd = fd;
+    Add(c);
+  }
+
+  ProcessTrace Finish() {
+    ctf::Exit e;
+    Add(e);
+    return b_.Parse();
+  }
+
+ private:
+  ::colabtrace::testing::TraceBytesBuilder b_;
+  uint64_t now_ = 2000;
+};
+
+// The mounts the tests share: 1 ext4 /, 2 nfs4 /mnt/nfs, 3 9p /mnt/host, 4 cifs /mnt/smb,
+// 5 tmpfs /dev/shm (ids as the records' `mount` fields name them).
+inline void Mounts(TraceBuilder& b) {
+  b.Mount(1, "ext4", "/", "/dev/vda");
+  b.Mount(2, "nfs4", "/mnt/nfs", "server:/export");
+  b.Mount(3, "9p", "/mnt/host", "hostshare");
+  b.Mount(4, "cifs", "/mnt/smb", "//nas/share");
+  b.Mount(5, "tmpfs", "/dev/shm", "tmpfs");
+}
+
+}  // namespace colabtrace::iotest

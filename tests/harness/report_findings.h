@@ -1,0 +1,26 @@
+// The findings of one id that the real report builder gives for a set of traces, for the
+// golden tests that assert them (tests/libs, tests/findings).
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "report/report.h"
+#include "trace/process_trace.h"
+
+namespace colabtrace::testing {
+
+// Builds the report over traces (as `colabtrace report` does) and returns its findings
+// whose id is `id`, in the report's order.
+inline std::vector<analyzer::Finding> FindingsOf(std::vector<analyzer::ProcessTrace>& traces,
+                                                 std::string_view id,
+                                                 analyzer::ReportOptions options = {}) {
+  auto report = analyzer::BuildReport(traces, options);
+  std::vector<analyzer::Finding> out;
+  for (const analyzer::Finding& f : report->findings()) {
+    if (f.id == id) out.push_back(f);
+  }
+  return out;
+}
+
+}  // namespace colabtrace::testing
