@@ -1,5 +1,7 @@
 #include "model/local_host.h"
 
+#include "model/proc_stat.h"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -61,6 +63,16 @@ HostOrigin HostOriginOf(const ProcessTrace& t, const LocalHost& local) {
     o = {false, "hostname"};
   }
   return o;
+}
+
+bool StillRunningHere(const ProcessTrace& t, const LocalHost& local) {
+  if (!HostOriginOf(t, local).same_host) return false;
+  const std::optional<ProcStat> st = ReadProcStat(static_cast<pid_t>(t.pid()));
+  const long hz = sysconf(_SC_CLK_TCK);
+  if (!st || st->ended() || hz <= 0) return false;
+  // starttime is in clock ticks since boot; allow one tick and a little for rounding.
+  const uint64_t tick_ns = 1000000000ull / static_cast<uint64_t>(hz);
+  return st->start_ticks * tick_ns <= t.start_ns() + 2 * tick_ns;
 }
 
 }  // namespace colabtrace::analyzer

@@ -30,4 +30,10 @@ struct LocalHost {
 // machine_id, then (for traces that recorded neither) the hostname.
 HostOrigin HostOriginOf(const ProcessTrace& t, const LocalHost& local = LocalHost::Get());
 
+// Whether the process that wrote t is alive on this machine now: the same boot, its pid
+// present and not a zombie, and started no later than its trace (a reused pid started
+// after the traced process ended). A report made while a run crawls reads such a trace,
+// which has no exit record yet. Reads this machine's /proc: the only rule input that does.
+bool StillRunningHere(const ProcessTrace& t, const LocalHost& local = LocalHost::Get());
+
 }  // namespace colabtrace::analyzer

@@ -14,10 +14,8 @@
 #include <algorithm>
 #include <csignal>
 
-#include <unistd.h>
 
 #include "model/local_host.h"
-#include "model/proc_stat.h"
 #include "process/rules/rules.h"
 #include "model/python_stack.h"
 
@@ -92,19 +90,6 @@ OomEvidence OomKillAround(const ProcessTrace& t, const std::vector<ProcessTrace>
   return e;
 }
 
-// Whether the process that wrote t is alive on this machine now: the same boot, its pid
-// present and not a zombie, and started no later than its trace (a reused pid started
-// after the traced process ended). A report made while a run crawls reads such a trace,
-// which has no exit record yet.
-bool StillRunningHere(const ProcessTrace& t) {
-  if (!HostOriginOf(t).same_host) return false;
-  const std::optional<ProcStat> st = ReadProcStat(static_cast<pid_t>(t.pid()));
-  const long hz = sysconf(_SC_CLK_TCK);
-  if (!st || st->ended() || hz <= 0) return false;
-  // starttime is in clock ticks since boot; allow one tick and a little for rounding.
-  const uint64_t tick_ns = 1000000000ull / static_cast<uint64_t>(hz);
-  return st->start_ticks * tick_ns <= t.start_ns() + 2 * tick_ns;
-}
 
 
 }  // namespace
