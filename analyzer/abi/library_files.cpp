@@ -1,11 +1,6 @@
 #include "abi/library_files.h"
 
-#include <unistd.h>
-
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <system_error>
+#include "model/symbolize.h"
 
 namespace colabtrace::analyzer::abi {
 namespace {
@@ -35,15 +30,7 @@ bool SameAsLoaded(const LoadedLibrary& o, const FileFacts& f) {
   return BuildIdIs(&f, o.build_id);
 }
 
-LibraryFiles::LibraryFiles(std::string sysroot) : sysroot_(std::move(sysroot)) {
-  if (!sysroot_.empty() && sysroot_.front() != '/') {  // relative to the working directory
-    std::error_code ec;
-    const std::filesystem::path abs = std::filesystem::absolute(sysroot_, ec);
-    if (!ec) sysroot_ = abs.lexically_normal().string();
-  }
-  while (sysroot_.size() > 1 && sysroot_.back() == '/') sysroot_.pop_back();
-  if (sysroot_ == "/") sysroot_.clear();  // "/" is this machine's own root
-}
+LibraryFiles::LibraryFiles(std::string sysroot) : sysroot_(NormalizeSysroot(std::move(sysroot))) {}
 
 FileFacts* LibraryFiles::AtPath(const std::string& path) {
   FileFacts& f = cache_.Get(path);

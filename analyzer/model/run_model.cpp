@@ -5,7 +5,7 @@
 namespace colabtrace::analyzer {
 
 RunModel::RunModel(const std::vector<ProcessTrace>& traces, RunOptions options)
-    : traces_(traces), options_(std::move(options)) {}
+    : traces_(traces), options_(std::move(options)), symbols_(options_.sysroot) {}
 
 size_t RunModel::IndexOf(const ProcessTrace& t) const {
   const auto i = static_cast<size_t>(&t - traces_.data());

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 #include <map>
 #include <optional>
 
@@ -65,18 +67,32 @@ std::string HexBuildId(const format::Bytes& b) {
   return s;
 }
 
-// Reads .symtab (or, when stripped, .dynsym) of path. Empty when unreadable.
-SymbolTable LoadSymbols(const std::string& path, const std::string& build_id) {
+// Reads .symtab (or, when stripped, .dynsym) of the file holding `path` as loaded:
+// <sysroot><path> when its build id is the recorded one, else `path` itself (stale when
+// its build id differs). Empty when unreadable.
+SymbolTable LoadSymbols(const std::string& sysroot, const std::string& path, const std::string& build_id) {
   SymbolTable table;
-  // The path comes from an untrusted trace: only ever open a regular file (opening a
-  // FIFO or a device named there would block or read forever).
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return table;
-  auto image = elf::ElfImage::Open(path);
-  if (!image.ok()) return table;
-  if (!build_id.empty() && !image->build_id().empty() && image->build_id() != build_id) {
-    table.stale = true;
-    return table;
+  auto open = [](const std::string& file) -> std::optional<elf::ElfImage> {
+    // The path comes from an untrusted trace: only ever open a regular file (opening a
+    // FIFO or a device named there would block or read forever).
+    struct stat st;
+    if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+    auto image = elf::ElfImage::Open(file);
+    if (!image.ok()) return std::nullopt;
+    return std::move(*image);
+  };
+  std::optional<elf::ElfImage> image;
+  if (!sysroot.empty() && !build_id.empty() && !path.empty() && path.front() == '/') {
+    image = open(sysroot + path);
+    if (image && image->build_id() != build_id) image.reset();
+  }
+  if (!image) {
+    image = open(path);
+    if (!image) return table;
+    if (!build_id.empty() && !image->build_id().empty() && image->build_id() != build_id) {
+      table.stale = true;
+      return table;
+    }
   }
   table.storage = image->storage();
   const elf::Bytes file = image->bytes();
@@ -126,7 +142,7 @@ struct SymbolCache::Table : SymbolTable {
   explicit Table(SymbolTable t) : SymbolTable(std::move(t)) {}
 };
 
-SymbolCache::SymbolCache() = default;
+SymbolCache::SymbolCache(std::string sysroot) : sysroot_(NormalizeSysroot(std::move(sysroot))) {}
 SymbolCache::~SymbolCache() = default;
 
 std::vector<std::string> SymbolCache::Frames(const ProcessTrace& trace,
@@ -156,7 +172,7 @@ std::vector<std::string> SymbolCache::Frames(const ProcessTrace& trace,
     std::pair<std::string, std::string> key(path, HexBuildId(best->build_id));
     auto it = tables_.find(key);
     if (it == tables_.end()) {
-      auto table = std::make_unique<Table>(LoadSymbols(key.first, key.second));
+      auto table = std::make_unique<Table>(LoadSymbols(sysroot_, key.first, key.second));
       it = tables_.emplace(std::move(key), std::move(table)).first;
     }
     const Table& table = *it->second;
@@ -180,6 +196,17 @@ std::vector<std::string> SymbolCache::Stack(const ProcessTrace& trace,
   std::vector<std::string> out = Frames(trace, frames);
   out.erase(std::remove(out.begin(), out.end(), std::string()), out.end());
   return out;
+}
+
+std::string NormalizeSysroot(std::string sysroot) {
+  if (!sysroot.empty() && sysroot.front() != '/') {  // relative to the working directory
+    std::error_code ec;
+    const std::filesystem::path abs = std::filesystem::absolute(sysroot, ec);
+    if (!ec) sysroot = abs.lexically_normal().string();
+  }
+  while (sysroot.size() > 1 && sysroot.back() == '/') sysroot.pop_back();
+  if (sysroot == "/") sysroot.clear();  // "/" is this machine's own root
+  return sysroot;
 }
 
 }  // namespace colabtrace::analyzer

@@ -26,7 +26,10 @@ inline constexpr std::string_view kSignalFrame = "<signal handler called>";
 // stacks read each library once: the run model owns one (RunModel::symbols()).
 class SymbolCache {
  public:
-  SymbolCache();
+  // sysroot: --sysroot DIR (RunOptions; "" for none). A library's symbols are read from
+  // <sysroot><path> when that file has the recorded build id, else from <path>, as
+  // abi::LibraryFiles picks library files (gdb's convention).
+  explicit SymbolCache(std::string sysroot = {});
   ~SymbolCache();
   SymbolCache(const SymbolCache&) = delete;
   SymbolCache& operator=(const SymbolCache&) = delete;
@@ -38,8 +41,13 @@ class SymbolCache {
 
  private:
   struct Table;
+  std::string sysroot_;  // absolute, without a trailing '/'; "" for none
   std::map<std::pair<std::string, std::string>, std::unique_ptr<Table>> tables_;
 };
+
+// --sysroot DIR as every reader of recorded files uses it: absolute (relative to the
+// working directory), no trailing '/', and "" for none or for "/" (this machine's root).
+std::string NormalizeSysroot(std::string sysroot);
 
 // A C++ symbol in source form ("_Z5scalePf" -> "scale(float*)"); anything that is not an
 // Itanium-mangled name (a C function, an extern "C" kernel) unchanged.
