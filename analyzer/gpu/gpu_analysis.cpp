@@ -28,6 +28,7 @@
 #include "gpu/gpu_findings.h"
 #include "gpu/cupti_merge.h"
 #include "gpu/leak_growth.h"
+#include "model/process_role.h"
 #include "report/report.h"
 
 namespace colabtrace::analyzer {
@@ -147,7 +148,7 @@ class GpuAnalysis final : public Analysis {
     for (const auto& t : traces) run_start = std::min(run_start, t.start_ns());
     if (run_start == UINT64_MAX) run_start = 0;
 
-    std::string text;
+    std::vector<size_t> allocating;  // traces with a GPU text paragraph
     if (!traces.empty()) {  // untraced children: the figures of a process that allocated nothing
       for (Json* p : report.UntracedProcesses()) (*p)["gpu"] = ProcessJson(report.run().symbols(), traces.front(), AllocationTimeline{});
     }
@@ -171,7 +172,13 @@ class GpuAnalysis final : public Analysis {
         return out;
       };
       gpu::AddGpuFindings(report, t, g, others);
-      text += ProcessText(t, g);
+      if (HasText(g)) allocating.push_back(i);
+    }
+    std::string text;
+    if (allocating.size() <= kProcessRowsBeforeGrouping) {
+      for (size_t i : allocating) text += ProcessText(traces[i], tl[i]);
+    } else {
+      text = GroupedText(report, allocating, tl);
     }
     report.root()["gpu"] = TotalsJson(traces, tl, run_start);
     if (!text.empty()) report.AddText("GPU memory", text);
@@ -411,8 +418,51 @@ class GpuAnalysis final : public Analysis {
     return s;
   }
 
+  static bool HasText(const AllocationTimeline& g) {
+    return g.allocations != 0 || g.failed_allocations != 0 || g.host.allocations != 0;
+  }
+
+  // Past kProcessRowsBeforeGrouping processes that used GPU memory: one line per role
+  // (ProcessRole), with sums, the highest peak and a few pids.
+  static std::string GroupedText(ReportBuilder& report, const std::vector<size_t>& allocating,
+                                 const std::vector<AllocationTimeline>& tl) {
+    struct Group {
+      std::vector<int64_t> pids;
+      uint64_t allocations = 0, frees = 0, failed = 0, peak = 0, leaked = 0, growth = 0, held = 0, pinned = 0;
+    };
+    std::map<std::string, Group> groups;
+    for (size_t i : allocating) {
+      const AllocationTimeline& g = tl[i];
+      const gpu::LeakGrowth lg = gpu::FindLeakGrowth(g, report.traces()[i].end_ns());
+      Group& gr = groups[ProcessRole(report.process(i))];
+      gr.pids.push_back(report.traces()[i].pid());
+      gr.allocations += g.allocations, gr.frees += g.frees, gr.failed += g.failed_allocations;
+      gr.peak = std::max(gr.peak, g.peak_bytes);
+      gr.leaked += g.leaked_bytes, gr.growth += lg.growth_bytes, gr.held += lg.held_at_exit_bytes;
+      gr.pinned += g.host.allocations;
+    }
+    std::vector<std::pair<const std::string*, const Group*>> order;
+    for (const auto& [role, g] : groups) order.emplace_back(&role, &g);
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto& a, const auto& b) { return a.second->pids.size() > b.second->pids.size(); });
+    std::string s = std::to_string(allocating.size()) + " processes used GPU memory, in " +
+                    std::to_string(groups.size()) +
+                    " groups (by command and role, summed; `report --format json` lists each process)\n";
+    for (const auto& [role, g] : order) {
+      const size_t n = g->pids.size();
+      s += EscapeForTerminal(*role).substr(0, 64) + ": " + std::to_string(n) +
+           (n == 1 ? " process (pid " : " processes (pids ") + PidSample(g->pids) + "): " +
+           std::to_string(g->allocations) + " allocations, " + std::to_string(g->frees) + " frees, " +
+           std::to_string(g->failed) + " failed; highest peak " + FormatBytes(g->peak) + "; " +
+           FormatBytes(g->leaked) + " still allocated at the end (" + FormatBytes(g->growth) + " of it growing, " +
+           FormatBytes(g->held) + " held)" +
+           (g->pinned > 0 ? "; " + std::to_string(g->pinned) + " pinned host allocations" : "") + "\n";
+    }
+    return s;
+  }
+
   static std::string ProcessText(const ProcessTrace& t, const AllocationTimeline& g) {
-    if (g.allocations == 0 && g.failed_allocations == 0 && g.host.allocations == 0) return "";
+    if (!HasText(g)) return "";
     char line[512];
     std::string s;
     const gpu::LeakGrowth lg = gpu::FindLeakGrowth(g, t.end_ns());

@@ -106,4 +106,11 @@ std::string ProcessRole(const Json& process) {
   return role;
 }
 
+std::string PidSample(const std::vector<int64_t>& pids) {
+  std::string s;
+  for (size_t k = 0; k < pids.size() && k < 3; ++k) s += (k ? " " : "") + std::to_string(pids[k]);
+  if (pids.size() > 3) s += " ...";
+  return s;
+}
+
 }  // namespace colabtrace::analyzer

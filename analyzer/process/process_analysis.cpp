@@ -67,10 +67,6 @@ std::string CommandLine(const Json& argv) {
 }
 
 
-// Past this many processes the text table groups them by role (command and how they
-// started), with counts; JSON always lists each one.
-constexpr size_t kProcessRowsBeforeGrouping = 40;
-
 std::string EndCell(const Json& end) {
   if (!end["code"].is_null()) return std::to_string(end["code"].as_int());
   if (!end["signal"].is_null()) return SignalName(static_cast<int>(end["signal"].as_int()));
@@ -143,11 +139,7 @@ std::string ProcessTable(const std::vector<const Json*>& procs) {
       if (!ends.empty()) ends += ", ";
       ends += std::to_string(n) + " " + e;
     }
-    std::string pids;
-    for (size_t k = 0; k < g->pids.size() && k < 3; ++k) {
-      pids += (k ? " " : "") + std::to_string(g->pids[k]);
-    }
-    if (g->pids.size() > 3) pids += " ...";
+    const std::string pids = PidSample(g->pids);
     std::snprintf(line, sizeof(line), "%-6zu %-10s %-32s %-22s %s\n", g->count,
                   FormatBytes(g->peak_rss).c_str(), EscapeForTerminal(role).substr(0, 64).c_str(), ends.c_str(),
                   pids.c_str());

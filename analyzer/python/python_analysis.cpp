@@ -6,6 +6,7 @@
 #include <set>
 
 #include "report/analyses.h"
+#include "model/process_role.h"
 #include "model/python_stack.h"
 #include "python/torch_snapshot.h"
 
@@ -21,6 +22,7 @@ class PythonAnalysis final : public Analysis {
     // (name, version) -> (modules, pids)
     std::map<std::pair<std::string, std::string>, std::pair<std::set<std::string>, std::set<uint32_t>>> all;
     std::string packages_text, snapshot_text;
+    std::vector<CrashStack> stacks;
     for (size_t i = 0; i < traces.size(); ++i) {
       const ProcessTrace& t = traces[i];
       Json python = Json::MakeObject();
@@ -60,12 +62,10 @@ class PythonAnalysis final : public Analysis {
         if (frames.empty()) continue;
         std::string body;
         for (const std::string& f : frames) body += "  " + f + "\n";
-        report.AddText("Python stack at " + SignalName(static_cast<int>(s.signo)) + " (pid " +
-                           std::to_string(t.pid()) + ", tid " + std::to_string(s.tid) +
-                           "), innermost first",
-                       body);
+        stacks.push_back({SignalName(static_cast<int>(s.signo)), t.pid(), s.tid, std::move(body)});
       }
     }
+    AddStackSections(report, stacks);
     if (!all.empty()) {
       Json packages = Json::MakeArray();
       for (const auto& [key, value] : all) {
@@ -88,6 +88,42 @@ class PythonAnalysis final : public Analysis {
   }
 
  private:
+  struct CrashStack {
+    std::string signal;
+    uint32_t pid = 0;
+    uint64_t tid = 0;
+    std::string body;  // its frames, one indented line each
+  };
+
+  // One section per crash stack, or past kProcessRowsBeforeGrouping one per distinct
+  // (signal, stack), naming how many crashes had it and a few pids.
+  static void AddStackSections(ReportBuilder& report, const std::vector<CrashStack>& stacks) {
+    if (stacks.size() <= kProcessRowsBeforeGrouping) {
+      for (const CrashStack& c : stacks) {
+        report.AddText("Python stack at " + c.signal + " (pid " + std::to_string(c.pid) + ", tid " +
+                           std::to_string(c.tid) + "), innermost first",
+                       c.body);
+      }
+      return;
+    }
+    std::map<std::pair<std::string, std::string>, std::vector<int64_t>> groups;  // (signal, body) -> pids
+    std::vector<const std::pair<const std::pair<std::string, std::string>, std::vector<int64_t>>*> order;
+    for (const CrashStack& c : stacks) {
+      auto [it, fresh] = groups.try_emplace({c.signal, c.body});
+      if (fresh) order.push_back(&*it);
+      it->second.push_back(c.pid);
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto* a, const auto* b) { return a->second.size() > b->second.size(); });
+    for (const auto* g : order) {
+      const size_t n = g->second.size();
+      report.AddText("Python stack at " + g->first.first + " (" + std::to_string(n) +
+                         (n == 1 ? " crash: pid " : " crashes: pids ") + PidSample(g->second) +
+                         "), innermost first",
+                     g->first.second);
+    }
+  }
+
   static std::vector<std::string> SplitCommas(std::string_view s) {
     std::vector<std::string> out;
     size_t start = 0;
