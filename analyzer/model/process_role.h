@@ -18,6 +18,10 @@ namespace colabtrace::analyzer {
 // (a DataLoader worker) gets " (fork)" appended to the role it inherited.
 std::string ProcessRole(const Json& process);
 
+// A processes[] row's argv as one line for a terminal: each argument escaped
+// (EscapeForTerminal), joined by spaces, cut to 120 characters ("...").
+std::string CommandLineText(const Json& argv);
+
 // Past this many processes the text report's per-process sections (the process table,
 // Libraries, File I/O, GPU memory, Python stacks) group them by role, with counts and a
 // few pids; `report --format json` always lists each one.
