@@ -7,8 +7,8 @@
 // written above it; docs/ARCHITECTURE.md lists them too. The abi.* findings are merged
 // across processes (one per cause for the job, abi::JobFindings). This file only writes
 // the libraries[] rows, the libraries_files summary (which recorded library files could
-// be read, and which file-based checks were skipped: abi::LibraryFiles) and the text
-// section.
+// be read, and which file-based checks were skipped: abi::LibraryFiles); the text section
+// is render/text/libraries_section.cpp.
 #include <dlfcn.h>
 
 #include "abi/job_findings.h"
@@ -36,13 +36,10 @@ class LibraryAnalysis final : public Analysis {
     abi::JobFindings findings;
     abi::RuleContext ctx{files, ParseTargetArch(report), findings, report.run().symbols()};
     Json rows = Json::MakeArray();
-    std::string text;
     const auto& traces = report.traces();
     for (size_t i = 0; i < traces.size(); ++i) {
       const abi::ProcessLibraries p = abi::ProcessLibraries::Of(report.run(), traces[i], files);
       AddRows(p, rows);
-      // `colabtrace run`'s own trace loads nothing of the job's: no line for it.
-      if (!IsRunWrapper(traces[i])) AddTextLines(p, text);
       abi::DuplicateLibraryRule(p, ctx);
       abi::MixedCudaMajorsRule(p, ctx);
       abi::DriverTooOldRule(p, ctx);
@@ -98,7 +95,6 @@ class LibraryAnalysis final : public Analysis {
     findings.MoveTo(report);
     report.root()["libraries"] = std::move(rows);
     report.root()["libraries_files"] = files.Summary();
-    if (!text.empty()) report.AddText("Libraries", files.SummaryText() + text);
   }
 
  private:
@@ -167,25 +163,6 @@ class LibraryAnalysis final : public Analysis {
     }
   }
 
-  void AddTextLines(const abi::ProcessLibraries& p, std::string& text) {
-    const ProcessTrace& t = *p.trace;
-    size_t cuda_libs = 0;
-    std::string lines;
-    for (size_t i = 0; i < p.inv.objects.size(); ++i) {
-      if (!p.cuda[i] && p.family[i].group != elf::LibraryGroup::kCudaDriver) continue;
-      ++cuda_libs;
-      const LoadedLibrary& o = p.inv.objects[i];
-      lines += "    " + o.path + (p.cuda[i] ? "  [CUDA " + std::to_string(p.cuda[i]->major) + "]" : "") +
-               (o.loaded_by.empty() ? "" : "  by " + std::string(Basename(o.loaded_by))) + "\n";
-    }
-    for (const FailedLoad& f : p.inv.failures) {
-      if (f.flags & RTLD_NOLOAD) continue;
-      lines += "    FAILED " + f.requested + "  by " + std::string(Basename(f.requester)) + ": " + f.error + "\n";
-    }
-    text += "pid " + std::to_string(t.pid()) + ": " + std::to_string(p.inv.objects.size()) +
-            " objects loaded, " + std::to_string(cuda_libs) + " CUDA-related, " +
-            std::to_string(p.inv.failures.size()) + " failed loads\n" + lines;
-  }
 };
 
 }  // namespace

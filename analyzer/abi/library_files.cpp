@@ -113,17 +113,18 @@ Json LibraryFiles::Summary() const {
   return j;
 }
 
-std::string LibraryFiles::SummaryText() const {
-  const Json j = Summary();
+std::string LibraryFiles::SummaryText(const Json& j) {
+  const std::string sysroot = j["sysroot"].is_string() ? j["sysroot"].str() : std::string();
   std::string text = "library files: " + std::to_string(j["readable"].as_int()) + " of " +
                      std::to_string(j["recorded"].as_int()) + " recorded libraries read (" +
                      std::to_string(j["same_file"].as_int()) + " the same file, " +
                      std::to_string(j["matched_by_build_id"].as_int()) + " by build id" +
-                     (sysroot_.empty() ? std::string()
-                                       : ", " + std::to_string(j["from_sysroot"].as_int()) +
-                                             " under --sysroot " + sysroot_) +
+                     (sysroot.empty() ? std::string()
+                                      : ", " + std::to_string(j["from_sysroot"].as_int()) +
+                                            " under --sysroot " + sysroot) +
                      ")\n";
-  for (const Json& s : j["skipped_checks"].array()) {
+  const Json& skipped = j["skipped_checks"];
+  for (const Json& s : skipped.is_array() ? skipped.array() : Json::Array{}) {
     text += "  not checked: " + s["check"].str() + " for " + std::to_string(s["count"].as_int()) + ": " +
             s["why"].str() + (s["examples"].array().empty() ? "" : " (e.g. " + s["examples"].array()[0].str() + ")") +
             "\n";

@@ -88,8 +88,8 @@ class LibraryFiles {
   // matched_by_build_id, from_sysroot, unreadable, unreadable_sample[],
   // skipped_checks[{check, why, count, examples[]}]}.
   Json Summary() const;
-  // The same in lines for the text report.
-  std::string SummaryText() const;
+  // A Summary() object in lines, for the text report.
+  static std::string SummaryText(const Json& summary);
 
  private:
   FileFacts* AtPath(const std::string& path);  // the cache's facts, or nullptr for no file

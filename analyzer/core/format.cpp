@@ -107,4 +107,27 @@ std::string SignalName(int signo) {
   return "signal " + std::to_string(signo);
 }
 
+FieldUnit UnitOfField(std::string_view name) {
+  if (name.ends_with("_bytes_per_s")) return FieldUnit::kBytesPerSecond;
+  if (name == "bytes" || name == "size" || name.ends_with("_bytes") || name.ends_with("_size")) {
+    return FieldUnit::kBytes;
+  }
+  if (name.ends_with("_ns") && name != "mtime_ns") return FieldUnit::kNanoseconds;
+  if (name == "address" || name == "addr" || name.ends_with("_address") || name.ends_with("_addr")) {
+    return FieldUnit::kAddress;
+  }
+  return FieldUnit::kNone;
+}
+
+std::string FormatInUnit(FieldUnit unit, uint64_t v) {
+  switch (unit) {
+    case FieldUnit::kBytes: return FormatBytes(v);
+    case FieldUnit::kBytesPerSecond: return FormatBytes(v) + "/s";
+    case FieldUnit::kNanoseconds: return FormatDurationNs(v);
+    case FieldUnit::kAddress: return FormatHex(v);
+    case FieldUnit::kNone: break;
+  }
+  return std::to_string(v);
+}
+
 }  // namespace colabtrace::analyzer

@@ -1,5 +1,5 @@
-// The GPU memory analysis: the JSON `gpu` totals and `processes[].gpu`, the "GPU memory"
-// text section, and the gpu.* findings.
+// The GPU memory analysis: the JSON `gpu` totals and `processes[].gpu`, and the gpu.* findings (the
+// "GPU memory" text section: render/text/gpu_memory_section.cpp).
 //
 // What the counters count (docs/gpu-validation.md has the full list):
 //   allocations         successful device-memory allocation calls that returned memory:
@@ -147,7 +147,6 @@ class GpuAnalysis final : public Analysis {
     for (const auto& t : traces) run_start = std::min(run_start, t.start_ns());
     if (run_start == UINT64_MAX) run_start = 0;
 
-    std::string text;
     if (!traces.empty()) {  // untraced children: the figures of a process that allocated nothing
       for (Json* p : report.UntracedProcesses()) (*p)["gpu"] = ProcessJson(report.run().symbols(), traces.front(), AllocationTimeline{});
     }
@@ -171,10 +170,8 @@ class GpuAnalysis final : public Analysis {
         return out;
       };
       gpu::AddGpuFindings(report, t, g, others);
-      text += ProcessText(t, g);
     }
     report.root()["gpu"] = TotalsJson(traces, tl, run_start);
-    if (!text.empty()) report.AddText("GPU memory", text);
   }
 
  private:
@@ -390,68 +387,7 @@ class GpuAnalysis final : public Analysis {
     return j;
   }
 
-  static std::string Sparkline(const std::vector<Point>& points) {
-    static const char* const kBars[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
-    if (points.empty()) return "";
-    constexpr size_t kWidth = 40;
-    const uint64_t first = points.front().ts, last = std::max(points.back().ts, first + 1);
-    std::vector<uint64_t> col(kWidth, 0);
-    uint64_t top = 1;
-    size_t k = 0;
-    uint64_t cur = 0;
-    for (size_t c = 0; c < kWidth; ++c) {
-      const uint64_t until = first + (last - first) * (c + 1) / kWidth;
-      uint64_t hi = cur;
-      while (k < points.size() && points[k].ts <= until) hi = std::max(hi, cur = points[k++].bytes);
-      col[c] = hi;
-      top = std::max(top, hi);
-    }
-    std::string s;
-    for (uint64_t v : col) s += kBars[std::min<uint64_t>(7, v * 8 / (top + 1))];
-    return s;
-  }
 
-  static std::string ProcessText(const ProcessTrace& t, const AllocationTimeline& g) {
-    if (g.allocations == 0 && g.failed_allocations == 0 && g.host.allocations == 0) return "";
-    char line[512];
-    std::string s;
-    const gpu::LeakGrowth lg = gpu::FindLeakGrowth(g, t.end_ns());
-    std::snprintf(line, sizeof(line),
-                  "pid %u: %llu allocations, %llu frees, %llu failed; peak %s at +%.3f s; %s still "
-                  "allocated at the end (%s of it growing, %s held)\n",
-                  t.pid(), static_cast<unsigned long long>(g.allocations),
-                  static_cast<unsigned long long>(g.frees),
-                  static_cast<unsigned long long>(g.failed_allocations), FormatBytes(g.peak_bytes).c_str(),
-                  static_cast<double>(Rel(g.peak_ts, t.start_ns())) / 1e9,
-                  FormatBytes(g.leaked_bytes).c_str(), FormatBytes(lg.growth_bytes).c_str(),
-                  FormatBytes(lg.held_at_exit_bytes).c_str());
-    s += line;
-    for (const auto& [index, d] : g.devices) {
-      const double pct = d.total > 0 ? 100.0 * static_cast<double>(d.peak_bytes) / static_cast<double>(d.total) : 0;
-      std::snprintf(line, sizeof(line), "  %s, %s: peak %s (%.1f%%) in %llu segments  %s\n",
-                    gpu::DeviceLabel(&d, index).c_str(), FormatBytes(d.total).c_str(),
-                    FormatBytes(d.peak_bytes).c_str(), pct,
-                    static_cast<unsigned long long>(d.peak_segments), Sparkline(d.points).c_str());
-      s += line;
-    }
-    for (const auto& f : g.failures) {
-      auto dit = g.devices.find(f.device);
-      const gpu::FailureVerdict v =
-          gpu::JudgeFailure(f, dit != g.devices.end() ? &dit->second : nullptr, nullptr);
-      std::snprintf(line, sizeof(line), "  failed at +%.3f s: %s of %s -> %lld%s%s%s\n",
-                    static_cast<double>(Rel(f.ts, t.start_ns())) / 1e9, gpu::GpuApiLabel(f.api).c_str(),
-                    FormatBytes(f.request).c_str(), static_cast<long long>(f.rc),
-                    f.have_meminfo ? (", free " + FormatBytes(f.free) + " of " + FormatBytes(f.total)).c_str() : "",
-                    v.cause.empty() ? "" : (": " + v.cause).c_str(), f.recovered ? " (recovered)" : "");
-      s += line;
-    }
-    if (g.host.allocations > 0) {
-      std::snprintf(line, sizeof(line), "  pinned host memory: %llu allocations, peak %s\n",
-                    static_cast<unsigned long long>(g.host.allocations), FormatBytes(g.host.peak_bytes).c_str());
-      s += line;
-    }
-    return s;
-  }
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "report/analyses.h"
 #include "io/file_stats.h"
 #include "io/rules/rules.h"
+#include "model/process_role.h"
 #include "report/report.h"
 
 namespace colabtrace::analyzer {
@@ -356,6 +357,64 @@ class IoPass {
     return idx;
   }
 
+  // The per-process table: one row per job process, or one per role (ProcessRole) past
+  // kProcessRowsBeforeGrouping, with sums and a few pids.
+  std::string ProcessRows(ReportBuilder& report) const {
+    std::string s;
+    char line[512];
+    size_t jobs = 0;
+    for (const ProcessIo& p : model_.processes) jobs += !p.run_wrapper;
+    if (jobs > kProcessRowsBeforeGrouping) return GroupedProcessRows(report, jobs);
+    std::snprintf(line, sizeof(line), "%-8s %-8s %-14s %8s %9s %10s %10s %8s  %s\n", "pid", "ppid", "role", "opens",
+                  "reads", "read", "read time", "stats", "command");
+    s += line;
+    for (const ProcessIo& p : model_.processes) {
+      if (p.run_wrapper) continue;
+      std::snprintf(line, sizeof(line), "%-8u %-8lld %-14s %8llu %9llu %10s %10s %8llu  %s\n", p.pid,
+                    static_cast<long long>(p.ppid), p.forked ? "forked worker" : "process",
+                    static_cast<unsigned long long>(p.opens), static_cast<unsigned long long>(p.reads),
+                    FormatBytes(p.bytes_read).c_str(), FormatDurationNs(p.read_ns).c_str(),
+                    static_cast<unsigned long long>(p.stats), Shorten(p.command, 50).c_str());
+      s += line;
+    }
+    return s;
+  }
+
+  std::string GroupedProcessRows(ReportBuilder& report, size_t jobs) const {
+    struct Group {
+      std::vector<int64_t> pids;
+      uint64_t opens = 0, reads = 0, bytes_read = 0, read_ns = 0, stats = 0;
+    };
+    std::map<std::string, Group> groups;
+    for (size_t i = 0; i < model_.processes.size(); ++i) {
+      const ProcessIo& p = model_.processes[i];
+      if (p.run_wrapper) continue;
+      Group& g = groups[ProcessRole(report.process(i))];
+      g.pids.push_back(p.pid);
+      g.opens += p.opens, g.reads += p.reads, g.bytes_read += p.bytes_read, g.read_ns += p.read_ns,
+          g.stats += p.stats;
+    }
+    std::vector<std::pair<const std::string*, const Group*>> order;
+    for (const auto& [role, g] : groups) order.emplace_back(&role, &g);
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto& a, const auto& b) { return a.second->pids.size() > b.second->pids.size(); });
+    std::string s = std::to_string(jobs) + " processes in " + std::to_string(groups.size()) +
+                    " groups (by command and role, summed; `report --format json` lists each process)\n";
+    char line[512];
+    std::snprintf(line, sizeof(line), "%-6s %-32s %8s %9s %10s %10s %8s  %s\n", "count", "role", "opens", "reads",
+                  "read", "read time", "stats", "pids");
+    s += line;
+    for (const auto& [role, g] : order) {
+      std::snprintf(line, sizeof(line), "%-6zu %-32s %8llu %9llu %10s %10s %8llu  %s\n", g->pids.size(),
+                    EscapeForTerminal(*role).substr(0, 64).c_str(), static_cast<unsigned long long>(g->opens),
+                    static_cast<unsigned long long>(g->reads), FormatBytes(g->bytes_read).c_str(),
+                    FormatDurationNs(g->read_ns).c_str(), static_cast<unsigned long long>(g->stats),
+                    PidSample(g->pids).c_str());
+      s += line;
+    }
+    return s;
+  }
+
   void FillText(ReportBuilder& report) {
     if (model_.io_records == 0) {
       report.AddText("File I/O", "No file I/O recorded (COLABTRACE_IO=0, or nothing was opened).\n");
@@ -373,18 +432,7 @@ class IoPass {
                   static_cast<unsigned long long>(stats), model_.files.size());
     s += line;
     s += "opens: successful open-family calls; reads: read-family calls on traced files that returned >= 0 bytes (EOF reads included); bytes_read: their sum\n\n";
-    std::snprintf(line, sizeof(line), "%-8s %-8s %-14s %8s %9s %10s %10s %8s  %s\n", "pid", "ppid", "role", "opens",
-                  "reads", "read", "read time", "stats", "command");
-    s += line;
-    for (const ProcessIo& p : model_.processes) {
-      if (p.run_wrapper) continue;
-      std::snprintf(line, sizeof(line), "%-8u %-8lld %-14s %8llu %9llu %10s %10s %8llu  %s\n", p.pid,
-                    static_cast<long long>(p.ppid), p.forked ? "forked worker" : "process",
-                    static_cast<unsigned long long>(p.opens), static_cast<unsigned long long>(p.reads),
-                    FormatBytes(p.bytes_read).c_str(), FormatDurationNs(p.read_ns).c_str(),
-                    static_cast<unsigned long long>(p.stats), Shorten(p.command, 50).c_str());
-      s += line;
-    }
+    s += ProcessRows(report);
     report.AddText("File I/O", s);
 
     s.clear();

@@ -106,4 +106,20 @@ std::string ProcessRole(const Json& process) {
   return role;
 }
 
+std::string CommandLineText(const Json& argv) {
+  std::string s;
+  for (const Json& a : argv.array()) {
+    if (!s.empty()) s += ' ';
+    s += EscapeForTerminal(a.str());  // argv is untrusted: no raw newlines or escapes
+  }
+  return s.size() > 120 ? s.substr(0, 117) + "..." : s;
+}
+
+std::string PidSample(const std::vector<int64_t>& pids) {
+  std::string s;
+  for (size_t k = 0; k < pids.size() && k < 3; ++k) s += (k ? " " : "") + std::to_string(pids[k]);
+  if (pids.size() > 3) s += " ...";
+  return s;
+}
+
 }  // namespace colabtrace::analyzer

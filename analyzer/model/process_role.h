@@ -2,7 +2,10 @@
 // processes (analyzer/ci, the process table, the HTML processes section).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/json.h"
 
@@ -14,5 +17,18 @@ namespace colabtrace::analyzer {
 // multiprocessing's `from X import ...` launchers). A forked child that did not exec
 // (a DataLoader worker) gets " (fork)" appended to the role it inherited.
 std::string ProcessRole(const Json& process);
+
+// A processes[] row's argv as one line for a terminal: each argument escaped
+// (EscapeForTerminal), joined by spaces, cut to 120 characters ("...").
+std::string CommandLineText(const Json& argv);
+
+// Past this many processes the text report's per-process sections (the process table,
+// Libraries, File I/O, GPU memory, Python stacks) group them by role, with counts and a
+// few pids; `report --format json` always lists each one.
+inline constexpr size_t kProcessRowsBeforeGrouping = 40;
+
+// A group's pids as the text report shows them: the first three, then " ..." when there
+// are more ("101 102 103 ...").
+std::string PidSample(const std::vector<int64_t>& pids);
 
 }  // namespace colabtrace::analyzer

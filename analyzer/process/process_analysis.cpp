@@ -57,105 +57,6 @@ class KeyedObject {
   std::unordered_map<std::string, size_t> index_;
 };
 
-std::string CommandLine(const Json& argv) {
-  std::string s;
-  for (const Json& a : argv.array()) {
-    if (!s.empty()) s += ' ';
-    s += EscapeForTerminal(a.str());  // argv is untrusted: no raw newlines or escapes
-  }
-  return s.size() > 120 ? s.substr(0, 117) + "..." : s;
-}
-
-
-// Past this many processes the text table groups them by role (command and how they
-// started), with counts; JSON always lists each one.
-constexpr size_t kProcessRowsBeforeGrouping = 40;
-
-std::string EndCell(const Json& end) {
-  if (!end["code"].is_null()) return std::to_string(end["code"].as_int());
-  if (!end["signal"].is_null()) return SignalName(static_cast<int>(end["signal"].as_int()));
-  return "-";
-}
-
-// "exited 0" / "signaled SIGPIPE" / "killed SIGKILL" / "killed".
-std::string EndSummary(const Json& end) {
-  std::string s = end["kind"].is_string() ? end["kind"].str() : "unknown";
-  const std::string cell = EndCell(end);
-  if (cell != "-") s += " " + cell;
-  return s;
-}
-
-// The text table: one row per process, or one per role past kProcessRowsBeforeGrouping.
-std::string ProcessTable(const std::vector<const Json*>& procs) {
-  std::string table;
-  char line[512];
-  if (procs.size() <= kProcessRowsBeforeGrouping) {
-    std::snprintf(line, sizeof(line), "%-8s %-8s %-10s %-8s %-10s %s\n", "pid", "ppid", "end",
-                  "code", "peak RSS", "command");
-    table += line;
-    for (const Json* p : procs) {
-      const Json& end = (*p)["end"];
-      const Json* traced = p->Find("traced");  // false: a child the shim could not follow
-      const bool untraced = traced != nullptr && !traced->boolean();
-      const Json* failed = end.Find("exec_failed");  // a vfork child whose execs all failed
-      const std::string note = failed != nullptr ? "  (exec of " + EscapeForTerminal((*failed)["path"].str()) +
-                                                       " failed: " + (*failed)["error"].str() + ")"
-                               : untraced        ? "  (not traced)"
-                                                 : "";
-      std::snprintf(line, sizeof(line), "%-8lld %-8lld %-10s %-8s %-10s %s%s\n",
-                    static_cast<long long>((*p)["pid"].as_int()),
-                    static_cast<long long>((*p)["ppid"].as_int()), end["kind"].str().c_str(),
-                    EndCell(end).c_str(),
-                    untraced ? "-" : FormatBytes(static_cast<uint64_t>((*p)["peak_rss_bytes"].as_int())).c_str(),
-                    CommandLine((*p)["argv"]).c_str(), note.c_str());
-      table += line;
-    }
-    return table;
-  }
-  struct Group {
-    size_t count = 0;
-    uint64_t peak_rss = 0;
-    std::map<std::string, size_t> ends;  // EndSummary -> count
-    std::vector<int64_t> pids;
-    std::string example;                 // the first member's command line
-  };
-  std::map<std::string, Group> groups;
-  for (const Json* p : procs) {
-    Group& g = groups[ProcessRole(*p)];
-    if (g.count++ == 0) g.example = CommandLine((*p)["argv"]);
-    g.peak_rss = std::max(g.peak_rss, static_cast<uint64_t>((*p)["peak_rss_bytes"].as_int()));
-    ++g.ends[EndSummary((*p)["end"])];
-    g.pids.push_back((*p)["pid"].as_int());
-  }
-  // Largest groups first; ties by role.
-  std::vector<std::pair<std::string, const Group*>> order;
-  for (const auto& [role, g] : groups) order.emplace_back(role, &g);
-  std::stable_sort(order.begin(), order.end(),
-                   [](const auto& a, const auto& b) { return a.second->count > b.second->count; });
-  table += std::to_string(procs.size()) + " processes in " + std::to_string(groups.size()) +
-           " groups (by command and role; `report --format json` lists each process)\n";
-  std::snprintf(line, sizeof(line), "%-6s %-10s %-32s %-22s %s\n", "count", "peak RSS", "role",
-                "ends", "pids");
-  table += line;
-  for (const auto& [role, g] : order) {
-    std::string ends;
-    for (const auto& [e, n] : g->ends) {
-      if (!ends.empty()) ends += ", ";
-      ends += std::to_string(n) + " " + e;
-    }
-    std::string pids;
-    for (size_t k = 0; k < g->pids.size() && k < 3; ++k) {
-      pids += (k ? " " : "") + std::to_string(g->pids[k]);
-    }
-    if (g->pids.size() > 3) pids += " ...";
-    std::snprintf(line, sizeof(line), "%-6zu %-10s %-32s %-22s %s\n", g->count,
-                  FormatBytes(g->peak_rss).c_str(), EscapeForTerminal(role).substr(0, 64).c_str(), ends.c_str(),
-                  pids.c_str());
-    table += line;
-  }
-  return table;
-}
-
 // The latest oom_kill reading a process could not take itself: from the samples of the
 
 class ProcessAnalysis final : public Analysis {
@@ -195,10 +96,6 @@ class ProcessAnalysis final : public Analysis {
             UntracedChildRow(t, report.process(i), u, model.ReapOf(host, pid, u.ts)));
       }
     }
-    std::vector<const Json*> procs;
-    for (size_t i : jobs) procs.push_back(&report.process(i));
-    for (const Json* p : report.UntracedProcesses()) procs.push_back(p);
-    report.AddText("Processes", ProcessTable(procs));
   }
 
  private:
@@ -364,7 +261,7 @@ class ProcessAnalysis final : public Analysis {
   }
 
   static void AddEndFindings(ReportBuilder& report, const ProcessTrace& t, const Json& p) {
-    const std::string who = "pid " + std::to_string(t.pid()) + " (" + CommandLine(p.Find("argv") ? *p.Find("argv") : Json::MakeArray()) + ")";
+    const std::string who = "pid " + std::to_string(t.pid()) + " (" + CommandLineText(p.Find("argv") ? *p.Find("argv") : Json::MakeArray()) + ")";
     const rules::ProcessEnd end{t, who};
     rules::ProcKilledRule(end, report);
     rules::ProcFatalSignalRule(end, report);
@@ -410,7 +307,6 @@ class RunWrapperAnalysis final : public Analysis {
     }
     if (wrappers.empty()) return;
     Json runs = Json::MakeArray();
-    std::string text;
     for (size_t i : wrappers) {
       const ProcessTrace& t = traces[i];
       const auto& info = t.records.RunInfo.front();
@@ -424,17 +320,12 @@ class RunWrapperAnalysis final : public Analysis {
       r["processes_sampled"] = static_cast<uint64_t>(pids.size());
       r["trace_file"] = t.file;
       runs.Append(std::move(r));
-      text += "colabtrace run (pid " + std::to_string(t.pid()) + ") ran pid " +
-              std::to_string(info.child_pid) + " and sampled " + std::to_string(pids.size()) +
-              " processes every " + std::to_string(info.sample_ms) + " ms (" +
-              std::to_string(t.records.ProcSample.size()) + " samples)\n";
     }
     auto& procs = report.root()["processes"].array();
     for (auto it = wrappers.rbegin(); it != wrappers.rend(); ++it) {
       if (*it < procs.size()) procs.erase(procs.begin() + static_cast<std::ptrdiff_t>(*it));
     }
     report.root()["run"] = std::move(runs);
-    report.AddText("Sampled from outside", text);
   }
 };
 

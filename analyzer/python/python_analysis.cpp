@@ -1,6 +1,7 @@
 // The Python analysis: packages behind imported modules (python.packages[],
-// processes[].python), the Python stack of each crash as a text section, and PyTorch's
-// allocator snapshot at an OOM (processes[].python.torch_snapshot).
+// processes[].python) and PyTorch's allocator snapshot at an OOM
+// (processes[].python.torch_snapshot). Their text sections, and the Python stack of each
+// crash: render/text/python_sections.cpp.
 #include <csignal>
 #include <map>
 #include <set>
@@ -20,7 +21,6 @@ class PythonAnalysis final : public Analysis {
     const auto& traces = report.traces();
     // (name, version) -> (modules, pids)
     std::map<std::pair<std::string, std::string>, std::pair<std::set<std::string>, std::set<uint32_t>>> all;
-    std::string packages_text, snapshot_text;
     for (size_t i = 0; i < traces.size(); ++i) {
       const ProcessTrace& t = traces[i];
       Json python = Json::MakeObject();
@@ -44,27 +44,9 @@ class PythonAnalysis final : public Analysis {
         python["packages"] = std::move(packages);
       }
       if (const std::optional<TorchSnapshot>& snap = report.run().Get<TorchSnapshots>().Of(report.run(), t)) {
-        const TorchFragmentation f = AnalyzeTorchSnapshot(*snap);
-        python["torch_snapshot"] = TorchFragmentationJson(*snap, f);
-        snapshot_text += "pid " + std::to_string(t.pid()) + ": request " + FormatBytes(f.request) +
-                         ", reserved " + FormatBytes(f.reserved_bytes) + ", allocated " +
-                         FormatBytes(f.allocated_bytes) + ", largest free block " +
-                         FormatBytes(f.largest_free_block) + ", " +
-                         std::to_string(f.inactive_split_blocks) + " inactive split blocks (" +
-                         FormatBytes(f.inactive_split_bytes) + "): " +
-                         (f.fragmentation ? "fragmentation" : "not fragmentation") + "\n";
+        python["torch_snapshot"] = TorchFragmentationJson(*snap, AnalyzeTorchSnapshot(*snap));
       }
       if (!python.object().empty()) report.process(i)["python"] = std::move(python);
-      for (const auto& s : t.records.Signal) {
-        const std::vector<std::string> frames = PythonStackFrames(t, s.py_stack);
-        if (frames.empty()) continue;
-        std::string body;
-        for (const std::string& f : frames) body += "  " + f + "\n";
-        report.AddText("Python stack at " + SignalName(static_cast<int>(s.signo)) + " (pid " +
-                           std::to_string(t.pid()) + ", tid " + std::to_string(s.tid) +
-                           "), innermost first",
-                       body);
-      }
     }
     if (!all.empty()) {
       Json packages = Json::MakeArray();
@@ -79,12 +61,9 @@ class PythonAnalysis final : public Analysis {
         for (uint32_t pid : value.second) pids.Append(pid);
         row["pids"] = std::move(pids);
         packages.Append(std::move(row));
-        packages_text += key.first + " " + (key.second.empty() ? "(unknown version)" : key.second) + "\n";
       }
       report.root()["python"]["packages"] = std::move(packages);
-      report.AddText("Python packages imported", packages_text);
     }
-    if (!snapshot_text.empty()) report.AddText("PyTorch allocator at the out-of-memory error", snapshot_text);
   }
 
  private:

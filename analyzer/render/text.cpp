@@ -1,5 +1,7 @@
 #include "render/render.h"
 
+#include "render/text/sections.h"
+
 namespace colabtrace::analyzer {
 
 namespace {
@@ -24,7 +26,7 @@ std::string RenderText(const ReportBuilder& report, bool color) {
   // a trace string with a newline in a section is escaped where the section is built).
   for (const auto& w : report.warnings()) out += "warning: " + EscapeForTerminal(w) + "\n";
   out += "\n";
-  for (const TextSection& s : report.sections()) {
+  for (const TextSection& s : text::TextSections(report)) {
     out += std::string(bold) + "== " + EscapeForTerminal(s.title) + " ==" + reset + "\n" +
            EscapeForTerminalKeepingLines(s.body);
     if (!s.body.empty() && s.body.back() != '\n') out += "\n";

@@ -55,6 +55,8 @@ class ReportBuilder {
   static const Json* UntracedProgram(const Json& row);
 
   void AddFinding(Finding f) { findings_.push_back(std::move(f)); }
+  // A text section written by an analysis (today only the File I/O ones; the others are
+  // formatted in render/text/ from the typed report).
   void AddText(std::string title, std::string body) {
     sections_.push_back({std::move(title), std::move(body)});
   }

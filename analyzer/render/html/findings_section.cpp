@@ -1,5 +1,7 @@
 // Findings, first on the page: severity, id, process, summary, advice, and the evidence
 // object as nested tables (arrays and strings capped; the JSON report has all of it).
+// A number is shown in the unit its field's name gives (UnitOfField, core/format.h: bytes,
+// nanoseconds, addresses), the raw number in its title; the JSON report keeps it raw.
 // In the report's order (errors first), except that a GPU device fault leads: it explains
 // the crash and the CUDA errors every later call reported.
 #include <algorithm>
@@ -25,8 +27,20 @@ int Lead(const Finding& f) {
 }
 constexpr size_t kFoldedListItems = 6;
 
-std::string Scalar(const Json& v) {
+// A number in `unit`: "<span class="unit" title="2147483648">2.0 GiB</span>"; "" when it has
+// none (or is negative or not a number).
+std::string InUnit(const Json& v, FieldUnit unit) {
+  if (unit == FieldUnit::kNone || !v.is_number()) return "";
+  const int64_t i = v.as_int();
+  const double d = v.number();
+  if (i < 0 || d < 0 || !(d < 1.8e19)) return "";
+  const uint64_t u = static_cast<double>(i) == d ? static_cast<uint64_t>(i) : static_cast<uint64_t>(d + 0.5);
+  return "<span class=\"unit\" title=\"" + Text(v.Dump(-1)) + "\">" + Text(FormatInUnit(unit, u)) + "</span>";
+}
+
+std::string Scalar(const Json& v, FieldUnit unit = FieldUnit::kNone) {
   if (v.is_null()) return "<span class=\"null\">null</span>";
+  if (std::string shown = InUnit(v, unit); !shown.empty()) return shown;
   if (v.is_string()) {
     const std::string& s = v.str();
     const bool cut = s.size() > kMaxStringBytes;
@@ -40,13 +54,14 @@ std::string Scalar(const Json& v) {
   return Text(v.Dump(-1));
 }
 
-std::string Evidence(const Json& v, int depth) {
+// `unit`: the unit of the field that holds v (for a list, of each of its numbers).
+std::string Evidence(const Json& v, int depth, FieldUnit unit = FieldUnit::kNone) {
   if (v.is_object()) {
     if (v.object().empty()) return "";
     if (depth > 5) return Text(Shorten(v.Dump(-1), 200));
     std::string s = "<table class=\"ev\">";
     for (const auto& [key, value] : v.object()) {
-      s += "<tr><th>" + Text(key) + "</th><td>" + Evidence(value, depth + 1) + "</td></tr>";
+      s += "<tr><th>" + Text(key) + "</th><td>" + Evidence(value, depth + 1, UnitOfField(key)) + "</td></tr>";
     }
     return s + "</table>";
   }
@@ -57,10 +72,10 @@ std::string Evidence(const Json& v, int depth) {
     std::string s;
     const size_t shown = std::min(a.size(), kMaxEvidenceItems);
     if (scalars) {
-      for (size_t i = 0; i < shown; ++i) s += (i ? ", " : "") + Scalar(a[i]);
+      for (size_t i = 0; i < shown; ++i) s += (i ? ", " : "") + Scalar(a[i], unit);
       // A long list (a stack's frames) is folded behind its first entry.
       if (a.size() > kFoldedListItems) {
-        s = "<details><summary>" + std::to_string(a.size()) + " entries: " + Scalar(a[0]) + ", \u2026</summary>" + s;
+        s = "<details><summary>" + std::to_string(a.size()) + " entries: " + Scalar(a[0], unit) + ", \u2026</summary>" + s;
         if (a.size() > shown) s += " <span class=\"more\">(" + std::to_string(a.size() - shown) + " more)</span>";
         return s + "</details>";
       }
@@ -75,7 +90,7 @@ std::string Evidence(const Json& v, int depth) {
     if (a.size() > shown) s += " <span class=\"more\">(" + std::to_string(a.size() - shown) + " more)</span>";
     return s;
   }
-  return Scalar(v);
+  return Scalar(v, unit);
 }
 
 }  // namespace

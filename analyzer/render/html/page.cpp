@@ -9,6 +9,7 @@
 
 #include "render/html/escape.h"
 #include "render/html/sections.h"
+#include "render/text/sections.h"
 
 namespace colabtrace::analyzer {
 
@@ -89,7 +90,7 @@ std::string Header(const PageContext& ctx) {
 
 std::string TextSections(const ReportBuilder& report) {
   std::string s = "<section id=\"text\"><h2>Text report</h2>\n";
-  for (const TextSection& t : report.sections()) {
+  for (const TextSection& t : text::TextSections(report)) {
     const bool cut = t.body.size() > kMaxSectionTextBytes;
     s += "<details><summary>" + Text(t.title) + "</summary><pre>" +
          Block(cut ? std::string_view(t.body).substr(0, kMaxSectionTextBytes) : std::string_view(t.body)) + "</pre>";

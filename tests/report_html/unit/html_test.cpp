@@ -1,5 +1,5 @@
-// Unit tests of the HTML report's escaping (render/html/escape.h) and down-sampling
-// (render/html/downsample.h).
+// Unit tests of the HTML report's escaping (render/html/escape.h), down-sampling
+// (render/html/downsample.h) and evidence units (core/format.h UnitOfField).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,6 +8,8 @@
 
 #include "render/html/downsample.h"
 #include "render/html/escape.h"
+#include "render/render.h"
+#include "report/report.h"
 
 namespace colabtrace::analyzer::html {
 namespace {
@@ -98,6 +100,61 @@ TEST(ColumnMax, CarriesValuesAndMarksAbsence) {
   const auto spike = ColumnMax({{0, 1}, {41, 9}, {42, 1}}, 0, 100, 10, 99, -1);
   EXPECT_EQ(spike[4], 9);
   EXPECT_EQ(spike[5], 1);
+}
+
+TEST(Units, ByFieldName) {
+  EXPECT_EQ(UnitOfField("request_bytes"), FieldUnit::kBytes);
+  EXPECT_EQ(UnitOfField("bytes"), FieldUnit::kBytes);
+  EXPECT_EQ(UnitOfField("size"), FieldUnit::kBytes);
+  EXPECT_EQ(UnitOfField("cubin_size"), FieldUnit::kBytes);
+  EXPECT_EQ(UnitOfField("growth_rate_bytes_per_s"), FieldUnit::kBytesPerSecond);
+  EXPECT_EQ(UnitOfField("at_ns"), FieldUnit::kNanoseconds);
+  EXPECT_EQ(UnitOfField("mtime_ns"), FieldUnit::kNone);  // a wall-clock time
+  EXPECT_EQ(UnitOfField("fault_address"), FieldUnit::kAddress);
+  EXPECT_EQ(UnitOfField("address"), FieldUnit::kAddress);
+  EXPECT_EQ(UnitOfField("count"), FieldUnit::kNone);
+  EXPECT_EQ(UnitOfField("pids"), FieldUnit::kNone);
+  EXPECT_EQ(FormatInUnit(FieldUnit::kBytes, 2147483648ull), "2.0 GiB");
+  EXPECT_EQ(FormatInUnit(FieldUnit::kNanoseconds, 3389926478ull), "3.39 s");
+  EXPECT_EQ(FormatInUnit(FieldUnit::kAddress, 0x7f0012340000ull), "0x7f0012340000");
+  EXPECT_EQ(FormatInUnit(FieldUnit::kNone, 17), "17");
+}
+
+// The evidence tables show numbers in their unit (the raw number in the title); the JSON
+// keeps them raw.
+TEST(Units, EvidenceTablesFormatByUnitAndJsonStaysRaw) {
+  const std::vector<ProcessTrace> none;
+  ReportBuilder report(none, ReportOptions{});
+  Finding f;
+  f.id = "gpu.oom";
+  f.severity = Severity::kError;
+  f.pid = 7;
+  f.summary = "s";
+  f.evidence["request_bytes"] = uint64_t{2147483648ull};
+  f.evidence["at_ns"] = uint64_t{3389926478ull};
+  f.evidence["growth_rate_bytes_per_s"] = 1048576.0;
+  f.evidence["fault_address"] = uint64_t{0x7f0012340000ull};
+  f.evidence["mtime_ns"] = uint64_t{1700000000123456789ull};
+  f.evidence["count"] = 3;
+  f.evidence["segment_bytes"] = Json::MakeArray();
+  f.evidence["segment_bytes"].Append(uint64_t{1024});
+  f.evidence["segment_bytes"].Append(uint64_t{2048});
+  report.AddFinding(f);
+  report.Finish();
+  const std::string html = RenderHtml(report);
+  EXPECT_NE(html.find("<tr><th>request_bytes</th><td><span class=\"unit\" title=\"2147483648\">2.0 GiB</span></td></tr>"
+                      "<tr><th>at_ns</th><td><span class=\"unit\" title=\"3389926478\">3.39 s</span></td></tr>"
+                      "<tr><th>growth_rate_bytes_per_s</th><td><span class=\"unit\" title=\"1.04858e+06\">1.0 MiB/s</span></td></tr>"
+                      "<tr><th>fault_address</th><td><span class=\"unit\" title=\"139638282125312\">0x7f0012340000</span></td></tr>"
+                      "<tr><th>mtime_ns</th><td>1700000000123456789</td></tr>"
+                      "<tr><th>count</th><td>3</td></tr>"
+                      "<tr><th>segment_bytes</th><td><span class=\"unit\" title=\"1024\">1.0 KiB</span>, "
+                      "<span class=\"unit\" title=\"2048\">2.0 KiB</span></td></tr>"),
+            std::string::npos)
+      << html;
+  const std::string json = RenderJson(report);
+  EXPECT_NE(json.find("\"request_bytes\": 2147483648,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"at_ns\": 3389926478,"), std::string::npos) << json;
 }
 
 }  // namespace

@@ -1,0 +1,30 @@
+#include "render/text/sections.h"
+
+#include "model/process_facts.h"
+
+namespace colabtrace::analyzer::text {
+
+std::vector<const Json*> RowsOfTraces(const ReportBuilder& report) {
+  std::vector<const Json*> out;
+  const Json* rows = report.document().Find("processes");
+  size_t j = 0;
+  for (const ProcessTrace& t : report.traces()) {
+    const bool has_row = !IsRunWrapper(t) && rows != nullptr && rows->is_array() && j < rows->array().size();
+    out.push_back(has_row ? &rows->array()[j++] : nullptr);
+  }
+  return out;
+}
+
+std::vector<TextSection> TextSections(const ReportBuilder& report) {
+  std::vector<TextSection> out;
+  ProcessesSection(report, out);
+  // The File I/O sections are still written by the I/O analysis.
+  for (const TextSection& s : report.sections()) out.push_back(s);
+  GpuMemorySection(report, out);
+  LibrariesSection(report, out);
+  PythonSections(report, out);
+  SampledSection(report, out);
+  return out;
+}
+
+}  // namespace colabtrace::analyzer::text

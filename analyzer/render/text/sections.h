@@ -1,0 +1,29 @@
+// The text report's sections (`report --format text`, and the HTML page's "Text report"),
+// one file per section, each formatted from the finished report: its JSON document and
+// the run model's typed models (report.run()). Past kProcessRowsBeforeGrouping processes
+// (model/process_role.h) every per-process section groups them by role.
+#pragma once
+
+#include <vector>
+
+#include "core/json.h"
+#include "report/report.h"
+
+namespace colabtrace::analyzer::text {
+
+// Every section, in the report's order: Processes, the File I/O sections, GPU memory,
+// Libraries, the Python sections, Sampled from outside.
+std::vector<TextSection> TextSections(const ReportBuilder& report);
+
+// processes[] row of each of report.traces() (same order), nullptr for `colabtrace run`'s
+// own trace, which has none (it is under "run").
+std::vector<const Json*> RowsOfTraces(const ReportBuilder& report);
+
+// The sections, each appended to `out` when the report has something to say.
+void ProcessesSection(const ReportBuilder& report, std::vector<TextSection>& out);
+void GpuMemorySection(const ReportBuilder& report, std::vector<TextSection>& out);
+void LibrariesSection(const ReportBuilder& report, std::vector<TextSection>& out);
+void PythonSections(const ReportBuilder& report, std::vector<TextSection>& out);
+void SampledSection(const ReportBuilder& report, std::vector<TextSection>& out);
+
+}  // namespace colabtrace::analyzer::text
