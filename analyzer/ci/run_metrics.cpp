@@ -151,23 +151,18 @@ RunMetrics MeasureRun(const ReportBuilder& report) {
       if (const Json* v = gpu->Find(name.substr(4)); v && v->is_number()) run.total.values[i] = Unsigned(*v);
     }
   }
+  // Findings from the typed report, not from its JSON.
   std::map<std::string, FindingPresence> findings;
-  if (const Json* fs = root.Find("findings"); fs && fs->is_array()) {
-    for (const Json& f : fs->array()) {
-      if (!f["id"].is_string()) continue;
-      FindingPresence& fp = findings[f["id"].str()];
-      const Severity sev = f["severity"].is_string()
-                               ? ParseSeverity(f["severity"].str()).value_or(Severity::kInfo)
-                               : Severity::kInfo;
-      if (fp.count == 0) {
-        fp.id = f["id"].str();
-        fp.severity = sev;
-        fp.summary = f["summary"].is_string() ? f["summary"].str() : std::string();
-      }
-      fp.severity = std::max(fp.severity, sev);
-      ++fp.count;
-      if (const int64_t pid = f["pid"].as_int(); pid != 0) fp.pids.push_back(pid);
+  for (const Finding& f : report.findings()) {
+    FindingPresence& fp = findings[f.id];
+    if (fp.count == 0) {
+      fp.id = f.id;
+      fp.severity = f.severity;
+      fp.summary = f.summary;
     }
+    fp.severity = std::max(fp.severity, f.severity);
+    ++fp.count;
+    if (f.pid != 0) fp.pids.push_back(f.pid);
   }
   for (auto& [id, f] : findings) run.findings.push_back(std::move(f));
   run.warnings = report.warnings();
