@@ -17,7 +17,7 @@ void JobFindings::Add(Finding f, std::string cause) {
   if (f.severity > e.finding.severity) e.finding = std::move(f);
 }
 
-void JobFindings::MoveTo(ReportBuilder& report) {
+void JobFindings::MoveTo(RuleContext& rule) {
   for (Entry& e : entries_) {
     Finding& f = e.finding;
     if (f.pid != e.first_pid) f.evidence["evidence_pid"] = f.pid;
@@ -26,7 +26,7 @@ void JobFindings::MoveTo(ReportBuilder& report) {
     for (int64_t pid : e.pids) pids.Append(pid);
     f.evidence["pids"] = std::move(pids);
     if (e.pids.size() > 1) f.summary += " (in " + std::to_string(e.pids.size()) + " processes)";
-    report.AddFinding(std::move(f));
+    rule.Add(std::move(f));
   }
   entries_.clear();
   by_cause_.clear();

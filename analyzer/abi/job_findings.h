@@ -15,7 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "report/report.h"
+#include "core/finding.h"
+#include "report/rule_registry.h"
 
 namespace colabtrace::analyzer::abi {
 
@@ -23,8 +24,9 @@ class JobFindings {
  public:
   // f.pid is the process it was found in.
   void Add(Finding f, std::string cause);
-  // Adds the merged findings to `report`, in order of first appearance, and forgets them.
-  void MoveTo(ReportBuilder& report);
+  // Adds the merged findings through the rule's context, in order of first appearance,
+  // and forgets them.
+  void MoveTo(RuleContext& rule);
 
  private:
   struct Entry {

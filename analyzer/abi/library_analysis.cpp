@@ -1,14 +1,14 @@
-// The library / ABI analysis: libraries[] and the abi.* findings, plus
-// gpu.coverage-incomplete for its library-derived causes (RTLD_DEEPBIND loads of CUDA
-// users, statically linked cudart).
+// The library / ABI analysis: libraries[] and the abi.* findings.
 //
-// It builds the typed model of each process once (abi::ProcessLibraries) and runs the
-// rules in analyzer/abi/rules/ over it, one file per finding id, each with its exact rule
-// written above it; docs/ARCHITECTURE.md lists them too. The abi.* findings are merged
-// across processes (one per cause for the job, abi::JobFindings). This file only writes
-// the libraries[] rows, the libraries_files summary (which recorded library files could
-// be read, and which file-based checks were skipped: abi::LibraryFiles); the text section
-// is render/text/libraries_section.cpp.
+// It reads the typed model of each process (abi::ProcessLibraries, the run model's
+// LibraryModels) and runs the abi.* rules of analyzer/abi/rules/ (RunRules), one file
+// per finding id, each with its exact rule written above it; docs/ARCHITECTURE.md lists
+// them too (gpu.coverage-incomplete, in that folder too, is run by the GPU analysis).
+// The abi.* findings are merged across processes (one per cause for the job,
+// abi::JobFindings). This file only writes the libraries[] rows, the libraries_files
+// summary (which recorded library files could be read, and which file-based checks were
+// skipped: abi::LibraryFiles); the text section is
+// render/text/libraries_section.cpp.
 #include <dlfcn.h>
 
 #include "abi/job_findings.h"
@@ -19,6 +19,7 @@
 #include "model/process_facts.h"
 #include "elf/cuda_arch.h"
 #include "report/report.h"
+#include "report/rule_registry.h"
 
 namespace colabtrace::analyzer {
 namespace {
@@ -32,23 +33,14 @@ class LibraryAnalysis final : public Analysis {
   std::string_view name() const override { return "libraries"; }
 
   void Run(ReportBuilder& report) override {
-    abi::LibraryFiles files(report.options().sysroot);
-    abi::JobFindings findings;
-    abi::RuleContext ctx{files, ParseTargetArch(report), findings, report.run().symbols()};
+    const abi::LibraryModels& libraries = report.run().Get<abi::LibraryModels>();
+    if (!libraries.what_if_error.empty()) report.AddWarning(libraries.what_if_error);
+    abi::LibraryFiles& files = *libraries.files;
     Json rows = Json::MakeArray();
     const auto& traces = report.traces();
     for (size_t i = 0; i < traces.size(); ++i) {
-      const abi::ProcessLibraries p = abi::ProcessLibraries::Of(report.run(), traces[i], files);
+      const abi::ProcessLibraries& p = libraries.of_trace[i];
       AddRows(p, rows);
-      abi::DuplicateLibraryRule(p, ctx);
-      abi::MixedCudaMajorsRule(p, ctx);
-      abi::DriverTooOldRule(p, ctx);
-      abi::NoKernelImageRule(p, ctx);
-      abi::LoadFailedRule(p, ctx);
-      abi::SymbolVersionMissingRule(p, ctx);
-      abi::StaleLibraryRule(p, ctx);
-      abi::SystemVsPipRule(p, ctx);
-      abi::CoverageIncompleteRule(p, ctx, report);
       Json& proc = report.process(i);
       Json summary = Json::MakeObject();
       summary["loaded"] = static_cast<uint64_t>(p.inv.objects.size());
@@ -92,23 +84,12 @@ class LibraryAnalysis final : public Analysis {
       summary["dlclose_calls"] = 0;
       proc["libraries"] = std::move(summary);
     }
-    findings.MoveTo(report);
+    RunRules(report, FindingArea::kAbi);
     report.root()["libraries"] = std::move(rows);
     report.root()["libraries_files"] = files.Summary();
   }
 
  private:
-  static std::optional<elf::GpuArch> ParseTargetArch(ReportBuilder& report) {
-    const auto& opt = report.options().gpu_arch;
-    if (!opt) return std::nullopt;
-    absl::StatusOr<elf::ArchSpec> a = elf::ParseArch(*opt);
-    if (!a.ok()) {
-      report.AddWarning("--gpu-arch " + *opt + ": " + std::string(a.status().message()));
-      return std::nullopt;
-    }
-    return elf::GpuArch{a->arch.sm, elf::ArchVariant::kNone};
-  }
-
   void AddRows(const abi::ProcessLibraries& p, Json& rows) {
     const ProcessTrace& t = *p.trace;
     for (size_t i = 0; i < p.inv.objects.size(); ++i) {

@@ -22,7 +22,7 @@ std::optional<elf::CudaMajor> CudaMajorOf(const LoadedLibrary& o, const elf::Lib
   }
   if (f != nullptr) return files.cache().CudaMajor(*f);
   if (!o.is_vdso && !o.path.empty()) {
-    files.Skipped("abi.mixed-cuda-majors",
+    files.Skipped(FindingName(FindingId::kAbiMixedCudaMajors),
                   "no readable file: CUDA major from the soname only, DT_NEEDED and symbol versions not read",
                   o.path);
   }
@@ -41,6 +41,22 @@ bool AnyGpuCallFailed(const ProcessTrace& t) {
 }
 
 }  // namespace
+
+LibraryModels LibraryModels::Build(const RunModel& run) {
+  LibraryModels m;
+  m.files = std::make_unique<LibraryFiles>(run.options().sysroot);
+  if (const auto& opt = run.options().gpu_arch) {
+    absl::StatusOr<elf::ArchSpec> a = elf::ParseArch(*opt);
+    if (a.ok()) {
+      m.what_if = elf::GpuArch{a->arch.sm, elf::ArchVariant::kNone};
+    } else {
+      m.what_if_error = "--gpu-arch " + *opt + ": " + std::string(a.status().message());
+    }
+  }
+  m.of_trace.reserve(run.traces().size());
+  for (const ProcessTrace& t : run.traces()) m.of_trace.push_back(ProcessLibraries::Of(run, t, *m.files));
+  return m;
+}
 
 ProcessLibraries ProcessLibraries::Of(const RunModel& run, const ProcessTrace& t, LibraryFiles& files) {
   ProcessLibraries p(t, run.Get<LibraryInventories>().of_trace[run.IndexOf(t)]);
@@ -198,7 +214,7 @@ Json GpuErrors(SymbolCache& symbols, const ProcessTrace& t, std::initializer_lis
     j["rc"] = l.rc;
     j["caller"] = n.library.empty() ? Json() : Json(n.library);
     j["kernel"] = n.kernel;
-    j["see"] = "gpu.launch-failed";
+    j["see"] = std::string(FindingName(FindingId::kGpuLaunchFailed));
     out.Append(std::move(j));
   }
   return out;

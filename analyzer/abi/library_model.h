@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,6 +49,20 @@ struct ProcessLibraries {
   // The file of `path` as this process loaded it (when it is one of its objects), else
   // LibraryFiles::Named: for paths a record names (a requester, a dlerror's object).
   FileFacts* FileNamed(const std::string& path, LibraryFiles& library_files) const;
+};
+
+// Every trace's ProcessLibraries, read through one LibraryFiles, and the --gpu-arch
+// what-if: built once (RunModel::Get<LibraryModels>()) for the rules (abi/rules/ and
+// gpu.coverage-incomplete's library causes) and the libraries[] rows.
+struct LibraryModels {
+  // The files the models were read through. The rules that find a file unreadable record
+  // it there (LibraryFiles::Skipped) for the report's libraries_files.
+  std::unique_ptr<LibraryFiles> files;
+  std::vector<ProcessLibraries> of_trace;  // same order as the run's traces
+  std::optional<elf::GpuArch> what_if;     // --gpu-arch, when it names an architecture
+  std::string what_if_error;               // else why not ("" without --gpu-arch)
+
+  static LibraryModels Build(const RunModel& run);
 };
 
 // ---- shared helpers of the rules -------------------------------------------------------

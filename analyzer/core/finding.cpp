@@ -18,4 +18,14 @@ std::optional<Severity> ParseSeverity(std::string_view s) {
   return std::nullopt;
 }
 
+Finding Finding::Of(FindingId id, int64_t pid) {
+  const FindingSpec& spec = SpecOf(id);
+  Finding finding;
+  finding.id = std::string(spec.name);
+  finding.severity = spec.severity;
+  finding.pid = pid;
+  finding.advice = std::string(spec.advice);
+  return finding;
+}
+
 }  // namespace colabtrace::analyzer

@@ -7,15 +7,13 @@
 #include <string>
 #include <string_view>
 
+#include "core/finding_catalog.h"
 #include "core/json.h"
+#include "core/severity.h"
 
 namespace colabtrace::analyzer {
 
-enum class Severity { kInfo = 0, kWarning = 1, kError = 2 };
-std::string_view SeverityName(Severity s);
-std::optional<Severity> ParseSeverity(std::string_view s);
-
-// One diagnosis, keyed by a stable id from the finding catalogue.
+// One diagnosis. A rule makes it with Finding::Of, never with an id of its own spelling.
 struct Finding {
   std::string id;        // e.g. "proc.killed"
   Severity severity = Severity::kWarning;
@@ -23,6 +21,10 @@ struct Finding {
   std::string summary;   // one line
   Json evidence = Json::MakeObject();  // the numbers and paths behind it
   std::string advice;    // what to do about it
+
+  // A finding of `id` about process `pid` (0: the whole run), with the catalogue's
+  // default severity and advice; the rule fills the summary and evidence.
+  static Finding Of(FindingId id, int64_t pid);
 };
 
 }  // namespace colabtrace::analyzer

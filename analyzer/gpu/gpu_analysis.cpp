@@ -29,6 +29,7 @@
 #include "gpu/cupti_merge.h"
 #include "gpu/leak_growth.h"
 #include "report/report.h"
+#include "report/rule_registry.h"
 
 namespace colabtrace::analyzer {
 namespace {
@@ -154,23 +155,8 @@ class GpuAnalysis final : public Analysis {
       const ProcessTrace& t = traces[i];
       const AllocationTimeline& g = tl[i];
       report.process(i)["gpu"] = ProcessJson(report.run().symbols(), t, g);
-      auto others = [&, i](int64_t device, uint64_t ts) {
-        std::vector<std::pair<uint32_t, uint64_t>> out;
-        auto self = tl[i].devices.find(device);
-        if (self == tl[i].devices.end()) return out;
-        const std::string key = DeviceKey(self->second);
-        for (size_t j = 0; j < tl.size(); ++j) {
-          if (j == i || ts > traces[j].end_ns() || ts < traces[j].start_ns()) continue;
-          for (const auto& [idx, d] : tl[j].devices) {
-            if (DeviceKey(d) != key) continue;
-            const uint64_t live = gpu::LiveAt(d.points, ts);
-            if (live > 0) out.emplace_back(traces[j].pid(), live);
-          }
-        }
-        return out;
-      };
-      gpu::AddGpuFindings(report, t, g, others);
     }
+    RunRules(report, FindingArea::kGpu);
     report.root()["gpu"] = TotalsJson(traces, tl, run_start);
   }
 
@@ -287,7 +273,7 @@ class GpuAnalysis final : public Analysis {
       o["free_bytes"] = f.have_meminfo ? Json(f.free) : Json();
       o["total_bytes"] = f.have_meminfo ? Json(f.total) : Json();
       o["process_live_bytes"] = f.process_live;
-      o["verdict"] = v.id.empty() ? Json() : Json(v.id);
+      o["verdict"] = v.id ? Json(std::string(FindingName(*v.id))) : Json();
       o["cause"] = v.cause.empty() ? Json() : Json(v.cause);
       o["recovered"] = f.recovered;
       o["retry_of"] = f.retry_of >= 0 ? Json(f.retry_of) : Json();

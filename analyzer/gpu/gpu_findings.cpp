@@ -1,12 +1,12 @@
-// The helpers the gpu.* rules share, JudgeFailure (the cause of an out-of-memory
-// failure), and AddGpuFindings, which runs the rules of gpu/rules/ in order.
+// The helpers the gpu.* rules share and JudgeFailure (the cause of an out-of-memory
+// failure).
 #include "gpu/gpu_findings.h"
 
 #include <algorithm>
 #include <cstdio>
 
-#include "model/symbolize.h"
 #include "gpu/rules/rules.h"
+#include "model/symbolize.h"
 
 namespace colabtrace::analyzer::gpu {
 namespace {
@@ -82,16 +82,16 @@ FailureVerdict JudgeFailure(const Failure& f, const DeviceMemory* device,
   FailureVerdict v;
   if (!IsOutOfMemory(f.rc)) return v;
   if (!f.have_meminfo || f.total == 0) {
-    v.id = "gpu.oom";
+    v.id = FindingId::kGpuOom;
     v.cause = "unknown";
     return v;
   }
   if (f.free >= f.request) {
-    v.id = "gpu.oom-fragmentation";
+    v.id = FindingId::kGpuOomFragmentation;
     v.cause = "fragmentation";
     return v;
   }
-  v.id = "gpu.oom";
+  v.id = FindingId::kGpuOom;
   if (f.request > f.total) {
     v.cause = "larger-than-device";
     return v;
@@ -123,16 +123,24 @@ FailureVerdict JudgeFailure(const Failure& f, const DeviceMemory* device,
   return v;
 }
 
-void AddGpuFindings(ReportBuilder& report, const ProcessTrace& t, const AllocationTimeline& g,
-                    const OthersOnDevice& others) {
-  AddDeviceFaultFinding(report, t);
-  AddOomFindings(report, t, g, others);
-  AddLeakFinding(report, t, g);
-  AddLaunchFailedFindings(report, t);
-  AddChurnFinding(report, t, g);
-  AddNearCapacity(report, t, g);
-  AddConfigFindings(report, t, g);
-  AddCoverageFinding(report, t, g);
+OthersOnDevice OthersOnDeviceOf(const RunModel& run, size_t i) {
+  return [&run, i](int64_t device, uint64_t ts) {
+    const std::vector<ProcessTrace>& traces = run.traces();
+    const std::vector<AllocationTimeline>& tl = run.Get<GpuTimelines>().of_trace;
+    std::vector<std::pair<uint32_t, uint64_t>> out;
+    auto self = tl[i].devices.find(device);
+    if (self == tl[i].devices.end()) return out;
+    const std::string key = DeviceKey(self->second);
+    for (size_t j = 0; j < tl.size(); ++j) {
+      if (j == i || ts > traces[j].end_ns() || ts < traces[j].start_ns()) continue;
+      for (const auto& [idx, d] : tl[j].devices) {
+        if (DeviceKey(d) != key) continue;
+        const uint64_t live = LiveAt(d.points, ts);
+        if (live > 0) out.emplace_back(traces[j].pid(), live);
+      }
+    }
+    return out;
+  };
 }
 
 }  // namespace colabtrace::analyzer::gpu

@@ -1,9 +1,11 @@
-// The gpu.* findings of one process, from its AllocationTimeline.
+// What the gpu.* rules (gpu/rules/, one file per finding id, registered in the rule
+// registry) and the GPU analysis share: the verdict on an out-of-memory failure and the
+// JSON of blocks and address maps.
 //
-// Rules (one file each under gpu/rules/, with its thresholds as named constants;
-// docs/gpu-validation.md lists them with the reasoning):
+// The rules (docs/gpu-validation.md lists them with the reasoning):
 //   gpu.oom-fragmentation  an out-of-memory failure while the free memory read right
-//                          after it was at least the request.
+//                          after it was at least the request, or PyTorch's snapshot shows
+//                          its cached blocks fragmented (rules/oom.cpp decides both ids).
 //   gpu.oom                any other out-of-memory failure that was not recovered; the
 //                          cause is whichever holds the most: this process's segments,
 //                          other processes, or the CUDA context.
@@ -12,8 +14,8 @@
 //   gpu.device-fault       a sticky device error (700 illegal address, 710 assert, ...)
 //                          surfaced at a call; the kernels in flight on its stream, newest
 //                          (the likely culprit) first.
-//   gpu.launch-failed      kernel launches that returned an error (launch_failures.cpp);
-//                          not those failing with a sticky error (the device fault's).
+//   gpu.launch-failed      kernel launches that returned an error; not those failing with
+//                          a sticky error (the device fault's).
 //   gpu.churn              >= 1000 raw segment allocate/free pairs at >= 100 per second
 //                          (runs of >= 32 frees on one thread, cache releases, left out).
 //   gpu.near-capacity      a device's peak >= 95% of its memory.
@@ -21,11 +23,13 @@
 //                          or contradicted by the calls the framework made.
 //   gpu.coverage-incomplete  frees of addresses never seen allocated, driver allocations
 //                          made by a libcudart that bypassed the runtime hooks, entry
-//                          points the shim could not wrap.
+//                          points the shim could not wrap, CUPTI's gaps, and the
+//                          libraries that hide calls (abi/rules/coverage_incomplete.cpp).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,7 +46,8 @@ using OthersOnDevice =
 
 // How a failed allocation is explained.
 struct FailureVerdict {
-  std::string id;     // "gpu.oom" or "gpu.oom-fragmentation"; "" if not out of memory
+  // kGpuOom or kGpuOomFragmentation as the segments show it; none if not out of memory.
+  std::optional<FindingId> id;
   // "fragmentation", "this-process", "other-process", "context", "larger-than-device",
   // "unknown" (no memory reading after the failure)
   std::string cause;
@@ -56,13 +61,9 @@ struct FailureVerdict {
 FailureVerdict JudgeFailure(const Failure& f, const DeviceMemory* device,
                             const OthersOnDevice& others);
 
-// gpu.launch-failed: one finding per (kernel, error) of the process's failed launches
-// (launch_failures.cpp).
-void AddLaunchFailedFindings(ReportBuilder& report, const ProcessTrace& t);
-
-// Adds the process's gpu.* findings.
-void AddGpuFindings(ReportBuilder& report, const ProcessTrace& t, const AllocationTimeline& g,
-                    const OthersOnDevice& others);
+// The other traced processes of the run with memory live on the device of traces()[i]
+// at a time (gpu.oom's cause).
+OthersOnDevice OthersOnDeviceOf(const RunModel& run, size_t i);
 
 // JSON helpers shared with the analysis.
 Json BlockJson(SymbolCache& symbols, const ProcessTrace& t, const Block& b);

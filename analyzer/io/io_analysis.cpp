@@ -11,6 +11,7 @@
 #include "io/rules/rules.h"
 #include "model/process_role.h"
 #include "report/report.h"
+#include "report/rule_registry.h"
 
 namespace colabtrace::analyzer {
 namespace io {
@@ -52,20 +53,14 @@ struct DirRow {
 // One report's pass over the run's I/O model: the JSON, the text and the rules.
 class IoPass {
  public:
-  explicit IoPass(const IoModel& model) : model_(model) {}
+  explicit IoPass(const RunModel& run) : view_(IoView::Of(run)) {}
 
   void Run(ReportBuilder& report) {
-    for (const FileStats& f : model_.files) data_.push_back(IsDataFile(f, model_.mounts));
     BuildDirectories();
     FillProcesses(report);
     FillJson(report);
     FillText(report);
-    SmallFilesRule(view_, report);
-    NetworkFilesystemRule(view_, report);
-    SmallReadsRule(view_, report);
-    RereadRule(view_, report);
-    MetadataHeavyRule(view_, report);
-    ErrorsRule(view_, report);
+    RunRules(report, FindingArea::kIo);
   }
 
  private:
@@ -503,16 +498,16 @@ class IoPass {
   }
 
 
-  const IoModel& model_;
-  std::vector<bool> data_;
-  const IoView view_{model_, data_};  // what the rules read
+  const IoView view_;  // what the rules read
+  const IoModel& model_ = view_.model;
+  const std::vector<bool>& data_ = view_.data;
   std::vector<DirRow> dirs_;
 };
 
 class IoAnalysis final : public Analysis {
  public:
   std::string_view name() const override { return "io"; }
-  void Run(ReportBuilder& report) override { IoPass(report.run().Get<IoModel>()).Run(report); }
+  void Run(ReportBuilder& report) override { IoPass(report.run()).Run(report); }
 };
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "report/analyses.h"
 #include "model/process_facts.h"
 #include "process/rules/rules.h"
+#include "report/rule_registry.h"
 #include "report/report.h"
 #include "model/process_role.h"
 
@@ -79,8 +80,8 @@ class ProcessAnalysis final : public Analysis {
       }
       if (f.run_wrapper) continue;
       jobs.push_back(i);
-      AddEndFindings(report, t, p);
     }
+    RunRules(report, FindingArea::kProcess);
     // Children that ran a program the shim could not follow (posix_spawn'd, or vfork'd
     // and exec'd, into a static or secure-exec program): no trace of their own, so their
     // rows come from their parent's records, after the traced processes' rows.
@@ -259,13 +260,6 @@ class ProcessAnalysis final : public Analysis {
     }
     p["host"] = host.Take();
   }
-
-  static void AddEndFindings(ReportBuilder& report, const ProcessTrace& t, const Json& p) {
-    const std::string who = "pid " + std::to_string(t.pid()) + " (" + CommandLineText(p.Find("argv") ? *p.Find("argv") : Json::MakeArray()) + ")";
-    const rules::ProcessEnd end{t, who};
-    rules::ProcKilledRule(end, report);
-    rules::ProcFatalSignalRule(end, report);
-  }
 };
 
 // host.memory-pressure and host.shm-small need every process of a host at once. Hosts
@@ -275,15 +269,10 @@ class HostAnalysis final : public Analysis {
   std::string_view name() const override { return "host"; }
 
   void Run(ReportBuilder& report) override {
-    const auto& traces = report.traces();
-    std::map<std::string, std::vector<const ProcessTrace*>> by_host;
-    for (const auto& t : traces) by_host[HostKey(t)].push_back(&t);
+    RunRules(report, FindingArea::kHost);
     Json hosts = Json::MakeArray();
-    for (const auto& [host, members] : by_host) {
-      const rules::HostMembers h{host, members, by_host.size() > 1};
-      Json mem = rules::HostMemoryPressureRule(h, report);
-      if (!mem.is_null()) hosts.Append(std::move(mem));
-      rules::HostShmSmallRule(h, report);
+    for (const rules::HostMemory::Host& h : report.run().Get<rules::HostMemory>().hosts) {
+      if (!h.figures.is_null()) hosts.Append(h.figures);
     }
     // The tree's peak memory per host, whether or not it raised a finding.
     Json memory = Json::MakeObject();

@@ -153,36 +153,10 @@ Json TorchFragmentationJson(const TorchSnapshot& s, const TorchFragmentation& f)
   return j;
 }
 
-void ApplyTorchAccounting(Finding& fd, const std::optional<TorchSnapshot>& snap, int64_t device) {
-  if (!snap || !snap->has_oom || snap->oom_device != device) {
-    fd.evidence["accounting"] = "segments (no PyTorch snapshot)";
-    return;
-  }
-  const TorchFragmentation f = AnalyzeTorchSnapshot(*snap, device);
-  fd.evidence["accounting"] = "pytorch-snapshot";
-  fd.evidence["torch_snapshot"] = TorchFragmentationJson(*snap, f);
-  const std::string head = "PyTorch could not allocate " + FormatBytes(f.request) + " on device " +
-                           std::to_string(device);
-  if (f.fragmentation) {
-    fd.id = "gpu.oom-fragmentation";
-    fd.summary = head + " although it held " + FormatBytes(f.inactive_bytes) +
-                 " reserved but unallocated (plus " + FormatBytes(f.device_free_bytes) +
-                 " free on the device): the largest free block is " +
-                 FormatBytes(f.largest_free_block) + ", and " +
-                 std::to_string(f.inactive_split_blocks) + " inactive split blocks hold " +
-                 FormatBytes(f.inactive_split_bytes);
-    fd.advice =
-        "PyTorch's cache is fragmented: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
-        "before the first CUDA call so segments grow in place, or max_split_size_mb:<MB> so "
-        "large blocks are not split; call torch.cuda.empty_cache() between phases; allocate "
-        "the largest tensors first and keep shapes uniform. The blocks' frames in " +
-        snap->path + " show who holds the pieces.";
-  } else {
-    fd.id = "gpu.oom";
-    fd.summary = head + ": its blocks hold " + FormatBytes(f.allocated_bytes) + " in use and only " +
-                 FormatBytes(f.inactive_bytes) + " cached free, with " +
-                 FormatBytes(f.device_free_bytes) + " free on the device (PyTorch's accounting)";
-  }
+std::optional<TorchFragmentation> TorchOomAccounting(const std::optional<TorchSnapshot>& snap,
+                                                     int64_t device) {
+  if (!snap || !snap->has_oom || snap->oom_device != device) return std::nullopt;
+  return AnalyzeTorchSnapshot(*snap, device);
 }
 
 TorchSnapshots TorchSnapshots::Build(const RunModel& run) {

@@ -85,12 +85,10 @@ TorchFragmentation AnalyzeTorchSnapshot(const TorchSnapshot& s, int64_t device =
 // The accounting as JSON (processes[].python.torch_snapshot).
 Json TorchFragmentationJson(const TorchSnapshot& s, const TorchFragmentation& f);
 
-// Lets PyTorch's own accounting decide an out-of-memory finding (gpu.oom or
-// gpu.oom-fragmentation) on `device`. With an OOM snapshot for that device the finding's
-// evidence gains torch_snapshot and accounting "pytorch-snapshot"; when the snapshot
-// shows block-level fragmentation the finding becomes gpu.oom-fragmentation with its
-// summary and advice, and a genuine shortage of blocks stays (or becomes) gpu.oom.
-// Without a snapshot, evidence.accounting says the verdict is segment-level.
-void ApplyTorchAccounting(Finding& fd, const std::optional<TorchSnapshot>& snap, int64_t device);
+// PyTorch's accounting of its out-of-memory error on `device`: only when the snapshot
+// was written by the OOM observer for that device (nullopt otherwise). The gpu.oom rule
+// (gpu/rules/oom.cpp) lets it decide between gpu.oom and gpu.oom-fragmentation.
+std::optional<TorchFragmentation> TorchOomAccounting(const std::optional<TorchSnapshot>& snap,
+                                                     int64_t device);
 
 }  // namespace colabtrace::analyzer

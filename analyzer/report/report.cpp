@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <csignal>
 #include <cstring>
+#include <stdexcept>
 
 namespace colabtrace::analyzer {
 
@@ -26,6 +27,13 @@ std::vector<Json*> ReportBuilder::UntracedProcesses() {
 const Json* ReportBuilder::UntracedProgram(const Json& row) {
   const Json* end = row.Find("end");
   return end != nullptr && end->Find("exec_failed") != nullptr ? nullptr : row.Find("exe");
+}
+
+void ReportBuilder::AddFinding(Finding f) {
+  if (FindFindingSpec(f.id) == nullptr) {
+    throw std::logic_error("finding id " + f.id + " is not in the finding catalogue");
+  }
+  findings_.push_back(std::move(f));
 }
 
 void ReportBuilder::AddWarning(std::string w) {

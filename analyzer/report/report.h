@@ -54,7 +54,10 @@ class ReportBuilder {
   // has no libraries[] row.
   static const Json* UntracedProgram(const Json& row);
 
-  void AddFinding(Finding f) { findings_.push_back(std::move(f)); }
+  // Adds a finding; throws std::logic_error when its id is not in the finding catalogue
+  // (core/finding_catalog.h). Rules add theirs through RuleContext::Add
+  // (report/rule_registry.h).
+  void AddFinding(Finding f);
   // A text section written by an analysis (today only the File I/O ones; the others are
   // formatted in render/text/ from the typed report).
   void AddText(std::string title, std::string body) {

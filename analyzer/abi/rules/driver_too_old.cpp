@@ -26,9 +26,7 @@ constexpr std::initializer_list<int64_t> kDriverTooOldErrors = {35, 222, 803, 80
 
 int64_t Major(int64_t version) { return version / 1000; }  // 12040 -> 12
 
-}  // namespace
-
-void DriverTooOldRule(const ProcessLibraries& p, RuleContext& ctx) {
+void DriverTooOldOf(const ProcessLibraries& p, JobContext& ctx) {
   const ProcessTrace& t = *p.trace;
   Json versions = Json::MakeArray();
   bool too_old = false;
@@ -60,10 +58,7 @@ void DriverTooOldRule(const ProcessLibraries& p, RuleContext& ctx) {
     if (p.family[i].family == "cuda-driver") driver_lib = &p.inv.objects[i];
   }
   if (!too_old && driver_lib == nullptr && !driver_reported) return;  // no driver at all
-  Finding f;
-  f.id = "abi.driver-too-old";
-  f.severity = Severity::kError;
-  f.pid = t.pid();
+  Finding f = Finding::Of(FindingId::kAbiDriverTooOld, t.pid());
   f.evidence["versions"] = std::move(versions);
   f.evidence["errors"] = std::move(errors);
   f.evidence["compared"] = "CUDA major (minor-version compatibility)";
@@ -75,13 +70,14 @@ void DriverTooOldRule(const ProcessLibraries& p, RuleContext& ctx) {
   } else {
     f.summary = "CUDA calls failed because the driver is too old for the loaded runtime or its PTX";
   }
-  f.advice =
-      "The installed NVIDIA driver supports an older CUDA than the libraries this process "
-      "loaded. Install wheels built for a CUDA major the driver supports (e.g. torch "
-      "+cu12x for a CUDA 12 driver; `nvidia-smi` shows the driver's CUDA version), or "
-      "upgrade the driver (on data-center GPUs the cuda-compat package also works).";
   std::string cause = f.summary;  // the versions compared, or the failed calls
   ctx.findings.Add(std::move(f), std::move(cause));
 }
+
+void DriverTooOldRule(RuleContext& rule) { ForEachProcessLibraries(rule, DriverTooOldOf); }
+
+const RuleRegistration kRegistration(DriverTooOldRule, {FindingId::kAbiDriverTooOld});
+
+}  // namespace
 
 }  // namespace colabtrace::analyzer::abi

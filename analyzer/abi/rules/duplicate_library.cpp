@@ -27,14 +27,6 @@
 namespace colabtrace::analyzer::abi {
 namespace {
 
-constexpr std::string_view kAdvice =
-    "Two copies of one library are mapped in one process; each symbol binds to whichever "
-    "copy the loader searched first, so code built against one copy may run the other. "
-    "This usually comes from a pip wheel (site-packages/nvidia/...) plus a system or "
-    "toolkit copy reached through LD_LIBRARY_PATH or an absolute dlopen: remove the "
-    "extra directory from LD_LIBRARY_PATH (or pin wheels so one copy serves every user), "
-    "then restart the runtime.";
-
 // An auditwheel-style name: "<name>-<8 hex>.so[.N...]" (the hash auditwheel adds).
 bool IsVendoredName(std::string_view name) {
   const size_t so = name.find(".so");
@@ -106,9 +98,7 @@ std::vector<size_t> OverlappingCopies(std::vector<Copy> copies) {
   return out;
 }
 
-}  // namespace
-
-void DuplicateLibraryRule(const ProcessLibraries& p, RuleContext& ctx) {
+void DuplicateLibraryOf(const ProcessLibraries& p, JobContext& ctx) {
   std::map<std::pair<int64_t, std::string>, std::vector<size_t>> groups;
   for (size_t i = 0; i < p.inv.objects.size(); ++i) {
     const LoadedLibrary& o = p.inv.objects[i];
@@ -133,10 +123,7 @@ void DuplicateLibraryRule(const ProcessLibraries& p, RuleContext& ctx) {
     if (file_ids.size() < 2) continue;
     const std::vector<size_t> dup = OverlappingCopies(std::move(copies));
     if (dup.size() < 2) continue;
-    Finding f;
-    f.id = "abi.duplicate-library";
-    f.severity = Severity::kError;
-    f.pid = p.trace->pid();
+    Finding f = Finding::Of(FindingId::kAbiDuplicateLibrary, p.trace->pid());
     const std::string family = p.family[dup[0]].family.empty() ? key.second : p.family[dup[0]].family;
     f.evidence["family"] = family;
     f.evidence["library"] = key.second;
@@ -155,9 +142,14 @@ void DuplicateLibraryRule(const ProcessLibraries& p, RuleContext& ctx) {
     if (dup.size() > kListed) list += " and " + std::to_string(dup.size() - kListed) + " more";
     f.evidence["copies"] = std::move(copies_json);
     f.summary = "lib" + key.second + " is loaded from " + std::to_string(dup.size()) + " files: " + list;
-    f.advice = std::string(kAdvice);
     ctx.findings.Add(std::move(f), std::move(cause));
   }
 }
+
+void DuplicateLibraryRule(RuleContext& rule) { ForEachProcessLibraries(rule, DuplicateLibraryOf); }
+
+const RuleRegistration kRegistration(DuplicateLibraryRule, {FindingId::kAbiDuplicateLibrary});
+
+}  // namespace
 
 }  // namespace colabtrace::analyzer::abi

@@ -138,9 +138,7 @@ Verdict Judge(const ProcessLibraries& p, const FailedLoad& fl, const DlerrorFact
   return {Severity::kInfo, "an optional load: the process went on and ended normally"};
 }
 
-}  // namespace
-
-void LoadFailedRule(const ProcessLibraries& p, RuleContext& ctx) {
+void LoadFailedOf(const ProcessLibraries& p, JobContext& ctx) {
   const ProcessTrace& t = *p.trace;
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<const FailedLoad*>> groups;
   for (const FailedLoad& fl : p.inv.failures) {
@@ -162,9 +160,9 @@ void LoadFailedRule(const ProcessLibraries& p, RuleContext& ctx) {
     std::vector<FoundCopy> copies, others;
     std::optional<LibrarySearch> s;
     if (!search) {
-      ctx.files.Skipped("abi.load-failed", "trace from another host: no search for copies", fl.requested);
+      ctx.files.Skipped(FindingName(FindingId::kAbiLoadFailed), "trace from another host: no search for copies", fl.requested);
     } else if (searched++ >= kMaxSearched) {
-      ctx.files.Skipped("abi.load-failed", "more than 64 in one process: no search for copies", fl.requested);
+      ctx.files.Skipped(FindingName(FindingId::kAbiLoadFailed), "more than 64 in one process: no search for copies", fl.requested);
     } else {
       s = *search;
       if (!fl.requester.empty()) {
@@ -189,10 +187,8 @@ void LoadFailedRule(const ProcessLibraries& p, RuleContext& ctx) {
       // The program pointed LD_LIBRARY_PATH at the library itself: it wanted this load.
       verdict = {Severity::kWarning, "a copy is in a directory the program added to LD_LIBRARY_PATH at run time"};
     }
-    Finding f;
-    f.id = "abi.load-failed";
+    Finding f = Finding::Of(FindingId::kAbiLoadFailed, t.pid());
     f.severity = verdict.severity;
-    f.pid = t.pid();
     Json& ev = f.evidence;
     ev["requested"] = fl.requested;
     ev["requester"] = fl.requester;
@@ -264,5 +260,11 @@ void LoadFailedRule(const ProcessLibraries& p, RuleContext& ctx) {
     ctx.findings.Add(std::move(f), fl.requested + '\0' + fl.requester + '\0' + fl.error);
   }
 }
+
+void LoadFailedRule(RuleContext& rule) { ForEachProcessLibraries(rule, LoadFailedOf); }
+
+const RuleRegistration kRegistration(LoadFailedRule, {FindingId::kAbiLoadFailed});
+
+}  // namespace
 
 }  // namespace colabtrace::analyzer::abi

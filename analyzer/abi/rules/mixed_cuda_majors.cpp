@@ -17,16 +17,15 @@
 
 namespace colabtrace::analyzer::abi {
 
-void MixedCudaMajorsRule(const ProcessLibraries& p, RuleContext& ctx) {
+namespace {
+
+void MixedCudaMajorsOf(const ProcessLibraries& p, JobContext& ctx) {
   std::map<int, std::vector<size_t>> by_major;
   for (size_t i = 0; i < p.inv.objects.size(); ++i) {
     if (p.cuda[i] && !p.inv.objects[i].unloaded_ns) by_major[p.cuda[i]->major].push_back(i);
   }
   if (by_major.size() < 2) return;
-  Finding f;
-  f.id = "abi.mixed-cuda-majors";
-  f.severity = Severity::kError;
-  f.pid = p.trace->pid();
+  Finding f = Finding::Of(FindingId::kAbiMixedCudaMajors, p.trace->pid());
   Json majors = Json::MakeObject();
   std::string summary, cause;
   for (const auto& [major, idx] : by_major) {
@@ -49,13 +48,13 @@ void MixedCudaMajorsRule(const ProcessLibraries& p, RuleContext& ctx) {
   f.evidence["majors"] = std::move(majors);
   f.summary = "libraries built for " + std::to_string(by_major.size()) +
               " CUDA majors are loaded together (" + summary + ")";
-  f.advice =
-      "One process can only use one CUDA major version: a library built for CUDA 12 needs "
-      "libcudart.so.12 and its companions and fails or misbehaves next to CUDA 13 ones. "
-      "Install wheels of one CUDA line only (all *-cu12 or all *-cu13: torch, jax and the "
-      "nvidia-* packages), remove the other toolkit's directory from LD_LIBRARY_PATH, and "
-      "restart the runtime.";
   ctx.findings.Add(std::move(f), std::move(cause));
 }
+
+void MixedCudaMajorsRule(RuleContext& rule) { ForEachProcessLibraries(rule, MixedCudaMajorsOf); }
+
+const RuleRegistration kRegistration(MixedCudaMajorsRule, {FindingId::kAbiMixedCudaMajors});
+
+}  // namespace
 
 }  // namespace colabtrace::analyzer::abi

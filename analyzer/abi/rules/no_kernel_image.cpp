@@ -76,9 +76,7 @@ Json LoadedModulesWithoutImage(const ProcessTrace& t, const elf::GpuArch& arch) 
   return out;
 }
 
-}  // namespace
-
-void NoKernelImageRule(const ProcessLibraries& p, RuleContext& ctx) {
+void NoKernelImageOf(const ProcessLibraries& p, JobContext& ctx) {
   const ProcessTrace& t = *p.trace;
   std::vector<std::pair<elf::GpuArch, std::string>> targets;  // arch, source
   if (ctx.what_if) {
@@ -107,7 +105,7 @@ void NoKernelImageRule(const ProcessLibraries& p, RuleContext& ctx) {
       if (o.unloaded_ns || o.is_vdso || o.path.empty()) continue;
       FileFacts* fi = p.files[i];
       if (fi == nullptr || !fi->image) {
-        ctx.files.Skipped("abi.no-kernel-image", "no readable file: device code not checked", o.path);
+        ctx.files.Skipped(FindingName(FindingId::kAbiNoKernelImage), "no readable file: device code not checked", o.path);
         continue;
       }
       const elf::FatbinListing& fb = ctx.files.cache().Fatbin(*fi);
@@ -156,7 +154,7 @@ void NoKernelImageRule(const ProcessLibraries& p, RuleContext& ctx) {
           if (std::none_of(any.begin(), any.end(), [&](const Json& x) { return x["path"].str() == o.path; })) {
             not_judged_any.Append(std::move(j));
           }
-          ctx.files.Skipped("abi.no-kernel-image",
+          ctx.files.Skipped(FindingName(FindingId::kAbiNoKernelImage),
                             "device code outside its registered fatbins that this check cannot judge", o.path);
           continue;
         }
@@ -177,10 +175,7 @@ void NoKernelImageRule(const ProcessLibraries& p, RuleContext& ctx) {
     if (libs.array().empty() && modules.array().empty()) continue;
     if (names.empty()) names = std::to_string(modules.array().size()) + " loaded module(s)";
     cause += "\0modules " + std::to_string(modules.array().size());
-    Finding f;
-    f.id = "abi.no-kernel-image";
-    f.severity = Severity::kError;
-    f.pid = t.pid();
+    Finding f = Finding::Of(FindingId::kAbiNoKernelImage, t.pid());
     const std::string arch_name = elf::FormatArch(arch);
     f.evidence["gpu_arch"] = arch_name;
     f.evidence["arch_source"] = source;
@@ -203,23 +198,22 @@ void NoKernelImageRule(const ProcessLibraries& p, RuleContext& ctx) {
     ctx.findings.Add(std::move(f), std::move(cause));
   }
   if (!reported_errors && !errors.array().empty()) {
-    Finding f;
-    f.id = "abi.no-kernel-image";
-    f.severity = Severity::kError;
-    f.pid = t.pid();
+    Finding f = Finding::Of(FindingId::kAbiNoKernelImage, t.pid());
     f.evidence["errors"] = errors;
     f.evidence["not_judged"] = std::move(not_judged_any);
     const Json& first = errors.array()[0];
     std::string caller = first["caller"].is_string() ? first["caller"].str() : "";
     f.summary = "a kernel had no image for this GPU (CUDA error " + std::to_string(first["rc"].as_int()) + ")" +
                 (caller.empty() ? "" : " in " + std::string(Basename(caller)));
-    f.advice =
-        "The calling library has no cubin for this GPU and no PTX the driver can JIT. Install "
-        "a build that supports this GPU's compute capability (check with "
-        "`colabtrace report --gpu-arch sm_XY`).";
     std::string cause = "errors " + std::to_string(first["rc"].as_int()) + '\0' + caller;
     ctx.findings.Add(std::move(f), std::move(cause));
   }
 }
+
+void NoKernelImageRule(RuleContext& rule) { ForEachProcessLibraries(rule, NoKernelImageOf); }
+
+const RuleRegistration kRegistration(NoKernelImageRule, {FindingId::kAbiNoKernelImage});
+
+}  // namespace
 
 }  // namespace colabtrace::analyzer::abi

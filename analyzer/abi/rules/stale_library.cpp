@@ -16,14 +16,16 @@
 
 namespace colabtrace::analyzer::abi {
 
-void StaleLibraryRule(const ProcessLibraries& p, RuleContext& ctx) {
+namespace {
+
+void StaleLibraryOf(const ProcessLibraries& p, JobContext& ctx) {
   for (size_t i = 0; i < p.inv.objects.size(); ++i) {
     const LoadedLibrary& o = p.inv.objects[i];
     // On another host the file now on disk says nothing (p.on_disk[i] is null unless its
     // build id is the loaded one); the shim's own re-checks (o.changes) still count.
     FileFacts* fi = p.on_disk[i];
     if (o.identity.known() && fi == nullptr && !p.host.same_host) {
-      ctx.files.Skipped("abi.stale-library",
+      ctx.files.Skipped(FindingName(FindingId::kAbiStaleLibrary),
                         "trace from another host: the file on disk not compared (the shim's own re-checks still count)",
                         o.path);
     }
@@ -31,10 +33,7 @@ void StaleLibraryRule(const ProcessLibraries& p, RuleContext& ctx) {
     const std::string state = DiskState(o, fi, p.end_realtime_ns);
     if (state != "changed during the run") continue;
     if (fi != nullptr && !o.build_id.empty() && fi->image && fi->image->build_id() == o.build_id) continue;
-    Finding f;
-    f.id = "abi.stale-library";
-    f.severity = Severity::kWarning;
-    f.pid = p.trace->pid();
+    Finding f = Finding::Of(FindingId::kAbiStaleLibrary, p.trace->pid());
     Json& ev = f.evidence;
     ev["path"] = o.path;
     ev["loaded_build_id"] = o.build_id.empty() ? Json() : Json(o.build_id);
@@ -70,12 +69,14 @@ void StaleLibraryRule(const ProcessLibraries& p, RuleContext& ctx) {
       ev["on_disk_now"] = Json();
     }
     f.summary = o.path + " was replaced on disk while the process had it loaded";
-    f.advice =
-        "The process still runs the old copy, while new processes (and later loads of its "
-        "companions) get the new one, so versions mix. This is what `pip install` into a "
-        "running notebook does: restart the runtime after installing packages.";
     ctx.findings.Add(std::move(f), o.path + '\0' + o.build_id);
   }
 }
+
+void StaleLibraryRule(RuleContext& rule) { ForEachProcessLibraries(rule, StaleLibraryOf); }
+
+const RuleRegistration kRegistration(StaleLibraryRule, {FindingId::kAbiStaleLibrary});
+
+}  // namespace
 
 }  // namespace colabtrace::analyzer::abi

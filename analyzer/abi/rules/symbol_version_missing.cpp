@@ -19,7 +19,9 @@
 
 namespace colabtrace::analyzer::abi {
 
-void SymbolVersionMissingRule(const ProcessLibraries& p, RuleContext& ctx) {
+namespace {
+
+void SymbolVersionMissingOf(const ProcessLibraries& p, JobContext& ctx) {
   const ProcessTrace& t = *p.trace;
   std::set<std::string> done;
   // Other copies are searched for only on the host that recorded the trace.
@@ -52,10 +54,7 @@ void SymbolVersionMissingRule(const ProcessLibraries& p, RuleContext& ctx) {
         }
       }
     }
-    Finding f;
-    f.id = "abi.symbol-version-missing";
-    f.severity = Severity::kError;
-    f.pid = t.pid();
+    Finding f = Finding::Of(FindingId::kAbiSymbolVersionMissing, t.pid());
     Json& ev = f.evidence;
     ev["error"] = fl.error;
     ev["requested"] = fl.requested;
@@ -90,10 +89,10 @@ void SymbolVersionMissingRule(const ProcessLibraries& p, RuleContext& ctx) {
     const std::string prov_name = provider_soname.empty() ? std::string(Basename(provider)) : provider_soname;
     if (!prov_name.empty() && !e.version.empty()) {
       if (!disk) {
-        ctx.files.Skipped("abi.symbol-version-missing", "trace from another host: no search for copies that define it",
+        ctx.files.Skipped(FindingName(FindingId::kAbiSymbolVersionMissing), "trace from another host: no search for copies that define it",
                           fl.error);
       } else if (searched++ >= kMaxSearched) {
-        ctx.files.Skipped("abi.symbol-version-missing", "more than 64 in one process: no search for copies", fl.error);
+        ctx.files.Skipped(FindingName(FindingId::kAbiSymbolVersionMissing), "more than 64 in one process: no search for copies", fl.error);
       } else {
         abi::LibrarySearch s(t, p.inv);
         for (const abi::FoundCopy& c : s.FindCopies(prov_name)) {
@@ -103,7 +102,7 @@ void SymbolVersionMissingRule(const ProcessLibraries& p, RuleContext& ctx) {
       }
     }
     if ((!needer.empty() && (nf == nullptr || !nf->image)) || (provider_is_path && (pf == nullptr || !pf->image))) {
-      ctx.files.Skipped("abi.symbol-version-missing", "no readable file: required and provided versions not listed",
+      ctx.files.Skipped(FindingName(FindingId::kAbiSymbolVersionMissing), "no readable file: required and provided versions not listed",
                         fl.error);
     }
     ev["copies_with_version"] = better;
@@ -126,5 +125,11 @@ void SymbolVersionMissingRule(const ProcessLibraries& p, RuleContext& ctx) {
     ctx.findings.Add(std::move(f), fl.error);
   }
 }
+
+void SymbolVersionMissingRule(RuleContext& rule) { ForEachProcessLibraries(rule, SymbolVersionMissingOf); }
+
+const RuleRegistration kRegistration(SymbolVersionMissingRule, {FindingId::kAbiSymbolVersionMissing});
+
+}  // namespace
 
 }  // namespace colabtrace::analyzer::abi

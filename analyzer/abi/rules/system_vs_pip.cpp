@@ -11,7 +11,9 @@
 
 namespace colabtrace::analyzer::abi {
 
-void SystemVsPipRule(const ProcessLibraries& p, RuleContext& ctx) {
+namespace {
+
+void SystemVsPipOf(const ProcessLibraries& p, JobContext& ctx) {
   // (image, family) -> (pip objects, system objects)
   std::map<std::pair<uint64_t, std::string>, std::pair<std::vector<size_t>, std::vector<size_t>>> fams;
   for (size_t i = 0; i < p.inv.objects.size(); ++i) {
@@ -25,10 +27,7 @@ void SystemVsPipRule(const ProcessLibraries& p, RuleContext& ctx) {
   for (const auto& [key, sides] : fams) {
     const std::string& fam = key.second;
     if (sides.first.empty() || sides.second.empty()) continue;
-    Finding f;
-    f.id = "abi.system-vs-pip";
-    f.severity = Severity::kWarning;
-    f.pid = p.trace->pid();
+    Finding f = Finding::Of(FindingId::kAbiSystemVsPip, p.trace->pid());
     f.evidence["family"] = fam;
     Json pip = Json::MakeArray(), sys = Json::MakeArray();
     std::string cause = fam;
@@ -45,14 +44,14 @@ void SystemVsPipRule(const ProcessLibraries& p, RuleContext& ctx) {
     f.evidence["system"] = std::move(sys);
     f.summary = fam + " libraries come both from site-packages (" + p.inv.objects[sides.first[0]].path +
                 ") and from the system (" + p.inv.objects[sides.second[0]].path + ")";
-    f.advice =
-        "Parts of one library family come from a pip wheel and from a system install, which "
-        "are usually different versions. On Colab this is typically LD_LIBRARY_PATH pointing "
-        "at /usr/local/cuda or /usr/lib64-nvidia: remove the system directory from "
-        "LD_LIBRARY_PATH (or uninstall the wheel) so that one copy serves everything, then "
-        "restart the runtime.";
     ctx.findings.Add(std::move(f), std::move(cause));
   }
 }
+
+void SystemVsPipRule(RuleContext& rule) { ForEachProcessLibraries(rule, SystemVsPipOf); }
+
+const RuleRegistration kRegistration(SystemVsPipRule, {FindingId::kAbiSystemVsPip});
+
+}  // namespace
 
 }  // namespace colabtrace::analyzer::abi

@@ -65,9 +65,7 @@ bool ConfSays(std::string_view conf, std::string_view key, std::string_view valu
   return false;
 }
 
-}  // namespace
-
-void AddConfigFindings(ReportBuilder& report, const ProcessTrace& t, const AllocationTimeline& g) {
+void AllocatorConfigOf(RuleContext& ctx, const ProcessTrace& t, const AllocationTimeline& g) {
   if (g.first_alloc_ts == 0) return;
   struct Setting {
     std::string value;
@@ -154,26 +152,23 @@ void AddConfigFindings(ReportBuilder& report, const ProcessTrace& t, const Alloc
     }
   }
   if (late.array().empty() && contradictions.array().empty()) return;
-  Finding fd;
-  fd.id = "gpu.allocator-config-ignored";
-  fd.severity = Severity::kWarning;
-  fd.pid = t.pid();
-  fd.evidence["first_allocation_at_ns"] = Rel(t, g.first_alloc_ts);
-  fd.evidence["set_after_first_allocation"] = late;
-  fd.evidence["contradicted_by_calls"] = contradictions;
+  Finding finding = Finding::Of(FindingId::kGpuAllocatorConfigIgnored, t.pid());
+  finding.evidence["first_allocation_at_ns"] = Rel(t, g.first_alloc_ts);
+  finding.evidence["set_after_first_allocation"] = late;
+  finding.evidence["contradicted_by_calls"] = contradictions;
   std::string what;
   for (const Json& j : late.array()) what += (what.empty() ? "" : ", ") + j["variable"].str();
   for (const Json& j : contradictions.array()) what += (what.empty() ? "" : ", ") + j["variable"].str();
-  fd.summary = what + (late.array().empty() ? " did not take effect: " + contradictions.array()[0]["why"].str()
+  finding.summary = what + (late.array().empty() ? " did not take effect: " + contradictions.array()[0]["why"].str()
                                             : " was set after the first GPU allocation (at " +
                                                   Seconds(Rel(t, g.first_alloc_ts)) +
                                                   "), when the allocator had already read it");
-  fd.advice =
-      "Allocator settings are read once, when the framework first uses CUDA. Set them in the "
-      "shell or job spec, or at the very top of the script before importing torch, "
-      "tensorflow or jax (os.environ[...] after that, or after the first CUDA call, is too "
-      "late); then check that the calls changed as expected in a new trace.";
-  report.AddFinding(std::move(fd));
+  ctx.Add(std::move(finding));
 }
+
+void AllocatorConfigIgnoredRule(RuleContext& ctx) { ForEachProcess(ctx, AllocatorConfigOf); }
+
+const RuleRegistration kRegistration(AllocatorConfigIgnoredRule, {FindingId::kGpuAllocatorConfigIgnored});
+}  // namespace
 
 }  // namespace colabtrace::analyzer::gpu

@@ -20,40 +20,34 @@ namespace {
 constexpr uint64_t kChurnMinPairs = 1000;  // raw allocate/free pairs ...
 constexpr double kChurnMinRate = 100.0;    // ... at this many per second or more
 
-}  // namespace
-
-void AddChurnFinding(ReportBuilder& report, const ProcessTrace& t, const AllocationTimeline& g) {
+void ChurnOf(RuleContext& ctx, const ProcessTrace& t, const AllocationTimeline& g) {
   const Churn& c = g.churn;
   if (c.raw_pairs < kChurnMinPairs || c.rate_per_s < kChurnMinRate) return;
-  Finding fd;
-  fd.id = "gpu.churn";
-  fd.severity = Severity::kWarning;
-  fd.pid = t.pid();
-  fd.evidence["raw_pairs"] = c.raw_pairs;
-  fd.evidence["rate_per_s"] = std::round(c.rate_per_s * 10.0) / 10.0;
-  fd.evidence["median_lifetime_ns"] = c.median_lifetime_ns;
-  fd.evidence["time_in_calls_ns"] = c.call_ns;
-  fd.evidence["cache_releases"] = c.cache_releases;
+  Finding finding = Finding::Of(FindingId::kGpuChurn, t.pid());
+  finding.evidence["raw_pairs"] = c.raw_pairs;
+  finding.evidence["rate_per_s"] = std::round(c.rate_per_s * 10.0) / 10.0;
+  finding.evidence["median_lifetime_ns"] = c.median_lifetime_ns;
+  finding.evidence["time_in_calls_ns"] = c.call_ns;
+  finding.evidence["cache_releases"] = c.cache_releases;
   bool no_caching = false;
   for (const auto& e : t.records.EnvVar) {
     if (t.Str(e.name) == "PYTORCH_NO_CUDA_MEMORY_CACHING") {
       no_caching = e.source != static_cast<uint64_t>(EnvSource::kUnsetenv) && t.Str(e.value) == "1";
     }
   }
-  fd.evidence["pytorch_no_cuda_memory_caching"] = no_caching;
+  finding.evidence["pytorch_no_cuda_memory_caching"] = no_caching;
   char rate[32];
   std::snprintf(rate, sizeof(rate), "%.0f", c.rate_per_s);
-  fd.summary = std::to_string(c.raw_pairs) + " raw GPU allocate/free pairs at " + rate +
-               " per second (median lifetime " + FormatDurationNs(c.median_lifetime_ns) +
-               ", " + FormatDurationNs(c.call_ns) + " inside the calls): caching is bypassed";
-  fd.advice =
-      "Each raw cudaMalloc/cudaFree can synchronise the device and costs far more than reusing "
-      "memory. Reuse buffers, allocate once outside the loop, or use a caching or "
-      "stream-ordered allocator (cudaMallocAsync reuses freed memory from a pool)." +
-      std::string(no_caching ? " PYTORCH_NO_CUDA_MEMORY_CACHING=1 turns PyTorch's cache off: "
-                               "unset it."
-                             : "");
-  report.AddFinding(std::move(fd));
+  finding.summary = std::to_string(c.raw_pairs) + " raw GPU allocate/free pairs at " + rate +
+                    " per second (median lifetime " + FormatDurationNs(c.median_lifetime_ns) +
+                    ", " + FormatDurationNs(c.call_ns) + " inside the calls): caching is bypassed";
+  if (no_caching) finding.advice += " PYTORCH_NO_CUDA_MEMORY_CACHING=1 turns PyTorch's cache off: unset it.";
+  ctx.Add(std::move(finding));
 }
+
+void ChurnRule(RuleContext& ctx) { ForEachProcess(ctx, ChurnOf); }
+
+const RuleRegistration kRegistration(ChurnRule, {FindingId::kGpuChurn});
+}  // namespace
 
 }  // namespace colabtrace::analyzer::gpu

@@ -80,9 +80,7 @@ std::string Describe(const Json& k) {
   return where.empty() ? s : s + " (" + where + ")";
 }
 
-}  // namespace
-
-void AddDeviceFaultFinding(ReportBuilder& report, const ProcessTrace& t) {
+void DeviceFaultOf(RuleContext& ctx, const ProcessTrace& t, const AllocationTimeline&) {
   const format::GpuFault* first = nullptr;
   const format::GpuFault* later = nullptr;
   for (const auto& f : t.records.GpuFault) {
@@ -110,7 +108,7 @@ void AddDeviceFaultFinding(ReportBuilder& report, const ProcessTrace& t) {
     s.device = static_cast<int64_t>(t.records.GpuDevice.front().index);
   }
 
-  KernelNames names(t, report.run().symbols());
+  KernelNames names(t, ctx.run().symbols());
   // In flight: not known complete when the ring was written.
   std::vector<const format::GpuLaunchRing*> here, elsewhere;
   for (const auto& r : t.records.GpuLaunchRing) {
@@ -139,11 +137,8 @@ void AddDeviceFaultFinding(ReportBuilder& report, const ProcessTrace& t) {
   const bool runtime = s.layer == static_cast<uint64_t>(format::GpuLayer::kRuntime);
   const std::string error_name(GpuErrorName(s.rc, runtime));
   const std::string api = GpuApiLabel(s.api);
-  Finding f;
-  f.id = "gpu.device-fault";
-  f.severity = Severity::kError;
-  f.pid = t.pid();
-  Json& ev = f.evidence;
+  Finding finding = Finding::Of(FindingId::kGpuDeviceFault, t.pid());
+  Json& ev = finding.evidence;
   ev["error"] = s.rc;
   ev["error_name"] = error_name;
   ev["api"] = api;
@@ -151,7 +146,7 @@ void AddDeviceFaultFinding(ReportBuilder& report, const ProcessTrace& t) {
   ev["device"] = s.device;
   ev["stream"] = s.device_wide ? Json() : Json(Hex(s.stream));
   ev["scope"] = s.device_wide ? "device" : "stream";
-  ev["stack"] = StackJson(BlockStack(report.run().symbols(), t, s.stack, s.caller));
+  ev["stack"] = StackJson(BlockStack(ctx.run().symbols(), t, s.stack, s.caller));
   ev["python_stack"] = PythonStackJson(t, s.py_stack);
   ev["kernels"] = kernels;
   ev["kernels_on_other_streams"] = others;
@@ -176,12 +171,12 @@ void AddDeviceFaultFinding(ReportBuilder& report, const ProcessTrace& t) {
   const std::string what = (error_name.empty() ? "error " + std::to_string(s.rc) : error_name) +
                            " (" + std::to_string(s.rc) + ")";
   const std::string where = s.device_wide ? "the device" : "stream " + Hex(s.stream);
-  f.summary = "GPU device fault: " + what + " surfaced at " + api;
+  finding.summary = "GPU device fault: " + what + " surfaced at " + api;
   if (!kernels.array().empty()) {
-    f.summary += "; likely culprit: kernel " + Describe(kernels.array()[0]);
+    finding.summary += "; likely culprit: kernel " + Describe(kernels.array()[0]);
   }
   const size_t n = kernels.array().size();
-  f.summary += " (" + std::to_string(n) + " kernel" + (n == 1 ? "" : "s") + " in flight on " + where +
+  finding.summary += " (" + std::to_string(n) + " kernel" + (n == 1 ? "" : "s") + " in flight on " + where +
                ")";
 
   std::string advice = "A device fault is asynchronous: it is reported by a later CUDA call (here " + api +
@@ -204,11 +199,13 @@ void AddDeviceFaultFinding(ReportBuilder& report, const ProcessTrace& t) {
     advice += "Kernels were also in flight on other streams (listed in the evidence): the fault may be "
               "theirs. ";
   }
-  advice += "Confirm with CUDA_LAUNCH_BLOCKING=1 (each launch then reports its own kernel's error), "
-            "compute-sanitizer --tool memcheck (names the faulting access and thread), or "
-            "CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1 (a GPU core dump to open in cuda-gdb).";
-  f.advice = std::move(advice);
-  report.AddFinding(std::move(f));
+  finding.advice = advice + finding.advice;  // the specifics, then the catalogue's "Confirm with ..."
+  ctx.Add(std::move(finding));
 }
+
+void DeviceFaultRule(RuleContext& ctx) { ForEachProcess(ctx, DeviceFaultOf); }
+
+const RuleRegistration kRegistration(DeviceFaultRule, {FindingId::kGpuDeviceFault});
+}  // namespace
 
 }  // namespace colabtrace::analyzer::gpu

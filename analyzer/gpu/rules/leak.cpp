@@ -18,19 +18,14 @@ namespace {
 
 constexpr size_t kMaxLeakGroups = 10;  // allocation sites listed in the evidence
 
-}  // namespace
-
-void AddLeakFinding(ReportBuilder& report, const ProcessTrace& t, const AllocationTimeline& g) {
+void LeakOf(RuleContext& ctx, const ProcessTrace& t, const AllocationTimeline& g) {
   const LeakGrowth lg = FindLeakGrowth(g, t.end_ns());
   if (lg.groups.empty()) return;
-  const bool killed = report.run().facts(t).end_kind == EndKind::kKilled;
+  const bool killed = ctx.run().facts(t).end_kind == EndKind::kKilled;
   double rate = 0;
   for (const LeakGroup& gr : lg.groups) rate += gr.rate_bytes_per_s;
-  Finding fd;
-  fd.id = "gpu.leak";
-  fd.severity = Severity::kWarning;
-  fd.pid = t.pid();
-  Json& ev = fd.evidence;
+  Finding finding = Finding::Of(FindingId::kGpuLeak, t.pid());
+  Json& ev = finding.evidence;
   ev["growth_bytes"] = lg.growth_bytes;
   ev["allocations"] = lg.growth_allocations;
   ev["growth_rate_bytes_per_s"] = static_cast<uint64_t>(std::llround(rate));
@@ -52,23 +47,23 @@ void AddLeakFinding(ReportBuilder& report, const ProcessTrace& t, const Allocati
     j["api"] = GpuApiLabel(gr.api);
     j["kind"] = std::string(MemKindName(gr.kind));
     if (gr.py_stack != 0) j["python_stack"] = PythonStackJson(t, gr.py_stack);
-    j["stack"] = StackJson(BlockStack(report.run().symbols(), t, gr.stack, gr.caller));
+    j["stack"] = StackJson(BlockStack(ctx.run().symbols(), t, gr.stack, gr.caller));
     arr.Append(std::move(j));
   }
   ev["by_stack"] = std::move(arr);
   char rate_text[64];
   std::snprintf(rate_text, sizeof(rate_text), "%s/s", FormatBytes(static_cast<uint64_t>(rate)).c_str());
-  fd.summary = "GPU memory kept growing: " + std::to_string(lg.growth_allocations) +
-               " allocation(s), " + FormatBytes(lg.growth_bytes) + ", from " +
-               std::to_string(lg.groups.size()) + " allocation site(s) were never freed (about " +
-               rate_text + ") and still allocated " +
-               (killed ? "when the process was killed" : "at exit");
-  fd.advice =
-      "These sites allocate again and again after warm-up and never free: free what you "
-      "allocate (cudaFree, or drop the last reference to a tensor: a list that collects "
-      "losses or outputs without .item()/.detach() keeps them alive). Memory a framework "
-      "cache merely holds at exit is not counted here (held_at_exit_bytes).";
-  report.AddFinding(std::move(fd));
+  finding.summary = "GPU memory kept growing: " + std::to_string(lg.growth_allocations) +
+                    " allocation(s), " + FormatBytes(lg.growth_bytes) + ", from " +
+                    std::to_string(lg.groups.size()) + " allocation site(s) were never freed (about " +
+                    rate_text + ") and still allocated " +
+                    (killed ? "when the process was killed" : "at exit");
+  ctx.Add(std::move(finding));
 }
+
+void LeakRule(RuleContext& ctx) { ForEachProcess(ctx, LeakOf); }
+
+const RuleRegistration kRegistration(LeakRule, {FindingId::kGpuLeak});
+}  // namespace
 
 }  // namespace colabtrace::analyzer::gpu

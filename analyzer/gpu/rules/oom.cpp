@@ -1,55 +1,87 @@
-// gpu.oom and gpu.oom-fragmentation (error)
+// gpu.oom and gpu.oom-fragmentation (error), decided here and nowhere else
 //
 // Rule: an allocation failed for lack of memory and was not recovered. JudgeFailure
 // (gpu_findings.cpp) names the cause from the memory reading right after it:
 // fragmentation (free >= request), this process's segments, other processes, the CUDA
-// context, or a request larger than the device. PyTorch's own snapshot, where the trace
-// has one, adds the caching allocator's view.
+// context, or a request larger than the device. Where the trace has PyTorch's own
+// snapshot of that error on that device (the run model's TorchSnapshots), its block-level
+// accounting decides instead: fragmented cached blocks make gpu.oom-fragmentation, a
+// genuine shortage of blocks gpu.oom; the summary is PyTorch's view, and the evidence
+// keeps the segments' view and adds the snapshot's (accounting "pytorch-snapshot").
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string_view>
 
 #include "gpu/rules/rules.h"
-#include <optional>
-
-#include "model/symbolize.h"
 #include "model/python_stack.h"
+#include "model/symbolize.h"
 #include "python/torch_snapshot.h"
 
 namespace colabtrace::analyzer::gpu {
+namespace {
 
-void AddOomFindings(ReportBuilder& report, const ProcessTrace& t, const AllocationTimeline& g,
-                    const OthersOnDevice& others) {
+// Advice by cause where the catalogue's (this process's allocations for gpu.oom, the gaps
+// between segments for gpu.oom-fragmentation) does not fit.
+constexpr std::string_view kOtherProcessAdvice =
+    "Another process holds the memory (nvidia-smi lists it): a previous notebook "
+    "kernel still running, a DataLoader worker or subprocess that initialised CUDA, or "
+    "another job on a shared GPU. Stop it, give each job its own GPU "
+    "(CUDA_VISIBLE_DEVICES), or for JAX/TensorFlow neighbours turn off preallocation "
+    "(XLA_PYTHON_CLIENT_PREALLOCATE=false, TF_FORCE_GPU_ALLOW_GROWTH=true).";
+constexpr std::string_view kContextAdvice =
+    "The CUDA context itself (driver state, the kernels of every loaded CUDA library, "
+    "cuBLAS/cuDNN workspaces) takes this much, which on a small GPU leaves little for "
+    "data. Set CUDA_MODULE_LOADING=LAZY, load fewer CUDA libraries, or use a GPU with "
+    "more memory.";
+constexpr std::string_view kLargerThanDeviceAdvice =
+    "No amount of freeing makes this fit: the single allocation is larger than the GPU. "
+    "Split the work (smaller batch or chunks), shard the model across GPUs, or check the "
+    "size computation for an overflow or a wrong unit.";
+constexpr std::string_view kUnknownAdvice =
+    "Reduce the batch size or model size; run under colabtrace with the driver visible "
+    "so the free memory at the failure is recorded.";
+// PyTorch's snapshot shows its cache fragmented.
+constexpr std::string_view kTorchFragmentationAdvice =
+    "PyTorch's cache is fragmented: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+    "before the first CUDA call so segments grow in place, or max_split_size_mb:<MB> so "
+    "large blocks are not split; call torch.cuda.empty_cache() between phases; allocate "
+    "the largest tensors first and keep shapes uniform. The blocks' frames in ";
+
+void OomOf(RuleContext& ctx, const ProcessTrace& t, const AllocationTimeline& g) {
+  const OthersOnDevice others = OthersOnDeviceOf(ctx.run(), ctx.run().IndexOf(t));
   // PyTorch's own view.
-  const std::optional<TorchSnapshot>& torch = report.run().Get<TorchSnapshots>().Of(report.run(), t);
+  const std::optional<TorchSnapshot>& torch = ctx.run().Get<TorchSnapshots>().Of(ctx.run(), t);
   struct Pick {
     const Failure* f = nullptr;
     FailureVerdict v;
     uint64_t count = 0;
   };
-  std::map<std::string, Pick> picks;  // by finding id: the last unrecovered episode
+  std::map<FindingId, Pick> picks;  // by the segments' verdict: its last unrecovered episode
   for (const Failure& f : g.failures) {
     if (!IsOutOfMemory(f.rc) || f.recovered || !f.episode_last) continue;
     auto dit = g.devices.find(f.device);
     const DeviceMemory* d = dit != g.devices.end() ? &dit->second : nullptr;
     FailureVerdict v = JudgeFailure(f, d, others);
-    Pick& p = picks[v.id];
+    Pick& p = picks[*v.id];
     ++p.count;
     p.f = &f;
     p.v = std::move(v);
   }
-  for (auto& [id, p] : picks) {
+  for (auto& [segments_verdict, p] : picks) {
     const Failure& f = *p.f;
     const FailureVerdict& v = p.v;
+    // PyTorch's accounting, where it saw this error, decides the id.
+    const std::optional<TorchFragmentation> torch_view = TorchOomAccounting(torch, f.device);
+    const FindingId id = !torch_view ? segments_verdict
+                         : torch_view->fragmentation ? FindingId::kGpuOomFragmentation
+                                                     : FindingId::kGpuOom;
     auto dit = g.devices.find(f.device);
     const DeviceMemory* d = dit != g.devices.end() ? &dit->second : nullptr;
     const std::string where = DeviceLabel(d, f.device);
     const std::string api = GpuApiLabel(f.api);
-    Finding fd;
-    fd.id = id;
-    fd.severity = Severity::kError;
-    fd.pid = t.pid();
-    Json& ev = fd.evidence;
+    Finding finding = Finding::Of(id, t.pid());
+    Json& ev = finding.evidence;
     ev["api"] = api;
     ev["layer"] = f.layer == 0 ? "runtime" : "driver";
     ev["rc"] = f.rc;
@@ -64,7 +96,7 @@ void AddOomFindings(ReportBuilder& report, const ProcessTrace& t, const Allocati
     ev["process_segments"] = f.map.segments;
     ev["largest_segment_bytes"] = f.map.largest_segment;
     ev["unrecovered_failures"] = p.count;
-    ev["stack"] = StackJson(BlockStack(report.run().symbols(), t, f.stack, f.caller));
+    ev["stack"] = StackJson(BlockStack(ctx.run().symbols(), t, f.stack, f.caller));
     if (f.retry_of >= 0 && static_cast<size_t>(f.retry_of) < g.failures.size()) {
       const Failure& first = g.failures[static_cast<size_t>(f.retry_of)];
       Json r = Json::MakeObject();
@@ -95,24 +127,16 @@ void AddOomFindings(ReportBuilder& report, const ProcessTrace& t, const Allocati
           f.free > 0 ? 1.0 - static_cast<double>(f.map.largest_free_extent) / static_cast<double>(f.free)
                      : 0.0;
       Json holders = Json::MakeArray();
-      for (const Block& b : f.map.gap_holders) holders.Append(BlockJson(report.run().symbols(), t, b));
+      for (const Block& b : f.map.gap_holders) holders.Append(BlockJson(ctx.run().symbols(), t, b));
       ev["segments_holding_gaps"] = std::move(holders);
-      fd.summary = head + " although " + FormatBytes(f.free) + " were free: the free memory lies in " +
-                   std::to_string(f.map.free_extents) + " gaps between this process's " +
-                   std::to_string(f.map.segments) + " segments, the largest " +
-                   FormatBytes(f.map.largest_free_extent);
+      finding.summary = head + " although " + FormatBytes(f.free) + " were free: the free memory lies in " +
+                        std::to_string(f.map.free_extents) + " gaps between this process's " +
+                        std::to_string(f.map.segments) + " segments, the largest " +
+                        FormatBytes(f.map.largest_free_extent);
       if (outside >= f.request) {
-        fd.summary += " (" + FormatBytes(outside) + " free outside them, placement unknown)";
+        finding.summary += " (" + FormatBytes(outside) + " free outside them, placement unknown)";
       }
-      fd.advice =
-          "The request is larger than any free piece. With PyTorch, set "
-          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True before the first CUDA call (in the "
-          "shell, or before `import torch`) so segments grow in place instead of leaving gaps; "
-          "or limit splitting with max_split_size_mb. Allocate the largest buffers first, keep "
-          "tensor shapes uniform, and call torch.cuda.empty_cache() between phases or "
-          "experiments. The segments listed hold the gaps: their stacks show who keeps them. "
-          "(On real GPUs the driver maps scattered pages, so a raw cudaMalloc seldom fails this "
-          "way; the gaps that matter are inside a framework's cached segments.)" + retry;
+      finding.advice = std::string(SpecOf(FindingId::kGpuOomFragmentation).advice) + retry;
     } else {
       ev["cause"] = v.cause;
       ev["held_elsewhere_bytes"] = v.held_elsewhere;
@@ -129,18 +153,14 @@ void AddOomFindings(ReportBuilder& report, const ProcessTrace& t, const Allocati
       ev["other_traced_processes"] = std::move(sib);
       const std::string of_total = f.have_meminfo ? " of " + FormatBytes(f.total) : "";
       if (v.cause == "this-process") {
-        fd.summary = head + ": this process's " + std::to_string(f.process_allocations) +
-                     " allocation(s) hold " + FormatBytes(f.process_live + v.pool_cached) + of_total +
-                     (f.have_meminfo ? "; " + FormatBytes(f.free) + " free" : "");
-        fd.advice =
-            "This process's own allocations fill the device. Reduce the batch size (or sequence "
-            "length, model size), free what is no longer needed (del tensors, then "
-            "torch.cuda.empty_cache() between experiments in a notebook), and use mixed "
-            "precision or activation checkpointing." + retry;
+        finding.summary = head + ": this process's " + std::to_string(f.process_allocations) +
+                          " allocation(s) hold " + FormatBytes(f.process_live + v.pool_cached) + of_total +
+                          (f.have_meminfo ? "; " + FormatBytes(f.free) + " free" : "");
+        finding.advice = std::string(SpecOf(FindingId::kGpuOom).advice) + retry;
         if (v.pool_cached != 0) {
-          fd.advice += " A stream-ordered pool still caches " + FormatBytes(v.pool_cached) +
-                       " of freed memory: trim it (cudaMemPoolTrimTo) or lower its release "
-                       "threshold.";
+          finding.advice += " A stream-ordered pool still caches " + FormatBytes(v.pool_cached) +
+                            " of freed memory: trim it (cudaMemPoolTrimTo) or lower its release "
+                            "threshold.";
         }
       } else if (v.cause == "other-process") {
         std::string who = "other processes";
@@ -150,40 +170,53 @@ void AddOomFindings(ReportBuilder& report, const ProcessTrace& t, const Allocati
             who += ", " + std::to_string(v.traced_others[i].first);
           }
         }
-        fd.summary = head + ": " + who + " hold about " + FormatBytes(v.others_estimate) +
-                     of_total + " (this process " + FormatBytes(f.process_live) + ", free " +
-                     FormatBytes(f.free) + ")";
-        fd.advice =
-            "Another process holds the memory (nvidia-smi lists it): a previous notebook "
-            "kernel still running, a DataLoader worker or subprocess that initialised CUDA, or "
-            "another job on a shared GPU. Stop it, give each job its own GPU "
-            "(CUDA_VISIBLE_DEVICES), or for JAX/TensorFlow neighbours turn off preallocation "
-            "(XLA_PYTHON_CLIENT_PREALLOCATE=false, TF_FORCE_GPU_ALLOW_GROWTH=true).";
+        finding.summary = head + ": " + who + " hold about " + FormatBytes(v.others_estimate) +
+                          of_total + " (this process " + FormatBytes(f.process_live) + ", free " +
+                          FormatBytes(f.free) + ")";
+        finding.advice = std::string(kOtherProcessAdvice);
       } else if (v.cause == "context") {
-        fd.summary = head + ": the CUDA context and other memory outside this process's "
-                     "allocations hold " + FormatBytes(v.held_elsewhere) + of_total +
-                     " (this process " + FormatBytes(f.process_live) + ", free " + FormatBytes(f.free) + ")";
-        fd.advice =
-            "The CUDA context itself (driver state, the kernels of every loaded CUDA library, "
-            "cuBLAS/cuDNN workspaces) takes this much, which on a small GPU leaves little for "
-            "data. Set CUDA_MODULE_LOADING=LAZY, load fewer CUDA libraries, or use a GPU with "
-            "more memory.";
+        finding.summary = head + ": the CUDA context and other memory outside this process's "
+                          "allocations hold " + FormatBytes(v.held_elsewhere) + of_total +
+                          " (this process " + FormatBytes(f.process_live) + ", free " + FormatBytes(f.free) + ")";
+        finding.advice = std::string(kContextAdvice);
       } else if (v.cause == "larger-than-device") {
-        fd.summary = head + ": the request alone is larger than the device's " + FormatBytes(f.total);
-        fd.advice =
-            "No amount of freeing makes this fit: the single allocation is larger than the GPU. "
-            "Split the work (smaller batch or chunks), shard the model across GPUs, or check the "
-            "size computation for an overflow or a wrong unit.";
+        finding.summary = head + ": the request alone is larger than the device's " + FormatBytes(f.total);
+        finding.advice = std::string(kLargerThanDeviceAdvice);
       } else {
-        fd.summary = head + " (out of memory); free memory could not be read after the failure";
-        fd.advice =
-            "Reduce the batch size or model size; run under colabtrace with the driver visible "
-            "so the free memory at the failure is recorded.";
+        finding.summary = head + " (out of memory); free memory could not be read after the failure";
+        finding.advice = std::string(kUnknownAdvice);
       }
     }
-    ApplyTorchAccounting(fd, torch, f.device);  // its verdict wins when it exists
-    report.AddFinding(std::move(fd));
+    if (!torch_view) {
+      ev["accounting"] = "segments (no PyTorch snapshot)";
+    } else {
+      const TorchFragmentation& pt = *torch_view;
+      ev["accounting"] = "pytorch-snapshot";
+      ev["torch_snapshot"] = TorchFragmentationJson(*torch, pt);
+      const std::string torch_head = "PyTorch could not allocate " + FormatBytes(pt.request) +
+                                     " on device " + std::to_string(f.device);
+      if (pt.fragmentation) {
+        finding.summary = torch_head + " although it held " + FormatBytes(pt.inactive_bytes) +
+                          " reserved but unallocated (plus " + FormatBytes(pt.device_free_bytes) +
+                          " free on the device): the largest free block is " +
+                          FormatBytes(pt.largest_free_block) + ", and " +
+                          std::to_string(pt.inactive_split_blocks) + " inactive split blocks hold " +
+                          FormatBytes(pt.inactive_split_bytes);
+        finding.advice = std::string(kTorchFragmentationAdvice) + torch->path + " show who holds the pieces.";
+      } else {  // the advice stays the segments' cause's
+        finding.summary = torch_head + ": its blocks hold " + FormatBytes(pt.allocated_bytes) +
+                          " in use and only " + FormatBytes(pt.inactive_bytes) + " cached free, with " +
+                          FormatBytes(pt.device_free_bytes) + " free on the device (PyTorch's accounting)";
+      }
+    }
+    ctx.Add(std::move(finding));
   }
 }
+
+void OomRule(RuleContext& ctx) { ForEachProcess(ctx, OomOf); }
+
+const RuleRegistration kRegistration(OomRule, {FindingId::kGpuOom, FindingId::kGpuOomFragmentation});
+
+}  // namespace
 
 }  // namespace colabtrace::analyzer::gpu

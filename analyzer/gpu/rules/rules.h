@@ -1,26 +1,27 @@
-// The gpu.* rules of one process, one file per finding id (or a small family) in this
-// folder, each with its rule, thresholds and advice beside it. Each reads the process's
-// AllocationTimeline (gpu/allocation_timeline.h, the typed model) and adds its findings;
-// AddGpuFindings (gpu/gpu_findings.cpp) runs them in order. gpu.launch-failed is
-// gpu/launch_failures.cpp; gpu.device-fault (device_fault.cpp) reads the launch ring and
-// the fault records instead of the timeline.
+// The gpu.* rules, one file per finding id (gpu.oom and gpu.oom-fragmentation, decided
+// together, share oom.cpp), each with its rule and thresholds beside it and registered
+// in the rule registry (report/rule_registry.h); the GPU analysis runs them with
+// RunRules. Most read each process's AllocationTimeline (gpu/allocation_timeline.h, the
+// run model's GpuTimelines); gpu.device-fault and gpu.launch-failed read the launch
+// records instead. gpu.coverage-incomplete is abi/rules/coverage_incomplete.cpp: its
+// causes are partly the libraries a process loaded (the abi model, a layer above).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "gpu/gpu_findings.h"
+#include "report/rule_registry.h"
 
 namespace colabtrace::analyzer::gpu {
 
-void AddOomFindings(ReportBuilder& report, const ProcessTrace& t, const AllocationTimeline& g,
-                    const OthersOnDevice& others);                                         // oom.cpp
-void AddLeakFinding(ReportBuilder& report, const ProcessTrace& t, const AllocationTimeline& g);      // leak.cpp
-void AddChurnFinding(ReportBuilder& report, const ProcessTrace& t, const AllocationTimeline& g);     // churn.cpp
-void AddNearCapacity(ReportBuilder& report, const ProcessTrace& t, const AllocationTimeline& g);     // near_capacity.cpp
-void AddConfigFindings(ReportBuilder& report, const ProcessTrace& t, const AllocationTimeline& g);   // allocator_config_ignored.cpp
-void AddCoverageFinding(ReportBuilder& report, const ProcessTrace& t, const AllocationTimeline& g);  // coverage_incomplete.cpp
-void AddDeviceFaultFinding(ReportBuilder& report, const ProcessTrace& t);                           // device_fault.cpp
+// Runs per_process(ctx, trace, its timeline) for every trace of the run, in order.
+template <class PerProcess>
+void ForEachProcess(RuleContext& ctx, PerProcess&& per_process) {
+  const std::vector<ProcessTrace>& traces = ctx.run().traces();
+  const std::vector<AllocationTimeline>& timelines = ctx.run().Get<GpuTimelines>().of_trace;
+  for (size_t i = 0; i < traces.size(); ++i) per_process(ctx, traces[i], timelines[i]);
+}
 
 // Shared by the rules (gpu_findings.cpp).
 std::string Pct(double v);                                  // "42.0%"

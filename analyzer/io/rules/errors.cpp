@@ -72,7 +72,28 @@ std::vector<bool> UpwardSearchSteps(const IoView& in) {
 
 }  // namespace
 
-void ErrorsRule(const IoView& in, ReportBuilder& report) {
+namespace {
+
+constexpr std::string_view kLimitsAdvice =
+    "Opens failed because a limit ran out: EMFILE means the process reached its "
+    "open-descriptor limit (ulimit -n), ENFILE the system's, ENOMEM kernel memory. "
+    "Look for files, sockets or DataLoader workers that are opened and never "
+    "closed (use `with open(...)`), or raise the limit (ulimit -n, "
+    "resource.setrlimit(RLIMIT_NOFILE)).";
+constexpr std::string_view kStorageAdvice =
+    "Reads or opens failed with storage errors (EIO, ESTALE, ENOTCONN...): the "
+    "mount may have dropped (a Drive/FUSE daemon that died or timed out, an "
+    "NFS server gone). Remount, copy the data to local disk, and retry.";
+constexpr std::string_view kSpaceAdvice =
+    "Writes ran out of room: ENOSPC means the filesystem is full (df -h), EDQUOT "
+    "a disk quota, EFBIG a file-size limit (ulimit -f, RLIMIT_FSIZE) or the "
+    "filesystem's largest file. Free space or write checkpoints and outputs to "
+    "a larger disk, or raise the limit.";
+
+}  // namespace
+
+void ErrorsRule(RuleContext& ctx) {
+  const IoView in = IoView::Of(ctx.run());
   const std::vector<bool> upward_search = UpwardSearchSteps(in);
   uint64_t hard = 0, lookup = 0, limits = 0, space = 0;
   std::map<std::string, uint64_t> by_errno;
@@ -127,10 +148,8 @@ void ErrorsRule(const IoView& in, ReportBuilder& report) {
     }
   }
   if (hard == 0 && lookup < kLookupErrorsMin) return;
-  Finding fd;
-  fd.id = "io.errors";
-  fd.severity = Severity::kWarning;
-  Json& ev = fd.evidence;
+  Finding finding = Finding::Of(FindingId::kIoErrors, 0);
+  Json& ev = finding.evidence;
   Json errs = Json::MakeObject();
   std::string list;
   for (const auto& [name, n] : by_errno) {
@@ -144,27 +163,21 @@ void ErrorsRule(const IoView& in, ReportBuilder& report) {
   ev["limit_errors"] = limits;
   ev["space_errors"] = space;
   ev["paths"] = std::move(paths);
-  fd.summary = "file operations failed: " + list;
-  if (!ev["paths"].array().empty()) fd.summary += "; e.g. " + ev["paths"].array().front()["path"].str();
-  fd.advice = limits > 0
-                  ? "Opens failed because a limit ran out: EMFILE means the process reached its "
-                    "open-descriptor limit (ulimit -n), ENFILE the system's, ENOMEM kernel memory. "
-                    "Look for files, sockets or DataLoader workers that are opened and never "
-                    "closed (use `with open(...)`), or raise the limit (ulimit -n, "
-                    "resource.setrlimit(RLIMIT_NOFILE))."
-              : hard > space
-                  ? "Reads or opens failed with storage errors (EIO, ESTALE, ENOTCONN...): the "
-                    "mount may have dropped (a Drive/FUSE daemon that died or timed out, an "
-                    "NFS server gone). Remount, copy the data to local disk, and retry."
-              : space > 0
-                  ? "Writes ran out of room: ENOSPC means the filesystem is full (df -h), EDQUOT "
-                    "a disk quota, EFBIG a file-size limit (ulimit -f, RLIMIT_FSIZE) or the "
-                    "filesystem's largest file. Free space or write checkpoints and outputs to "
-                    "a larger disk, or raise the limit."
-                  : "Many opens failed on data paths (missing files or permissions): check "
-                    "the dataset's file list against what is on disk, and the paths' base "
-                    "directory (a relative path depends on the working directory).";
-  report.AddFinding(std::move(fd));
+  finding.summary = "file operations failed: " + list;
+  if (!ev["paths"].array().empty()) finding.summary += "; e.g. " + ev["paths"].array().front()["path"].str();
+  // The catalogue's advice is for lookup failures on data paths.
+  if (limits > 0) {
+    finding.advice = std::string(kLimitsAdvice);
+  } else if (hard > space) {
+    finding.advice = std::string(kStorageAdvice);
+  } else if (space > 0) {
+    finding.advice = std::string(kSpaceAdvice);
+  }
+  ctx.Add(std::move(finding));
 }
+
+namespace {
+const RuleRegistration kRegistration(ErrorsRule, {FindingId::kIoErrors});
+}  // namespace
 
 }  // namespace colabtrace::analyzer::io

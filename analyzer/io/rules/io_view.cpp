@@ -7,6 +7,14 @@
 
 namespace colabtrace::analyzer::io {
 
+DataFiles DataFiles::Build(const RunModel& run) {
+  const IoModel& model = run.Get<IoModel>();
+  DataFiles d;
+  d.of_file.reserve(model.files.size());
+  for (const FileStats& f : model.files) d.of_file.push_back(IsDataFile(f, model.mounts));
+  return d;
+}
+
 const MountRow* IoView::MountOf(const FileStats& f) const {
   return f.mount >= 0 && static_cast<size_t>(f.mount) < model.mounts.size()
              ? &model.mounts[static_cast<size_t>(f.mount)]

@@ -10,7 +10,8 @@
 
 namespace colabtrace::analyzer::io {
 
-void MetadataHeavyRule(const IoView& in, ReportBuilder& report) {
+void MetadataHeavyRule(RuleContext& ctx) {
+  const IoView in = IoView::Of(ctx.run());
   uint64_t meta = 0, data_reads = 0, meta_ns = 0, path_stats = 0, open_attempts = 0, scans = 0;
   std::vector<std::pair<uint64_t, size_t>> top;
   for (size_t i = 0; i < in.model.files.size(); ++i) {
@@ -47,10 +48,8 @@ void MetadataHeavyRule(const IoView& in, ReportBuilder& report) {
   std::vector<std::pair<uint64_t, std::string>> dirs;
   for (auto& [d, n] : by_dir) dirs.emplace_back(n, d);
   std::sort(dirs.begin(), dirs.end(), [](auto& a, auto& b) { return a.first > b.first; });
-  Finding fd;
-  fd.id = "io.metadata-heavy";
-  fd.severity = Severity::kInfo;
-  Json& ev = fd.evidence;
+  Finding finding = Finding::Of(FindingId::kIoMetadataHeavy, 0);
+  Json& ev = finding.evidence;
   ev["metadata_calls"] = meta;
   ev["path_stats"] = path_stats;
   ev["open_attempts"] = open_attempts;
@@ -65,14 +64,13 @@ void MetadataHeavyRule(const IoView& in, ReportBuilder& report) {
     dj.Append(std::move(d));
   }
   ev["directories"] = std::move(dj);
-  fd.summary = std::to_string(meta) + " metadata calls (stats, opens, directory scans) against " +
-               std::to_string(data_reads) + " data reads; most in " + dirs.front().second;
-  fd.advice =
-      "The program looks files up far more often than it reads them (os.path.exists/isfile "
-      "checks, glob or os.walk every epoch, listdir in __getitem__). Build the file list "
-      "once, keep it (or an index file) in memory, and drop per-sample existence checks; "
-      "on network storage each lookup is a round trip.";
-  report.AddFinding(std::move(fd));
+  finding.summary = std::to_string(meta) + " metadata calls (stats, opens, directory scans) against " +
+                    std::to_string(data_reads) + " data reads; most in " + dirs.front().second;
+  ctx.Add(std::move(finding));
 }
+
+namespace {
+const RuleRegistration kRegistration(MetadataHeavyRule, {FindingId::kIoMetadataHeavy});
+}  // namespace
 
 }  // namespace colabtrace::analyzer::io

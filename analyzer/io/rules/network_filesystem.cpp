@@ -11,7 +11,8 @@
 
 namespace colabtrace::analyzer::io {
 
-void NetworkFilesystemRule(const IoView& in, ReportBuilder& report) {
+void NetworkFilesystemRule(RuleContext& ctx) {
+  const IoView in = IoView::Of(ctx.run());
   uint64_t total_ns = 0, slow_ns = 0, slow_files = 0, slow_bytes = 0;
   std::map<int32_t, std::array<uint64_t, 4>> per_mount;  // files, bytes, io_ns, reads
   for (size_t i = 0; i < in.model.files.size(); ++i) {
@@ -30,10 +31,8 @@ void NetworkFilesystemRule(const IoView& in, ReportBuilder& report) {
   }
   if (slow_ns == 0 || Share(slow_ns, total_ns) < kSlowTimeShare) return;
   if (slow_files < kSlowMinFiles && slow_bytes < kSlowMinBytes) return;
-  Finding fd;
-  fd.id = "io.network-filesystem";
-  fd.severity = Severity::kWarning;
-  Json& ev = fd.evidence;
+  Finding finding = Finding::Of(FindingId::kIoNetworkFilesystem, 0);
+  Json& ev = finding.evidence;
   ev["slow_io_ns"] = slow_ns;
   ev["total_io_ns"] = total_ns;
   ev["share"] = Share(slow_ns, total_ns);
@@ -56,15 +55,14 @@ void NetworkFilesystemRule(const IoView& in, ReportBuilder& report) {
     names += m.mountpoint + " (" + m.fstype + ")";
   }
   ev["mounts"] = std::move(mounts);
-  fd.summary = Percent(Share(slow_ns, total_ns)) + " of data-file I/O time (" + FormatDurationNs(slow_ns) +
-               ") went to network/FUSE storage: " + names + "; " + std::to_string(slow_files) +
-               " files, " + FormatBytes(slow_bytes) + " read there";
-  fd.advice =
-      "Every open, stat and read on this mount crosses a network or a FUSE daemon. Stage "
-      "the dataset on local disk before training (copy or rsync it, or unpack one "
-      "archive, to /content or /tmp), or read it as a few large shards (tar/WebDataset, "
-      "TFRecord) so the latency is paid once per shard, not per sample.";
-  report.AddFinding(std::move(fd));
+  finding.summary = Percent(Share(slow_ns, total_ns)) + " of data-file I/O time (" + FormatDurationNs(slow_ns) +
+                    ") went to network/FUSE storage: " + names + "; " + std::to_string(slow_files) +
+                    " files, " + FormatBytes(slow_bytes) + " read there";
+  ctx.Add(std::move(finding));
 }
+
+namespace {
+const RuleRegistration kRegistration(NetworkFilesystemRule, {FindingId::kIoNetworkFilesystem});
+}  // namespace
 
 }  // namespace colabtrace::analyzer::io

@@ -10,7 +10,8 @@
 
 namespace colabtrace::analyzer::io {
 
-void RereadRule(const IoView& in, ReportBuilder& report) {
+void RereadRule(RuleContext& ctx) {
+  const IoView in = IoView::Of(ctx.run());
   uint64_t files = 0, bytes = 0;
   std::vector<size_t> examples;
   for (size_t i = 0; i < in.model.files.size(); ++i) {
@@ -23,10 +24,8 @@ void RereadRule(const IoView& in, ReportBuilder& report) {
     bytes += f.reread_bytes();
   }
   if (files < kRereadMinFiles && bytes < kRereadMinBytes) return;
-  Finding fd;
-  fd.id = "io.reread";
-  fd.severity = Severity::kInfo;
-  Json& ev = fd.evidence;
+  Finding finding = Finding::Of(FindingId::kIoReread, 0);
+  Json& ev = finding.evidence;
   ev["files_read_more_than_once"] = files;
   ev["reread_bytes"] = bytes;
   uint64_t max_passes = 0;
@@ -41,13 +40,13 @@ void RereadRule(const IoView& in, ReportBuilder& report) {
     ex.Append(std::move(j));
   }
   ev["examples"] = std::move(ex);
-  fd.summary = std::to_string(files) + " files on slow storage were read again in later passes (" +
-               FormatBytes(bytes) + " read more than once)";
-  fd.advice =
-      "Each epoch fetches the same files from slow storage again. Copy the dataset to "
-      "local disk once, or cache decoded samples in memory or on local disk after the "
-      "first epoch (e.g. a cached Dataset, or persistent_workers with an in-worker cache).";
-  report.AddFinding(std::move(fd));
+  finding.summary = std::to_string(files) + " files on slow storage were read again in later passes (" +
+                    FormatBytes(bytes) + " read more than once)";
+  ctx.Add(std::move(finding));
 }
+
+namespace {
+const RuleRegistration kRegistration(RereadRule, {FindingId::kIoReread});
+}  // namespace
 
 }  // namespace colabtrace::analyzer::io

@@ -1,16 +1,18 @@
-// The io.* rules, one file per finding id in this folder, each with its rule and advice
-// beside it. Each reads the run's typed I/O model (IoModel, io/file_stats.h) through an
-// IoView and adds its finding; IoAnalysis (io/io_analysis.cpp) builds the model once,
-// renders io.files[], io.directories[] and the text, and runs the rules in order. The
-// thresholds are here, with what each rule means, because the report lists them too
-// (io.thresholds).
+// The io.* rules, one file per finding id in this folder, each registered in the rule
+// registry (report/rule_registry.h). Each reads the run's typed I/O model (IoModel,
+// io/file_stats.h) through an IoView (IoView::Of) and adds its finding; IoAnalysis
+// (io/io_analysis.cpp) renders io.files[], io.directories[] and the text, and runs the
+// rules (RunRules). The thresholds are here, with what each rule means, because the
+// report lists them too (io.thresholds).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "core/format.h"
 #include "io/file_stats.h"
-#include "report/report.h"
+#include "model/run_model.h"
+#include "report/rule_registry.h"
 
 namespace colabtrace::analyzer::io {
 
@@ -72,11 +74,20 @@ constexpr double kMetadataPerRead = 5.0;
 // failing ast.parse or compile of a string); no data file is called so.
 constexpr uint64_t kLookupErrorsMin = 10;
 
+// Which of the run's files are data files (IsDataFile), per IoModel file; built once
+// (RunModel::Get<DataFiles>()).
+struct DataFiles {
+  std::vector<bool> of_file;
+  static DataFiles Build(const RunModel& run);
+};
+
 // The model as the rules read it: which files are data files (IsDataFile), and each
 // file's mount.
 struct IoView {
   const IoModel& model;
   const std::vector<bool>& data;  // per file: a data file (IsDataFile)
+
+  static IoView Of(const RunModel& run) { return {run.Get<IoModel>(), run.Get<DataFiles>().of_file}; }
 
   const MountRow* MountOf(const FileStats& f) const;
   std::string FsType(const FileStats& f) const;  // "unknown" without a mount
@@ -84,12 +95,6 @@ struct IoView {
   bool ReadData(size_t i) const { return data[i] && model.files[i].bytes_read > 0; }
 };
 
-void SmallFilesRule(const IoView& in, ReportBuilder& report);         // io.small-files
-void NetworkFilesystemRule(const IoView& in, ReportBuilder& report);  // io.network-filesystem
-void SmallReadsRule(const IoView& in, ReportBuilder& report);         // io.small-reads
-void RereadRule(const IoView& in, ReportBuilder& report);             // io.reread
-void MetadataHeavyRule(const IoView& in, ReportBuilder& report);      // io.metadata-heavy
-void ErrorsRule(const IoView& in, ReportBuilder& report);             // io.errors
 
 // Shared by the rules and the report's tables.
 std::string Percent(double x);                   // "42%"

@@ -11,7 +11,8 @@
 
 namespace colabtrace::analyzer::io {
 
-void SmallFilesRule(const IoView& in, ReportBuilder& report) {
+void SmallFilesRule(RuleContext& ctx) {
+  const IoView in = IoView::Of(ctx.run());
   uint64_t read_files = 0, small = 0, small_bytes = 0, small_ns = 0;
   bool all_in_memory = true;  // every small file lies on tmpfs/ramfs
   std::vector<uint64_t> sizes;
@@ -30,11 +31,9 @@ void SmallFilesRule(const IoView& in, ReportBuilder& report) {
     ++by_dir[std::string(DirOf(f.path))];
   }
   if (small < kSmallFilesMin || Share(small, read_files) < kSmallFilesShare) return;
-  Finding fd;
-  fd.id = "io.small-files";
-  fd.severity = Severity::kWarning;
+  Finding finding = Finding::Of(FindingId::kIoSmallFiles, 0);
   const uint64_t median = Median(sizes);
-  Json& ev = fd.evidence;
+  Json& ev = finding.evidence;
   ev["count"] = small;
   ev["data_files_read"] = read_files;
   ev["median_size"] = median;
@@ -53,19 +52,19 @@ void SmallFilesRule(const IoView& in, ReportBuilder& report) {
   }
   ev["directories"] = std::move(dj);
   ev["directory_count"] = static_cast<uint64_t>(dirs.size());
-  fd.summary = std::to_string(small) + " small files read (median " + FormatBytes(median) + ", " +
-               FormatBytes(small_bytes) + " in all) from " + std::to_string(dirs.size()) +
-               (dirs.size() == 1 ? " directory" : " directories") + ", e.g. " + dirs.front().second;
-  fd.advice =
-      "Per-file open and lookup latency dominates when samples are small files. Pack them "
-      "into a few large shards (100 MB or more): tar shards read with WebDataset, "
-      "TFRecord, or an LMDB/HDF5 file";
+  finding.summary = std::to_string(small) + " small files read (median " + FormatBytes(median) + ", " +
+                    FormatBytes(small_bytes) + " in all) from " + std::to_string(dirs.size()) +
+                    (dirs.size() == 1 ? " directory" : " directories") + ", e.g. " + dirs.front().second;
   // Files already in memory (tmpfs, /dev/shm) gain nothing from a copy to disk.
-  fd.advice += all_in_memory ? std::string(" (they are on tmpfs already: the cost is the "
+  finding.advice += all_in_memory ? std::string(" (they are on tmpfs already: the cost is the "
                                            "system calls per file, not the storage).")
                              : std::string("; or copy the directory to local disk first (e.g. "
                                            "/content or /tmp) and read from there.");
-  report.AddFinding(std::move(fd));
+  ctx.Add(std::move(finding));
 }
+
+namespace {
+const RuleRegistration kRegistration(SmallFilesRule, {FindingId::kIoSmallFiles});
+}  // namespace
 
 }  // namespace colabtrace::analyzer::io

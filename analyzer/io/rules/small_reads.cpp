@@ -10,7 +10,8 @@
 
 namespace colabtrace::analyzer::io {
 
-void SmallReadsRule(const IoView& in, ReportBuilder& report) {
+void SmallReadsRule(RuleContext& ctx) {
+  const IoView in = IoView::Of(ctx.run());
   uint64_t reads = 0, small = 0;
   std::vector<std::pair<uint64_t, size_t>> top;
   for (size_t i = 0; i < in.model.files.size(); ++i) {
@@ -25,10 +26,8 @@ void SmallReadsRule(const IoView& in, ReportBuilder& report) {
   }
   if (reads < kSmallReadsMin || Share(small, reads) < kSmallReadsShare) return;
   std::sort(top.begin(), top.end(), [](auto& a, auto& b) { return a.first > b.first; });
-  Finding fd;
-  fd.id = "io.small-reads";
-  fd.severity = Severity::kInfo;
-  Json& ev = fd.evidence;
+  Finding finding = Finding::Of(FindingId::kIoSmallReads, 0);
+  Json& ev = finding.evidence;
   ev["small_reads"] = small;
   ev["reads_on_large_files"] = reads;
   ev["share"] = Share(small, reads);
@@ -43,15 +42,14 @@ void SmallReadsRule(const IoView& in, ReportBuilder& report) {
     files.Append(std::move(j));
   }
   ev["files"] = std::move(files);
-  fd.summary = Percent(Share(small, reads)) + " of " + std::to_string(reads) +
-               " reads on files of 1 MiB or more returned 4 KiB or less, e.g. " +
-               in.model.files[top.front().second].path;
-  fd.advice =
-      "Each small read is a system call (and on network storage a round trip). Read "
-      "large files in bigger blocks: open with a larger buffer (open(path, 'rb', "
-      "buffering=1<<20)), read whole records at once, or memory-map the file (numpy.load "
-      "with mmap_mode, np.memmap).";
-  report.AddFinding(std::move(fd));
+  finding.summary = Percent(Share(small, reads)) + " of " + std::to_string(reads) +
+                    " reads on files of 1 MiB or more returned 4 KiB or less, e.g. " +
+                    in.model.files[top.front().second].path;
+  ctx.Add(std::move(finding));
 }
+
+namespace {
+const RuleRegistration kRegistration(SmallReadsRule, {FindingId::kIoSmallReads});
+}  // namespace
 
 }  // namespace colabtrace::analyzer::io

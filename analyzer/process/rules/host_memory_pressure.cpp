@@ -60,14 +60,14 @@ Json GrowingWorkers(const std::map<uint32_t, std::vector<OutsideSample>>& sample
 
 }  // namespace
 
-Json HostMemoryPressureRule(const HostMembers& h, ReportBuilder& report) {
+Json HostMemoryFigures(const RunModel& run, const HostMembers& h, std::optional<Finding>& pressure) {
   const std::string& host = h.host;
   const std::vector<const ProcessTrace*>& members = h.members;
-  const LifecycleModel& model = report.run().lifecycle();
+  const LifecycleModel& model = run.lifecycle();
   const bool multi_host = h.multi_host;
   uint64_t cgroup_max = UINT64_MAX, mem_total = UINT64_MAX;
   for (const ProcessTrace* t : members) {
-    const ProcessFacts& f = report.run().facts(*t);
+    const ProcessFacts& f = run.facts(*t);
     cgroup_max = std::min(cgroup_max, f.cgroup_max);
     mem_total = std::min(mem_total, f.mem_total);
   }
@@ -124,7 +124,7 @@ Json HostMemoryPressureRule(const HostMembers& h, ReportBuilder& report) {
       const ProcessTrace& t = *members[i];
       if (IsRunWrapper(t)) continue;
       if (!fork_children) {
-        const ProcessFacts& f = report.run().facts(t);
+        const ProcessFacts& f = run.facts(t);
         const bool forked = f.start && f.start->origin == static_cast<uint64_t>(format::ProcessOrigin::kForkChild);
         if (forked && f.job == f.start) continue;
       }
@@ -220,11 +220,9 @@ Json HostMemoryPressureRule(const HostMembers& h, ReportBuilder& report) {
     summary["processes_at_peak"] = static_cast<uint64_t>(peak_round->procs.size());
   }
   if (peak == 0 || percent < 90.0) return summary;
-  Finding fd;
-  fd.id = "host.memory-pressure";
-  fd.severity = Severity::kWarning;
-  fd.evidence = summary;  // the figures, then what the finding adds
-  Json& ev = fd.evidence;
+  Finding finding = Finding::Of(FindingId::kHostMemoryPressure, 0);
+  finding.evidence = summary;  // the figures, then what the finding adds
+  Json& ev = finding.evidence;
   uint64_t first = UINT64_MAX;
   for (const ProcessTrace* t : members) first = std::min(first, t->start_ns());
   ev["at_ns_after_start"] = peak_ts >= first ? peak_ts - first : 0;
@@ -260,26 +258,44 @@ Json HostMemoryPressureRule(const HostMembers& h, ReportBuilder& report) {
                                ? "the process tree's RSS, fork children included (the cgroup's memory.current "
                                  "was higher, page cache among it)"
                                                               : "the process tree's RSS (fork children left out)";
-  fd.summary = what + " reached " + FormatBytes(peak) + ", " + pct + "% of the " +
-               (use_cgroup ? "cgroup limit " : "host's MemTotal ") + FormatBytes(limit);
-  if (multi_host) fd.summary += " on " + EscapeForTerminal(HostName(host));
+  finding.summary = what + " reached " + FormatBytes(peak) + ", " + pct + "% of the " +
+                    (use_cgroup ? "cgroup limit " : "host's MemTotal ") + FormatBytes(limit);
+  if (multi_host) finding.summary += " on " + EscapeForTerminal(HostName(host));
   if (!growing.array().empty()) {
-    fd.summary += "; private memory keeps growing in worker" +
-                  std::string(growing.array().size() == 1 ? " " : "s ") + names;
-    fd.advice =
+    finding.summary += "; private memory keeps growing in worker" +
+                       std::string(growing.array().size() == 1 ? " " : "s ") + names;
+    finding.advice =
         "A worker's private memory (USS) keeps growing: it is touching, and so copying, "
         "the parent's pages (Python objects' reference counts defeat fork's copy-on-write). "
         "Keep the dataset in numpy arrays or tensors rather than lists and dicts of Python "
         "objects, or read samples lazily from disk; fewer workers limit the damage.";
-  } else {
-    fd.advice =
-        "Host memory is nearly exhausted, so the OOM killer is next. Use fewer DataLoader "
-        "workers or a smaller batch/prefetch_factor, keep file paths rather than loaded "
-        "data in the dataset, and free large arrays you no longer need.";
-  }
+  }  // else the catalogue's advice
   ev["growing_workers"] = std::move(growing);
-  report.AddFinding(std::move(fd));
+  pressure = std::move(finding);
   return summary;
 }
+
+HostMemory HostMemory::Build(const RunModel& run) {
+  HostMemory out;
+  const Hosts& hosts = run.Get<Hosts>();
+  for (const auto& [host, members] : hosts.by_host) {
+    Host h;
+    h.figures = HostMemoryFigures(run, hosts.Members(host), h.pressure);
+    out.hosts.push_back(std::move(h));
+  }
+  return out;
+}
+
+namespace {
+
+void HostMemoryPressureRule(RuleContext& ctx) {
+  for (const HostMemory::Host& h : ctx.run().Get<HostMemory>().hosts) {
+    if (h.pressure) ctx.Add(*h.pressure);
+  }
+}
+
+const RuleRegistration kRegistration(HostMemoryPressureRule, {FindingId::kHostMemoryPressure});
+
+}  // namespace
 
 }  // namespace colabtrace::analyzer::rules

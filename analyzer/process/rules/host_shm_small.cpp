@@ -14,7 +14,9 @@
 
 namespace colabtrace::analyzer::rules {
 
-void HostShmSmallRule(const HostMembers& h, ReportBuilder& report) {
+namespace {
+
+void HostShmSmallOf(RuleContext& ctx, const HostMembers& h) {
   const std::string& host = h.host;
   const std::vector<const ProcessTrace*>& members = h.members;
   const bool multi_host = h.multi_host;
@@ -24,7 +26,7 @@ void HostShmSmallRule(const HostMembers& h, ReportBuilder& report) {
   uint64_t shm_bytes = 0;  // written to or mapped from /dev/shm files
   for (const ProcessTrace* tp : members) {
     const ProcessTrace& t = *tp;
-    const ProcessFacts& f = report.run().facts(t);
+    const ProcessFacts& f = ctx.run().facts(t);
     shm_size = std::min(shm_size, f.shm_size);
     // Descriptors open on /dev/shm files, by the time they were opened.
     std::map<int64_t, uint64_t> shm_fds;
@@ -64,25 +66,29 @@ void HostShmSmallRule(const HostMembers& h, ReportBuilder& report) {
   const bool small_for_workers =
       shm_size < kSmall && shm_users.size() >= 2 && shm_bytes >= shm_size / 2;
   if (failures.empty() && !small_for_workers) return;
-  Finding fd;
-  fd.id = "host.shm-small";
-  fd.severity = Severity::kWarning;
-  fd.evidence["host"] = HostName(host);
-  fd.evidence["shm_size_bytes"] = shm_size;
-  fd.evidence["processes_using_shm"] = static_cast<uint64_t>(shm_users.size());
-  fd.evidence["bytes_written_or_mapped"] = shm_bytes;
+  Finding finding = Finding::Of(FindingId::kHostShmSmall, 0);
+  finding.evidence["host"] = HostName(host);
+  finding.evidence["shm_size_bytes"] = shm_size;
+  finding.evidence["processes_using_shm"] = static_cast<uint64_t>(shm_users.size());
+  finding.evidence["bytes_written_or_mapped"] = shm_bytes;
   Json fails = Json::MakeArray();
   for (const auto& s : failures) fails.Append(s);
-  fd.evidence["failures"] = std::move(fails);
-  fd.summary = "/dev/shm is " + FormatBytes(shm_size) + " and " +
-               std::to_string(shm_users.size()) + " process" +
-               (shm_users.size() == 1 ? " uses" : "es use") + " it" +
-               (failures.empty() ? "" : "; shared-memory writes failed");
-  if (multi_host) fd.summary += " on " + EscapeForTerminal(HostName(host));
-  fd.advice =
-      "DataLoader workers pass batches through /dev/shm. Enlarge it (docker run "
-      "--shm-size=8g, or remount the tmpfs larger) or set num_workers=0.";
-  report.AddFinding(std::move(fd));
+  finding.evidence["failures"] = std::move(fails);
+  finding.summary = "/dev/shm is " + FormatBytes(shm_size) + " and " +
+                    std::to_string(shm_users.size()) + " process" +
+                    (shm_users.size() == 1 ? " uses" : "es use") + " it" +
+                    (failures.empty() ? "" : "; shared-memory writes failed");
+  if (multi_host) finding.summary += " on " + EscapeForTerminal(HostName(host));
+  ctx.Add(std::move(finding));
 }
+
+void HostShmSmallRule(RuleContext& ctx) {
+  const Hosts& hosts = ctx.run().Get<Hosts>();
+  for (const auto& [host, members] : hosts.by_host) HostShmSmallOf(ctx, hosts.Members(host));
+}
+
+const RuleRegistration kRegistration(HostShmSmallRule, {FindingId::kHostShmSmall});
+
+}  // namespace
 
 }  // namespace colabtrace::analyzer::rules

@@ -72,9 +72,11 @@ HandledFault HandledFaultOf(SymbolCache& symbols, const ProcessTrace& t, const f
 
 }  // namespace
 
-void ProcFatalSignalRule(const ProcessEnd& e, ReportBuilder& report) {
+namespace {
+
+void ProcFatalSignalOf(RuleContext& ctx, const ProcessEnd& e) {
   const ProcessTrace& t = e.t;
-  const ProcessFacts& f = report.run().facts(t);
+  const ProcessFacts& f = ctx.run().facts(t);
   const std::string& who = e.who;
   static constexpr int64_t kCrashes[] = {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE};
   if (f.end_kind != EndKind::kSignaled || !f.end_signal ||
@@ -82,33 +84,30 @@ void ProcFatalSignalRule(const ProcessEnd& e, ReportBuilder& report) {
     return;
   }
   const int signo = static_cast<int>(*f.end_signal);
-  Finding fd;
-  fd.id = "proc.fatal-signal";
-  fd.severity = Severity::kError;
-  fd.pid = t.pid();
-  Json& ev = fd.evidence;
+  Finding finding = Finding::Of(FindingId::kProcFatalSignal, t.pid());
+  Json& ev = finding.evidence;
   ev["signal"] = signo;
   ev["signal_name"] = SignalName(signo);
   ev["reaped_by"] = f.reap ? Json(static_cast<int64_t>(f.reap->reaper_pid)) : Json();
   std::string shm;
   const format::Signal* handled_fault = nullptr;
-  fd.summary = who + " died of " + SignalName(signo);
+  finding.summary = who + " died of " + SignalName(signo);
   if (const auto* s = f.signal) {
     ev["si_code"] = s->si_code;
     ev["tid"] = s->tid;
     if (s->si_code > 0) {
       // The kernel raised it for a fault: si_addr is the faulting address.
       ev["fault_address"] = FormatHex(s->addr);
-      fd.summary += " (fault address " + FormatHex(s->addr) + ")";
+      finding.summary += " (fault address " + FormatHex(s->addr) + ")";
     } else {
       // Sent by kill/raise/tgkill/sigqueue: the siginfo holds si_pid (low 32 bits of
       // the si_addr slot) and si_uid (high 32), not an address.
       const uint64_t sender = s->addr & 0xffffffffu;
       ev["sender_pid"] = sender;
       ev["sender_uid"] = s->addr >> 32;
-      fd.summary += sender == t.pid() ? " that it sent itself (raise, abort or kill)"
+      finding.summary += sender == t.pid() ? " that it sent itself (raise, abort or kill)"
                                       : " sent by pid " + std::to_string(sender);
-      const HandledFault hf = sender == t.pid() ? HandledFaultOf(report.run().symbols(), t, *s) : HandledFault{};
+      const HandledFault hf = sender == t.pid() ? HandledFaultOf(ctx.run().symbols(), t, *s) : HandledFault{};
       if (const format::Signal* h = hf.fault) {
         Json hj = Json::MakeObject();
         hj["signal"] = static_cast<int64_t>(h->signo);
@@ -116,27 +115,27 @@ void ProcFatalSignalRule(const ProcessEnd& e, ReportBuilder& report) {
         hj["fault_address"] = FormatHex(h->addr);
         hj["before_end_ns"] = s->ts - h->ts;
         Json hs = Json::MakeArray();
-        for (const std::string& frame : report.run().symbols().Stack(t, t.Stack(h->stack))) hs.Append(frame);
+        for (const std::string& frame : ctx.run().symbols().Stack(t, t.Stack(h->stack))) hs.Append(frame);
         hj["stack"] = std::move(hs);
         ev["handled_fault"] = std::move(hj);
         handled_fault = h;
-        fd.summary += ", " + FormatDurationNs(s->ts - h->ts) + " after its own handler took a " +
-                      SignalName(static_cast<int>(h->signo)) + " (fault address " + FormatHex(h->addr) +
-                      ") on that thread";
+        finding.summary += ", " + FormatDurationNs(s->ts - h->ts) + " after its own handler took a " +
+                           SignalName(static_cast<int>(h->signo)) + " (fault address " + FormatHex(h->addr) +
+                           ") on that thread";
       } else if (!hf.interrupted.empty()) {
         ev["interrupted_frame"] = hf.interrupted;
-        fd.summary += ", from inside a signal handler that interrupted " + hf.interrupted;
+        finding.summary += ", from inside a signal handler that interrupted " + hf.interrupted;
       }
     }
     Json stack = Json::MakeArray();
-    for (const std::string& frame : report.run().symbols().Stack(t, t.Stack(s->stack))) stack.Append(frame);
+    for (const std::string& frame : ctx.run().symbols().Stack(t, t.Stack(s->stack))) stack.Append(frame);
     ev["stack"] = std::move(stack);
     ev["python_stack"] = PythonStackJson(t, s->py_stack);  // innermost Python frame first
-    if (const auto py = PythonStackFrames(t, s->py_stack); !py.empty()) fd.summary += " at " + py.front();
+    if (const auto py = PythonStackFrames(t, s->py_stack); !py.empty()) finding.summary += " at " + py.front();
     shm = std::string(t.Str(s->shm_mapping));
   } else {
     ev["stack"] = Json::MakeArray();
-    fd.summary += " (from its wait status; its own trace has no signal record)";
+    finding.summary += " (from its wait status; its own trace has no signal record)";
   }
   ev["shm_mapping"] = shm.empty() ? Json() : Json(shm);
   if (!shm.empty() && signo == SIGBUS) {
@@ -147,43 +146,45 @@ void ProcFatalSignalRule(const ProcessEnd& e, ReportBuilder& report) {
       ev["shm_file_size"] = s.shm_file_size;
     }
     if (s.shm_known & format::kShmFree) ev["shm_free_bytes"] = s.shm_free;
-    fd.summary += " inside the /dev/shm mapping " + shm;
+    finding.summary += " inside the /dev/shm mapping " + shm;
     if (cause == ShmBusCause::kPastEnd) {
       ev["shm_cause"] = "past-end-of-file";
-      fd.summary += ", past the end of the file (offset " + std::to_string(s.shm_offset) + ", file size " +
-                    std::to_string(s.shm_file_size) + ")";
-      fd.advice =
+      finding.summary += ", past the end of the file (offset " + std::to_string(s.shm_offset) + ", file size " +
+                         std::to_string(s.shm_file_size) + ")";
+      finding.advice =
           "The process touched its /dev/shm mapping beyond the file's end: the file was "
           "truncated (or replaced) while mapped, or mapped larger than it was sized with "
           "ftruncate. Shared memory did not run out; look for the process that resized or "
           "removed the file, or the size passed to mmap.";
     } else {
       ev["shm_cause"] = cause == ShmBusCause::kFull ? "shm-full" : "unknown";
-      if (cause == ShmBusCause::kFull) fd.summary += " with /dev/shm full";
-      fd.advice =
+      if (cause == ShmBusCause::kFull) finding.summary += " with /dev/shm full";
+      finding.advice =
           "A SIGBUS in a /dev/shm mapping means shared memory ran out. Enlarge /dev/shm "
           "(docker run --shm-size=8g, or a bigger tmpfs), or use fewer DataLoader workers.";
     }
   } else if (handled_fault != nullptr) {
-    fd.advice =
+    finding.advice =
         "The program's own crash handler took the fault (handled_fault) and then ended the "
         "process: a runtime's crash report (the JVM writes hs_err_pid<pid>.log, Rust prints "
         "'has overflowed its stack', gfortran a backtrace on stderr). handled_fault.stack "
         "shows where the fault happened.";
   } else if (signo == SIGABRT) {
-    fd.advice =
+    finding.advice =
         "The program aborted (an assertion, std::terminate, or a C++ exception nobody "
         "caught). The stack shows where; run under gdb for the message.";
   } else if (f.signal && f.signal->si_code <= 0) {
-    fd.advice =
+    finding.advice =
         "The signal was sent, not caused by a fault: find the sender (sender_pid) and why "
         "it sent it (a test of crash handling, a watchdog, a supervisor).";
-  } else {
-    fd.advice =
-        "A native crash. The stack names the library that crashed; a mismatched "
-        "extension or CUDA library build is a common cause (see abi.* findings).";
-  }
-  report.AddFinding(std::move(fd));
+  }  // else a native crash: the catalogue's advice
+  ctx.Add(std::move(finding));
 }
+
+void ProcFatalSignalRule(RuleContext& ctx) { ForEachJobProcess(ctx, ProcFatalSignalOf); }
+
+const RuleRegistration kRegistration(ProcFatalSignalRule, {FindingId::kProcFatalSignal});
+
+}  // namespace
 
 }  // namespace colabtrace::analyzer::rules

@@ -94,19 +94,18 @@ OomEvidence OomKillAround(const ProcessTrace& t, const std::vector<ProcessTrace>
 
 }  // namespace
 
-void ProcKilledRule(const ProcessEnd& e, ReportBuilder& report) {
+namespace {
+
+void ProcKilledOf(RuleContext& ctx, const ProcessEnd& e) {
   const ProcessTrace& t = e.t;
-  const ProcessFacts& f = report.run().facts(t);
+  const ProcessFacts& f = ctx.run().facts(t);
   const std::string& who = e.who;
-  const std::vector<ProcessTrace>& all = report.traces();
-  const LifecycleModel& model = report.run().lifecycle();
+  const std::vector<ProcessTrace>& all = ctx.run().traces();
+  const LifecycleModel& model = ctx.run().lifecycle();
   const std::string host = model.HostOf(t);
   if (f.end_kind != EndKind::kKilled) return;
-  Finding fd;
-  fd.id = "proc.killed";
-  fd.severity = Severity::kError;
-  fd.pid = t.pid();
-  Json& ev = fd.evidence;
+  Finding finding = Finding::Of(FindingId::kProcKilled, t.pid());
+  Json& ev = finding.evidence;
   // The last RSS: its own last sample, or colabtrace run's later one.
   const auto& samples = t.records.Sample;
   uint64_t last_rss = 0, last_rss_ts = 0;
@@ -151,27 +150,27 @@ void ProcKilledRule(const ProcessEnd& e, ReportBuilder& report) {
   if (running) {
     // No exit record yet because it has not exited: the report was made while it ran
     // (a run that crawls). The catalogue's id stays (no end record), the cause is named.
-    fd.summary = who + " has no exit record because it is still running (this report was made "
-                 "while it ran); last RSS " + last_rss_text;
-    fd.advice =
+    finding.summary = who + " has no exit record because it is still running (this report was made "
+                      "while it ran); last RSS " + last_rss_text;
+    finding.advice =
         "Report again once it has ended. While it runs, its trace so far shows where it is: "
         "the last records, the last Python sample (last_python_sample), and with `colabtrace "
         "run` the memory samples.";
-    report.AddFinding(std::move(fd));
+    ctx.Add(std::move(finding));
     return;  // not killed, and not signaled either
   }
   if (f.reap) {
-    fd.summary = who + " was killed by SIGKILL (its wait status, reaped by " +
-                 (f.reap->by_run ? "colabtrace run" : "its parent") + ", pid " +
-                 std::to_string(f.reap->reaper_pid) + ")";
+    finding.summary = who + " was killed by SIGKILL (its wait status, reaped by " +
+                      (f.reap->by_run ? "colabtrace run" : "its parent") + ", pid " +
+                      std::to_string(f.reap->reaper_pid) + ")";
   } else {
-    fd.summary = who + " was killed: its trace ends with no exit record";
+    finding.summary = who + " was killed: its trace ends with no exit record";
   }
   // A traced process of the job that sent the SIGKILL itself (a subprocess timeout,
   // multiprocessing's Process.kill()) names the cause; the OOM killer sends none.
   const KillSender sender = KillSenderOf(all, model, host, t.pid(), t.start_ns(), f.reap ? f.reap->ts : UINT64_MAX);
   if (sender.kill != nullptr) {
-    const ProcessFacts& sf = report.run().facts(*sender.trace);
+    const ProcessFacts& sf = ctx.run().facts(*sender.trace);
     std::string cmd;
     for (std::string_view a : sf.JobArgv(*sender.trace)) cmd += (cmd.empty() ? "" : " ") + std::string(a);
     Json s = Json::MakeObject();
@@ -180,38 +179,42 @@ void ProcKilledRule(const ProcessEnd& e, ReportBuilder& report) {
     s["api"] = sender.kill->api == static_cast<uint64_t>(format::KillApi::kKillpg) ? "killpg" : "kill";
     s["at_ns_after_start"] = sender.kill->ts - t.start_ns();
     ev["sender"] = std::move(s);
-    fd.summary += sender.trace == &t ? std::string("; it sent SIGKILL to a process group it is in itself")
+    finding.summary += sender.trace == &t ? std::string("; it sent SIGKILL to a process group it is in itself")
                                      : "; pid " + std::to_string(sender.trace->pid()) + " (" +
                                            EscapeForTerminal(cmd.size() > 80 ? cmd.substr(0, 77) + "..." : cmd) +
                                            ") sent it with kill()";
-    fd.advice =
+    finding.advice =
         "A process of this job killed it on purpose (a subprocess timeout, Process.kill(), "
         "a pool or launcher shutting its workers down). If that was not expected, look at "
         "why the sender gave up on it: a timeout too short, or a worker that hung.";
-    report.AddFinding(std::move(fd));
+    ctx.Add(std::move(finding));
     return;
   }
   if (rose) {
-    fd.summary += "; the cgroup's oom_kill count rose from " + std::to_string(oom.before) +
-                  " to " + std::to_string(oom.after) + " (seen in " + oom.source +
-                  "), so the OOM killer took it";
-    fd.advice =
+    finding.summary += "; the cgroup's oom_kill count rose from " + std::to_string(oom.before) +
+                       " to " + std::to_string(oom.after) + " (seen in " + oom.source +
+                       "), so the OOM killer took it";
+    finding.advice =
         "The kernel's OOM killer ended it. Lower host memory use: fewer DataLoader "
         "workers, a smaller batch or prefetch_factor, pin_memory=False, or load the "
         "dataset lazily; `dmesg` names the victim and its RSS.";
   } else {
-    fd.summary += f.reap ? "; last RSS " + last_rss_text
+    finding.summary += f.reap ? "; last RSS " + last_rss_text
                          : " (SIGKILL, the OOM killer, or the machine stopped); last RSS " + last_rss_text;
-    fd.advice =
-        f.reap && !f.reap->by_run
-            ? "Its parent reaped it after a SIGKILL: usually the parent (or a timeout "
-              "it runs) killed it on purpose; otherwise check `dmesg` and the cgroup's "
-              "memory.events for the OOM killer."
-            : "Something sent SIGKILL: the OOM killer (check `dmesg` and the cgroup's "
-              "memory.events), a job timeout, or the notebook runtime restarting. If "
-              "memory was high, reduce DataLoader workers or batch size.";
+    if (f.reap && !f.reap->by_run) {  // else SIGKILL from outside: the catalogue's advice
+      finding.advice =
+          "Its parent reaped it after a SIGKILL: usually the parent (or a timeout "
+          "it runs) killed it on purpose; otherwise check `dmesg` and the cgroup's "
+          "memory.events for the OOM killer.";
+    }
   }
-  report.AddFinding(std::move(fd));
+  ctx.Add(std::move(finding));
 }
+
+void ProcKilledRule(RuleContext& ctx) { ForEachJobProcess(ctx, ProcKilledOf); }
+
+const RuleRegistration kRegistration(ProcKilledRule, {FindingId::kProcKilled});
+
+}  // namespace
 
 }  // namespace colabtrace::analyzer::rules

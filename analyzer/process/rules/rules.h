@@ -1,23 +1,44 @@
-// The proc.* and host.* rules, one file per finding id in this folder, each with its rule,
-// thresholds and advice beside it. ProcessAnalysis (process/process_analysis.cpp) builds
-// the processes[] rows and runs the proc.* rules on each job process; HostAnalysis runs
-// the host.* rules once per host (hostname + boot id; hosts are never merged).
+// The proc.* and host.* rules, one file per finding id in this folder, each with its rule
+// and thresholds beside it and registered in the rule registry (report/rule_registry.h).
+// ProcessAnalysis (process/process_analysis.cpp) builds the processes[] rows and runs
+// the proc.* rules (RunRules), which look at each job process (ForEachJobProcess);
+// HostAnalysis runs the host.* rules, which look at each host (hostname + boot id; hosts
+// are never merged: the run model's Hosts).
 #pragma once
 
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "model/process_facts.h"
-#include "report/report.h"
+#include "core/format.h"
+#include "model/run_model.h"
+#include "report/rule_registry.h"
 
 namespace colabtrace::analyzer::rules {
 
 // One job process, as the proc.* rules read it; its facts and the lifecycle model come
-// from the report (ReportBuilder::facts, ReportBuilder::lifecycle).
+// from the run model.
 struct ProcessEnd {
   const ProcessTrace& t;
   const std::string& who;  // "pid N (command line)" for summaries
 };
+
+// "pid N (command line)": how summaries name a process (its job argv, escaped, cut at
+// 120 characters).
+std::string Who(const RunModel& run, const ProcessTrace& t);
+
+// Runs per_process(ctx, ProcessEnd) for every job process (not `colabtrace run`'s own
+// trace), in trace order.
+template <class PerProcess>
+void ForEachJobProcess(RuleContext& ctx, PerProcess&& per_process) {
+  for (const ProcessTrace& t : ctx.run().traces()) {
+    if (ctx.run().facts(t).run_wrapper) continue;
+    const std::string who = Who(ctx.run(), t);
+    per_process(ctx, ProcessEnd{t, who});
+  }
+}
 
 // The traces of one host, as the host.* rules read them.
 struct HostMembers {
@@ -26,11 +47,26 @@ struct HostMembers {
   bool multi_host;          // the report holds several hosts: summaries name this one
 };
 
-void ProcKilledRule(const ProcessEnd& e, ReportBuilder& report);       // proc.killed
-void ProcFatalSignalRule(const ProcessEnd& e, ReportBuilder& report);  // proc.fatal-signal
-// Returns the host's memory summary (null without a known limit) for "memory.hosts".
-Json HostMemoryPressureRule(const HostMembers& h, ReportBuilder& report);  // host.memory-pressure
-void HostShmSmallRule(const HostMembers& h, ReportBuilder& report);        // host.shm-small
+// The run's traces by host (HostKey), in key order (RunModel::Get<Hosts>()).
+struct Hosts {
+  std::map<std::string, std::vector<const ProcessTrace*>> by_host;
+  static Hosts Build(const RunModel& run);
+  HostMembers Members(const std::string& host) const {
+    return HostMembers{host, by_host.at(host), by_host.size() > 1};
+  }
+};
+
+// Each host's memory peak against its limit, in Hosts order, and host.memory-pressure's
+// verdict on it (host_memory_pressure.cpp), computed once: the report lists the figures
+// ("memory.hosts") whether or not they raised the finding.
+struct HostMemory {
+  struct Host {
+    Json figures;                    // null without a known limit
+    std::optional<Finding> pressure;  // host.memory-pressure, when the peak reached 90%
+  };
+  std::vector<Host> hosts;
+  static HostMemory Build(const RunModel& run);
+};
 
 // Why a SIGBUS in a /dev/shm mapping happened, from the facts the shim read in its
 // handler. tmpfs raises it for a store past the file's end (the page holding the end is

@@ -1,4 +1,6 @@
-// gpu.launch-failed (error): kernel launches that returned an error, one finding per
+// gpu.launch-failed (error)
+//
+// Rule: kernel launches that returned an error, one finding per
 // (kernel, error) with the count and the first time. Failed kernel lookups of the driver
 // (cuModuleGetFunction, cuLibraryGetKernel, cuKernelGetFunction answering that the image
 // has no code for this GPU) are the launch failures of a program, or a statically linked
@@ -10,15 +12,22 @@
 #include <tuple>
 
 #include "gpu/gpu_api.h"
-#include "gpu/gpu_findings.h"
+#include "gpu/rules/rules.h"
 #include "gpu/kernel_names.h"
 #include "model/python_stack.h"
 
 namespace colabtrace::analyzer::gpu {
 
-void AddLaunchFailedFindings(ReportBuilder& report, const ProcessTrace& t) {
+namespace {
+
+// A missing image: the catalogue's advice is for every other launch error.
+constexpr std::string_view kNoImageAdvice =
+    "The library holding this kernel has no code this GPU can run (see "
+    "abi.no-kernel-image): install a build for this GPU's architecture.";
+
+void LaunchFailedOf(RuleContext& ctx, const ProcessTrace& t, const AllocationTimeline&) {
   if (t.records.GpuLaunchFailed.empty()) return;
-  KernelNames names(t, report.run().symbols());
+  KernelNames names(t, ctx.run().symbols());
   struct Group {
     KernelName named;
     int64_t rc = 0;
@@ -52,37 +61,35 @@ void AddLaunchFailedFindings(ReportBuilder& report, const ProcessTrace& t) {
   }
   for (const auto& key : order) {
     const Group& g = groups[key];
-    Finding f;
-    f.id = "gpu.launch-failed";
-    f.severity = Severity::kError;
-    f.pid = t.pid();
+    Finding finding = Finding::Of(FindingId::kGpuLaunchFailed, t.pid());
     const std::string error_name(GpuErrorName(g.rc, g.runtime));
-    f.evidence["error"] = g.rc;
-    f.evidence["error_name"] = error_name;
-    f.evidence["kernel"] = g.named.kernel;
-    f.evidence["library"] = g.named.library.empty() ? Json() : Json(g.named.library);
-    f.evidence["count"] = g.count;
-    f.evidence["first_at_ns"] = t.start_ns() <= g.first_ts ? g.first_ts - t.start_ns() : 0;
-    f.evidence["api"] = GpuApiLabel(g.api);
-    f.evidence["device"] = g.device;
+    finding.evidence["error"] = g.rc;
+    finding.evidence["error_name"] = error_name;
+    finding.evidence["kernel"] = g.named.kernel;
+    finding.evidence["library"] = g.named.library.empty() ? Json() : Json(g.named.library);
+    finding.evidence["count"] = g.count;
+    finding.evidence["first_at_ns"] = t.start_ns() <= g.first_ts ? g.first_ts - t.start_ns() : 0;
+    finding.evidence["api"] = GpuApiLabel(g.api);
+    finding.evidence["device"] = g.device;
     Json stack = Json::MakeArray();
-    for (const std::string& s : BlockStack(report.run().symbols(), t, g.stack, g.caller)) stack.Append(s);
-    f.evidence["stack"] = std::move(stack);
-    f.evidence["python_stack"] = PythonStackJson(t, g.py_stack);
+    for (const std::string& s : BlockStack(ctx.run().symbols(), t, g.stack, g.caller)) stack.Append(s);
+    finding.evidence["stack"] = std::move(stack);
+    finding.evidence["python_stack"] = PythonStackJson(t, g.py_stack);
     const bool image = format::IsNoImageGpuError(g.rc) || (g.runtime && g.rc == 98);
     const bool lookup = IsKernelLookup(g.api);
-    f.summary = "kernel " + g.named.kernel + (lookup ? " could not be loaded " : " failed to launch ") +
+    finding.summary = "kernel " + g.named.kernel + (lookup ? " could not be loaded " : " failed to launch ") +
                 std::to_string(g.count) + " time(s): " +
                 (error_name.empty() ? "error " + std::to_string(g.rc) : error_name) +
                 " (" + std::to_string(g.rc) + ")" +
                 (g.named.library.empty() ? "" : " in " + g.named.library);
-    f.advice = image ? "The library holding this kernel has no code this GPU can run (see "
-                       "abi.no-kernel-image): install a build for this GPU's architecture."
-                     : "Check the launch configuration (grid, block, shared memory) and the "
-                       "error: with CUDA_LAUNCH_BLOCKING=1 an asynchronous error is reported by "
-                       "the launch that caused it.";
-    report.AddFinding(std::move(f));
+    if (image) finding.advice = std::string(kNoImageAdvice);
+    ctx.Add(std::move(finding));
   }
 }
+
+void LaunchFailedRule(RuleContext& ctx) { ForEachProcess(ctx, LaunchFailedOf); }
+
+const RuleRegistration kRegistration(LaunchFailedRule, {FindingId::kGpuLaunchFailed});
+}  // namespace
 
 }  // namespace colabtrace::analyzer::gpu
