@@ -70,6 +70,25 @@ colabtrace_install_duckdb_node() {
     echo "colabtrace: could not install $COLABTRACE_DUCKDB_NODE_PACKAGE; the DuckDB export test will skip" >&2
 }
 
+# colabtrace_build_sanitized DIR : configure (once) and build, with ASan+UBSan
+# (COLABTRACE_SANITIZE: any report fails its test), the analyzer's unit tests and the
+# fuzz-corpus replay (the colabtrace_analyzer_tests target) and nothing else: no shim
+# (never sanitized: it is a guest in other processes), no end-to-end programs, no libFuzzer
+# build, and no CUDA Toolkit even where /usr/local/cuda exists (no nvcc fixtures: the
+# tests that read them skip). Compiled at -O1 with line tables only (-g1), not
+# RelWithDebInfo's -O2 -g: a third of the compile time, and a report still names file and
+# line. Run its tests with ctest -L '^(unit|fuzz)$'.
+colabtrace_build_sanitized() {
+  local dir="$1"
+  if [ ! -f "$dir/build.ninja" ]; then
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Sanitize \
+      -DCMAKE_C_FLAGS_SANITIZE="-O1 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g1 -DNDEBUG" \
+      -DCOLABTRACE_SANITIZE=ON -DCOLABTRACE_BUILD_SHIM=OFF -DCOLABTRACE_BUILD_FUZZER=OFF \
+      -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON >&2 || return
+  fi
+  cmake --build "$dir" -j "$(nproc)" --target colabtrace_analyzer_tests >&2
+}
+
 # colabtrace_build DIR [TARGET...] : configure (once) and build with Ninja: the TARGETs,
 # or everything (the test suite included) when none is named.
 colabtrace_build() {
