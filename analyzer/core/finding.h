@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/finding_catalog.h"
 #include "core/json.h"
@@ -21,6 +22,10 @@ struct Finding {
   std::string summary;   // one line
   Json evidence = Json::MakeObject();  // the numbers and paths behind it
   std::string advice;    // what to do about it
+  // The library files it is about (abi.duplicate-library's copies, abi.mixed-cuda-majors'
+  // libraries), typed for the renderers that highlight them; not in the JSON, whose
+  // evidence names the same paths.
+  std::vector<std::string> files;
 
   // A finding of `id` about process `pid` (0: the whole run), with the catalogue's
   // default severity and advice; the rule fills the summary and evidence.

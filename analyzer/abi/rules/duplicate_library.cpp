@@ -134,6 +134,7 @@ void DuplicateLibraryOf(const ProcessLibraries& p, JobContext& ctx) {
     for (size_t n = 0; n < dup.size(); ++n) {
       const LoadedLibrary& o = p.inv.objects[dup[n]];
       copies_json.Append(LibJson(o));
+      f.files.push_back(o.path);
       cause += '\0' + o.path;
       if (n >= kListed) continue;
       if (!list.empty()) list += " and ";

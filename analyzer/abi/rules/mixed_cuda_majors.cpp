@@ -32,6 +32,7 @@ void MixedCudaMajorsOf(const ProcessLibraries& p, JobContext& ctx) {
     Json libs = Json::MakeArray();
     for (size_t i : idx) {
       Json j = LibJson(p.inv.objects[i]);
+      f.files.push_back(p.inv.objects[i].path);
       j["evidence"] = p.cuda[i]->evidence;
       if (FileFacts* file = p.files[i]) {
         const std::optional<elf::CudaMajor> weak = elf::DeviceCodeCudaRelease(ctx.files.cache().Fatbin(*file));

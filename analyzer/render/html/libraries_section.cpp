@@ -1,7 +1,7 @@
 // Libraries: one row per loaded file (summed over processes) with its family and the
 // CUDA major it was built for; the files an abi.duplicate-library or
-// abi.mixed-cuda-majors finding names are highlighted and listed first; then failed
-// loads. From the report's libraries[] rows and findings.
+// abi.mixed-cuda-majors finding is about (Finding::files) are highlighted and listed
+// first; then failed loads. From the report's libraries[] rows and findings.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -11,19 +11,6 @@
 
 namespace colabtrace::analyzer::html {
 namespace {
-
-// The paths a finding's evidence names: every "path" member, at any depth (the copies
-// of a duplicate library, the libraries of each CUDA major).
-void CollectPaths(const Json& v, std::set<std::string>& out) {
-  if (v.is_array()) {
-    for (const Json& e : v.array()) CollectPaths(e, out);
-  } else if (v.is_object()) {
-    for (const auto& [k, e] : v.object()) {
-      if (k == "path" && e.is_string()) out.insert(e.str());
-      CollectPaths(e, out);
-    }
-  }
-}
 
 struct LibRow {
   std::string path, name, family, group, loaded_by;
@@ -47,8 +34,8 @@ std::string LibrariesSection(const PageContext& ctx) {
   }
   std::set<std::string> dup_paths, mixed_paths;
   for (const Finding& f : ctx.report.findings()) {
-    if (f.id == "abi.duplicate-library") CollectPaths(f.evidence, dup_paths);
-    if (f.id == "abi.mixed-cuda-majors") CollectPaths(f.evidence, mixed_paths);
+    if (f.id == FindingName(FindingId::kAbiDuplicateLibrary)) dup_paths.insert(f.files.begin(), f.files.end());
+    if (f.id == FindingName(FindingId::kAbiMixedCudaMajors)) mixed_paths.insert(f.files.begin(), f.files.end());
   }
   std::map<std::string, LibRow> libs;
   std::map<std::pair<std::string, std::string>, std::set<int64_t>> failed;  // (requested, error) -> pids

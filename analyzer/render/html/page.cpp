@@ -132,7 +132,7 @@ std::string ProcessLabel(const Json& process) {
 
 std::string RenderHtml(const ReportBuilder& report) {
   const Json& root = report.document();
-  html::PageContext ctx{report, root};
+  html::PageContext ctx{report, root, 0, 0, {}};
   const auto& traces = report.traces();
   ctx.run_start = UINT64_MAX;
   for (const ProcessTrace& t : traces) {
