@@ -131,7 +131,7 @@ def _keep_report_inputs(args) -> None:
     valued = ("--format", "-o", "--output", "--gpu-arch", "--sysroot", "--fail-on")
     kept = []
     for i, a in enumerate(args[1:]):
-        is_value = i > 0 and args[i] in valued  # args[i] is the argument before a
+        is_value = args[i] in valued  # args[i] is the argument before a
         if not is_value and not a.startswith("-") and os.path.exists(a):
             dest = os.path.join(case, str(len(kept)) + "-" + os.path.basename(a.rstrip("/")))
             (shutil.copytree if os.path.isdir(a) else shutil.copy2)(a, dest)
@@ -139,7 +139,7 @@ def _keep_report_inputs(args) -> None:
         else:
             kept.append(os.path.abspath(a) if args[i] == "--sysroot" else a)
     with open(os.path.join(keep, "manifest.jsonl"), "a") as f:
-        f.write(json.dumps({"test": os.environ.get("CTEST_TEST_NAME", ""), "args": kept}) + "\n")
+        f.write(json.dumps({"args": kept}) + "\n")
 
 
 def cli(*args, check=True, timeout=300) -> subprocess.CompletedProcess:
