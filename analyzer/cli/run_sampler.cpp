@@ -324,7 +324,10 @@ void TreeSampler::SampleRound() {
     s.ts = ts;
     s.pid = static_cast<uint64_t>(p.pid);
     s.ppid = static_cast<uint64_t>(p.ppid);
-    s.rss_bytes = p.rss_pages * static_cast<uint64_t>(page_size_);
+    // RSS, PSS and USS from the one smaps_rollup read, so that USS <= PSS <= RSS holds
+    // while the process grows; /proc/PID/stat's RSS (read earlier) only when it has none.
+    const uint64_t rollup_rss = kb("Rss:");
+    s.rss_bytes = rollup_rss != UINT64_MAX ? rollup_rss : p.rss_pages * static_cast<uint64_t>(page_size_);
     s.pss_bytes = kb("Pss:");
     const uint64_t clean = kb("Private_Clean:"), dirty = kb("Private_Dirty:");
     s.uss_bytes = clean == UINT64_MAX || dirty == UINT64_MAX ? UINT64_MAX : clean + dirty;
