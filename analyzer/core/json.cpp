@@ -35,12 +35,28 @@ size_t Json::IndexOf(std::string_view key) const {
     }
     return std::string_view::npos;
   }
+  // Linear probing over position + 1; a key that is already present keeps its first
+  // position (Find and operator[] see the first of duplicate keys, as below the threshold).
+  const auto probe = [&obj](const std::vector<uint32_t>& slots, std::string_view k) {
+    const size_t mask = slots.size() - 1;
+    size_t at = std::hash<std::string_view>{}(k) & mask;
+    while (slots[at] != 0 && obj[slots[at] - 1].first != k) at = (at + 1) & mask;
+    return at;
+  };
   if (!index_) index_ = std::make_unique<KeyIndex>();
-  for (; index_->covered < obj.size(); ++index_->covered) {
-    index_->position.emplace(obj[index_->covered].first, index_->covered);
+  KeyIndex& ix = *index_;
+  if (ix.slots.size() < 2 * obj.size()) {  // at most half full
+    size_t size = 64;
+    while (size < 4 * obj.size()) size *= 2;
+    ix.slots.assign(size, 0);
+    ix.covered = 0;
   }
-  auto it = index_->position.find(std::string(key));
-  return it == index_->position.end() ? std::string_view::npos : it->second;
+  for (; ix.covered < obj.size(); ++ix.covered) {
+    const size_t at = probe(ix.slots, obj[ix.covered].first);
+    if (ix.slots[at] == 0) ix.slots[at] = static_cast<uint32_t>(ix.covered + 1);
+  }
+  const size_t at = probe(ix.slots, key);
+  return ix.slots[at] == 0 ? std::string_view::npos : ix.slots[at] - 1;
 }
 
 Json& Json::operator[](std::string_view key) {
@@ -66,6 +82,7 @@ const Json* Json::Find(std::string_view key) const {
 Json& Json::Append(Json v) {
   if (is_null()) v_ = Array{};
   auto& arr = std::get<Array>(v_);
+  if (auto* o = std::get_if<Object>(&v.v_)) o->shrink_to_fit();
   arr.push_back(std::move(v));
   return arr.back();
 }
