@@ -763,15 +763,7 @@ IoModel IoModel::Build(const std::vector<const ProcessTrace*>& traces, const Run
   // Mount activity.
   for (const FileStats& f : m.files) {
     if (f.mount < 0) continue;
-    MountRow& mr = m.mounts[static_cast<size_t>(f.mount)];
-    ++mr.files;
-    mr.opens += f.opens;
-    mr.reads += f.reads;
-    mr.bytes_read += f.bytes_read;
-    mr.read_ns += f.read_ns;
-    mr.open_ns += f.open_ns;
-    mr.stats += f.stats;
-    mr.stat_ns += f.stat_ns;
+    AddFileActivity(m.mounts[static_cast<size_t>(f.mount)], f);
   }
   return m;
 }

@@ -162,6 +162,19 @@ std::string NormalizePath(std::string_view p);
 // reading 2,000 small .py files is not "many small files".
 bool IsDataFile(const FileStats& f, const std::vector<MountRow>& mounts);
 
+// Adds one file's activity to a row that sums files (a mount's, a directory's): one
+// more file, and its opens, reads, bytes read, stats and their times.
+template <class Row> void AddFileActivity(Row& row, const FileStats& f) {
+  ++row.files;
+  row.opens += f.opens;
+  row.reads += f.reads;
+  row.bytes_read += f.bytes_read;
+  row.read_ns += f.read_ns;
+  row.open_ns += f.open_ns;
+  row.stats += f.stats;
+  row.stat_ns += f.stat_ns;
+}
+
 // The directory part of a normalized path ("/" for "/x"; "." for a relative "x").
 std::string_view DirOf(std::string_view path);
 

@@ -25,12 +25,6 @@ namespace colabtrace::analyzer {
 // --gpu-arch and --sysroot: what the run model is read with.
 using ReportOptions = RunOptions;
 
-// A block of the human-readable report.
-struct TextSection {
-  std::string title;
-  std::string body;  // preformatted lines
-};
-
 class ReportBuilder {
  public:
   ReportBuilder(const std::vector<ProcessTrace>& traces, ReportOptions options);
@@ -58,17 +52,11 @@ class ReportBuilder {
   // (core/finding_catalog.h). Rules add theirs through RuleContext::Add
   // (report/rule_registry.h).
   void AddFinding(Finding f);
-  // A text section written by an analysis (today only the File I/O ones; the others are
-  // formatted in render/text/ from the typed report).
-  void AddText(std::string title, std::string body) {
-    sections_.push_back({std::move(title), std::move(body)});
-  }
   // Notes for the reader of the report (e.g. where reading stopped). Also after Finish
   // (the CLI adds the inputs it skipped): they reach the JSON document too.
   void AddWarning(std::string w);
 
   const std::vector<Finding>& findings() const { return findings_; }
-  const std::vector<TextSection>& sections() const { return sections_; }
   const std::vector<std::string>& warnings() const { return warnings_; }
   // The JSON document, for renderers (after Finish).
   const Json& document() const { return root_; }
@@ -81,7 +69,6 @@ class ReportBuilder {
   RunModel run_;
   Json root_ = Json::MakeObject();
   std::vector<Finding> findings_;
-  std::vector<TextSection> sections_;
   std::vector<std::string> warnings_;
   bool finished_ = false;
 };

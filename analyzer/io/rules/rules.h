@@ -1,7 +1,7 @@
 // The io.* rules, one file per finding id in this folder, each registered in the rule
 // registry (report/rule_registry.h). Each reads the run's typed I/O model (IoModel,
 // io/file_stats.h) through an IoView (IoView::Of) and adds its finding; IoAnalysis
-// (io/io_analysis.cpp) renders io.files[], io.directories[] and the text, and runs the
+// (io/io_analysis.cpp) writes io.files[], io.directories[] and the rest of io.*, and runs the
 // rules (RunRules). The thresholds are here, with what each rule means, because the
 // report lists them too (io.thresholds).
 #pragma once

@@ -18,8 +18,7 @@ std::vector<const Json*> RowsOfTraces(const ReportBuilder& report) {
 std::vector<TextSection> TextSections(const ReportBuilder& report) {
   std::vector<TextSection> out;
   ProcessesSection(report, out);
-  // The File I/O sections are still written by the I/O analysis.
-  for (const TextSection& s : report.sections()) out.push_back(s);
+  IoSections(report, out);
   GpuMemorySection(report, out);
   LibrariesSection(report, out);
   PythonSections(report, out);

@@ -4,10 +4,21 @@
 // (model/process_role.h) every per-process section groups them by role.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "core/json.h"
 #include "report/report.h"
+
+namespace colabtrace::analyzer {
+
+// A block of the human-readable report.
+struct TextSection {
+  std::string title;
+  std::string body;  // preformatted lines
+};
+
+}  // namespace colabtrace::analyzer
 
 namespace colabtrace::analyzer::text {
 
@@ -21,6 +32,7 @@ std::vector<const Json*> RowsOfTraces(const ReportBuilder& report);
 
 // The sections, each appended to `out` when the report has something to say.
 void ProcessesSection(const ReportBuilder& report, std::vector<TextSection>& out);
+void IoSections(const ReportBuilder& report, std::vector<TextSection>& out);
 void GpuMemorySection(const ReportBuilder& report, std::vector<TextSection>& out);
 void LibrariesSection(const ReportBuilder& report, std::vector<TextSection>& out);
 void PythonSections(const ReportBuilder& report, std::vector<TextSection>& out);
