@@ -278,73 +278,7 @@ TEST(GpuLaunch, StickyLaunchFailuresBelongToTheDeviceFault) {
 
 // ---- gpu.device-fault -------------------------------------------------------------------------
 
-// The kernels in flight on the fault's stream since its last successful synchronisation,
-// newest first (the culprit), named from the lookups; those on other streams apart; the
-// kernels a synchronisation completed are left out.
-TEST(GpuDeviceFault, KernelsInFlightNewestFirst) {
-  TraceBuilder b(127);
-  b.Device(0, "Test GPU", 4 * GiB);
-  const char* names[] = {"_Z4fillPf", "_Z6gatherPfPKl", "_Z6reducePf", "_Z3oldPf"};
-  for (uint64_t i = 0; i < 4; ++i) {
-    format::GpuFunction fn;
-    fn.api = static_cast<uint64_t>(Api::kCuModuleGetFunction);
-    fn.handle = 0x1000 + i;
-    fn.name = b.Str(names[i]);
-    b.Add(fn);
-  }
-  format::GpuFault f;
-  f.order = 1;
-  f.api = static_cast<uint64_t>(Api::kCudaStreamSynchronize);
-  f.layer = 0;
-  f.rc = 700;
-  f.stream = 0xA;
-  f.device = 0;
-  f.py_stack = b.Str("train.py:42 in step\ntrain.py:90 in <module>");
-  b.Add(f);
-  b.Add(RingEntry(1, 2, 3, 0x1003, 0xA));  // completed by a synchronisation of stream A (epoch 3)
-  b.Add(RingEntry(2, 3, 3, 0x1000, 0xA));  // fill, in flight
-  format::GpuLaunchRing gather = RingEntry(3, 3, 3, 0x1001, 0xA);
-  gather.py_stack = b.Str("train.py:17 in gather_rows");
-  b.Add(gather);                           // gather: the newest on A
-  b.Add(RingEntry(4, 3, 3, 0x1002, 0xB));  // reduce, in flight on stream B
-  format::GpuFault later;
-  later.order = 2;
-  later.api = static_cast<uint64_t>(Api::kCudaMalloc);
-  later.rc = 700;
-  later.device_wide = 1;
-  b.Add(later);
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
-  auto r = Report(traces);
-  const auto df = Findings(r->root(), "gpu.device-fault");
-  ASSERT_EQ(df.size(), 1u);
-  EXPECT_EQ((*df[0])["severity"].str(), "error");
-  const Json& ev = (*df[0])["evidence"];
-  EXPECT_EQ(ev["error_name"].str(), "cudaErrorIllegalAddress");
-  EXPECT_EQ(ev["api"].str(), "cudaStreamSynchronize");
-  EXPECT_EQ(ev["scope"].str(), "stream");
-  EXPECT_EQ(ev["stream"].str(), "0xa");
-  EXPECT_EQ(ev["device"].as_int(), 0);
-  EXPECT_EQ(ev["python_stack"].array().at(0).str(), "train.py:42 in step");
-  const auto& k = ev["kernels"].array();
-  ASSERT_EQ(k.size(), 2u);
-  EXPECT_EQ(k[0]["kernel"].str(), "gather(float*, long const*)");
-  EXPECT_EQ(k[0]["python_line"].str(), "train.py:17 in gather_rows");
-  EXPECT_EQ(k[1]["kernel"].str(), "fill(float*)");
-  EXPECT_TRUE(k[1]["python_line"].is_null());
-  EXPECT_EQ(ev["culprit"]["kernel"].str(), "gather(float*, long const*)");
-  const auto& o = ev["kernels_on_other_streams"].array();
-  ASSERT_EQ(o.size(), 1u);
-  EXPECT_EQ(o[0]["kernel"].str(), "reduce(float*)");
-  EXPECT_EQ(ev["later_call"]["api"].str(), "cudaMalloc");
-  const std::string summary = (*df[0])["summary"].str();
-  EXPECT_NE(summary.find("gather(float*, long const*)"), std::string::npos) << summary;
-  const std::string advice = (*df[0])["advice"].str();
-  for (const char* how : {"CUDA_LAUNCH_BLOCKING=1", "compute-sanitizer --tool memcheck",
-                          "CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1"}) {
-    EXPECT_NE(advice.find(how), std::string::npos) << how;
-  }
-}
+// The kernels in flight on one stream, newest first: tests/findings/gpu/device_fault_test.cpp.
 
 // A device-wide call (cudaDeviceSynchronize) lists every stream's kernels in flight; under
 // CUDA_LAUNCH_BLOCKING=1 a launch that reports the fault ran the faulting kernel itself.
