@@ -13,7 +13,6 @@ namespace colabtrace::analyzer {
 namespace io {
 namespace {
 
-
 Json HistogramJson(const SizeHistogram& h) {
   Json o = Json::MakeObject();
   for (int i = 0; i < kSizeBins; ++i) o[SizeBinName(i)] = h.counts[static_cast<size_t>(i)];
@@ -33,7 +32,6 @@ class IoPass {
   }
 
  private:
-
   void FillProcesses(ReportBuilder& report) {
     for (size_t i = 0; i < model_.processes.size(); ++i) {
       report.process(i)["io"] = ProcessIoJson(model_.processes[i]);

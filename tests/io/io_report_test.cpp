@@ -11,6 +11,8 @@
 #include "colabtrace/format/codec.h"
 #include "gtest/gtest.h"
 #include "io/file_stats.h"
+#include "io/io_summary.h"
+#include "render/text/sections.h"
 #include "report/report.h"
 
 namespace {
@@ -252,6 +254,79 @@ TEST(IoReport, SizeBinsAreDarshans) {
   EXPECT_EQ(SizeBin((1 << 20) + 1), 5);
   EXPECT_EQ(SizeBin(1ull << 30), 8);
   EXPECT_EQ(SizeBin((1ull << 30) + 1), 9);
+}
+
+}  // namespace
+
+namespace {
+
+using colabtrace::analyzer::TextSection;
+namespace io = colabtrace::analyzer::io;
+
+// The I/O summary (io/io_summary.h) orders directories and data files by I/O time, and
+// the JSON and the text's File I/O sections both show it: 20 hotspots in the JSON, the
+// first 10 of them in the text, in the same order; code is no hotspot.
+TEST(IoReport, OneSummaryForTheJsonAndTheText) {
+  std::vector<ProcessTrace> traces;
+  TraceBuilder b(100);
+  Mounts(b);
+  // 25 files of 2 MiB on NFS, opened in 3 ms + i us: f24 costs most.
+  for (int i = 0; i < 25; ++i) {
+    b.ReadWholeFile("/mnt/nfs/slow/f" + std::to_string(i) + ".bin", 2, 5, 2u << 20, 3000000 + 1000 * i, 1000000);
+  }
+  // Three small local data files, quick, and a Python module, slower than all of them.
+  for (const auto& [name, size] : {std::pair{"a.npy", 100}, {"b.npy", 300}, {"c.npy", 200}}) {
+    b.ReadWholeFile(std::string("/home/u/data/") + name, 1, 6, size, 10000, 1000);
+  }
+  b.ReadWholeFile("/usr/lib/python3/dist-packages/x.py", 1, 7, 4000, 200000000, 1000);
+  traces.push_back(b.Finish());
+  auto report = BuildReport(traces, {});
+
+  const io::IoSummary& sum = report->run().Get<io::IoSummary>();
+  const io::IoModel& model = report->run().Get<io::IoModel>();
+  EXPECT_EQ(sum.opens, 29u);
+  EXPECT_EQ(sum.data_files_read, 28u);
+  EXPECT_EQ(sum.data_file_sizes.total(), 28u);
+  ASSERT_EQ(sum.directories.size(), 3u);
+  // The module's directory took the longest; it holds no data file.
+  EXPECT_EQ(sum.directories[0].path, "/usr/lib/python3/dist-packages");
+  EXPECT_EQ(sum.directories[0].data_files, 0u);
+  EXPECT_EQ(sum.directories[1].path, "/mnt/nfs/slow");
+  EXPECT_EQ(sum.directories[1].files, 25u);
+  EXPECT_EQ(sum.directories[1].small_files, 0u);
+  EXPECT_EQ(sum.directories[1].median_size, 2u << 20);
+  EXPECT_EQ(sum.directories[2].path, "/home/u/data");
+  EXPECT_EQ(sum.directories[2].small_files, 3u);
+  EXPECT_EQ(sum.directories[2].median_size, 200u);
+  ASSERT_EQ(sum.hotspots.size(), io::IoSummary::kHotspots);
+  std::vector<std::string> hot;
+  for (size_t i : sum.hotspots) hot.push_back(model.files[i].path);
+  for (size_t k = 0; k < hot.size(); ++k) EXPECT_EQ(hot[k], "/mnt/nfs/slow/f" + std::to_string(24 - k) + ".bin");
+
+  // The JSON: the same 20, the same directories.
+  const Json& io_json = report->document()["io"];
+  ASSERT_EQ(io_json["hotspots"].array().size(), hot.size());
+  for (size_t k = 0; k < hot.size(); ++k) EXPECT_EQ(io_json["hotspots"].array()[k]["path"].str(), hot[k]);
+  ASSERT_EQ(io_json["directories"].array().size(), 3u);
+  EXPECT_EQ(io_json["directories"].array()[2]["median_size"].as_int(), 200);
+
+  // The text: the first ten hotspots in order, then the data directories (the module's is
+  // left out).
+  std::string text;
+  for (const TextSection& s : colabtrace::analyzer::text::TextSections(*report)) {
+    if (s.title == "File I/O: hotspots (data files)") text = s.body;
+  }
+  size_t at = 0;
+  for (size_t k = 0; k < 10; ++k) {
+    const size_t next = text.find(hot[k], at);
+    ASSERT_NE(next, std::string::npos) << hot[k] << "\n" << text;
+    at = next;
+  }
+  EXPECT_EQ(text.find(hot[10]), std::string::npos) << text;
+  const std::string dirs = text.substr(text.find("Top directories"));
+  EXPECT_LT(dirs.find("/mnt/nfs/slow"), dirs.find("/home/u/data"));
+  EXPECT_EQ(dirs.find("dist-packages"), std::string::npos) << dirs;
+  EXPECT_NE(text.find("Sizes of data files read: 0-100: 1  100-1K: 2  1M-4M: 25"), std::string::npos) << text;
 }
 
 }  // namespace

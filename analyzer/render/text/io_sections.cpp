@@ -2,6 +2,7 @@
 // kProcessRowsBeforeGrouping processes one row per role), the filesystems with activity,
 // and the data-file hotspots with their directories, sizes and access pattern. From the
 // run model's io::IoModel and io::IoSummary (what the JSON's io.* says, formatted).
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
