@@ -92,14 +92,8 @@ class BaselineCommand final : public Command {
         auto secs = v ? ParseAmount(*v, false) : std::nullopt;
         if (!secs || *secs > 1e9) return UsageError(name(), "--time-slack takes seconds >= 0, like 1 or 0.5");
         policy.time_slack_ns = static_cast<uint64_t>(std::llround(*secs * 1e9));
-      } else if (r.Is("--gpu-arch")) {
-        auto v = r.Value();
-        if (!v || !IsGpuArch(*v)) return UsageError(name(), kGpuArchUsage);
-        options.gpu_arch = *v;
-      } else if (r.Is("--sysroot")) {
-        auto v = r.Value();
-        if (!v || !IsSysroot(*v)) return UsageError(name(), kSysrootUsage);
-        options.sysroot = *v;
+      } else if (auto bad = TakeReportFlag(r, options)) {
+        if (!bad->empty()) return UsageError(name(), *bad);
       } else {
         return UsageError(name(), "unknown option '" + r.arg() + "'");
       }

@@ -67,14 +67,8 @@ class CheckCommand final : public Command {
         auto s = v ? analyzer::ParseSeverity(*v) : std::nullopt;
         if (!s) return UsageError(name(), "--fail-on takes info, warning or error");
         fail_on = *s;
-      } else if (r.Is("--gpu-arch")) {
-        auto v = r.Value();
-        if (!v || !IsGpuArch(*v)) return UsageError(name(), kGpuArchUsage);
-        options.gpu_arch = *v;
-      } else if (r.Is("--sysroot")) {
-        auto v = r.Value();
-        if (!v || !IsSysroot(*v)) return UsageError(name(), kSysrootUsage);
-        options.sysroot = *v;
+      } else if (auto bad = TakeReportFlag(r, options)) {
+        if (!bad->empty()) return UsageError(name(), *bad);
       } else {
         return UsageError(name(), "unknown option '" + r.arg() + "'");
       }

@@ -5,9 +5,13 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "cli/flag_reader.h"
+#include "report/report.h"
 
 namespace colabtrace::cli {
 
@@ -44,6 +48,12 @@ inline constexpr std::string_view kGpuArchUsage =
 // --sysroot checks it with this and reports kSysrootUsage otherwise.
 bool IsSysroot(const std::string& v);
 inline constexpr std::string_view kSysrootUsage = "--sysroot takes an existing directory";
+// --gpu-arch and --sysroot, taken the same way by every command that reads traces into
+// a report (baseline, check, diff): when r is at one of them, reads its value into
+// options and returns "" (taken) or the usage message of a bad value; nullopt when r is
+// at neither.
+std::optional<std::string_view> TakeReportFlag(analyzer::FlagReader& r, analyzer::ReportOptions& options);
+
 // True when stdout/stderr is a terminal and NO_COLOR is unset.
 bool UseColor(int fd);
 

@@ -47,14 +47,8 @@ class DiffCommand final : public Command {
         auto v = r.Value();
         if (!v || v->empty()) return UsageError(name(), "-o needs a file name");
         output = *v;
-      } else if (r.Is("--gpu-arch")) {
-        auto v = r.Value();
-        if (!v || !IsGpuArch(*v)) return UsageError(name(), kGpuArchUsage);
-        options.gpu_arch = *v;
-      } else if (r.Is("--sysroot")) {
-        auto v = r.Value();
-        if (!v || !IsSysroot(*v)) return UsageError(name(), kSysrootUsage);
-        options.sysroot = *v;
+      } else if (auto bad = TakeReportFlag(r, options)) {
+        if (!bad->empty()) return UsageError(name(), *bad);
       } else {
         return UsageError(name(), "unknown option '" + r.arg() + "'");
       }

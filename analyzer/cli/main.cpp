@@ -49,6 +49,22 @@ bool IsSysroot(const std::string& v) {
   return !v.empty() && ::stat(v.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+std::optional<std::string_view> TakeReportFlag(analyzer::FlagReader& r, analyzer::ReportOptions& options) {
+  if (r.Is("--gpu-arch")) {
+    auto v = r.Value();
+    if (!v || !IsGpuArch(*v)) return kGpuArchUsage;
+    options.gpu_arch = *v;
+    return "";
+  }
+  if (r.Is("--sysroot")) {
+    auto v = r.Value();
+    if (!v || !IsSysroot(*v)) return kSysrootUsage;
+    options.sysroot = *v;
+    return "";
+  }
+  return std::nullopt;
+}
+
 bool UseColor(int fd) {
   const char* no_color = std::getenv("NO_COLOR");
   return isatty(fd) && (no_color == nullptr || no_color[0] == '\0');

@@ -424,6 +424,38 @@ class UsageTest(BudgetTest):
                 self.assertIn(f"Try 'colabtrace {args[0]} --help'", p.stderr)
                 self.assertFalse(os.path.exists(out))
 
+    def test_report_flags_are_checked_alike_by_baseline_check_and_diff(self):
+        run = workload(self.tmp, "good", reads=2)
+        budget, _ = self.baseline(run.out_dir)
+        out = os.path.join(self.tmp, "new.json")
+        commands = {
+            "baseline": ("baseline", "-o", out),
+            "check": ("check", "--baseline", budget),
+            "diff": ("diff",),
+        }
+        inputs = {"baseline": (run.out_dir,), "check": (run.out_dir,), "diff": (run.out_dir, run.out_dir)}
+        bad = [
+            (("--gpu-arch", "volta"), "--gpu-arch takes an architecture like sm_75, sm_80 or sm_90a"),
+            (("--gpu-arch",), "--gpu-arch takes an architecture like sm_75, sm_80 or sm_90a"),
+            (("--sysroot", os.path.join(self.tmp, "no-such-dir")), "--sysroot takes an existing directory"),
+            (("--sysroot=" + budget,), "--sysroot takes an existing directory"),  # a file
+        ]
+        for name, cmd in commands.items():
+            for flag, message in bad:
+                with self.subTest(command=name, flag=flag):
+                    # A flag with its value missing ends the command line.
+                    args = (*cmd, *inputs[name], *flag) if flag == ("--gpu-arch",) else (*cmd, *flag, *inputs[name])
+                    p = h.cli(*args, check=False)
+                    self.assertEqual(p.returncode, 2, p.stderr)
+                    self.assertIn(f"colabtrace {name}: {message}", p.stderr)
+                    self.assertFalse(os.path.exists(out))
+            with self.subTest(command=name, flag="good values"):
+                p = h.cli(*cmd, "--gpu-arch", "sm_90", "--sysroot=" + self.tmp, *inputs[name], check=False)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                if name == "baseline":
+                    self.assertEqual(load_json(out)["gpu_arch"], "sm_90")
+                    os.unlink(out)
+
     def test_unreadable_inputs_exit_2(self):
         run = workload(self.tmp, "good", reads=2)
         budget, _ = self.baseline(run.out_dir)
