@@ -1,5 +1,5 @@
-// The renderers: each formats a finished ReportBuilder (its JSON document, findings,
-// text sections and typed models) and computes nothing of its own.
+// The renderers: each formats a finished ReportBuilder (its JSON document, findings and
+// the run model's typed models) and computes nothing of its own.
 #pragma once
 
 #include <string>

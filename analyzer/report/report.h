@@ -1,9 +1,9 @@
 // The report: what analyses produce and what the renderers print.
 //
 // Analyses write into a ReportBuilder: the JSON document (fields fixed by
-// shared/PRODUCT.md: processes[], findings[], gpu, libraries[], io), findings with their
-// evidence, and text sections for the human report. Renderers (text, json, html) only
-// format what is here.
+// shared/PRODUCT.md: processes[], findings[], gpu, libraries[], io) and findings with
+// their evidence. Renderers (text, json, html) only format what is here and in the run
+// model (report.run()).
 #pragma once
 
 #include <cstdint>
@@ -73,7 +73,7 @@ class ReportBuilder {
   bool finished_ = false;
 };
 
-// An analysis turns traces into report fields, text sections and findings.
+// An analysis turns the run model into report fields and findings.
 class Analysis {
  public:
   virtual ~Analysis() = default;
