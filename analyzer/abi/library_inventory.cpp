@@ -170,8 +170,7 @@ std::string DlopenFlagNames(int64_t flags) {
   if (flags & RTLD_NOLOAD) add("RTLD_NOLOAD");
   if (flags & RTLD_NODELETE) add("RTLD_NODELETE");
   if (flags & RTLD_DEEPBIND) add("RTLD_DEEPBIND");
-  if (s.empty()) s = "0";
-  return s;
+  return s.empty() ? std::string("0") : s;  // (not `s = "0"`: GCC 12's -Wrestrict false alarm)
 }
 
 std::string_view LibApiName(LibApi api) {
