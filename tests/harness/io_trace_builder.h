@@ -49,48 +49,68 @@ class TraceBuilder {
     Add(m);
   }
 
-  // stat + open + fstat + read(size) + read(0) + close, with the given latencies.
-  void ReadWholeFile(const std::string& path, uint64_t mount, int fd, uint64_t size, uint64_t open_ns,
-                     uint64_t read_ns) {
-    const uint64_t id = Str(path);
+  // One record each. A stat of `path` (a string id) or of an open descriptor, finding a
+  // regular file of `size` bytes, taking `dur` ns.
+  void StatPath(uint64_t path, uint64_t size, uint64_t dur) {
     ctf::IoStat st;
     st.api = static_cast<uint64_t>(IoApi::kStat64);
-    st.path = id;
+    st.path = path;
     st.fd = -1;
     st.size = size;
     st.ftype = 8;
-    st.dur = 1000;
+    st.dur = dur;
     Add(st);
+  }
+  void StatFd(int fd, uint64_t size, uint64_t dur) {
+    ctf::IoStat st;
+    st.api = static_cast<uint64_t>(IoApi::kFstat64);
+    st.fd = fd;
+    st.size = size;
+    st.ftype = 8;
+    st.dur = dur;
+    Add(st);
+  }
+  // An open of `path` for reading that returned `fd` (-errno when it failed) on `mount`,
+  // taking `dur` ns; the clock moves past its return.
+  void Open(uint64_t path, int64_t fd, uint64_t mount, uint64_t dur, IoApi api = IoApi::kOpen64) {
     ctf::IoOpen o;
-    o.api = static_cast<uint64_t>(IoApi::kOpen64);
+    o.api = static_cast<uint64_t>(api);
     o.fd = fd;
-    o.path = id;
+    o.path = path;
     o.flags = O_RDONLY;
-    o.dur = open_ns;
+    o.dur = dur;
     o.mount = mount;
     Add(o);
-    Advance(open_ns);
-    ctf::IoStat fs;
-    fs.api = static_cast<uint64_t>(IoApi::kFstat64);
-    fs.fd = fd;
-    fs.size = size;
-    fs.ftype = 8;
-    fs.dur = 100;
-    Add(fs);
+    Advance(dur);
+  }
+  // A read(2) on fd that returned `result` (bytes, or -errno), taking `dur` ns; the clock
+  // is left where it was.
+  void Read(int fd, int64_t result, uint64_t dur) {
     ctf::IoRead r;
     r.api = static_cast<uint64_t>(IoApi::kRead);
     r.fd = fd;
-    r.result = static_cast<int64_t>(size);
-    r.dur = read_ns;
+    r.result = result;
+    r.dur = dur;
     Add(r);
-    Advance(read_ns);
-    r.result = 0;
-    r.dur = 100;
-    Add(r);
+  }
+  void Close(int fd) {
     ctf::IoClose c;
     c.api = static_cast<uint64_t>(IoApi::kClose);
     c.fd = fd;
     Add(c);
+  }
+
+  // stat + open + fstat + read(size) + read(0) + close, with the given latencies.
+  void ReadWholeFile(const std::string& path, uint64_t mount, int fd, uint64_t size, uint64_t open_ns,
+                     uint64_t read_ns) {
+    const uint64_t id = Str(path);
+    StatPath(id, size, 1000);
+    Open(id, fd, mount, open_ns);
+    StatFd(fd, size, 100);
+    Read(fd, static_cast<int64_t>(size), read_ns);
+    Advance(read_ns);
+    Read(fd, 0, 100);
+    Close(fd);
   }
 
   ProcessTrace Finish() {

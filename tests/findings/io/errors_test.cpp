@@ -16,27 +16,14 @@ namespace {
 
 using analyzer::ProcessTrace;
 using analyzer::Severity;
-using format::IoApi;
 using iotest::Mounts;
 using iotest::TraceBuilder;
 
 TEST(IoErrors, AReadFailingWithEioOnNfs) {
   TraceBuilder b(600);
   Mounts(b);
-  format::IoOpen o;
-  o.api = static_cast<uint64_t>(IoApi::kOpen64);
-  o.fd = 9;
-  o.path = b.Str("/mnt/nfs/train/shard0.tar");
-  o.mount = 2;
-  o.dur = 1000;
-  b.Add(o);
-  b.Advance(1000);  // the open returns
-  format::IoRead r;
-  r.api = static_cast<uint64_t>(IoApi::kRead);
-  r.fd = 9;
-  r.result = -EIO;
-  r.dur = 1000;
-  b.Add(r);
+  b.Open(b.Str("/mnt/nfs/train/shard0.tar"), 9, 2, 1000);
+  b.Read(9, -EIO, 1000);
   std::vector<ProcessTrace> traces;
   traces.push_back(b.Finish());
   const auto f = FindingsOf(traces, "io.errors");
@@ -62,13 +49,7 @@ TEST(IoErrors, AReadFailingWithEioOnNfs) {
 std::vector<ProcessTrace> MissingOpens(int n) {
   TraceBuilder b(601);
   Mounts(b);
-  for (int i = 0; i < n; ++i) {
-    format::IoOpen o;
-    o.api = static_cast<uint64_t>(IoApi::kOpen64);
-    o.fd = -ENOENT;
-    o.path = b.Str("/data/imgs/missing" + std::to_string(i) + ".png");
-    b.Add(o);
-  }
+  for (int i = 0; i < n; ++i) b.Open(b.Str("/data/imgs/missing" + std::to_string(i) + ".png"), -ENOENT, 0, 0);
   std::vector<ProcessTrace> traces;
   traces.push_back(b.Finish());
   return traces;

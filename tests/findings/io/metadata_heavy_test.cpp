@@ -14,7 +14,6 @@ namespace {
 
 using analyzer::ProcessTrace;
 using analyzer::Severity;
-using format::IoApi;
 using iotest::Mounts;
 using iotest::TraceBuilder;
 
@@ -22,14 +21,7 @@ std::vector<ProcessTrace> Stats(int n) {
   TraceBuilder b(500);
   Mounts(b);
   for (int i = 0; i < n; ++i) {
-    format::IoStat st;
-    st.api = static_cast<uint64_t>(IoApi::kStat64);
-    st.path = b.Str("/data/imgs/x" + std::to_string(i % 200) + ".png");
-    st.fd = -1;
-    st.size = 100;
-    st.ftype = 8;
-    st.dur = 500;
-    b.Add(st);
+    b.StatPath(b.Str("/data/imgs/x" + std::to_string(i % 200) + ".png"), 100, 500);
   }
   std::vector<ProcessTrace> traces;
   traces.push_back(b.Finish());
