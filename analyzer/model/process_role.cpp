@@ -106,13 +106,19 @@ std::string ProcessRole(const Json& process) {
   return role;
 }
 
-std::string CommandLineText(const Json& argv) {
+std::string CommandLineText(const std::vector<std::string_view>& argv) {
   std::string s;
-  for (const Json& a : argv.array()) {
+  for (std::string_view a : argv) {
     if (!s.empty()) s += ' ';
-    s += EscapeForTerminal(a.str());  // argv is untrusted: no raw newlines or escapes
+    s += EscapeForTerminal(a);  // argv is untrusted: no raw newlines or escapes
   }
   return s.size() > 120 ? s.substr(0, 117) + "..." : s;
+}
+
+std::string CommandLineText(const Json& argv) {
+  std::vector<std::string_view> args;
+  for (const Json& a : argv.array()) args.push_back(a.str());
+  return CommandLineText(args);
 }
 
 std::string PidSample(const std::vector<int64_t>& pids) {

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/json.h"
@@ -18,8 +19,10 @@ namespace colabtrace::analyzer {
 // (a DataLoader worker) gets " (fork)" appended to the role it inherited.
 std::string ProcessRole(const Json& process);
 
-// A processes[] row's argv as one line for a terminal: each argument escaped
-// (EscapeForTerminal), joined by spaces, cut to 120 characters ("...").
+// An argv as one line for a terminal: each argument escaped (EscapeForTerminal), joined
+// by spaces, cut to 120 characters ("..."). Of a processes[] row's argv, or of a trace's
+// own (ProcessFacts::JobArgv).
+std::string CommandLineText(const std::vector<std::string_view>& argv);
 std::string CommandLineText(const Json& argv);
 
 // Past this many processes the text report's per-process sections (the process table,
