@@ -48,7 +48,7 @@ enum class FindingId : uint8_t {
   kIoMetadataHeavy,
   kIoErrors,
 };
-inline constexpr size_t kFindingIdCount = 27;
+inline constexpr size_t kFindingIdCount = static_cast<size_t>(FindingId::kIoErrors) + 1;  // the last one's + 1
 
 // The part of the analyzer whose rules decide a finding: the prefix of its id.
 enum class FindingArea { kProcess, kHost, kGpu, kAbi, kIo };

@@ -41,12 +41,15 @@ constexpr std::string_view kStaticCudartAdvice =
 void GpuCausesOf(RuleContext& ctx, const ProcessTrace& t, const gpu::AllocationTimeline& g) {
   Json causes = Json::MakeArray();
   std::string summary;
+  auto add = [&](Json cause, const std::string& text) {
+    causes.Append(std::move(cause));
+    summary += (summary.empty() ? "" : "; ") + text;
+  };
   if (g.unmatched_frees > 0) {
     Json c = Json::MakeObject();
     c["cause"] = "frees-of-unseen-allocations";
     c["frees"] = g.unmatched_frees;
-    causes.Append(std::move(c));
-    summary = std::to_string(g.unmatched_frees) + " GPU free(s) of addresses never seen allocated";
+    add(std::move(c), std::to_string(g.unmatched_frees) + " GPU free(s) of addresses never seen allocated");
   }
   bool deepbind = false;
   for (const auto& l : t.records.LibLoad) {
@@ -58,10 +61,8 @@ void GpuCausesOf(RuleContext& ctx, const ProcessTrace& t, const gpu::AllocationT
     c["allocations"] = g.runtime_bypassed;
     c["bytes"] = g.runtime_bypassed_bytes;
     c["library"] = g.runtime_bypassed_lib;
-    causes.Append(std::move(c));
-    if (!summary.empty()) summary += "; ";
-    summary += std::to_string(g.runtime_bypassed) + " allocation(s) by " + g.runtime_bypassed_lib +
-               " reached the driver without passing the runtime hooks (recorded at driver level)";
+    add(std::move(c), std::to_string(g.runtime_bypassed) + " allocation(s) by " + g.runtime_bypassed_lib +
+                          " reached the driver without passing the runtime hooks (recorded at driver level)");
   }
   uint64_t unwrapped = 0;
   Json names = Json::MakeArray();
@@ -75,9 +76,7 @@ void GpuCausesOf(RuleContext& ctx, const ProcessTrace& t, const gpu::AllocationT
     Json c = Json::MakeObject();
     c["cause"] = "entry-points-not-wrapped";
     c["entry_points"] = std::move(names);
-    causes.Append(std::move(c));
-    if (!summary.empty()) summary += "; ";
-    summary += std::to_string(unwrapped) + " driver entry point(s) could not be wrapped";
+    add(std::move(c), std::to_string(unwrapped) + " driver entry point(s) could not be wrapped");
   }
   const gpu::CuptiSummary cupti = gpu::SummarizeCupti(t);
   if (cupti.only_allocations > 0) {
@@ -85,41 +84,32 @@ void GpuCausesOf(RuleContext& ctx, const ProcessTrace& t, const gpu::AllocationT
     c["cause"] = "allocations-seen-only-by-cupti";
     c["allocations"] = cupti.only_allocations;
     c["bytes"] = cupti.only_bytes;
-    causes.Append(std::move(c));
-    if (!summary.empty()) summary += "; ";
-    summary += std::to_string(cupti.only_allocations) + " allocation(s), " +
-               FormatBytes(cupti.only_bytes) +
-               ", seen only by CUPTI (a statically linked CUDA runtime the hooks cannot see; "
-               "counted, but without stacks)";
+    add(std::move(c), std::to_string(cupti.only_allocations) + " allocation(s), " + FormatBytes(cupti.only_bytes) +
+                          ", seen only by CUPTI (a statically linked CUDA runtime the hooks cannot see; "
+                          "counted, but without stacks)");
   }
   if (cupti.dropped > 0) {
     Json c = Json::MakeObject();
     c["cause"] = "cupti-records-dropped";
     c["records"] = cupti.dropped;
-    causes.Append(std::move(c));
-    if (!summary.empty()) summary += "; ";
-    summary += "CUPTI dropped " + std::to_string(cupti.dropped) + " activity record(s)";
+    add(std::move(c), "CUPTI dropped " + std::to_string(cupti.dropped) + " activity record(s)");
   }
   if (cupti.state == "backed-off") {
     Json c = Json::MakeObject();
     c["cause"] = "cupti-has-another-subscriber";
     c["rc"] = cupti.rc;
-    causes.Append(std::move(c));
-    if (!summary.empty()) summary += "; ";
-    summary += cupti.rc == 0 ? "CUPTI was requested but the program already uses CUPTI itself, so the "
-                               "shim stepped back"
-                             : "CUPTI was requested but another tool (a profiler) already subscribed, "
-                               "so the shim stepped back";
+    add(std::move(c), cupti.rc == 0 ? "CUPTI was requested but the program already uses CUPTI itself, so the "
+                                      "shim stepped back"
+                                    : "CUPTI was requested but another tool (a profiler) already subscribed, "
+                                      "so the shim stepped back");
   }
   if (cupti.handed_over_ts) {
     Json c = Json::MakeObject();
     c["cause"] = "cupti-handed-over";
     c["at_ns"] = gpu::Rel(t, *cupti.handed_over_ts);
-    causes.Append(std::move(c));
-    if (!summary.empty()) summary += "; ";
-    summary += "CUPTI was handed over to the program's own profiler at " +
-               gpu::Seconds(gpu::Rel(t, *cupti.handed_over_ts)) +
-               " (from then on only the hooks saw allocations; the profiler keeps all its events)";
+    add(std::move(c), "CUPTI was handed over to the program's own profiler at " +
+                          gpu::Seconds(gpu::Rel(t, *cupti.handed_over_ts)) +
+                          " (from then on only the hooks saw allocations; the profiler keeps all its events)");
   }
   if (causes.array().empty()) return;
   Finding finding = Finding::Of(FindingId::kGpuCoverageIncomplete, t.pid());
@@ -182,12 +172,10 @@ void LibraryCausesOf(RuleContext& ctx, const ProcessLibraries& p, LibraryFiles& 
 }
 
 void CoverageIncompleteRule(RuleContext& ctx) {
-  const std::vector<ProcessTrace>& traces = ctx.run().traces();
-  const std::vector<gpu::AllocationTimeline>& timelines = ctx.run().Get<gpu::GpuTimelines>().of_trace;
-  const LibraryModels& libraries = ctx.run().Get<LibraryModels>();
   // Every process's GPU-side finding before the library ones, as the report always listed
   // them (two traces of one pid, from two hosts, keep that order).
-  for (size_t i = 0; i < traces.size(); ++i) GpuCausesOf(ctx, traces[i], timelines[i]);
+  gpu::ForEachProcess(ctx, GpuCausesOf);
+  const LibraryModels& libraries = ctx.run().Get<LibraryModels>();
   for (const ProcessLibraries& p : libraries.of_trace) LibraryCausesOf(ctx, p, *libraries.files);
 }
 

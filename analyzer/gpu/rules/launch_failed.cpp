@@ -71,17 +71,15 @@ void LaunchFailedOf(RuleContext& ctx, const ProcessTrace& t, const AllocationTim
     finding.evidence["first_at_ns"] = t.start_ns() <= g.first_ts ? g.first_ts - t.start_ns() : 0;
     finding.evidence["api"] = GpuApiLabel(g.api);
     finding.evidence["device"] = g.device;
-    Json stack = Json::MakeArray();
-    for (const std::string& s : BlockStack(ctx.run().symbols(), t, g.stack, g.caller)) stack.Append(s);
-    finding.evidence["stack"] = std::move(stack);
+    finding.evidence["stack"] = StackJson(BlockStack(ctx.run().symbols(), t, g.stack, g.caller));
     finding.evidence["python_stack"] = PythonStackJson(t, g.py_stack);
     const bool image = format::IsNoImageGpuError(g.rc) || (g.runtime && g.rc == 98);
     const bool lookup = IsKernelLookup(g.api);
     finding.summary = "kernel " + g.named.kernel + (lookup ? " could not be loaded " : " failed to launch ") +
-                std::to_string(g.count) + " time(s): " +
-                (error_name.empty() ? "error " + std::to_string(g.rc) : error_name) +
-                " (" + std::to_string(g.rc) + ")" +
-                (g.named.library.empty() ? "" : " in " + g.named.library);
+                      std::to_string(g.count) + " time(s): " +
+                      (error_name.empty() ? "error " + std::to_string(g.rc) : error_name) +
+                      " (" + std::to_string(g.rc) + ")" +
+                      (g.named.library.empty() ? "" : " in " + g.named.library);
     if (image) finding.advice = std::string(kNoImageAdvice);
     ctx.Add(std::move(finding));
   }
