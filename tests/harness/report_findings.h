@@ -3,12 +3,20 @@
 #pragma once
 
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "report/report.h"
 #include "trace/process_trace.h"
 
 namespace colabtrace::testing {
+
+// The run of one process (one trace), as the golden tests hand it to FindingsOf.
+inline std::vector<analyzer::ProcessTrace> RunOf(analyzer::ProcessTrace trace) {
+  std::vector<analyzer::ProcessTrace> run;
+  run.push_back(std::move(trace));
+  return run;
+}
 
 // Builds the report over traces (as `colabtrace report` does) and returns its findings
 // whose id is `id`, in the report's order.

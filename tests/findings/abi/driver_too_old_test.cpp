@@ -32,9 +32,7 @@ std::vector<ProcessTrace> Versions(int64_t runtime, int64_t driver, int64_t fail
     e.caller = b.Str("/x/libtorch_cuda.so");
     b.Add(e);
   }
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
-  return traces;
+  return RunOf(b.Finish());
 }
 
 TEST(AbiDriverTooOld, Cuda13RuntimeOnA124Driver) {

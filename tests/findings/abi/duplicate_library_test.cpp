@@ -22,9 +22,7 @@ std::vector<ProcessTrace> TwoCopies(bool first_unmapped) {
   b.Load(LibApi::kDlopen, "/a/libfoo.so.1", 0x2000, "/bin/prog", 1, RTLD_NOW, 1);
   if (first_unmapped) b.Unmap(0x2000);
   b.Load(LibApi::kDlopen, "/b/libfoo.so.1", 0x3000, "/bin/prog", 1, RTLD_NOW, 2);
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
-  return traces;
+  return RunOf(b.Finish());
 }
 
 TEST(AbiDuplicateLibrary, OneSonameFromTwoFilesAtOnce) {

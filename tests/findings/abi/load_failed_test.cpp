@@ -13,7 +13,6 @@ namespace colabtrace::testing {
 namespace {
 
 using abitest::TraceBuilder;
-using analyzer::ProcessTrace;
 using analyzer::Severity;
 using format::LibApi;
 
@@ -24,8 +23,7 @@ TEST(AbiLoadFailed, AMissingLibraryThenTheProcessFailed) {
   b.Load(LibApi::kStartup, "/bin/prog", 0x1000, "");
   b.Load(LibApi::kDlopen, "libmissing.so.8", 0, "/bin/prog", 0, RTLD_NOW, 0, false, kMissing);
   b.Exit(1);
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
+  auto traces = RunOf(b.Finish());
   const auto f = FindingsOf(traces, "abi.load-failed");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kError);
@@ -47,8 +45,7 @@ TEST(AbiLoadFailed, AnotherVersionLoadedInsteadIsInfo) {
   b.Load(LibApi::kDlopen, "libmissing.so.8", 0, "/bin/prog", 0, RTLD_NOW, 0, false, kMissing);
   b.Load(LibApi::kDlopen, "/x/libmissing.so.9", 0x2000, "/bin/prog", 1, RTLD_NOW, 1);
   b.Exit(0);
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
+  auto traces = RunOf(b.Finish());
   const auto f = FindingsOf(traces, "abi.load-failed");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kInfo);
@@ -61,8 +58,7 @@ TEST(AbiLoadFailed, AFailedNoloadProbeIsNone) {
   TraceBuilder b(10);
   b.Load(LibApi::kDlopen, "libmissing.so.8", 0, "/bin/prog", 0, RTLD_NOW | RTLD_NOLOAD, 0, false, "");
   b.Exit(1);
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
+  auto traces = RunOf(b.Finish());
   EXPECT_TRUE(FindingsOf(traces, "abi.load-failed").empty());
 }
 

@@ -21,9 +21,7 @@ std::vector<ProcessTrace> Cudart(const std::string& cudart) {
   TraceBuilder b(10);
   b.Load(LibApi::kDlopen, cudart, 0x2000, "/bin/prog", 1, RTLD_NOW, 1);
   b.Load(LibApi::kDlopen, "/gone/libcublasLt.so.13", 0x3000, "/bin/prog", 1, RTLD_NOW, 2);
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
-  return traces;
+  return RunOf(b.Finish());
 }
 
 TEST(AbiMixedCudaMajors, Cuda12RuntimeNextToACuda13Library) {

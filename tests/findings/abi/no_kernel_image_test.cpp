@@ -35,9 +35,7 @@ std::vector<ProcessTrace> Sm90(const std::vector<std::string>& libs, int64_t rc)
     l.name = b.Str("scale(float*)");
     b.Add(l);
   }
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
-  return traces;
+  return RunOf(b.Finish());
 }
 
 TEST(AbiNoKernelImage, ALaunchFailedForWantOfAnImage) {

@@ -36,9 +36,7 @@ std::vector<ProcessTrace> Rechecked(int64_t err) {
   c.when = static_cast<uint64_t>(format::LibCheckWhen::kExit);
   b.Add(c);
   b.Exit(0);
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
-  return traces;
+  return RunOf(b.Finish());
 }
 
 TEST(AbiStaleLibrary, ReplacedOnDiskWhileLoaded) {

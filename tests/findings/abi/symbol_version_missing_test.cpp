@@ -45,9 +45,7 @@ std::vector<ProcessTrace> ConsumerFailsWith(const Files& f, const std::string& e
   b.LoadObject(LibApi::kDlopen, f.old_provider, 0x2000, "libct_prov.so.1", BuildIdOf(f.old_provider), "/bin/ctload");
   b.Load(LibApi::kDlopen, f.consumer, 0, "/bin/ctload", 0, RTLD_NOW, 0, false, error);
   b.Exit(1);
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
-  return traces;
+  return RunOf(b.Finish());
 }
 
 TEST(AbiSymbolVersionMissing, TheOlderProviderLacksTheVersionTheConsumerNeeds) {

@@ -24,9 +24,7 @@ std::vector<ProcessTrace> Cudnn(const std::string& main_dir) {
   b.Load(LibApi::kDlopen, main_dir + "/libcudnn.so.9", 0x2000, "/bin/prog", 1, RTLD_NOW, 1);
   b.Load(LibApi::kDlopen, std::string(kWheel) + "/libcudnn_ops.so.9", 0x3000, "/bin/prog", 1, RTLD_NOW, 2);
   b.Load(LibApi::kDlopen, "/usr/lib/x86_64-linux-gnu/libm.so.6", 0x4000, "/bin/prog", 1, RTLD_NOW, 3);
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
-  return traces;
+  return RunOf(b.Finish());
 }
 
 TEST(AbiSystemVsPip, CudnnFromTheSystemAndFromAWheel) {

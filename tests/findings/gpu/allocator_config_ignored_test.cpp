@@ -30,9 +30,7 @@ std::vector<ProcessTrace> Torch(bool env_late, EnvSource source, const char* val
   if (!env_late) b.Env("PYTORCH_CUDA_ALLOC_CONF", value, source);
   b.Alloc(Api::kCudaMalloc, kBase, 20 * kMiB);
   if (env_late) b.Env("PYTORCH_CUDA_ALLOC_CONF", value, source);
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
-  return traces;
+  return RunOf(b.Finish());
 }
 
 TEST(GpuAllocatorConfigIgnored, SetAfterTheFirstAllocation) {

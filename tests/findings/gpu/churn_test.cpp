@@ -28,9 +28,7 @@ std::vector<ProcessTrace> Pairs(uint64_t pairs, uint64_t gap_ns) {
     b.Free(Api::kCudaFree, kBase);
     b.Advance(gap_ns);
   }
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
-  return traces;
+  return RunOf(b.Finish());
 }
 
 TEST(GpuChurn, AThousandRawPairsAMillisecondApart) {

@@ -13,7 +13,6 @@
 namespace colabtrace::testing {
 namespace {
 
-using analyzer::ProcessTrace;
 using analyzer::Severity;
 using gputest::TraceBuilder;
 using Api = format::GpuApi;
@@ -26,8 +25,7 @@ TEST(GpuCoverageIncomplete, AFreeOfAnAddressNeverSeenAllocated) {
   b.Alloc(Api::kCudaMalloc, kBase, kMiB);
   b.Free(Api::kCudaFree, kBase);
   b.Free(Api::kCudaFree, kBase + 64 * kMiB);  // allocated before tracing started
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
+  auto traces = RunOf(b.Finish());
   const auto f = FindingsOf(traces, "gpu.coverage-incomplete");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kInfo);
@@ -43,8 +41,7 @@ TEST(GpuCoverageIncomplete, DriverAllocationsByLibcudartBypassedTheRuntimeHooks)
   TraceBuilder b(141);
   b.Module("/usr/lib/libcudart.so.12", 0x7f1000000000, 0x100000);
   b.Alloc(Api::kCuMemAlloc_v2, kBase, kMiB, 0, 0, /*layer=*/1, 0, /*caller=*/0x7f1000001234);
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
+  auto traces = RunOf(b.Finish());
   const auto f = FindingsOf(traces, "gpu.coverage-incomplete");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kInfo);
@@ -62,8 +59,7 @@ TEST(GpuCoverageIncomplete, MatchedFreesAndTheProgramsOwnDriverCallsAreNone) {
   b.Alloc(Api::kCudaMalloc, kBase, kMiB);
   b.Free(Api::kCudaFree, kBase);
   b.Alloc(Api::kCuMemAlloc_v2, kBase + 2 * kMiB, kMiB, 0, 0, 1, 0, /*caller=*/0x555500001234);
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
+  auto traces = RunOf(b.Finish());
   EXPECT_TRUE(FindingsOf(traces, "gpu.coverage-incomplete").empty());
 }
 

@@ -14,7 +14,6 @@
 namespace colabtrace::testing {
 namespace {
 
-using analyzer::ProcessTrace;
 using analyzer::Severity;
 using gputest::RingEntry;
 using gputest::TraceBuilder;
@@ -48,8 +47,7 @@ TEST(GpuDeviceFault, IllegalAddressAtASynchronisationNamesTheNewestKernelOnItsSt
   later.rc = 700;
   later.device_wide = 1;
   b.Add(later);
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
+  auto traces = RunOf(b.Finish());
   const auto fd = FindingsOf(traces, "gpu.device-fault");
   ASSERT_EQ(fd.size(), 1u);
   EXPECT_EQ(fd[0].severity, Severity::kError);
@@ -99,8 +97,7 @@ TEST(GpuDeviceFault, ANonStickyLaunchFailureIsNone) {
   l.layer = 1;
   l.rc = 209;
   b.Add(l);
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
+  auto traces = RunOf(b.Finish());
   EXPECT_TRUE(FindingsOf(traces, "gpu.device-fault").empty());
 }
 

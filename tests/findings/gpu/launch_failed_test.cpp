@@ -31,9 +31,7 @@ std::vector<ProcessTrace> Launches(int64_t rc) {
     l.device = 0;
     b.Add(l);
   }
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
-  return traces;
+  return RunOf(b.Finish());
 }
 
 TEST(GpuLaunchFailed, ThreeFailedLaunchesOfOneKernelAreOneFinding) {

@@ -27,9 +27,7 @@ std::vector<ProcessTrace> Growing(uint64_t gap_ns) {
   uint64_t addr = kBase;
   Steps(b, cache, &addr, 2, 64 * kMiB, 0);
   Steps(b, leak, &addr, 10, 4 * kMiB, gap_ns);
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
-  return traces;
+  return RunOf(b.Finish());
 }
 
 TEST(GpuLeak, TenAllocationsFromOneSiteEvery200msNeverFreed) {

@@ -24,9 +24,7 @@ std::vector<ProcessTrace> Peak(uint64_t second) {
   b.Alloc(Api::kCudaMalloc, kBase, 16 * kGiB);
   b.Alloc(Api::kCudaMalloc, kBase + 16 * kGiB, second);
   b.Free(Api::kCudaFree, kBase + 16 * kGiB);
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
-  return traces;
+  return RunOf(b.Finish());
 }
 
 TEST(GpuNearCapacity, PeakAtNinetyFivePercent) {

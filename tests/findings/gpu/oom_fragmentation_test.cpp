@@ -28,9 +28,7 @@ std::vector<ProcessTrace> TwoGaps(uint64_t free_after_failure) {
   b.Free(Api::kCudaFree, kBase + 1 * 512 * kMiB);
   b.Free(Api::kCudaFree, kBase + 4 * 512 * kMiB);
   b.FailedAlloc(Api::kCudaMalloc, kGiB, free_after_failure, 4 * kGiB);
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
-  return traces;
+  return RunOf(b.Finish());
 }
 
 TEST(GpuOomFragmentation, FreeMemoryInTwoGapsNeitherLargeEnough) {

@@ -31,9 +31,7 @@ std::vector<ProcessTrace> FailedRequest(bool retried) {
     b.Free(Api::kCudaFree, kBase);
     b.Alloc(Api::kCudaMalloc, kBase, kGiB);
   }
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
-  return traces;
+  return RunOf(b.Finish());
 }
 
 TEST(GpuOom, ThisProcessFillsTheDevice) {

@@ -24,8 +24,7 @@ TEST(IoErrors, AReadFailingWithEioOnNfs) {
   Mounts(b);
   b.Open(b.Str("/mnt/nfs/train/shard0.tar"), 9, 2, 1000);
   b.Read(9, -EIO, 1000);
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
+  auto traces = RunOf(b.Finish());
   const auto f = FindingsOf(traces, "io.errors");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kWarning);
@@ -50,9 +49,7 @@ std::vector<ProcessTrace> MissingOpens(int n) {
   TraceBuilder b(601);
   Mounts(b);
   for (int i = 0; i < n; ++i) b.Open(b.Str("/data/imgs/missing" + std::to_string(i) + ".png"), -ENOENT, 0, 0);
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
-  return traces;
+  return RunOf(b.Finish());
 }
 
 TEST(IoErrors, TenMissingDataFiles) {

@@ -23,9 +23,7 @@ std::vector<ProcessTrace> Stats(int n) {
   for (int i = 0; i < n; ++i) {
     b.StatPath(b.Str("/data/imgs/x" + std::to_string(i % 200) + ".png"), 100, 500);
   }
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
-  return traces;
+  return RunOf(b.Finish());
 }
 
 TEST(IoMetadataHeavy, TwoThousandStatsAndNoRead) {

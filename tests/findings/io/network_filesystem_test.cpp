@@ -30,9 +30,7 @@ std::vector<ProcessTrace> NfsFiles(int n) {
     b.ReadWholeFile("/mnt/nfs/train/f" + std::to_string(i) + ".npy", 2, 5, 65536, 2'000'000, 1'000'000);
   }
   b.ReadWholeFile("/home/u/labels.csv", 1, 6, 5000, 10000, 5000);
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
-  return traces;
+  return RunOf(b.Finish());
 }
 
 TEST(IoNetworkFilesystem, TenFilesOnNfsTakeMostOfTheIoTime) {

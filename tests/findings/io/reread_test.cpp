@@ -25,9 +25,7 @@ std::vector<ProcessTrace> TwoEpochs(int files) {
       b.ReadWholeFile("/mnt/nfs/train/f" + std::to_string(i) + ".npy", 2, 5, 65536, 2'000'000, 1'000'000);
     }
   }
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
-  return traces;
+  return RunOf(b.Finish());
 }
 
 TEST(IoReread, TwentyFilesReadAgainInASecondEpoch) {

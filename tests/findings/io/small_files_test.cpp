@@ -21,9 +21,7 @@ std::vector<ProcessTrace> Files(int n) {
   TraceBuilder b(100);
   Mounts(b);
   for (int i = 0; i < n; ++i) b.ReadWholeFile("/data/imgs/img" + std::to_string(i) + ".jpg", 1, 5, 4096, 10000, 5000);
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
-  return traces;
+  return RunOf(b.Finish());
 }
 
 TEST(IoSmallFiles, AThousandFourKibFiles) {

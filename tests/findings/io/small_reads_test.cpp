@@ -27,9 +27,7 @@ std::vector<ProcessTrace> SmallReads(int n) {
   b.Open(path, 7, 1, 1000, IoApi::kOpen);
   for (int i = 0; i < n; ++i) b.Read(7, 1024, 100);
   b.Close(7);
-  std::vector<ProcessTrace> traces;
-  traces.push_back(b.Finish());
-  return traces;
+  return RunOf(b.Finish());
 }
 
 TEST(IoSmallReads, AThousandOneKibReadsOfAFourMibFile) {

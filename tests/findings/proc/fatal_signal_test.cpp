@@ -37,8 +37,7 @@ ProcessTrace DiedOf(uint64_t signo, int64_t si_code, uint64_t addr, const std::s
 }
 
 TEST(ProcFatalSignal, KernelFaultGivesTheFaultAddressAndThePythonStack) {
-  std::vector<ProcessTrace> traces;
-  traces.push_back(DiedOf(SIGSEGV, 1 /* SEGV_MAPERR */, 0x10, "train.py:12 in step\ntrain.py:40 in <module>"));
+  auto traces = RunOf(DiedOf(SIGSEGV, 1 /* SEGV_MAPERR */, 0x10, "train.py:12 in step\ntrain.py:40 in <module>"));
   const auto f = FindingsOf(traces, "proc.fatal-signal");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kError);
@@ -79,8 +78,7 @@ TEST(ProcFatalSignal, SentSignalGivesTheSenderInsteadOfAnAddress) {
 
 // A termination request ends the process "signaled", with no crash finding.
 TEST(ProcFatalSignal, SigtermIsNoCrash) {
-  std::vector<ProcessTrace> traces;
-  traces.push_back(DiedOf(SIGTERM, 0 /* SI_USER */, (1000ull << 32) | 77, ""));
+  auto traces = RunOf(DiedOf(SIGTERM, 0 /* SI_USER */, (1000ull << 32) | 77, ""));
   EXPECT_TRUE(FindingsOf(traces, "proc.fatal-signal").empty());
 }
 
