@@ -242,8 +242,13 @@ void CheckScope(const ScopeBudget& budget, const RoleMetrics& now, CheckResult& 
 
 }  // namespace
 
-uint64_t DefaultLimit(const MetricSpec& spec, uint64_t value, const BudgetPolicy& policy) {
+std::optional<uint64_t> DefaultLimit(const MetricSpec& spec, uint64_t value, const BudgetPolicy& policy) {
   if (spec.rule == MetricLimitRule::kExact) return value;
+  if (spec.rule == MetricLimitRule::kUnchecked) return std::nullopt;
+  if (spec.rule == MetricLimitRule::kTwiceAsSlow) {
+    return value > (UINT64_MAX - 1'000'000) / 2 ? UINT64_MAX : 2 * value + 1'000'000;
+  }
+  if (spec.rule == MetricLimitRule::kSharePoints) return std::min<uint64_t>(100, value + kSharePointsSlack);
   // Integer arithmetic in millionths of a percent, so 10 reads at 10% allow exactly 11
   // (floating point would give 10.999... for some values).
   const double pct = std::min(std::max(policy.tolerance_percent, 0.0), 1e9);

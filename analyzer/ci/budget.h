@@ -37,8 +37,9 @@ struct BudgetPolicy {
   uint64_t time_slack_ns = 1000000000;  // 1 s
 };
 
-// The default maximum of a metric observed at `value`.
-uint64_t DefaultLimit(const MetricSpec& spec, uint64_t value, const BudgetPolicy& policy);
+// The default maximum of a metric observed at `value`; nullopt for a metric not checked
+// by default (MetricLimitRule::kUnchecked).
+std::optional<uint64_t> DefaultLimit(const MetricSpec& spec, uint64_t value, const BudgetPolicy& policy);
 
 struct MetricBudget {
   std::string metric;             // a kMetrics name

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <cctype>
@@ -23,6 +24,18 @@ uint64_t Unsigned(const Json& v) {
 uint64_t ProcessMetric(const Json& p, size_t index) {
   const std::string_view name = kMetrics[index].source.empty() ? kMetrics[index].name : kMetrics[index].source;
   if (name == "processes") return 1;
+  if (name.starts_with("steps.")) {
+    const Json* steps = p.Find("steps");
+    if (steps == nullptr || !steps->is_object()) return 0;
+    if (name == "steps.input_wait_percent") return Unsigned(Json(std::round((*steps)["input_wait_fraction"].number() * 100.0)));
+    if (name == "steps.gpu_allocations_per_step") {
+      const uint64_t count = Unsigned((*steps)["count"]);
+      const Json* gpu = p.Find("gpu");
+      const uint64_t allocations = gpu && gpu->is_object() ? Unsigned((*gpu)["allocations"]) : 0;
+      return count ? (allocations + count / 2) / count : 0;
+    }
+    return Unsigned((*steps)[name.substr(6)]);
+  }
   if (const size_t dot = name.find('.'); dot != std::string_view::npos) {
     return Unsigned(p[name.substr(0, dot)][name.substr(dot + 1)]);
   }

@@ -29,7 +29,18 @@ enum class MetricLimitRule {
   kExact,      // must not grow at all (failures, leaks, process counts)
   kTolerance,  // value + tolerance percent, rounded down
   kTimed,      // value + tolerance percent + the time slack (timer and scheduler noise)
+  // Step time: twice the value plus 1 ms (perf.step-slowdown's own threshold), so timer
+  // noise never fails a run but a run whose steps got twice as slow does.
+  kTwiceAsSlow,
+  // A share in percent: value + kSharePointsSlack points (at most 100).
+  kSharePoints,
+  // Recorded and shown by diff, never checked by default (max null): a run that takes more
+  // steps is not a regression by itself.
+  kUnchecked,
 };
+
+// kSharePoints: how many percentage points a share may grow before `check` fails.
+inline constexpr uint64_t kSharePointsSlack = 15;
 
 // How the figures of several processes that share a role combine.
 enum class MetricMerge { kSum, kMax };
@@ -72,6 +83,15 @@ inline constexpr MetricSpec kMetrics[] = {
      "read calls on data files", "io.data_reads"},
     {"io.bytes_read", MetricUnit::kBytes, MetricLimitRule::kTolerance, MetricMerge::kSum,
      "bytes read from data files", "io.data_bytes_read"},
+    // Steps (processes[].steps; 0 for a process that does not step).
+    {"steps.count", MetricUnit::kCount, MetricLimitRule::kUnchecked, MetricMerge::kSum,
+     "training steps taken (not checked: more steps is no regression)"},
+    {"steps.median_ns", MetricUnit::kNanoseconds, MetricLimitRule::kTwiceAsSlow, MetricMerge::kMax,
+     "median step time after warm-up"},
+    {"steps.input_wait_percent", MetricUnit::kCount, MetricLimitRule::kSharePoints, MetricMerge::kMax,
+     "percent of step time waiting for the next batch (input_wait_fraction)"},
+    {"steps.gpu_allocations_per_step", MetricUnit::kCount, MetricLimitRule::kTolerance, MetricMerge::kMax,
+     "GPU allocations per step (gpu.allocations / steps.count)"},
 };
 inline constexpr size_t kMetricCount = std::size(kMetrics);
 

@@ -26,9 +26,12 @@ std::string MetricTable() {
   std::string out;
   char line[160];
   for (const auto& m : analyzer::kMetrics) {
-    const char* rule = m.rule == analyzer::MetricLimitRule::kExact       ? "exact"
-                       : m.rule == analyzer::MetricLimitRule::kTolerance ? "+tolerance"
-                                                                         : "+tolerance +slack";
+    const char* rule = m.rule == analyzer::MetricLimitRule::kExact          ? "exact"
+                       : m.rule == analyzer::MetricLimitRule::kTolerance    ? "+tolerance"
+                       : m.rule == analyzer::MetricLimitRule::kTimed        ? "+tolerance +slack"
+                       : m.rule == analyzer::MetricLimitRule::kTwiceAsSlow  ? "x2 +1 ms"
+                       : m.rule == analyzer::MetricLimitRule::kSharePoints  ? "+15 points"
+                                                                            : "not checked";
     std::snprintf(line, sizeof(line), "  %-24s %-18s %s\n", std::string(m.name).c_str(), rule,
                   std::string(m.meaning).c_str());
     out += line;

@@ -158,6 +158,25 @@ constexpr std::array<FindingSpec, kFindingIdCount> kCatalog = {{
      "Many opens failed on data paths (missing files or permissions): check "
      "the dataset's file list against what is on disk, and the paths' base "
      "directory (a relative path depends on the working directory)."},
+
+    // ---- steps (perf/rules/) ----
+    {kPerfInputBound, "perf.input-bound", A::kPerf, S::kWarning, true,
+     "Training waits for its input",
+     "The step loop waits for its next batch. Find what the DataLoader workers wait for "
+     "(the evidence splits their time into file I/O, CPU and waiting) and fix that first: "
+     "faster storage or fewer, larger files for I/O, more workers or lighter transforms for "
+     "CPU."},
+    {kPerfStepSlowdown, "perf.step-slowdown", A::kPerf, S::kWarning, false,
+     "Steps got slower during the run",
+     "Later steps take at least twice as long as earlier ones. The evidence names the part "
+     "of the step that grew: input wait or file I/O latency (the page cache ran out, or the "
+     "storage slowed down), GPU synchronisation, or host compute."},
+    {kPerfGpuUnused, "perf.gpu-unused", A::kPerf, S::kWarning, false,
+     "Training runs on the CPU although a GPU is there",
+     "The process trained without ever initialising CUDA, on a machine with an NVIDIA GPU: "
+     "a slow fallback that looks correct. Install the framework's CUDA build (not a +cpu "
+     "wheel), leave CUDA_VISIBLE_DEVICES unset or non-empty, unset JAX_PLATFORMS=cpu, and "
+     "move the model and batches to the GPU (.to(\"cuda\"))."},
 }};
 
 constexpr bool InIdOrder() {
@@ -177,6 +196,7 @@ std::string_view FindingAreaName(FindingArea a) {
     case FindingArea::kGpu: return "gpu";
     case FindingArea::kAbi: return "abi";
     case FindingArea::kIo: return "io";
+    case FindingArea::kPerf: return "perf";
   }
   return "";
 }

@@ -47,12 +47,15 @@ enum class FindingId : uint8_t {
   kIoReread,
   kIoMetadataHeavy,
   kIoErrors,
+  kPerfInputBound,
+  kPerfStepSlowdown,
+  kPerfGpuUnused,
 };
-inline constexpr size_t kFindingIdCount = static_cast<size_t>(FindingId::kIoErrors) + 1;  // the last one's + 1
+inline constexpr size_t kFindingIdCount = static_cast<size_t>(FindingId::kPerfGpuUnused) + 1;  // the last one's + 1
 
 // The part of the analyzer whose rules decide a finding: the prefix of its id.
-enum class FindingArea { kProcess, kHost, kGpu, kAbi, kIo };
-std::string_view FindingAreaName(FindingArea a);  // "proc", "host", "gpu", "abi", "io"
+enum class FindingArea { kProcess, kHost, kGpu, kAbi, kIo, kPerf };
+std::string_view FindingAreaName(FindingArea a);  // "proc", "host", "gpu", "abi", "io", "perf"
 
 struct FindingSpec {
   FindingId id;

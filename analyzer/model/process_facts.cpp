@@ -222,7 +222,7 @@ LifecycleModel::LifecycleModel(const std::vector<ProcessTrace>& traces) : traces
       if (s.pid == 0 || s.pid > UINT32_MAX) continue;
       by_pid[static_cast<uint32_t>(s.pid)].push_back(
           {s.ts, static_cast<uint32_t>(s.ppid), s.rss_bytes, s.pss_bytes, s.uss_bytes,
-           t.Str(s.cgroup), i});
+           t.Str(s.cgroup), i, s.utime_ns + s.stime_ns});
     }
     for (const auto& c : t.records.CgroupSample) {
       cgroups_[host].push_back({c.ts, c.current, c.max, c.oom_kill, t.pid(), c.inactive_file});

@@ -69,6 +69,7 @@ struct OutsideSample {
   uint64_t rss = 0, pss = 0, uss = 0;  // UINT64_MAX: unknown
   std::string_view cgroup;
   uint32_t wrapper = 0;  // index of the wrapper trace it came from
+  uint64_t cpu_ns = 0;   // utime + stime so far (0: unknown, older traces)
 };
 
 // One cgroup reading by `colabtrace run`.

@@ -8,7 +8,8 @@ namespace colabtrace::analyzer {
 std::vector<std::unique_ptr<Analysis>> MakeAllAnalyses() {
   std::vector<std::unique_ptr<Analysis>> all;
   all.push_back(MakeProcessAnalysis());
-  for (auto factory : {&MakeIoAnalysis, &MakeGpuAnalysis, &MakeLibraryAnalysis, &MakePythonAnalysis}) {
+  for (auto factory : {&MakeIoAnalysis, &MakeGpuAnalysis, &MakeLibraryAnalysis, &MakePythonAnalysis,
+                       &MakePerfAnalysis}) {
     if (factory != nullptr) all.push_back(factory());
   }
   all.push_back(MakeHostAnalysis());

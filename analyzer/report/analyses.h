@@ -18,6 +18,8 @@ std::unique_ptr<Analysis> MakeLibraryAnalysis() __attribute__((weak));
 // analyzer/python/: python.packages[], processes[].python (packages, PyTorch snapshot),
 // the Python stack of each crash.
 std::unique_ptr<Analysis> MakePythonAnalysis() __attribute__((weak));
+// analyzer/perf/: processes[].steps and processes[].workers, and the perf.* findings.
+std::unique_ptr<Analysis> MakePerfAnalysis() __attribute__((weak));
 // Whole-run host findings that need every process (host.memory-pressure, host.shm-small),
 // per host. Runs after the area analyses.
 std::unique_ptr<Analysis> MakeHostAnalysis();

@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -21,16 +22,22 @@ using ctf::IoApi;
 
 class TraceBuilder {
  public:
-  explicit TraceBuilder(uint32_t pid) : b_(pid, 1000) {
+  // A process pid whose parent is ppid (a fork child of it when ppid is not 1), whose
+  // trace starts at start_ns (its first record 1 us later). killed: Finish() leaves the
+  // trace as a SIGKILL does, with no exit record and no clean-exit flag.
+  explicit TraceBuilder(uint32_t pid, uint32_t ppid = 1, uint64_t start_ns = 1000, bool killed = false)
+      : b_(pid, start_ns, !killed), now_(start_ns + 1000), killed_(killed) {
     ctf::ProcessStart ps;
     ps.pid = pid;
-    ps.ppid = 1;
+    ps.ppid = ppid;
+    if (ppid != 1) ps.origin = static_cast<uint64_t>(ctf::ProcessOrigin::kForkChild);
     ps.exe = Str("/usr/bin/python3");
     Add(ps);
   }
 
   uint64_t now() const { return now_; }
   void Advance(uint64_t ns) { now_ += ns; }
+  void AdvanceTo(uint64_t ns) { now_ = std::max(now_, ns); }
 
   uint64_t Str(const std::string& s) { return b_.AppendString(s, now_); }
 
@@ -114,14 +121,14 @@ class TraceBuilder {
   }
 
   ProcessTrace Finish() {
-    ctf::Exit e;
-    Add(e);
+    if (!killed_) Add(ctf::Exit{});
     return b_.Parse();
   }
 
  private:
   ::colabtrace::testing::TraceBytesBuilder b_;
-  uint64_t now_ = 2000;
+  uint64_t now_;
+  bool killed_;
 };
 
 // The mounts the tests share: 1 ext4 /, 2 nfs4 /mnt/nfs, 3 9p /mnt/host, 4 cifs /mnt/smb,

@@ -52,6 +52,8 @@ namespace colabtrace::format {
   X(24, ProcSample, "proc_sample")          \
   X(25, RunInfo, "run_info")                \
   X(26, CgroupSample, "cgroup_sample")      \
+  X(27, BatchWait, "batch_wait")            \
+  X(28, ProcessRole, "process_role")        \
   X(31, Step, "step")                       \
   X(32, IoOpen, "io_open")                  \
   X(33, IoRead, "io_read")                  \
@@ -80,6 +82,7 @@ namespace colabtrace::format {
   X(75, GpuFunction, "gpu_function")        \
   X(76, GpuFault, "gpu_fault")              \
   X(77, GpuLaunchRing, "gpu_launch_ring")   \
+  X(78, GpuSync, "gpu_sync")                \
   X(96, LibLoad, "lib_load")                \
   X(97, LibUnload, "lib_unload")            \
   X(98, LibCheck, "lib_check")              \
@@ -110,10 +113,12 @@ namespace colabtrace::format {
 // cgroup_current / oom_kill are UINT64_MAX when unknown. cgroup_inactive_file: the
 // cgroup's memory.stat inactive_file (v1: total_inactive_file), page cache the kernel
 // drops before it OOM kills; read by the periodic samples only (UINT64_MAX in the
-// start, fork, exec and exit samples; 0 in older traces).
+// start, fork, exec and exit samples; 0 in older traces). utime_ns / stime_ns: the
+// process's CPU time so far in user and kernel mode (/proc/self/stat's utime and stime,
+// all threads, clock ticks converted to ns); 0 in older traces.
 #define CT_FIELDS_Sample(F) \
   F(U, rss_bytes) F(U, cgroup_current) F(U, oom_kill) F(U, threads) F(U, vm_bytes) \
-  F(U, cgroup_inactive_file)
+  F(U, cgroup_inactive_file) F(U, utime_ns) F(U, stime_ns)
 // how: ExitHow.
 #define CT_FIELDS_Exit(F) F(I, code) F(U, how)
 // A fatal signal caught by the shim. addr is si_addr; shm_mapping names the /dev/shm
@@ -162,13 +167,29 @@ namespace colabtrace::format {
 // (/proc/PID/status and smaps_rollup). Bytes; UINT64_MAX when unknown. cgroup: the
 // process's cgroup path (a CgroupSample of the same round carries its figures).
 // shim: 1 when libcolabtrace.so is mapped in the process (it should write a trace).
+// utime_ns / stime_ns: its CPU time so far (/proc/PID/stat), 0 in older traces.
 #define CT_FIELDS_ProcSample(F) \
   F(U, pid) F(U, ppid) F(U, rss_bytes) F(U, pss_bytes) F(U, uss_bytes) F(U, swap_bytes) \
-  F(U, threads) F(Str, cgroup) F(Str, comm) F(U, shim)
-// A step marker: colabtrace_step(n) from C (include/colabtrace/colabtrace.h) or
-// colabtrace.step(n) from Python; n is the program's own step number (the chunk gives
-// the thread).
-#define CT_FIELDS_Step(F) F(U, n)
+  F(U, threads) F(Str, cgroup) F(Str, comm) F(U, shim) F(U, utime_ns) F(U, stime_ns)
+// A step boundary (the chunk gives the thread). source: StepSource. kMarker: the
+// program's own marker, colabtrace_step(n) from C (include/colabtrace/colabtrace.h) or
+// colabtrace.step(n) from Python, n its own step number. kOptimizer: the Python start-up
+// hook saw the iteration's optimizer step end (PyTorch's global optimizer step hooks on
+// torch >= 2.0, a wrapped Optimizer.step before), n the hook's count from 1; several
+// optimizers stepping in one iteration write one record (the hook counts the optimizer
+// that stepped first; see python/colabtrace/_startup). ts: when the step ended (an
+// optimizer) or began (a marker: the program calls it at the top of its loop).
+#define CT_FIELDS_Step(F) F(U, n) F(U, source)
+// The step loop waited for its next batch (the Python start-up hook wraps the
+// DataLoader iterator's __next__): ts when the wait began, dur how long it took, kind
+// BatchWaitKind, where: the Python line that asked for the batch ("train.py:25 in
+// main"; 0: unknown), n the batch's index within its iterator (0-based). One record per
+// batch, written when it arrived (a wait that never ended leaves none).
+#define CT_FIELDS_BatchWait(F) F(Dur, dur) F(U, kind) F(Str, where) F(U, n)
+// What this process is for, as its own code said (role: ProcessRoleKind). kDataLoaderWorker:
+// written by the Python start-up hook when a torch DataLoader worker starts its loop
+// (fork, spawn or forkserver); worker_id is the DataLoader's id of the worker.
+#define CT_FIELDS_ProcessRole(F) F(U, role) F(U, worker_id)
 // The role marker of a `colabtrace run` wrapper's own trace (never a job process):
 // child_pid is the command it ran, sample_ms its sampling period.
 #define CT_FIELDS_RunInfo(F) F(U, child_pid) F(U, sample_ms)
@@ -390,6 +411,13 @@ constexpr const char* IoApiName(uint64_t code) {
   F(Hex, func) F(Hex, stream) F(U, grid_x) F(U, grid_y) F(U, grid_z) F(U, block_x)    \
   F(U, block_y) F(U, block_z) F(Str, py_stack)
 
+// A synchronising call (GpuApi: a stream, device or event synchronisation, a copy to
+// the host) of the program's own that blocked at least kGpuSyncRecordNs: ts when it was
+// called, dur how long it blocked, stream the stream it waited on (0: the default
+// stream or the whole device), device_wide 1 when it waited on the whole device, rc its
+// result. Quicker ones are not recorded. The step breakdown's "GPU sync" share.
+#define CT_FIELDS_GpuSync(F) F(U, api) F(U, layer) F(Dur, dur) F(Hex, stream) F(U, device_wide) F(I, rc)
+
 // ---- libraries (issue: library loads and ABI) ----
 // One record per object that appears in the process (api kStartup, kDependency,
 // kDiscovered: fresh=1) and one per dlopen/dlmopen call (api kDlopen, kDlmopen; fresh=1
@@ -475,6 +503,16 @@ enum ShmFact : uint8_t { kShmOffsetAndSize = 1, kShmFree = 2 };
 // took (the JVM takes one per NullPointerException); one that ends the process, always.
 constexpr uint32_t kMaxRecordedHandledSignals = 16;
 enum class KillApi : uint8_t { kKill = 0, kKillpg = 1 };
+// Step.source. The analyzer counts a process's steps from its best source: markers,
+// else optimizer steps, else its batch waits (BatchWait), so a program that marks its
+// own steps is never counted twice.
+enum class StepSource : uint8_t { kMarker = 0, kOptimizer = 1 };
+// BatchWait.kind: a torch DataLoader iterator's __next__ (single- or multi-process).
+enum class BatchWaitKind : uint8_t { kDataLoader = 1 };
+// ProcessRole.role.
+enum class ProcessRoleKind : uint8_t { kDataLoaderWorker = 1 };
+// GpuSync: synchronising calls that blocked at least this long are recorded.
+constexpr uint64_t kGpuSyncRecordNs = 50'000;
 enum class WaitApi : uint8_t {
   kWait = 0, kWaitpid = 1, kWait3 = 2, kWait4 = 3, kWaitid = 4, kRun = 5  // kRun: colabtrace run
 };

@@ -82,6 +82,17 @@ TEST(DefaultLimit, ToleranceRoundsDownExactly) {
   EXPECT_EQ(DefaultLimit(Spec("peak_rss_bytes"), UINT64_MAX - 1, p), UINT64_MAX);
 }
 
+TEST(DefaultLimit, StepsMayNotGetTwiceAsSlowNorWaitFifteenPointsMore) {
+  BudgetPolicy p;
+  // More steps is not a regression: not checked.
+  EXPECT_EQ(DefaultLimit(Spec("steps.count"), 500, p), std::nullopt);
+  EXPECT_EQ(DefaultLimit(Spec("steps.median_ns"), 50'000'000, p), 101'000'000u);
+  EXPECT_EQ(DefaultLimit(Spec("steps.median_ns"), UINT64_MAX / 2, p), UINT64_MAX);
+  EXPECT_EQ(DefaultLimit(Spec("steps.input_wait_percent"), 10, p), 25u);
+  EXPECT_EQ(DefaultLimit(Spec("steps.input_wait_percent"), 90, p), 100u);
+  EXPECT_EQ(DefaultLimit(Spec("steps.gpu_allocations_per_step"), 20, p), 22u);
+}
+
 RunMetrics SampleRun() {
   RunMetrics run;
   run.total.role = "total";
