@@ -402,8 +402,16 @@ std::vector<WorkerIo> DataIoOf(const RunModel& run, size_t trace) {
         d.slow_fs = m.fs.slow;
       }
     }
-    d.Add({.files = 1, .opens = f.opens, .open_ns = f.open_ns, .reads = f.reads, .read_ns = f.read_ns,
-           .bytes_read = f.bytes_read, .stats = f.stats, .stat_ns = f.stat_ns});
+    WorkerIo file;
+    file.files = 1;
+    file.opens = f.opens;
+    file.open_ns = f.open_ns;
+    file.reads = f.reads;
+    file.read_ns = f.read_ns;
+    file.bytes_read = f.bytes_read;
+    file.stats = f.stats;
+    file.stat_ns = f.stat_ns;
+    d.Add(file);
   }
   std::vector<WorkerIo> out;
   for (auto& [k, d] : by_dir) out.push_back(std::move(d));
