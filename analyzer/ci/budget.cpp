@@ -507,7 +507,7 @@ std::string RenderCheckMarkdown(const CheckResult& result, std::string_view budg
   out += "\n\nBudget: " + MarkdownCell(budget_path) + "\n\n";
   out += "| metric | baseline | value | band | verdict |\n|---|---:|---:|---|---|\n";
   auto verdict_cell = [](Verdict v, std::string extra) {
-    std::string cell = v == Verdict::kRegression ? "\u274c " : v == Verdict::kOk ? "\u2705 " : "";
+    std::string cell = v == Verdict::kRegression ? "\u274c " : v == Verdict::kOk ? "\u2705 " : "\u2796 ";
     cell += std::string(VerdictName(v));
     if (!extra.empty()) cell += " (" + extra + ")";
     return cell;

@@ -230,7 +230,9 @@ ProcessSteps StepsOf(const RunModel& run, size_t index) {
   for (size_t i = 0; i + 1 < b.ts.size(); ++i) p.steps.push_back(Split(tt, b.ts[i], b.ts[i + 1]));
   const ProcessFacts& facts = run.facts(t);
   p.ended_cleanly = facts.end_kind == EndKind::kExited || facts.end_kind == EndKind::kExecUntraced;
-  if (!p.ended_cleanly && t.end_ns() > b.ts.back()) p.interrupted = Split(tt, b.ts.back(), t.end_ns());
+  // A killed process died when its reaper saw it die, or, unreaped, at its last record.
+  const uint64_t died = facts.reap ? std::max(facts.reap->ts, t.end_ns()) : t.end_ns();
+  if (!p.ended_cleanly && died > b.ts.back()) p.interrupted = Split(tt, b.ts.back(), died);
   const size_t from = p.steps.size() > 1 ? 1 : 0;
   p.after_warmup = StepShares::Of(p.steps, from, p.steps.size());
   std::vector<uint64_t> durations, waits;

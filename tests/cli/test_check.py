@@ -15,7 +15,8 @@ from cli_runs import (CHUNK, HAVE_GPU_HOOKS, HAVE_IO_HOOKS, HAVE_SIMCUDA, MIB, N
 
 METRICS = ["processes", "duration_ns", "peak_rss_bytes", "gpu.allocations", "gpu.frees",
            "gpu.failed_allocations", "gpu.peak_bytes", "gpu.leak_growth_bytes", "io.opens", "io.reads",
-           "io.bytes_read"]
+           "io.bytes_read", "steps.count", "steps.median_ns", "steps.input_wait_percent",
+           "steps.gpu_allocations_per_step"]
 ROLE = "cli_workload"
 SECOND = 10**9
 

@@ -91,7 +91,7 @@ class DiffTest(h.TempDirTest):
         self.assertEqual((doc["a"], doc["b"]), (self.a.out_dir, self.b.out_dir))
         roles = {r["role"]: {m["metric"]: m for m in r["metrics"]} for r in doc["roles"]}
         self.assertEqual(list(roles), ["total", ROLE, FORK_ROLE])
-        self.assertEqual(len(roles[ROLE]), 11)
+        self.assertEqual(len(roles[ROLE]), 15)
         rss = roles[ROLE]["peak_rss_bytes"]
         self.assertEqual((rss["a"], rss["b"], rss["delta"]), (self.rss_a, self.rss_b, self.rss_b - self.rss_a))
         pct = (self.rss_b - self.rss_a) * 100 / self.rss_a

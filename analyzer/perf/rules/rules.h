@@ -21,18 +21,28 @@ constexpr size_t kMinStepsAnalysed = 3;
 // perf.input-bound: the step loop waited for its next batch for at least 20% of the step
 // time (a warning: TensorFlow's "HIGHLY input-bound"), or at least 5% (information:
 // "MODERATELY").
+// And the waits after warm-up add up to at least 100 ms: a loop of sub-millisecond steps
+// that waited 50 ms in all is not worth a verdict.
 constexpr double kInputBoundWarning = 0.20;
 constexpr double kInputBoundInfo = 0.05;
+constexpr uint64_t kInputBoundMinWaitNs = 100'000'000;
 // The workers' time is "mostly file I/O" (the advice names storage) when file calls took
 // at least this share of their time inside the steps; "CPU-bound" when their CPU time is.
 constexpr double kWorkersMostly = 0.5;
 
-// perf.step-slowdown: after warm-up, the median of the last third of the steps is at
-// least twice the median of the first third, and at least 1 ms longer (a 2 us step that
-// became 5 us is noise), with at least 6 steps after warm-up.
+// perf.step-slowdown: after warm-up, the typical step of the last third is at least twice
+// the first third's, and at least 1 ms longer. "Typical" is the mean of the middle 80%
+// of a third's step times (10% trimmed at each end): one checkpoint save is no slowdown,
+// and steps that alternate (two workers handing over their batches together: 250 ms,
+// 6 ms, 250 ms...) are judged by their mean, which a median would flip between (a 2 us step that
+// became 5 us is noise), with at least 10 steps after warm-up. The first steps of a loop
+// with DataLoader workers take the batches the workers prefetched during the warm-up
+// (prefetch_factor, 2 by default, per worker) and so look fast: kPrefetchPerWorker steps
+// per worker (at most a third of them) are left out of the first third.
 constexpr double kSlowdownRatio = 2.0;
 constexpr uint64_t kSlowdownMinGrowthNs = 1'000'000;
-constexpr size_t kSlowdownMinSteps = 6;
+constexpr size_t kSlowdownMinSteps = 10;
+constexpr size_t kPrefetchPerWorker = 2;
 // "I/O latency grew": the mean time per file call (the step loop's, or its workers')
 // grew at least this much between the two thirds.
 constexpr double kLatencyGrowthRatio = 2.0;

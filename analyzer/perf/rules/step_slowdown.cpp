@@ -1,8 +1,9 @@
 // perf.step-slowdown (warning)
 //
-// Rule: after the warm-up step, with at least kSlowdownMinSteps steps, the median step of
-// the last third of the run is at least kSlowdownRatio times the median of the first third
-// and at least kSlowdownMinGrowthNs longer. The evidence names the part of the step whose
+// Rule: after the warm-up step (and the steps served from the workers' prefetch, see
+// rules.h), with at least kSlowdownMinSteps steps, the typical step (trimmed mean) of the
+// last third of the run is at least kSlowdownRatio times the first third's and at least
+// kSlowdownMinGrowthNs longer. The evidence names the part of the step whose
 // mean grew most between the two thirds: input wait, GPU sync, file I/O or the rest; and
 // "io_latency" when that part is input wait or file I/O and the mean time per file call
 // (the step loop's own, or its workers') grew at least kLatencyGrowthRatio times (the page
@@ -21,6 +22,7 @@ namespace {
 struct Third {
   uint64_t a = 0, b = 0;  // its time span
   uint64_t median_ns = 0;
+  uint64_t typical_ns = 0;  // the mean of the middle 80% (rules.h)
   std::array<uint64_t, 4> mean_ns{};  // input wait, GPU sync, file I/O, other
   uint64_t io_calls = 0, io_call_ns = 0;
 };
@@ -42,6 +44,11 @@ Third ThirdOf(const std::vector<StepTime>& steps, size_t begin, size_t end) {
     t.io_call_ns += s.io_call_ns;
   }
   t.median_ns = PercentileOf(d, 0.5);
+  std::sort(d.begin(), d.end());
+  const size_t trim = d.size() / 10;
+  uint64_t sum_mid = 0;
+  for (size_t i = trim; i < d.size() - trim; ++i) sum_mid += d[i];
+  t.typical_ns = sum_mid / (d.size() - 2 * trim);
   for (size_t k = 0; k < 4; ++k) t.mean_ns[k] = sum[k] / (end - begin);
   return t;
 }
@@ -55,13 +62,16 @@ void StepSlowdownRule(RuleContext& ctx) {
   const StepModels& m = run.Get<StepModels>();
   for (size_t k = 0; k < m.processes.size(); ++k) {
     const ProcessSteps& p = m.processes[k];
-    const size_t from = 1, n = p.steps.size() > from ? p.steps.size() - from : 0;
-    if (n < kSlowdownMinSteps) continue;
+    const StepWorkers& w = m.workers[k];
+    if (p.steps.size() < 1 + kSlowdownMinSteps) continue;
+    // After warm-up, and after the batches the workers prefetched meanwhile.
+    const size_t prefetched = std::min(kPrefetchPerWorker * w.workers.size(), (p.steps.size() - 1) / 3);
+    const size_t from = 1 + prefetched, n = p.steps.size() - from;
     const size_t third = n / 3;
     const Third early = ThirdOf(p.steps, from, from + third);
     const Third late = ThirdOf(p.steps, p.steps.size() - third, p.steps.size());
-    if (late.median_ns < early.median_ns + kSlowdownMinGrowthNs) continue;
-    if (static_cast<double>(late.median_ns) < kSlowdownRatio * static_cast<double>(early.median_ns)) continue;
+    if (late.typical_ns < early.typical_ns + kSlowdownMinGrowthNs) continue;
+    if (static_cast<double>(late.typical_ns) < kSlowdownRatio * static_cast<double>(early.typical_ns)) continue;
 
     size_t grew = 0;
     for (size_t i = 1; i < 4; ++i) {
@@ -75,7 +85,6 @@ void StepSlowdownRule(RuleContext& ctx) {
     // Did file calls get slower? The step loop's own, and its workers'.
     uint64_t early_calls = early.io_calls, early_ns = early.io_call_ns;
     uint64_t late_calls = late.io_calls, late_ns = late.io_call_ns;
-    const StepWorkers& w = m.workers[k];
     for (const WorkerTime& wt : w.workers) {
       const ProcessTrace& t = run.traces()[wt.trace];
       const FileCallTime e = FileCallsIn(t, early.a, early.b), l = FileCallsIn(t, late.a, late.b);
@@ -94,9 +103,12 @@ void StepSlowdownRule(RuleContext& ctx) {
     ev["grew"] = part;
     ev["steps_analysed"] = static_cast<uint64_t>(n);
     ev["steps_per_third"] = static_cast<uint64_t>(third);
+    ev["prefetched_steps"] = static_cast<uint64_t>(prefetched);
     ev["early_median_ns"] = early.median_ns;
     ev["late_median_ns"] = late.median_ns;
-    ev["ratio"] = early.median_ns ? static_cast<double>(late.median_ns) / static_cast<double>(early.median_ns) : 0.0;
+    ev["early_typical_ns"] = early.typical_ns;
+    ev["late_typical_ns"] = late.typical_ns;
+    ev["ratio"] = early.typical_ns ? static_cast<double>(late.typical_ns) / static_cast<double>(early.typical_ns) : 0.0;
     Json parts = Json::MakeObject();
     for (size_t i = 0; i < 4; ++i) {
       Json j = Json::MakeObject();
@@ -145,8 +157,8 @@ void StepSlowdownRule(RuleContext& ctx) {
              FormatDurationNs(late.mean_ns[3]) + " per step";
     }
     f.summary = "Steps got " + std::to_string(static_cast<int>(ev["ratio"].number() * 10.0 + 0.5) / 10) + "." +
-                std::to_string(static_cast<int>(ev["ratio"].number() * 10.0 + 0.5) % 10) + "x slower: median " +
-                FormatDurationNs(early.median_ns) + " in the first third, " + FormatDurationNs(late.median_ns) +
+                std::to_string(static_cast<int>(ev["ratio"].number() * 10.0 + 0.5) % 10) + "x slower: " +
+                FormatDurationNs(early.typical_ns) + " per step in the first third, " + FormatDurationNs(late.typical_ns) +
                 " in the last; " + what;
     ctx.Add(std::move(f));
   }

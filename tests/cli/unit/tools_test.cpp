@@ -209,7 +209,7 @@ TEST(Check, JUnitEscapesWhatTracesControl) {
   const std::string xml = RenderCheckJUnit(CheckRun(b, run, Severity::kWarning), "budget<1>.json");
   EXPECT_NE(xml.find("name=\"python3.11 &lt;a&amp;b&gt;&quot;??.py: io.reads\""), std::string::npos) << xml;
   EXPECT_NE(xml.find("value=\"budget&lt;1&gt;.json\""), std::string::npos);
-  EXPECT_NE(xml.find("tests=\"34\" failures=\"1\""), std::string::npos);
+  EXPECT_NE(xml.find("tests=\"46\" failures=\"1\""), std::string::npos);
   EXPECT_EQ(xml.find('\x01'), std::string::npos);
 }
 
@@ -221,7 +221,7 @@ TEST(Check, MarkdownEscapesWhatTracesControl) {
   const std::string md = RenderCheckMarkdown(CheckRun(b, run, Severity::kWarning), "budget|1.json");
   EXPECT_NE(md.find("| py\\|x &lt;img src=x onerror=alert(1)&gt; \\*b\\*?: io.reads | "), std::string::npos) << md;
   EXPECT_EQ(md.find("<img"), std::string::npos);
-  EXPECT_NE(md.find("### colabtrace check: FAIL, 1 regression in 34 checks\n\nBudget: budget\\|1.json\n"),
+  EXPECT_NE(md.find("### colabtrace check: FAIL, 1 regression in 46 checks\n\nBudget: budget\\|1.json\n"),
             std::string::npos) << md;
   // Every table row has exactly the six column bars that are not escaped.
   size_t rows = 0, pos = 0;
@@ -234,7 +234,7 @@ TEST(Check, MarkdownEscapesWhatTracesControl) {
     ++rows;
     pos = end;
   }
-  EXPECT_EQ(rows, 2u + 34u);  // header, separator, one row per check
+  EXPECT_EQ(rows, 2u + 46u);  // header, separator, one row per check
 }
 
 TEST(Diff, DeltasAndFindingSides) {

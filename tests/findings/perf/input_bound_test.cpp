@@ -1,8 +1,8 @@
 // perf.input-bound (warning from 20% of step time after warm-up, information from 5%).
 // Golden traces: a step loop (pid 100) of 11 iterations, each a batch wait then compute
 // then an optimizer step, fed by two DataLoader workers (101, 102) that read 4 KiB files
-// from a FUSE mount with 12 ms opens; the same loop waiting 6% (information) and 2%
-// (none); workers that compute instead of reading, with idle or busy CPUs; a loop with
+// from a FUSE mount with 12 ms opens; the same loop waiting 6% (information), 2% (none),
+// and 83% of a tiny loop that waited 50 ms in all (none); workers that compute instead of reading, with idle or busy CPUs; a loop with
 // no steps.
 #include <gtest/gtest.h>
 
@@ -131,11 +131,17 @@ TEST(PerfInputBound, TheStepsAreInTheProcessRow) {
 }
 
 TEST(PerfInputBound, SixPercentIsInformation) {
-  auto traces = Job(3, 47);
+  auto traces = Job(12, 188);
   const auto f = FindingsOf(traces, "perf.input-bound");
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kInfo);
   EXPECT_NEAR(f[0].evidence["input_wait_fraction"].number(), 0.06, 0.0001);
+}
+
+// 83% of a tiny loop's time, but 50 ms of waiting in all: below kInputBoundMinWaitNs.
+TEST(PerfInputBound, FiftyMillisecondsOfWaitingInAllAreNone) {
+  auto traces = Job(5, 1);
+  EXPECT_TRUE(FindingsOf(traces, "perf.input-bound").empty());
 }
 
 TEST(PerfInputBound, TwoPercentIsNone) {

@@ -83,6 +83,34 @@ TEST(PerfStepSlowdown, ComputeThatGrewIsTheRest) {
   EXPECT_NE(f[0].summary.find("host compute and Python grew"), std::string::npos) << f[0].summary;
 }
 
+// Two DataLoader workers prefetched 4 batches during the warm-up step: the 4 steps after
+// it take 5 ms, the steady state 20 ms. Not a slowdown.
+TEST(PerfStepSlowdown, StepsServedFromTheWorkersPrefetchAreNotTheBaseline) {
+  std::vector<ProcessTrace> run;
+  TraceBuilder b(100);
+  steptest::Forked(b, 101);
+  steptest::Forked(b, 102);
+  for (int i = 0; i < 15; ++i) {
+    const bool prefetched = i >= 1 && i <= 4;
+    steptest::Iteration(b, static_cast<uint64_t>(i), prefetched ? 0 : 15 * kMs, 5 * kMs);
+  }
+  run.push_back(b.Finish());
+  for (uint32_t pid : {101u, 102u}) {
+    TraceBuilder w(pid, 100, 5000);
+    steptest::WorkerRole(w, pid - 101);
+    w.AdvanceTo(400 * kMs);
+    run.push_back(w.Finish());
+  }
+  auto report = analyzer::BuildReport(run, {});
+  for (const auto& f : report->findings()) EXPECT_NE(f.id, "perf.step-slowdown") << f.summary;
+  // Without the workers, the same steps are a slowdown.
+  run.resize(1);
+  const auto f = FindingsOf(run, "perf.step-slowdown");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].evidence["prefetched_steps"].as_int(), 0);
+  EXPECT_EQ(f[0].evidence["grew"].str(), "input_wait");
+}
+
 TEST(PerfStepSlowdown, AStepCutShortByAKillIsInterruptedNotSlow) {
   TraceBuilder b(100, 1, 1000, /*killed=*/true);
   iotest::Mounts(b);
