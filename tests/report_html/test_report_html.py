@@ -19,9 +19,11 @@ import os
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import tempfile
 import unittest
+import zlib
 
 import ctharness as h
 
@@ -147,6 +149,50 @@ def chromium_cannot_run() -> str:
     return _CHROMIUM_RUNS
 
 
+def png_pixels(path: str) -> tuple[int, int, list[bytes]]:
+    """(width, height, rows) of an 8-bit RGB or RGBA PNG (as Chromium writes its
+    screenshots), each row its pixels' bytes with the filters undone."""
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, width = 8, b"", 0
+    while pos < len(data):
+        (length,), kind = struct.unpack(">I", data[pos:pos + 4]), data[pos + 4:pos + 8]
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            assert depth == 8 and color in (2, 6) and interlace == 0, (depth, color, interlace)
+            bpp = 3 if color == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw, stride, rows, prev = zlib.decompress(idat), width * bpp, [], bytearray(width * bpp)
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if kind == 1:
+                line[i] = (line[i] + a) & 255
+            elif kind == 2:
+                line[i] = (line[i] + b) & 255
+            elif kind == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif kind == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line) if bpp == 3 else bytes(v for k, v in enumerate(line) if k % 4 != 3))
+        prev = line
+    return width, height, rows
+
+
+def count_color(rows: list[bytes], rgb: tuple[int, int, int]) -> int:
+    """Pixels of exactly this colour."""
+    px = bytes(rgb)
+    return sum(sum(1 for k in range(0, len(r), 3) if r[k:k + 3] == px) for r in rows)
+
+
 def console_errors(stderr: str) -> list[str]:
     """Console messages of the page (errors, CSP refusals) in Chromium's log."""
     return [l for l in stderr.splitlines() if "CONSOLE" in l or "Refused to" in l or "Uncaught" in l]
@@ -200,9 +246,10 @@ class ReportHtml(h.TempDirTest):
             self.assertIn("at the failure", m.text())
         self.assertEqual([m.attrs["data-segments"] for m in maps], ["5"] * 4)
         self.assertEqual(len(maps[0].find("rect", "amap-seg")), 5)
-        # Findings come first, with their evidence.
+        # The verdict comes first (no process stepped: no step plot), then the findings
+        # with their evidence.
         sections = [s.attrs["id"] for s in dom.root.find("section")]
-        self.assertEqual(sections[:2], ["findings", "gpu"])
+        self.assertEqual(sections[:3], ["verdict", "findings", "gpu"])
         ids = [a.attrs["data-id"] for a in dom.root.find("article", "finding")]
         self.assertEqual(ids, [f["id"] for f in rep["findings"]])
         self.assertIn("gpu.oom", ids)
@@ -507,6 +554,68 @@ class ReportHtml(h.TempDirTest):
         with open(shot, "rb") as f:
             self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
         self.assertEqual(console_errors(r.stderr), [])
+
+    @unittest.skipUnless(CHROMIUM, NO_CHROMIUM)
+    @unittest.skipUnless(HAVE_TORCH, "needs python3-torch (Debian's /usr/bin/python3)")
+    def test_first_screen_shows_the_verdict_and_the_step_plot(self):
+        # A real PyTorch loop: 24 optimizer steps fed by two DataLoader workers whose
+        # samples take 10 ms each, 5 ms of compute per step.
+        if chromium_cannot_run():
+            self.skipTest(chromium_cannot_run())
+        code = ("import time, torch\n"
+                "from torch.utils.data import DataLoader, Dataset\n"
+                "class Slow(Dataset):\n"
+                "    def __len__(self): return 96\n"
+                "    def __getitem__(self, i):\n"
+                "        time.sleep(0.01)\n"
+                "        return torch.randn(8), torch.randn(1)\n"
+                "if __name__ == '__main__':\n"
+                "    model = torch.nn.Linear(8, 1)\n"
+                "    opt = torch.optim.SGD(model.parameters(), lr=0.01)\n"
+                "    for x, y in DataLoader(Slow(), batch_size=4, num_workers=2):\n"
+                "        loss = ((model(x) - y) ** 2).mean()\n"
+                "        opt.zero_grad(); loss.backward(); opt.step()\n"
+                "        t = time.time()\n"
+                "        while time.time() - t < 0.005: pass\n")
+        rep, dom = self.run_python_sampled(code, 0, timeout=300)
+        (main,) = [p for p in rep["processes"] if "steps" in p]
+        steps = main["steps"]
+        self.assertEqual((steps["count"], steps["source"]), (24, "optimizer"))
+        (verdict,) = dom.root.find("section", "verdict")
+        serious = [f for f in rep["findings"] if f["severity"] in ("error", "warning")]
+        self.assertEqual(int(verdict.attrs["data-warnings"]) + int(verdict.attrs["data-errors"]), len(serious))
+        (line,) = verdict.find("p", "verdict-line")
+        if serious:
+            self.assertIn(serious[0]["id"], line.text())
+        else:
+            self.assertEqual(line.text(), f"Healthy: no errors or warnings in {len(rep['processes'])} processes"
+                             + (f" ({len(rep['findings'])} info)" if rep["findings"] else ""))
+        vitals = {tr.find("th")[0].text(): tr.find("td")[0].text() for tr in verdict.find("tr")}
+        self.assertTrue(vitals["steps"].startswith(f"24 optimizer steps in pid {main['pid']}, median "), vitals)
+        self.assertIn("input wait", vitals)
+        (fig,) = dom.root.find("figure", "stepplot")
+        bars = fig.find("g", "step")
+        self.assertEqual(int(fig.attrs["data-bars"]), steps["timed"])
+        self.assertEqual(len(bars), steps["timed"])
+        self.assertEqual(sum(int(b.attrs["data-steps"]) for b in bars), steps["timed"])
+        # In Chromium: no console error, and the first screen (1100 x 900) shows the verdict
+        # box and the step bars (their input-wait red and other blue, as the stylesheet
+        # paints them).
+        text, _ = render(self.tmp)
+        page = os.path.join(self.tmp, "report.html")
+        with open(page, "w", encoding="utf-8") as f:
+            f.write(text)
+        shot = os.path.join(self.tmp, "first-screen.png")
+        r = chromium("--screenshot=" + shot, "--hide-scrollbars", "--window-size=1100,900", "file://" + page)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(console_errors(r.stderr), [])
+        width, height, rows = png_pixels(shot)
+        self.assertEqual((width, height), (1100, 900))
+        box = {"healthy": (240, 255, 244), "warning": (255, 251, 234), "error": (255, 245, 245)}
+        state = [c for c in verdict.classes if c in box][0]
+        self.assertGreater(count_color(rows, box[state]), 20000, state)
+        self.assertGreater(count_color(rows, (207, 34, 46)), 200)   # .step-wait
+        self.assertGreater(count_color(rows, (9, 105, 218)), 200)   # .step-other
 
     # ---- scale ------------------------------------------------------------------------------
 

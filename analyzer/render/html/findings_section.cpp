@@ -2,12 +2,14 @@
 // object as nested tables (arrays and strings capped; the JSON report has all of it).
 // A number is shown in the unit its field's name gives (UnitOfField, core/format.h: bytes,
 // nanoseconds, addresses), the raw number in its title; the JSON report keeps it raw.
-// In the report's order (errors first), except that a GPU device fault leads: it explains
-// the crash and the CUDA errors every later call reported.
+// In reading order (render/first_screen.h: errors first, a GPU device fault leading);
+// errors and warnings expanded, the info findings of one id folded behind one line with
+// their count.
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "render/first_screen.h"
 #include "render/html/escape.h"
 #include "render/html/sections.h"
 
@@ -15,16 +17,6 @@ namespace colabtrace::analyzer::html {
 namespace {
 
 constexpr size_t kFoldedStringBytes = 160;
-
-// The findings shown before all others, in this order.
-constexpr std::string_view kLeadingFindings[] = {"gpu.device-fault"};
-
-int Lead(const Finding& f) {
-  for (size_t i = 0; i < std::size(kLeadingFindings); ++i) {
-    if (f.id == kLeadingFindings[i]) return static_cast<int>(i);
-  }
-  return static_cast<int>(std::size(kLeadingFindings));
-}
 constexpr size_t kFoldedListItems = 6;
 
 // A number in `unit`: "<span class="unit" title="2147483648">2.0 GiB</span>"; "" when it has
@@ -93,7 +85,23 @@ std::string Evidence(const Json& v, int depth, FieldUnit unit = FieldUnit::kNone
   return Scalar(v, unit);
 }
 
+std::string Article(const Finding& f, size_t index) {
+  const std::string sev(SeverityName(f.severity));
+  // data-id right after the class: tests and scripts key on that order.
+  std::string s = "<article class=\"finding " + sev + "\" data-id=\"" + Text(f.id) + "\" id=\"" +
+                  FindingAnchor(index) + "\">\n<h3><span class=\"sev " + sev + "\">" + sev + "</span> <code>" +
+                  Text(f.id) + "</code>";
+  if (f.pid != 0) s += " <span class=\"pid\">pid " + std::to_string(f.pid) + "</span>";
+  s += "</h3>\n<p class=\"summary\">" + Text(f.summary) + "</p>\n";
+  if (!f.advice.empty()) s += "<p class=\"advice\"><b>Advice:</b> " + Text(f.advice) + "</p>\n";
+  const std::string ev = Evidence(f.evidence, 0);
+  if (!ev.empty()) s += "<details class=\"evidence\" open><summary>Evidence</summary>" + ev + "</details>\n";
+  return s + "</article>\n";
+}
+
 }  // namespace
+
+std::string FindingAnchor(size_t index) { return "finding-" + std::to_string(index); }
 
 std::string FindingsSection(const PageContext& ctx) {
   const auto& findings = ctx.report.findings();
@@ -104,23 +112,27 @@ std::string FindingsSection(const PageContext& ctx) {
   s += "<p class=\"counts\"><span class=\"sev error\">" + std::to_string(counts[2]) +
        " error</span> <span class=\"sev warning\">" + std::to_string(counts[1]) +
        " warning</span> <span class=\"sev info\">" + std::to_string(counts[0]) + " info</span></p>\n";
-  std::vector<const Finding*> ordered;
-  ordered.reserve(findings.size());
-  for (const Finding& f : findings) ordered.push_back(&f);
-  std::stable_sort(ordered.begin(), ordered.end(),
-                   [](const Finding* a, const Finding* b) { return Lead(*a) < Lead(*b); });
-  const size_t shown = std::min(ordered.size(), kMaxFindings);
-  for (size_t i = 0; i < shown; ++i) {
-    const Finding& f = *ordered[i];
-    const std::string sev(SeverityName(f.severity));
-    s += "<article class=\"finding " + sev + "\" data-id=\"" + Text(f.id) + "\">\n<h3><span class=\"sev " + sev +
-         "\">" + sev + "</span> <code>" + Text(f.id) + "</code>";
-    if (f.pid != 0) s += " <span class=\"pid\">pid " + std::to_string(f.pid) + "</span>";
-    s += "</h3>\n<p class=\"summary\">" + Text(f.summary) + "</p>\n";
-    if (!f.advice.empty()) s += "<p class=\"advice\"><b>Advice:</b> " + Text(f.advice) + "</p>\n";
-    const std::string ev = Evidence(f.evidence, 0);
-    if (!ev.empty()) s += "<details class=\"evidence\" open><summary>Evidence</summary>" + ev + "</details>\n";
-    s += "</article>\n";
+  // Errors and warnings expanded; the info findings of one id folded behind one line.
+  size_t shown = 0;
+  for (const FindingFold& fold : FoldFindings(findings)) {
+    if (shown == kMaxFindings) break;
+    if (fold.severity != Severity::kInfo) {
+      s += Article(*fold.findings.front(), static_cast<size_t>(fold.findings.front() - findings.data()));
+      ++shown;
+      continue;
+    }
+    const Finding& first = *fold.findings.front();
+    const size_t n = fold.findings.size();
+    s += "<details class=\"fold info\" data-id=\"" + Text(fold.id) + "\" data-count=\"" + std::to_string(n) +
+         "\"><summary><span class=\"sev info\">info</span> <code>" + Text(fold.id) + "</code>" +
+         (n > 1 ? " \u00d7" + std::to_string(n) : std::string()) + ": " + Text(Shorten(first.summary, 200)) +
+         "</summary>\n";
+    for (const Finding* f : fold.findings) {
+      if (shown == kMaxFindings) break;
+      s += Article(*f, static_cast<size_t>(f - findings.data()));
+      ++shown;
+    }
+    s += "</details>\n";
   }
   s += MoreNote(findings.size() - shown, "findings");
   return s + "</section>\n";

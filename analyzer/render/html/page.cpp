@@ -1,8 +1,9 @@
 // The HTML report page: one self-contained file. Inline SVG plots, one stylesheet, no
 // script, no external resource of any kind; a Content-Security-Policy meta keeps it that
 // way even if a bug let markup through (nothing can load, nothing can run). The sections
-// (sections.h) come in this order: findings, GPU memory, host memory, I/O, libraries,
-// processes, then the text report's sections folded away.
+// (sections.h) come in this order: the verdict and vital signs (the first screen), the
+// step plots, findings, GPU memory, host memory, I/O, libraries, processes, then the text
+// report's sections folded away.
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -73,9 +74,24 @@ constexpr const char* kStyle = R"css(
 .ctr .sw.memtotal{background:#1d2329}.ctr .sw.cgroup{background:#8250df}.ctr .sw.other{background:#bf8700}
 .ctr .sw.amap-seg{background:#0969da}.ctr .sw.amap-gap{background:#ffb3b3}
 .ctr .sw.amap-mixed{background:#8250df}.ctr .sw.amap-break{background:#fff}
+.ctr .verdict{margin:18px 0 8px;padding:8px 14px;border:1px solid #d8dee4;border-left:6px solid #1a7f37;border-radius:4px}
+.ctr .verdict.healthy{background:#f0fff4}.ctr .verdict.warning{border-left-color:#bf8700;background:#fffbea}
+.ctr .verdict.error{border-left-color:#cf222e;background:#fff5f5}
+.ctr .verdict-line{font-size:18px;font-weight:600;margin:4px 0 6px}
+.ctr ul.worst{list-style:none;padding:0;margin:4px 0 8px}.ctr ul.worst li{margin:3px 0}
+.ctr table.vitals{margin:4px 0;background:#fff}.ctr table.vitals th{font-weight:600;white-space:nowrap}
+.ctr table.vitals tr.alarm td{color:#a40e26;font-weight:600}
+.ctr details.fold{border:1px solid #d8dee4;border-left:5px solid #0969da;border-radius:4px;padding:4px 12px;margin:8px 0}
+.ctr details.fold>summary{cursor:pointer}.ctr details.fold .finding{margin:8px 0}
+.ctr .step-wait{fill:#cf222e}.ctr .step-sync{fill:#8250df}.ctr .step-io{fill:#bf8700}.ctr .step-other{fill:#0969da}
+.ctr g.warmup rect{fill-opacity:.45}.ctr .step-interrupted{fill:none;stroke:#cf222e;stroke-dasharray:3 2}
+.ctr .limit.median{stroke:#1d2329}
+.ctr .sw.step-wait{background:#cf222e}.ctr .sw.step-sync{background:#8250df}.ctr .sw.step-io{background:#bf8700}
+.ctr .sw.step-other{background:#0969da}.ctr .sw.median{background:#1d2329}
+.ctr .sw.step-interrupted{background:#fff;border:1px dashed #cf222e}
 )css";
 
-std::string Header(const PageContext& ctx) {
+std::string Header(const PageContext& ctx, bool steps) {
   const Json* procs = ctx.root.Find("processes");
   const size_t n = procs != nullptr && procs->is_array() ? procs->array().size() : 0;
   char span[48];
@@ -83,7 +99,9 @@ std::string Header(const PageContext& ctx) {
   return "<header><h1>colabtrace report</h1><p>" + std::to_string(n) + " process" + (n == 1 ? "" : "es") + ", " +
          std::to_string(ctx.report.findings().size()) + " findings, " + span +
          " traced. Plots are down-sampled and tables capped; <code>colabtrace report --format json</code> has "
-         "every record.</p></header>\n<nav><a href=\"#findings\">Findings</a><a href=\"#gpu\">GPU memory</a>"
+         "every record.</p></header>\n<nav><a href=\"#verdict\">Verdict</a>" +
+         (steps ? "<a href=\"#steps\">Steps</a>" : "") +
+         "<a href=\"#findings\">Findings</a><a href=\"#gpu\">GPU memory</a>"
          "<a href=\"#host\">Host memory</a><a href=\"#io\">File I/O</a><a href=\"#libraries\">Libraries</a>"
          "<a href=\"#processes\">Processes</a><a href=\"#text\">Text report</a></nav>\n";
 }
@@ -159,12 +177,16 @@ std::string RenderHtml(const ReportBuilder& report) {
       "img-src data:\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
       "<title>colabtrace report</title>\n<style>";
   out += html::kStyle;
-  out += "</style></head><body style=\"margin:0\">\n<div class=\"ctr\">\n" + html::Header(ctx) + "<main>\n";
+  const std::string steps = html::StepsSection(ctx);
+  out += "</style></head><body style=\"margin:0\">\n<div class=\"ctr\">\n" + html::Header(ctx, !steps.empty()) +
+         "<main>\n";
   if (!report.warnings().empty()) {
     out += "<div class=\"warnings\">";
     for (const auto& w : report.warnings()) out += "<p>warning: " + html::Text(w) + "</p>\n";
     out += "</div>\n";
   }
+  out += html::VerdictSection(ctx);
+  out += steps;
   out += html::FindingsSection(ctx);
   out += html::GpuMemorySection(ctx);
   out += html::HostMemorySection(ctx);

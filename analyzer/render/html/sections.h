@@ -1,5 +1,5 @@
-// The sections of the HTML report, one file each (findings, GPU memory, host memory,
-// I/O, libraries, processes), and what they share: the page context and the caps that
+// The sections of the HTML report, one file each (verdict, steps, findings, GPU memory,
+// host memory, I/O, libraries, processes), and what they share: the page context and the caps that
 // keep the page small for 2,000 processes and a 1 GB trace. Every section renders from
 // the report's typed data (findings, the run model's area models, the report fields);
 // the full data stays in `report --format json`.
@@ -30,6 +30,7 @@ inline constexpr size_t kMaxMarkers = 400;        // failure markers per chart; 
 inline constexpr size_t kMaxAddressMaps = 8;      // failure maps per device (gpu::kMaxLaidOutFailures)
 inline constexpr size_t kMaxCharts = 8;           // devices or hosts
 inline constexpr size_t kMaxSectionTextBytes = 64 * 1024;
+inline constexpr size_t kMaxStepBars = 1000;      // per step plot (the longest step of each run kept)
 
 struct PageContext {
   const ReportBuilder& report;
@@ -41,7 +42,13 @@ struct PageContext {
   std::vector<const Json*> process_of_trace;
 };
 
+// The verdict and the run's vital signs (render/first_screen.h): the page's first screen.
+std::string VerdictSection(const PageContext& ctx);
+// The step plot of each process that steps; "" when none does.
+std::string StepsSection(const PageContext& ctx);
 std::string FindingsSection(const PageContext& ctx);
+// The id attribute of report.findings()[index]'s article ("finding-3"), for links.
+std::string FindingAnchor(size_t index);
 std::string GpuMemorySection(const PageContext& ctx);
 std::string HostMemorySection(const PageContext& ctx);
 std::string IoSection(const PageContext& ctx);

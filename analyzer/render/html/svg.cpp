@@ -79,6 +79,14 @@ void Svg::Marker(double x, double y, std::string_view cls, std::string_view data
           html::Text(title) + "</title></polygon>\n";
 }
 
+void Svg::BeginGroup(std::string_view cls, std::string_view data_attrs, std::string_view title) {
+  out_ += "<g class=\"" + std::string(cls) + "\"" + (data_attrs.empty() ? "" : " ") + std::string(data_attrs) + ">";
+  if (!title.empty()) out_ += "<title>" + html::Text(title) + "</title>";
+  out_ += "\n";
+}
+
+void Svg::EndGroup() { out_ += "</g>\n"; }
+
 std::string Svg::Finish() && {
   out_ += "</svg>\n";
   return std::move(out_);
@@ -125,8 +133,10 @@ std::string Seconds(double s) {
 
 }  // namespace
 
-TimeChart::TimeChart(uint64_t t0, uint64_t t1, double y_max, std::string_view aria_label, int width, int height)
-    : t0_(t0), t1_(std::max(t1, t0 + 1)), y_max_(y_max > 0 ? y_max : 1), svg_(width, height, "chart", aria_label) {
+TimeChart::TimeChart(uint64_t t0, uint64_t t1, double y_max, std::string_view aria_label, int width, int height,
+                     YUnit y_unit)
+    : t0_(t0), t1_(std::max(t1, t0 + 1)), y_max_(y_max > 0 ? y_max : 1), y_unit_(y_unit),
+      svg_(width, height, "chart", aria_label) {
   svg_.Rect(kLeft, kTop, width - kLeft - kRight, height - kTop - kBottom, "plot");
 }
 
@@ -208,11 +218,13 @@ std::string TimeChart::Finish() && {
     svg_.Line(x, bottom, x, bottom + 4, "axis");
     svg_.Text(x, bottom + 16, Seconds(s), "tick", "middle");
   }
-  const double ys = ByteTickStep(y_max_, 5);
+  const bool bytes = y_unit_ == YUnit::kBytes;
+  const double ys = bytes ? ByteTickStep(y_max_, 5) : TickStep(y_max_, 5);
   for (double v = 0; v <= y_max_ * 1.0001; v += ys) {
     const double y = Y(v);
     svg_.Line(kLeft - 4, y, right, y, v == 0 ? "axis" : "grid");
-    svg_.Text(kLeft - 6, y + 4, FormatBytes(static_cast<uint64_t>(v)), "tick", "end");
+    const uint64_t u = static_cast<uint64_t>(v);
+    svg_.Text(kLeft - 6, y + 4, bytes ? FormatBytes(u) : u == 0 ? "0" : FormatDurationNs(u), "tick", "end");
   }
   return std::move(svg_).Finish();
 }

@@ -30,6 +30,10 @@ class Svg {
                std::string_view title = {});
   // anchor: "start", "middle" or "end".
   void Text(double x, double y, std::string_view text, std::string_view cls, std::string_view anchor = "start");
+  // A group of shapes with a class, data attributes (already safe: built from numbers
+  // and fixed words) and a tooltip for all of them; closed by EndGroup.
+  void BeginGroup(std::string_view cls, std::string_view data_attrs, std::string_view title);
+  void EndGroup();
   // A marker (a small triangle pointing down at x, y) with its data attributes
   // (already safe: built from numbers and fixed words), e.g. data-kind="oom" data-n="1".
   void Marker(double x, double y, std::string_view cls, std::string_view data_attrs, std::string_view title);
@@ -50,12 +54,17 @@ struct LegendEntry {
 };
 std::string Legend(const std::vector<LegendEntry>& entries);
 
+// What a TimeChart's y axis counts.
+enum class YUnit { kBytes, kNanoseconds };
+
 // A plot of values over time: x is [t0, t1] in ns since the run began (labelled in
-// seconds), y is [0, y_max] (labelled as bytes). Draws its frame and axes at Finish.
+// seconds), y is [0, y_max] (labelled as bytes, or as durations). Draws its frame and
+// axes at Finish. Every time chart of the page has the same frame, so plots of one run
+// line up.
 class TimeChart {
  public:
   TimeChart(uint64_t t0, uint64_t t1, double y_max, std::string_view aria_label,
-            int width = 900, int height = 260);
+            int width = 900, int height = 260, YUnit y_unit = YUnit::kBytes);
 
   double X(uint64_t t) const;
   double Y(double v) const;
@@ -82,6 +91,7 @@ class TimeChart {
   static constexpr double kLeft = 78, kRight = 150, kTop = 16, kBottom = 30;
   uint64_t t0_, t1_;
   double y_max_;
+  YUnit y_unit_;
   Svg svg_;
 };
 

@@ -1,12 +1,16 @@
 // Libraries: which recorded library files could be read (libraries_files), then per
 // process its objects, CUDA-related ones (with their CUDA major and who loaded them) and
-// failed loads; past kProcessRowsBeforeGrouping processes one paragraph per role. From
+// failed loads (those the program handled, a version probe followed by a load of the same
+// library, one line per library family with their count: abi.load-failed's verdict);
+// past kProcessRowsBeforeGrouping processes one paragraph per role. From
 // the run model's abi::LibraryInventories and the report's libraries[] rows (the CUDA
 // major and family group that the library analysis read from each file).
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <tuple>
 
 #include "abi/library_files.h"
 #include "abi/library_inventory.h"
@@ -88,10 +92,56 @@ std::string LibrariesText(const std::vector<ProcessLibrariesText>& procs) {
   return text;
 }
 
+// The failed loads the program handled: abi.load-failed's info verdict with a later (or
+// already mapped) load of the same library, by (requested, requester, error).
+using LoadCause = std::tuple<std::string, std::string, std::string>;
+std::set<LoadCause> HandledLoads(const std::vector<Finding>& findings) {
+  std::set<LoadCause> out;
+  const std::string_view id = FindingName(FindingId::kAbiLoadFailed);
+  for (const Finding& f : findings) {
+    if (f.id != id || f.severity != Severity::kInfo) continue;
+    const Json& ev = f.evidence;
+    if (!ev["loaded_later"].is_string() || !ev["requested"].is_string() || !ev["requester"].is_string() ||
+        !ev["error"].is_string()) {
+      continue;
+    }
+    out.insert({ev["requested"].str(), ev["requester"].str(), ev["error"].str()});
+  }
+  return out;
+}
+
+// The longest common prefix of a and b.
+std::string_view CommonPrefix(std::string_view a, std::string_view b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  return a.substr(0, n);
+}
+
+// "libcudnn_*.so.9.19*" for libcudnn_graph.so.9.19.0, libcudnn_heuristic.so.9.19, ...:
+// the names' common beginning before ".so" and after it, "*" where they differ.
+std::string NamePattern(const std::vector<std::string>& names) {
+  std::string_view stem0, ver0;
+  bool first = true, stems_differ = false, versions_differ = false;
+  std::string stem, ver;
+  for (const std::string& name : names) {
+    const std::string_view n = Basename(name);
+    const size_t so = n.find(".so");
+    const std::string_view st = n.substr(0, so), v = so == std::string_view::npos ? "" : n.substr(so);
+    if (first) {
+      stem0 = st, ver0 = v, first = false;
+      continue;
+    }
+    if (st != stem0) stems_differ = true, stem0 = CommonPrefix(stem0, st);
+    if (v != ver0) versions_differ = true, ver0 = CommonPrefix(ver0, v);
+  }
+  return std::string(stem0) + (stems_differ ? "*" : "") + std::string(ver0) + (versions_differ ? "*" : "");
+}
+
 // One process's paragraph: its inventory, and its libraries[] rows from `row` on (one per
-// object, then one per failed load, in the inventory's order).
+// object, then one per failed load, in the inventory's order). The failed loads the
+// program handled (`handled`) are one line per library family, with their count.
 ProcessLibrariesText TextOf(const ProcessTrace& t, const abi::LibraryInventory& inv, const Json::Array& rows,
-                            size_t row, std::string role) {
+                            size_t row, std::string role, const std::set<LoadCause>& handled) {
   ProcessLibrariesText out;
   out.pid = t.pid();
   out.role = std::move(role);
@@ -108,10 +158,39 @@ ProcessLibrariesText TextOf(const ProcessTrace& t, const abi::LibraryInventory& 
     out.lines.push_back("    " + o.path + (has_major ? "  [CUDA " + std::to_string(r["cuda_major"].as_int()) + "]" : "") +
                         (o.loaded_by.empty() ? "" : "  by " + std::string(Basename(o.loaded_by))) + "\n");
   }
+  struct Probes {
+    size_t line = 0;  // where its line goes in out.lines
+    size_t count = 0;
+    std::vector<std::string> names, requesters;  // distinct, first-seen order
+  };
+  std::map<std::string, Probes> probes;  // by family
   for (const abi::FailedLoad& f : inv.failures) {
     if (f.flags & RTLD_NOLOAD) continue;
-    out.lines.push_back("    FAILED " + f.requested + "  by " + std::string(Basename(f.requester)) + ": " + f.error +
-                        "\n");
+    if (!handled.contains({f.requested, f.requester, f.error})) {
+      out.lines.push_back("    FAILED " + f.requested + "  by " + std::string(Basename(f.requester)) + ": " +
+                          f.error + "\n");
+      continue;
+    }
+    std::string family = elf::ClassifyLibrary(Basename(f.requested)).family;
+    if (family.empty()) family = abi::LibraryStem(f.requested);
+    auto [it, fresh] = probes.try_emplace(family);
+    Probes& p = it->second;
+    if (fresh) {
+      p.line = out.lines.size();
+      out.lines.emplace_back();
+    }
+    ++p.count;
+    if (std::find(p.names.begin(), p.names.end(), f.requested) == p.names.end()) p.names.push_back(f.requested);
+    const std::string by(Basename(f.requester));
+    if (std::find(p.requesters.begin(), p.requesters.end(), by) == p.requesters.end()) p.requesters.push_back(by);
+  }
+  for (const auto& [family, p] : probes) {
+    std::string by;
+    for (const std::string& r : p.requesters) by += (by.empty() ? "" : ", ") + r;
+    out.lines[p.line] = "    " + NamePattern(p.names) + "  " + std::to_string(p.count) + " handled probe" +
+                        (p.count == 1 ? "" : "s") + " (FAILED, then loaded" +
+                        (p.names.size() > 1 ? "; " + std::to_string(p.names.size()) + " names" : "") + ")" +
+                        (by.empty() ? "" : " by " + by) + "\n";
   }
   return out;
 }
@@ -124,6 +203,7 @@ void LibrariesSection(const ReportBuilder& report, std::vector<TextSection>& out
   if (rows == nullptr || !rows->is_array() || files == nullptr) return;  // no library analysis
   const auto& inventories = report.run().Get<abi::LibraryInventories>().of_trace;
   const std::vector<const Json*> process_rows = RowsOfTraces(report);
+  const std::set<LoadCause> handled = HandledLoads(report.findings());
   const auto& traces = report.traces();
   std::vector<ProcessLibrariesText> procs;
   size_t row = 0;
@@ -132,7 +212,8 @@ void LibrariesSection(const ReportBuilder& report, std::vector<TextSection>& out
     // `colabtrace run`'s own trace loads nothing of the job's: no paragraph for it.
     if (!IsRunWrapper(traces[i])) {
       procs.push_back(TextOf(traces[i], inv, rows->array(), row,
-                             ProcessRole(process_rows[i] != nullptr ? *process_rows[i] : Json::MakeObject())));
+                             ProcessRole(process_rows[i] != nullptr ? *process_rows[i] : Json::MakeObject()),
+                             handled));
     }
     row += inv.objects.size() + inv.failures.size();
   }

@@ -15,14 +15,6 @@ std::string EndCell(const Json& end) {
   return "-";
 }
 
-// "exited 0" / "signaled SIGPIPE" / "killed SIGKILL" / "killed".
-std::string EndSummary(const Json& end) {
-  std::string s = end["kind"].is_string() ? end["kind"].str() : "unknown";
-  const std::string cell = EndCell(end);
-  if (cell != "-") s += " " + cell;
-  return s;
-}
-
 // The text table: one row per process, or one per role past kProcessRowsBeforeGrouping.
 std::string ProcessTable(const std::vector<const Json*>& procs) {
   std::string table;
@@ -91,6 +83,13 @@ std::string ProcessTable(const std::vector<const Json*>& procs) {
 }
 
 }  // namespace
+
+std::string EndSummary(const Json& end) {
+  std::string s = end["kind"].is_string() ? end["kind"].str() : "unknown";
+  const std::string cell = EndCell(end);
+  if (cell != "-") s += " " + cell;
+  return s;
+}
 
 void ProcessesSection(const ReportBuilder& report, std::vector<TextSection>& out) {
   std::vector<const Json*> procs;

@@ -30,6 +30,10 @@ std::vector<TextSection> TextSections(const ReportBuilder& report);
 // own trace, which has none (it is under "run").
 std::vector<const Json*> RowsOfTraces(const ReportBuilder& report);
 
+// How a processes[] row's "end" reads in a table: "exited 0", "signaled SIGPIPE",
+// "killed SIGKILL", "killed".
+std::string EndSummary(const Json& end);
+
 // The sections, each appended to `out` when the report has something to say.
 void ProcessesSection(const ReportBuilder& report, std::vector<TextSection>& out);
 void IoSections(const ReportBuilder& report, std::vector<TextSection>& out);

@@ -1,0 +1,281 @@
+#include "render/first_screen.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "io/file_stats.h"
+#include "render/text/sections.h"
+
+namespace colabtrace::analyzer {
+namespace {
+
+// The findings shown before all others, in this order.
+constexpr std::string_view kLeadingFindings[] = {"gpu.device-fault"};
+
+int Lead(const Finding& f) {
+  for (size_t i = 0; i < std::size(kLeadingFindings); ++i) {
+    if (f.id == kLeadingFindings[i]) return static_cast<int>(i);
+  }
+  return static_cast<int>(std::size(kLeadingFindings));
+}
+
+// A limit counts as reached from here (host.memory-pressure's threshold).
+constexpr double kAlarmFraction = 0.9;
+// perf.input-bound's warning threshold.
+constexpr double kInputBoundFraction = 0.2;
+
+std::string Plural(size_t n, std::string_view one, std::string_view many) {
+  return std::to_string(n) + " " + std::string(n == 1 ? one : many);
+}
+
+// 0.034 -> "3%", 0.003 -> "<1%", 0 -> "0%".
+std::string Percent(double fraction) {
+  if (!std::isfinite(fraction) || fraction <= 0) return "0%";
+  const double p = fraction * 100;
+  if (p < 0.5) return "<1%";
+  if (p > 1e6) return ">1000000%";
+  return std::to_string(static_cast<long long>(std::lround(p))) + "%";
+}
+
+uint64_t U64(const Json* v) {
+  if (v == nullptr || !v->is_number() || !(v->number() > 0)) return 0;
+  return v->number() >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(v->as_int());
+}
+
+double Fraction(const Json& o, std::string_view key) {
+  const Json* v = o.Find(key);
+  return v != nullptr && v->is_number() ? v->number() : 0;
+}
+
+// "300 optimizer steps", "1 step (colabtrace.step markers)", "12 steps (DataLoader batches)".
+std::string StepCountText(const Json& steps) {
+  const uint64_t n = U64(steps.Find("count"));
+  const std::string noun = n == 1 ? "step" : "steps";
+  const Json* s = steps.Find("source");
+  const std::string src = s != nullptr && s->is_string() ? s->str() : "";
+  if (src == "optimizer") return std::to_string(n) + " optimizer " + noun;
+  if (src == "marker") return std::to_string(n) + " " + noun + " (colabtrace.step markers)";
+  if (src == "dataloader") return std::to_string(n) + " " + noun + " (DataLoader batches)";
+  return std::to_string(n) + " " + noun;
+}
+
+void ProcessVitals(const Json* rows, std::vector<VitalSign>& out) {
+  const size_t n = rows != nullptr && rows->is_array() ? rows->array().size() : 0;
+  std::map<std::string, size_t> ends;
+  for (size_t i = 0; i < n; ++i) ++ends[text::EndSummary(rows->array()[i]["end"])];
+  std::vector<std::pair<std::string, size_t>> order(ends.begin(), ends.end());
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string v = std::to_string(n);
+  if (order.size() == 1) {
+    v += n == 1 ? ", " + order[0].first : ", all " + order[0].first;
+  } else {
+    for (size_t k = 0; k < order.size() && k < 4; ++k) {
+      v += (k == 0 ? ": " : ", ") + std::to_string(order[k].second) + " " + order[k].first;
+    }
+    if (order.size() > 4) v += ", ...";
+  }
+  const bool failed = std::any_of(order.begin(), order.end(), [](const auto& e) {
+    return e.first != "exited 0";
+  });
+  out.push_back({"processes", v, failed});
+}
+
+void StepVitals(const Json* rows, std::vector<VitalSign>& out) {
+  if (rows == nullptr || !rows->is_array()) return;
+  std::vector<const Json*> stepping;
+  for (const Json& p : rows->array()) {
+    const Json* s = p.Find("steps");
+    if (s != nullptr && s->is_object() && U64(s->Find("count")) > 0) stepping.push_back(&p);
+  }
+  const bool several = stepping.size() > 1;
+  for (size_t k = 0; k < stepping.size() && k < kVitalRows; ++k) {
+    const Json& p = *stepping[k];
+    const Json& s = p["steps"];
+    const std::string who = several ? "pid " + std::to_string(p["pid"].as_int()) + ": " : "";
+    std::string v = who + StepCountText(s) + (several ? "" : " in pid " + std::to_string(p["pid"].as_int()));
+    if (const uint64_t median = U64(s.Find("median_ns")); median > 0) v += ", median " + FormatDurationNs(median);
+    if (const uint64_t p90 = U64(s.Find("p90_ns")); p90 > 0) v += " (p90 " + FormatDurationNs(p90) + ")";
+    if (const Json* i = s.Find("interrupted"); i != nullptr && i->boolean()) {
+      v += "; the last one was interrupted";
+    }
+    out.push_back({"steps", v, false});
+    const double wait = Fraction(s, "input_wait_fraction");
+    out.push_back({"input wait", who + Percent(wait) + " of step time after warm-up (GPU sync " +
+                                     Percent(Fraction(s, "gpu_sync_fraction")) + ", file I/O " +
+                                     Percent(Fraction(s, "io_fraction")) + ", other " +
+                                     Percent(Fraction(s, "other_fraction")) + ")",
+                   wait >= kInputBoundFraction});
+  }
+  if (stepping.size() > kVitalRows) {
+    out.push_back({"steps", std::to_string(stepping.size() - kVitalRows) + " more stepping processes", false});
+  }
+}
+
+void GpuVitals(const Json& root, std::vector<VitalSign>& out) {
+  const Json* gpu = root.Find("gpu");
+  if (gpu == nullptr || !gpu->is_object()) return;
+  const Json* devices = gpu->Find("devices");
+  const size_t n = devices != nullptr && devices->is_array() ? devices->array().size() : 0;
+  if (n == 0) {
+    if (const uint64_t peak = U64(gpu->Find("peak_bytes")); peak > 0) {
+      out.push_back({"GPU memory", FormatBytes(peak) + " peak (device capacity not recorded)", false});
+    }
+    return;
+  }
+  for (size_t k = 0; k < n && k < kVitalRows; ++k) {
+    const Json& d = devices->array()[k];
+    const uint64_t peak = U64(d.Find("peak_bytes")), total = U64(d.Find("total_bytes"));
+    std::string v = FormatBytes(peak) + " peak";
+    bool alarm = false;
+    if (total > 0) {
+      const double f = static_cast<double>(peak) / static_cast<double>(total);
+      v += " of " + FormatBytes(total) + " (" + Percent(f) + ")";
+      alarm = f >= kAlarmFraction;
+    }
+    v += " on GPU " + std::to_string(d["index"].as_int());
+    if (const Json* name = d.Find("name"); name != nullptr && name->is_string()) v += " (" + name->str() + ")";
+    out.push_back({"GPU memory", v, alarm});
+  }
+  if (n > kVitalRows) out.push_back({"GPU memory", std::to_string(n - kVitalRows) + " more devices", false});
+}
+
+std::string BasisText(const std::string& basis) {
+  if (basis == "pss") return "PSS";
+  if (basis.starts_with("rss")) return "RSS";
+  return basis;
+}
+
+void HostVitals(const Json& root, const Json* rows, std::vector<VitalSign>& out) {
+  const Json* hosts = root.Find("memory");
+  hosts = hosts != nullptr && hosts->is_object() ? hosts->Find("hosts") : nullptr;
+  const size_t n = hosts != nullptr && hosts->is_array() ? hosts->array().size() : 0;
+  size_t shown = 0;
+  for (size_t k = 0; k < n && shown < kVitalRows; ++k) {
+    const Json& h = hosts->array()[k];
+    if (!h.is_object()) continue;
+    const uint64_t peak = U64(h.Find("peak_bytes")), limit = U64(h.Find("limit_bytes"));
+    if (limit == 0) continue;
+    const double f = static_cast<double>(peak) / static_cast<double>(limit);
+    std::string v = FormatBytes(peak) + " peak";
+    if (const Json* b = h.Find("basis"); b != nullptr && b->is_string()) v += " (" + BasisText(b->str()) + ")";
+    v += " of " + FormatBytes(limit);
+    if (const Json* s = h.Find("limit_source"); s != nullptr && s->is_string()) v += " " + s->str();
+    v += " (" + Percent(f) + ")";
+    if (const Json* name = h.Find("host"); n > 1 && name != nullptr && name->is_string()) v += " on " + name->str();
+    out.push_back({"host memory", v, f >= kAlarmFraction});
+    ++shown;
+  }
+  if (shown == 0) {
+    // No limit known: the largest process's RSS.
+    uint64_t peak = 0;
+    int64_t pid = 0;
+    if (rows != nullptr && rows->is_array()) {
+      for (const Json& p : rows->array()) {
+        if (const uint64_t r = U64(p.Find("peak_rss_bytes")); r > peak) peak = r, pid = p["pid"].as_int();
+      }
+    }
+    if (peak > 0) {
+      out.push_back({"host memory", FormatBytes(peak) + " peak RSS (pid " + std::to_string(pid) +
+                                        "); no memory limit recorded", false});
+    }
+  } else if (n > shown) {
+    out.push_back({"host memory", std::to_string(n - shown) + " more hosts", false});
+  }
+}
+
+void IoVitals(const ReportBuilder& report, std::vector<VitalSign>& out) {
+  const Json* io = report.document().Find("io");
+  const Json* totals = io != nullptr && io->is_object() ? io->Find("totals") : nullptr;
+  if (totals == nullptr || !totals->is_object()) return;
+  const uint64_t opens = U64(totals->Find("opens")), reads = U64(totals->Find("reads")),
+                 bytes = U64(totals->Find("bytes_read")), stats = U64(totals->Find("stats"));
+  if (opens == 0 && reads == 0 && stats == 0) return;
+  // Time in file calls over the job's processes (the totals' own read_ns is reads only).
+  uint64_t io_ns = 0;
+  for (const io::ProcessIo& p : report.run().Get<io::IoModel>().processes) {
+    if (!p.run_wrapper) io_ns += p.open_ns + p.read_ns + p.stat_ns;
+  }
+  out.push_back({"file I/O", std::to_string(opens) + " opens, " + std::to_string(reads) + " reads (" +
+                                 FormatBytes(bytes) + "), " + std::to_string(stats) + " stats; " +
+                                 FormatDurationNs(io_ns) + " in these calls",
+                 false});
+}
+
+}  // namespace
+
+std::vector<const Finding*> FindingsInReadingOrder(const std::vector<Finding>& findings) {
+  std::vector<const Finding*> ordered;
+  ordered.reserve(findings.size());
+  for (const Finding& f : findings) ordered.push_back(&f);
+  std::stable_sort(ordered.begin(), ordered.end(), [](const Finding* a, const Finding* b) {
+    const int la = a->severity == Severity::kError ? Lead(*a) : INT32_MAX;
+    const int lb = b->severity == Severity::kError ? Lead(*b) : INT32_MAX;
+    return la < lb;
+  });
+  return ordered;
+}
+
+std::vector<FindingFold> FoldFindings(const std::vector<Finding>& findings) {
+  std::vector<FindingFold> out;
+  std::map<std::string_view, size_t> info_fold;  // id -> index in out
+  for (const Finding* f : FindingsInReadingOrder(findings)) {
+    if (f->severity != Severity::kInfo) {
+      out.push_back({f->id, f->severity, {f}});
+      continue;
+    }
+    auto [it, fresh] = info_fold.emplace(f->id, out.size());
+    if (fresh) out.push_back({f->id, Severity::kInfo, {}});
+    out[it->second].findings.push_back(f);
+  }
+  return out;
+}
+
+std::string FirstScreen::VerdictLine() const {
+  const std::string in =
+      " in " + (processes == 0 ? std::string("no processes") : Plural(processes, "process", "processes"));
+  if (healthy()) {
+    return "Healthy: no errors or warnings" + in + (infos > 0 ? " (" + std::to_string(infos) + " info)" : "");
+  }
+  std::string s;
+  if (errors > 0) s += Plural(errors, "error", "errors");
+  if (warnings > 0) s += (s.empty() ? "" : ", ") + Plural(warnings, "warning", "warnings");
+  s += in + ":";
+  // The distinct ids of the worst findings.
+  std::vector<std::string_view> ids;
+  for (const Finding* f : worst) {
+    if (std::find(ids.begin(), ids.end(), f->id) == ids.end()) ids.push_back(f->id);
+  }
+  for (size_t k = 0; k < ids.size(); ++k) s += (k == 0 ? " " : ", ") + std::string(ids[k]);
+  if (errors + warnings > worst.size()) s += " +" + std::to_string(errors + warnings - worst.size()) + " more";
+  return s;
+}
+
+FirstScreen FirstScreen::Of(const ReportBuilder& report) {
+  FirstScreen out;
+  const Json& root = report.document();
+  const Json* rows = root.Find("processes");
+  out.processes = rows != nullptr && rows->is_array() ? rows->array().size() : 0;
+  for (const Finding* f : FindingsInReadingOrder(report.findings())) {
+    switch (f->severity) {
+      case Severity::kError: ++out.errors; break;
+      case Severity::kWarning: ++out.warnings; break;
+      case Severity::kInfo: ++out.infos; break;
+    }
+    if (f->severity != Severity::kInfo && out.worst.size() < kVerdictFindings) out.worst.push_back(f);
+  }
+  ProcessVitals(rows, out.vitals);
+  uint64_t start = UINT64_MAX, end = 0;
+  for (const ProcessTrace& t : report.traces()) {
+    start = std::min(start, t.start_ns());
+    end = std::max(end, t.end_ns());
+  }
+  if (start != UINT64_MAX && end > start) out.vitals.push_back({"wall time", FormatDurationNs(end - start), false});
+  StepVitals(rows, out.vitals);
+  GpuVitals(root, out.vitals);
+  HostVitals(root, rows, out.vitals);
+  IoVitals(report, out.vitals);
+  return out;
+}
+
+}  // namespace colabtrace::analyzer
