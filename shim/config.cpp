@@ -91,6 +91,13 @@ void LoadConfig() {
       std::strcpy(g_config.out, v);
     }
   }
+  if (const char* v = getenv("COLABTRACE_HOST_ROOT"); v != nullptr) {
+    if (std::strlen(v) >= sizeof(g_config.host_root)) {
+      AddError("COLABTRACE_HOST_ROOT", "...", "a path shorter than 512 bytes");
+    } else {
+      std::strcpy(g_config.host_root, std::strcmp(v, "/") == 0 ? "" : v);
+    }
+  }
   uint64_t n = 0;
   if (const char* v = getenv("COLABTRACE_STACKS"); v != nullptr) {
     if (ParseUint(v, kMaxStackDepth, &n)) {

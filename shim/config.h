@@ -15,6 +15,10 @@ struct Config {
   uint32_t sample_ms = 100;  // COLABTRACE_SAMPLE_MS; 0: samples only at start, fork, exec, exit
   bool disable = false;      // COLABTRACE_DISABLE=1 records nothing
   bool verbose = false;      // COLABTRACE_VERBOSE=1 lets the shim print
+  // COLABTRACE_HOST_ROOT: the folder the host facts about CPUs and GPUs are read under
+  // (its proc/, sys/ and dev/ stand for /proc, /sys and /dev; tests point it at a fake
+  // machine). "" = the real root.
+  char host_root[512] = {};
 };
 
 extern Config g_config;

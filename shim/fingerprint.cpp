@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <strings.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/sysinfo.h>
 #include <sys/utsname.h>
@@ -14,6 +15,7 @@
 
 #include <cstring>
 
+#include "config.h"
 #include "core_hooks.h"
 #include "lifecycle.h"
 #include "raw.h"
@@ -66,6 +68,155 @@ bool IsRecordedEnvName(const char* name, size_t len) {
 }
 
 char g_self_exe[1024];
+
+// ---- the CPUs and GPUs the job may use (under COLABTRACE_HOST_ROOT) ------------------------
+
+PathBuf HostPath(const char* path) {
+  PathBuf p;
+  p.Add(g_config.host_root).Add(path);
+  return p;
+}
+
+// The number a cgroup file starts with, in *out; false for "max", a negative number
+// ("-1": v1's "no limit") or anything unreadable.
+bool ReadCgroupLimit(const PathBuf& path, uint64_t* out) {
+  char buf[64];
+  if (raw::ReadSmallFile(path.s, buf, sizeof(buf)) <= 0 || buf[0] < '0' || buf[0] > '9') return false;
+  *out = ParseU64(buf);
+  return true;
+}
+
+// The CPU limit of one cgroup folder (`dir`, a path under the host root) in thousandths
+// of a CPU, or UINT64_MAX when it sets none. v2: cpu.max "QUOTA PERIOD" ("max PERIOD":
+// none); v1: cpu.cfs_quota_us (-1: none) over cpu.cfs_period_us.
+uint64_t CgroupDirCpuLimit(const PathBuf& dir, bool v2) {
+  uint64_t quota = 0, period = 0;
+  if (v2) {
+    PathBuf f = dir;
+    f.Add("/cpu.max");
+    char buf[64];
+    if (raw::ReadSmallFile(f.s, buf, sizeof(buf)) <= 0 || buf[0] < '0' || buf[0] > '9') return UINT64_MAX;
+    quota = ParseU64(buf);
+    const char* blank = std::strchr(buf, ' ');
+    period = blank != nullptr ? ParseU64(blank) : 0;
+  } else {
+    PathBuf q = dir, p = dir;
+    q.Add("/cpu.cfs_quota_us");
+    p.Add("/cpu.cfs_period_us");
+    if (!ReadCgroupLimit(q, &quota) || !ReadCgroupLimit(p, &period)) return UINT64_MAX;
+  }
+  if (quota == 0 || period == 0) return UINT64_MAX;
+  return quota * 1000 / period;
+}
+
+// The tightest CPU limit on this process's cgroup and its ancestors, in thousandths of a
+// CPU (UINT64_MAX: none found). The cgroup comes from <root>/proc/self/cgroup: v2's
+// "0::/path", else v1's line whose controllers include "cpu". Inside a cgroup namespace the
+// path may not exist under /sys/fs/cgroup; its ancestors (at last the mount's root, which
+// is then the namespace's cgroup) are read all the same.
+uint64_t CgroupCpuLimitMillicpus() {
+  char buf[2048];
+  if (raw::ReadSmallFile(HostPath("/proc/self/cgroup").s, buf, sizeof(buf)) <= 0) return UINT64_MAX;
+  const char* v2 = nullptr;
+  const char* v1 = nullptr;
+  for (char* line = buf; line != nullptr && *line != '\0';) {
+    char* next = std::strchr(line, '\n');
+    if (next != nullptr) *next++ = '\0';
+    char* c1 = std::strchr(line, ':');
+    char* c2 = c1 != nullptr ? std::strchr(c1 + 1, ':') : nullptr;
+    if (c2 != nullptr) {
+      *c2 = '\0';
+      const char* controllers = c1 + 1;
+      if (*controllers == '\0') v2 = c2 + 1;
+      for (const char* c = controllers; *c != '\0';) {  // the comma-separated names
+        const char* end = std::strchr(c, ',');
+        const size_t len = end != nullptr ? static_cast<size_t>(end - c) : std::strlen(c);
+        if (len == 3 && std::strncmp(c, "cpu", 3) == 0) v1 = c2 + 1;
+        if (end == nullptr) break;
+        c = end + 1;
+      }
+    }
+    line = next;
+  }
+  const bool is_v2 = v1 == nullptr;
+  const char* path = is_v2 ? v2 : v1;
+  if (path == nullptr) return UINT64_MAX;
+  // v1's cpu controller is mounted as cpu,cpuacct (with a cpu link on most systems): the
+  // first of those that exists.
+  static constexpr const char* kMounts[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/cpu,cpuacct",
+                                            "/sys/fs/cgroup/cpu"};
+  uint64_t best = UINT64_MAX;
+  for (int m = is_v2 ? 0 : 1; m < (is_v2 ? 1 : 3); ++m) {
+    PathBuf dir = HostPath(kMounts[m]);
+    struct stat st;
+    if (raw::Syscall6(SYS_newfstatat, AT_FDCWD, reinterpret_cast<long>(dir.s), reinterpret_cast<long>(&st), 0) != 0) {
+      continue;
+    }
+    const size_t base = dir.n;
+    dir.Add(std::strcmp(path, "/") == 0 ? "" : path);
+    for (int level = 0; level < 32; ++level) {  // the cgroup, then each ancestor
+      const uint64_t v = CgroupDirCpuLimit(dir, is_v2);
+      if (v < best) best = v;
+      if (dir.n <= base) break;
+      while (dir.n > base && dir.s[dir.n - 1] != '/') --dir.n;
+      if (dir.n > base) --dir.n;  // the '/' before the last name
+      dir.s[dir.n] = '\0';
+    }
+    break;
+  }
+  return best;
+}
+
+// The NVIDIA GPUs the driver lists (<root>/proc/driver/nvidia/gpus/<bus id>/information,
+// its "Model:" line), in bus order, joined by ", ": a HostInfo nvidia_gpus when there is
+// one. And the GPU device nodes (<root>/dev/nvidia0, nvidia1...): a HostNum
+// nvidia_dev_nodes, when /dev can be read.
+__attribute__((noinline)) void FingerprintNvidia() {
+  constexpr int kMaxGpus = 32;
+  char bus[kMaxGpus][24];
+  int gpus = 0;
+  const PathBuf gpu_dir = HostPath("/proc/driver/nvidia/gpus");
+  raw::ForEachDirEntry(gpu_dir.s, [&](const char* name) {
+    if (name[0] == '.' || gpus == kMaxGpus || std::strlen(name) >= sizeof(bus[0])) return;
+    std::strcpy(bus[gpus++], name);
+  });
+  for (int i = 1; i < gpus; ++i) {  // insertion sort by bus id: the order nvidia-smi uses
+    for (int j = i; j > 0 && std::strcmp(bus[j - 1], bus[j]) > 0; --j) {
+      char t[sizeof(bus[0])];
+      std::strcpy(t, bus[j]);
+      std::strcpy(bus[j], bus[j - 1]);
+      std::strcpy(bus[j - 1], t);
+    }
+  }
+  char models[1024];
+  size_t len = 0;
+  for (int i = 0; i < gpus; ++i) {
+    PathBuf info = gpu_dir;
+    info.Add("/").Add(bus[i]).Add("/information");
+    char buf[2048];
+    if (raw::ReadSmallFile(info.s, buf, sizeof(buf)) <= 0) continue;
+    const char* v = FindLine(buf, "Model:");
+    if (v == nullptr) continue;
+    while (*v == ' ' || *v == '\t') ++v;
+    const char* end = v;
+    while (*end != '\0' && *end != '\n') ++end;
+    while (end > v && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r')) --end;
+    if (end == v) continue;
+    if (len > 0 && len + 2 < sizeof(models)) {
+      models[len++] = ',';
+      models[len++] = ' ';
+    }
+    for (; v < end && len + 1 < sizeof(models); ++v) models[len++] = *v;
+  }
+  models[len] = '\0';
+  if (len > 0) EmitHostInfo("nvidia_gpus", models);
+  uint64_t nodes = 0;
+  if (raw::ForEachDirEntry(HostPath("/dev").s, [&](const char* name) {
+        if (std::strncmp(name, "nvidia", 6) == 0 && name[6] >= '0' && name[6] <= '9') ++nodes;
+      })) {
+    EmitHostNum("nvidia_dev_nodes", nodes);
+  }
+}
 
 }  // namespace
 
@@ -122,6 +273,9 @@ void FingerprintEnvironment() {
     EmitHostNum("shm_free", static_cast<uint64_t>(sf.f_bavail) * sf.f_bsize);
   }
   EmitHostNum("page_size", static_cast<uint64_t>(sysconf(_SC_PAGESIZE)));
+  const uint64_t cpu_limit = CgroupCpuLimitMillicpus();
+  if (cpu_limit != UINT64_MAX) EmitHostNum("cgroup_cpu_quota_millicpus", cpu_limit);
+  FingerprintNvidia();
 }
 
 void RecordEnvVar(const char* name, size_t name_len, const char* value, format::EnvSource src) {

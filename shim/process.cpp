@@ -152,6 +152,7 @@ void AfterForkInChild(LibcState libc) {
   const int parent_tid = static_cast<int>(t_thread.tid);
   g_pid = raw::Getpid();
   t_thread.vfork_pending = 0;
+  t_thread.batch_wait_since = 0;  // the parent's wait is not the child's
   ForgetVforkNote();
   if (!g_trace.is_open()) return;
   g_recording = false;

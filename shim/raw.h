@@ -91,6 +91,34 @@ inline long Readlink(const char* path, char* buf, size_t n) {
 inline long Getdents64(int fd, void* buf, size_t n) {
   return Syscall6(SYS_getdents64, fd, reinterpret_cast<long>(buf), static_cast<long>(n));
 }
+// One entry of a getdents64 buffer (the kernel's struct linux_dirent64).
+struct Dirent64 {
+  uint64_t ino;
+  int64_t off;
+  uint16_t reclen;
+  uint8_t type;
+  char name[1];
+};
+
+// Calls fn(name) for each entry of the directory at path ("." and ".." included), with
+// no allocation. Returns false when the directory could not be opened.
+template <class Fn> inline bool ForEachDirEntry(const char* path, Fn&& fn) {
+  const int dfd = Open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return false;
+  alignas(8) char dents[4096];
+  for (;;) {
+    const long n = Getdents64(dfd, dents, sizeof(dents));
+    if (n <= 0) break;
+    for (long off = 0; off < n;) {
+      const auto* d = reinterpret_cast<const Dirent64*>(dents + off);
+      off += d->reclen;
+      fn(static_cast<const char*>(d->name));
+    }
+  }
+  Close(dfd);
+  return true;
+}
+
 inline int Kill(int pid, int sig) { return static_cast<int>(Syscall6(SYS_kill, pid, sig)); }
 inline int Tgkill(int pid, int tid, int sig) {
   return static_cast<int>(Syscall6(SYS_tgkill, pid, tid, sig));

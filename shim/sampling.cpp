@@ -18,6 +18,7 @@ namespace {
 char g_cgroup_dir[512];  // e.g. /sys/fs/cgroup/<path> (v2) or .../memory/<path> (v1)
 bool g_cgroup_v2 = false;
 uint64_t g_page_size = 0;
+uint64_t g_ns_per_clock_tick = 0;  // /proc's CPU-time unit (sysconf(_SC_CLK_TCK)) in ns
 uint64_t g_period_ns = 0;    // COLABTRACE_SAMPLE_MS in ns; 0: no periodic samples
 uint64_t g_due_ns = 0;       // CLOCK_MONOTONIC of the next periodic sample (atomic)
 
@@ -154,18 +155,26 @@ void TakeSample(SampleKind kind) {
     g_page_size = getauxval(AT_PAGESZ);
     if (g_page_size == 0) g_page_size = 4096;
   }
+  if (g_ns_per_clock_tick == 0) {
+    // What sysconf(_SC_CLK_TCK) answers, from the same auxiliary vector entry.
+    const uint64_t hz = getauxval(AT_CLKTCK);
+    g_ns_per_clock_tick = 1000000000ull / (hz != 0 && hz <= 1000000000ull ? hz : 100);
+  }
   format::Sample s;
   s.ts = Ticks();
   // One read of /proc/self/stat gives what statm (size, resident) and status (Threads:)
   // gave in two, at half the kernel's formatting cost: "pid (comm) state ppid ...", the
   // fields counted from the last ')' since comm may hold spaces and parentheses.
-  // Fields (proc(5), from 1): 20 num_threads, 23 vsize in bytes, 24 rss in pages.
+  // Fields (proc(5), from 1): 14 utime and 15 stime in clock ticks, 20 num_threads,
+  // 23 vsize in bytes, 24 rss in pages.
   char stat[1024];
   if (raw::ReadSmallFile("/proc/self/stat", stat, sizeof(stat)) > 0) {
     if (const char* p = std::strrchr(stat, ')')) {
       for (int field = 3; *p != '\0' && field <= 24; ++field) {
         while (*p != '\0' && *p != ' ') ++p;  // to the blank before this field
         if (*p == ' ') ++p;
+        if (field == 14) s.utime_ns = ParseU64(p) * g_ns_per_clock_tick;
+        if (field == 15) s.stime_ns = ParseU64(p) * g_ns_per_clock_tick;
         if (field == 20) s.threads = ParseU64(p);
         if (field == 23) s.vm_bytes = ParseU64(p);
         if (field == 24) s.rss_bytes = ParseU64(p) * g_page_size;

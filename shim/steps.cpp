@@ -1,10 +1,31 @@
-// Step markers: colabtrace_step(n) writes a step record (n; its chunk names the calling
-// thread), so that the analyzer can cut a run into the program's own steps.
+// Steps and what the step loop waits for: the records the analyzer cuts a run into steps
+// with, and the entry points that write them.
 //
-// Programs call it through the weak reference in include/colabtrace/colabtrace.h (a
-// no-op without the shim), Python through ctypes (python/colabtrace/__init__.py). Safe
-// from any thread; a call reached from inside the shim, or while nothing is recorded,
-// does nothing. errno is preserved (ShimScope).
+//   void colabtrace_step(uint64_t n)       a program's own marker: a Step record, source
+//                                          kMarker, n its own step number.
+//   void colabtrace_step_auto(uint64_t n)  the Python start-up hook saw an iteration's
+//                                          optimizer step end: a Step, source kOptimizer.
+//   void colabtrace_batch_wait_begin(void) the calling thread starts waiting for its next
+//                                          batch (the DataLoader iterator's __next__).
+//   void colabtrace_batch_wait_end(uint64_t kind, const char* where, uint64_t n)
+//                                          the batch arrived: one BatchWait record {ts = the
+//                                          begin, dur, kind, where, n}. kind 0 ends the wait
+//                                          and records nothing (the iterator raised: the end
+//                                          of the epoch, or an error).
+//   void colabtrace_process_role(uint64_t role, uint64_t worker_id)
+//                                          a ProcessRole record (a DataLoader worker says so).
+//
+// Programs call colabtrace_step through the weak reference in
+// include/colabtrace/colabtrace.h (a no-op without the shim), Python through ctypes
+// (python/colabtrace/__init__.py); the others are the start-up hook's
+// (python/colabtrace/_startup/sitecustomize.py). All of them are async-signal-safe and
+// lock-free, safe from any thread, preserve errno, and do nothing while nothing is
+// recorded or when reached from inside the shim.
+//
+// The batch wait's start lives in the calling thread's ThreadState (batch_wait_since):
+// begin is one store, end one load and one store before it records. A wait inside a wait
+// on the same thread (an iterator drawing from another) takes the start over, and the
+// outer end then finds none and records nothing: waits are never counted twice.
 #include <cstdint>
 
 #include "clock.h"
@@ -12,16 +33,65 @@
 
 namespace colabtrace::shim {
 
-#pragma GCC visibility push(default)
-extern "C" void colabtrace_step(uint64_t n) {
+namespace {
+
+void EmitStep(uint64_t n, format::StepSource source) {
   if (!Recording()) return;
   ShimScope scope;
   if (!scope.entered()) return;
   format::Step r;
   r.ts = Ticks();
   r.n = n;
+  r.source = static_cast<uint64_t>(source);
   Emit(r);
 }
+
+}  // namespace
+
+#pragma GCC visibility push(default)
+extern "C" {
+
+void colabtrace_step(uint64_t n) { EmitStep(n, format::StepSource::kMarker); }
+
+void colabtrace_step_auto(uint64_t n) { EmitStep(n, format::StepSource::kOptimizer); }
+
+void colabtrace_batch_wait_begin(void) {
+  if (!Recording()) return;
+  // Ticks() is never 0 (a TSC or CLOCK_MONOTONIC of a running system), so 0 can mean
+  // "not waiting". rdtsc and the vDSO clock leave errno alone.
+  t_thread.batch_wait_since = Ticks();
+}
+
+void colabtrace_batch_wait_end(uint64_t kind, const char* where, uint64_t n) {
+  ThreadState& t = t_thread;
+  const uint64_t since = t.batch_wait_since;
+  if (since == 0) return;
+  t.batch_wait_since = 0;
+  if (kind == 0 || !Recording()) return;
+  ShimScope scope;
+  if (!scope.entered()) return;
+  format::BatchWait r;
+  const uint64_t now = Ticks();
+  r.ts = since;
+  r.dur = now > since ? now - since : 0;
+  r.kind = kind;
+  r.where = InternCString(where);
+  r.n = n;
+  Emit(r);
+}
+
+void colabtrace_process_role(uint64_t role, uint64_t worker_id) {
+  if (!Recording()) return;
+  ShimScope scope;
+  if (!scope.entered()) return;
+  format::ProcessRole r;
+  r.ts = Ticks();
+  r.role = role;
+  r.worker_id = worker_id;
+  Emit(r);
+}
+
+}  // extern "C"
 #pragma GCC visibility pop
 
 }  // namespace colabtrace::shim

@@ -53,6 +53,11 @@ struct ThreadState {
   const uint8_t* dir_data = nullptr;
   uint64_t dir_mount = 0;
   uint64_t dir_path_id = 0;
+  // The step loop's wait for its next batch (shim/steps.cpp): the tick at which this
+  // thread began waiting, 0 while it is not waiting. colabtrace_batch_wait_begin and
+  // _end each make one store here, so this one word says at any moment "this thread has
+  // been waiting for a batch since T" (for the in-flight notes of hung processes).
+  uint64_t batch_wait_since = 0;
 };
 
 // constinit: constant-initialised, so no TLS wrapper call on access. The vfork stub in

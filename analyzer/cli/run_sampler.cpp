@@ -175,6 +175,10 @@ void RunTraceWriter::Finish() {
 
 std::vector<TreeProcess> DescendantsOf(pid_t root) {
   std::vector<TreeProcess> all;
+  static const uint64_t ns_per_tick = [] {
+    const long hz = sysconf(_SC_CLK_TCK);
+    return 1000000000ull / static_cast<uint64_t>(hz > 0 ? hz : 100);
+  }();
   DIR* d = opendir("/proc");
   if (d == nullptr) return {};
   while (const dirent* e = readdir(d)) {
@@ -189,6 +193,8 @@ std::vector<TreeProcess> DescendantsOf(pid_t root) {
     p.comm = st->comm;
     p.threads = st->threads;
     p.rss_pages = st->rss_pages;
+    p.utime_ns = st->utime_ticks * ns_per_tick;
+    p.stime_ns = st->stime_ticks * ns_per_tick;
     all.push_back(std::move(p));
   }
   closedir(d);
@@ -336,6 +342,8 @@ void TreeSampler::SampleRound() {
     s.cgroup = k.cgroup_dir.empty() ? 0 : out_.Intern(k.cgroup_dir);
     s.comm = out_.Intern(p.comm);
     s.shim = k.shim ? 1 : 0;
+    s.utime_ns = p.utime_ns;
+    s.stime_ns = p.stime_ns;
     out_.Append(s);
   }
   for (auto it = known_.begin(); it != known_.end();) {

@@ -77,6 +77,8 @@ struct TreeProcess {
   std::string comm;
   uint64_t threads = 0;
   uint64_t rss_pages = 0;
+  uint64_t utime_ns = 0;  // CPU time so far in user and kernel mode (/proc/PID/stat)
+  uint64_t stime_ns = 0;
 };
 
 // Every descendant of `root` (not root itself), from one scan of /proc/*/stat.

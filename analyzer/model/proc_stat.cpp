@@ -27,7 +27,8 @@ std::optional<ProcStat> ReadProcStat(pid_t pid) {
   std::vector<std::string> f;
   for (std::string field; f.size() < 22 && rest >> field;) f.push_back(field);
   if (f.size() < 22) return std::nullopt;
-  // After ")": state(0) ppid(1) ... num_threads(17) ... starttime(19) ... rss(21).
+  // After ")": state(0) ppid(1) ... utime(11) stime(12) ... num_threads(17) ... starttime(19)
+  // ... rss(21).
   ProcStat p;
   p.pid = pid;
   p.comm = stat.substr(open_paren + 1, close_paren - open_paren - 1);
@@ -36,6 +37,8 @@ std::optional<ProcStat> ReadProcStat(pid_t pid) {
   p.threads = std::strtoull(f[17].c_str(), nullptr, 10);
   p.start_ticks = std::strtoull(f[19].c_str(), nullptr, 10);
   p.rss_pages = std::strtoull(f[21].c_str(), nullptr, 10);
+  p.utime_ticks = std::strtoull(f[11].c_str(), nullptr, 10);
+  p.stime_ticks = std::strtoull(f[12].c_str(), nullptr, 10);
   return p;
 }
 

@@ -18,6 +18,8 @@ struct ProcStat {
   uint64_t threads = 0;
   uint64_t start_ticks = 0;  // clock ticks after boot (sysconf(_SC_CLK_TCK) per second)
   uint64_t rss_pages = 0;
+  uint64_t utime_ticks = 0;  // CPU time in user and kernel mode, all threads (clock ticks)
+  uint64_t stime_ticks = 0;
 
   bool ended() const { return state == 'Z' || state == 'X' || state == 'x'; }
 };

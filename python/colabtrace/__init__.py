@@ -75,7 +75,11 @@ def _shim_step_function():
 def step(n):
     """Marks the start of step ``n`` (an epoch, a batch: any counter that is >= 0) in the
     trace, so budgets and the GPU leak trend can be read per step. A no-op, and cheap,
-    in a process that runs without the shim."""
+    in a process that runs without the shim.
+
+    Under ``colabtrace run`` (or ``COLABTRACE_PYTHON=1``) a PyTorch loop's steps are also
+    found without markers, from its optimizer steps and DataLoader batches; where a
+    process marks its own steps, the analyzer counts its markers alone."""
     n = int(n)
     if n < 0 or n >= 1 << 64:
         raise ValueError(f"colabtrace.step: {n} is not an unsigned 64-bit step number")

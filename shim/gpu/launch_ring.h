@@ -117,20 +117,73 @@ void NoteStickyError(const Call& c, const FaultScope& where);
 // True once a sticky error was recorded: launches failing after it belong to the fault.
 bool DeviceFaultSeen();
 
+// Whether api waits for the device's work to finish: a stream, context (device) or event
+// synchronisation, or a synchronous copy (which waits for the legacy default stream).
+// Queries (cudaStreamQuery, cudaEventQuery), the error queries and asynchronous copies
+// return at once: they are never timed.
+constexpr bool WaitsForDevice(GpuApi api) {
+  switch (api) {
+    case GpuApi::kCudaDeviceSynchronize:
+    case GpuApi::kCudaStreamSynchronize:
+    case GpuApi::kCudaStreamSynchronize_ptsz:
+    case GpuApi::kCudaEventSynchronize:
+    case GpuApi::kCudaMemcpy:
+    case GpuApi::kCudaMemcpy_ptds:
+    case GpuApi::kCuCtxSynchronize:
+    case GpuApi::kCuCtxSynchronize_v2:
+    case GpuApi::kCuStreamSynchronize:
+    case GpuApi::kCuStreamSynchronize_ptsz:
+    case GpuApi::kCuEventSynchronize:
+    case GpuApi::kCuMemcpy:
+    case GpuApi::kCuMemcpy_ptds:
+    case GpuApi::kCuMemcpyHtoD_v2:
+    case GpuApi::kCuMemcpyHtoD_v2_ptds:
+    case GpuApi::kCuMemcpyDtoH_v2:
+    case GpuApi::kCuMemcpyDtoH_v2_ptds:
+    case GpuApi::kCuMemcpyDtoD_v2:
+    case GpuApi::kCuMemcpyDtoD_v2_ptds:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A lower bound, in ticks, of format::kGpuSyncRecordNs: ticks are nanoseconds or TSC
+// cycles, and an invariant TSC runs at well over 500 MHz. Calls that blocked less are
+// dismissed with one comparison; NoteBlockingSync decides the rest exactly.
+inline constexpr uint64_t kGpuSyncMinTicks = format::kGpuSyncRecordNs / 2;
+
+// A synchronising call of the program's own blocked for `ticks` from t0: a GpuSync record
+// when that is at least format::kGpuSyncRecordNs (cold; checks Recording itself).
+__attribute__((noinline, cold)) void NoteBlockingSync(GpuApi api, GpuLayer layer, uint64_t t0,
+                                                      uint64_t ticks, const FaultScope& where,
+                                                      bool device_wide, int64_t rc);
+
 // A synchronising call (or an error query, or a copy) of either layer: run() is the real
 // call. Success costs the comparison and, for a stream or device synchronisation made by
 // the program itself (not by a runtime hook's call underneath), the epoch; a failure goes
 // to SyncFailed (gpu_module.h). A runtime call raises runtime_depth, as every runtime hook.
+// A call that waits for the device (WaitsForDevice) made by the program itself is timed
+// (two tick reads), and one that blocked measurably leaves a GpuSync record.
 template <class R, class Run>
 inline R SyncCall(GpuApi api, GpuLayer layer, const void* caller, const void* real, Marks marks,
                   const FaultScope& where, Run&& run) {
   ThreadState& t = t_thread;
   const bool runtime = layer == GpuLayer::kRuntime;
-  const bool marking = marks != Marks::kNothing && (runtime || t.runtime_depth == 0);
+  const bool own = runtime || t.runtime_depth == 0;
+  const bool marking = marks != Marks::kNothing && own;
+  const bool timed = WaitsForDevice(api) && own;
   const uint32_t begun = marking ? SyncBegin() : 0;
+  const uint64_t t0 = timed ? Ticks() : 0;
   if (runtime) ++t.runtime_depth;
   const R r = run();
   if (runtime) --t.runtime_depth;
+  if (timed) {
+    const uint64_t blocked = Ticks() - t0;
+    if (__builtin_expect(blocked >= kGpuSyncMinTicks, 0)) {
+      NoteBlockingSync(api, layer, t0, blocked, where, marks == Marks::kDevice, static_cast<int64_t>(r));
+    }
+  }
   if (__builtin_expect(r == 0, 1)) {
     if (marking) SyncSucceeded(begun, marks == Marks::kDevice, where.stream);
     return r;

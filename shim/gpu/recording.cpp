@@ -679,6 +679,32 @@ void SyncFailed(GpuApi api, GpuLayer layer, const void* caller, const void* real
   NoteStickyError(Call{api, layer, caller, real, now, now, rc}, where);
 }
 
+void NoteBlockingSync(GpuApi api, GpuLayer layer, uint64_t t0, uint64_t ticks, const FaultScope& where,
+                      bool device_wide, int64_t rc) {
+  // Ticks to nanoseconds: the header's rate (refined with every sample), else the estimate
+  // from the start-up anchor; with neither yet (the process's first moments), a TSC tick
+  // is taken as a nanosecond, which errs towards recording.
+  uint64_t ns = ticks;
+  if (g_ticks_are_tsc) {
+    const format::FileHeader* h = g_trace.header();
+    uint64_t tps = h != nullptr ? h->ticks_per_sec_hint : 0;
+    if (tps == 0) tps = TickRateEstimate();
+    if (tps != 0) ns = static_cast<uint64_t>(static_cast<unsigned __int128>(ticks) * 1000000000u / tps);
+  }
+  if (ns < format::kGpuSyncRecordNs || !Recording()) return;
+  ShimScope scope;
+  if (!scope.entered()) return;
+  format::GpuSync r;
+  r.ts = t0;
+  r.api = static_cast<uint64_t>(api);
+  r.layer = static_cast<uint64_t>(layer);
+  r.dur = ticks;
+  r.stream = device_wide ? 0 : where.stream;
+  r.device_wide = device_wide ? 1 : 0;
+  r.rc = rc;
+  Emit(r);
+}
+
 void RecordFault(const Call& c, const FaultScope& where, uint64_t order) {
   format::GpuFault r;
   r.ts = c.t0;

@@ -552,14 +552,7 @@ void AdoptOpenDescriptors() {
     const long n = raw::Getdents64(dfd, dents, sizeof(dents));
     if (n <= 0) break;
     for (long off = 0; off < n;) {
-      struct Dirent64 {
-        uint64_t ino;
-        int64_t off;
-        uint16_t reclen;
-        uint8_t type;
-        char name[1];
-      };
-      const auto* d = reinterpret_cast<const Dirent64*>(dents + off);
+      const auto* d = reinterpret_cast<const raw::Dirent64*>(dents + off);
       off += d->reclen;
       int fd = 0;
       const char* c = d->name;

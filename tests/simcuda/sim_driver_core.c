@@ -3,10 +3,12 @@
 #include "sim_driver_internal.h" /* first: defines _GNU_SOURCE */
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cuda_errors.h" /* analyzer/gpu/: the generated table of every CUDA error */
 
@@ -20,8 +22,28 @@ static const sim_entry k_entries[] = {
 sim_state G = {.mu = PTHREAD_MUTEX_INITIALIZER};
 _Thread_local struct CUctx_st *sim_tls_ctx;
 
+/* A synchronisation that waits for a slow kernel (sim_sync_wait) sleeps until this time
+ * (CLOCK_MONOTONIC ns) once it has released the lock, as a real synchronisation blocks only
+ * its caller. */
+static _Thread_local uint64_t sim_tls_wait_until;
+
+static uint64_t monotonic_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 int sim_lock_guard(void) { pthread_mutex_lock(&G.mu); return 0; }
-void sim_unlock_guard(int *unused) { (void)unused; pthread_mutex_unlock(&G.mu); }
+void sim_unlock_guard(int *unused) {
+  (void)unused;
+  pthread_mutex_unlock(&G.mu);
+  const uint64_t until = sim_tls_wait_until;
+  if (!until) return;
+  sim_tls_wait_until = 0;
+  struct timespec ts = {(time_t)(until / 1000000000ull), (long)(until % 1000000000ull)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+  }
+}
 
 /* ---- configuration ------------------------------------------------------------------------ */
 static FILE *g_log;
@@ -94,6 +116,16 @@ static void config(void) {
     char *colon = strrchr(G.fault_kernel, ':');
     if (colon && colon[1] >= '0' && colon[1] <= '9') {
       G.fault_code = (CUresult)atoi(colon + 1);
+      *colon = 0;
+    }
+  }
+  const char *slow = getenv("SIMCUDA_SLOW_KERNEL");
+  if (slow && *slow) {
+    snprintf(G.slow_kernel, sizeof G.slow_kernel, "%s", slow);
+    char *colon = strrchr(G.slow_kernel, ':');
+    G.slow_ns = 1000000000ull;  /* default: 1 s */
+    if (colon && colon[1] >= '0' && colon[1] <= '9') {
+      G.slow_ns = (uint64_t)strtoull(colon + 1, NULL, 10) * 1000000ull;
       *colon = 0;
     }
   }
@@ -401,6 +433,7 @@ static void ctx_teardown(struct CUctx_st *c) {
   }
   c->active = 0;
   c->pending = c->sticky = CUDA_SUCCESS; /* a reset primary context (or a new one) is healthy */
+  c->busy_until = 0;
   if (sim_tls_ctx == c && !c->primary) sim_tls_ctx = NULL;
 }
 
@@ -432,9 +465,24 @@ static CUstream stream_key(CUstream s) {
   return s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD ? NULL : s;
 }
 void sim_launched(struct CUctx_st *c, CUstream s, const char *name) {
+  if (G.slow_kernel[0] && strcmp(name, G.slow_kernel) == 0) {
+    /* It runs after the slow work already queued (the model keeps one busy stream per context:
+     * the last one a slow kernel was launched on). */
+    const uint64_t now = monotonic_ns();
+    c->busy_until = (c->busy_until > now ? c->busy_until : now) + G.slow_ns;
+    c->busy_stream = stream_key(s);
+  }
   if (!G.fault_kernel[0] || strcmp(name, G.fault_kernel) != 0 || c->pending || c->sticky) return;
   c->pending = G.fault_code;
   c->pending_stream = stream_key(s);
+}
+void sim_sync_wait(struct CUctx_st *c, CUstream s, int any) {
+  if (!c->busy_until || !(any || c->busy_stream == stream_key(s))) return;
+  if (c->busy_until > sim_tls_wait_until) sim_tls_wait_until = c->busy_until;
+  c->busy_until = 0; /* done once this synchronisation returns */
+}
+int sim_stream_busy(struct CUctx_st *c, CUstream s) {
+  return c->busy_until > monotonic_ns() && c->busy_stream == stream_key(s);
 }
 CUresult sim_sync_faults(struct CUctx_st *c, CUstream s, int any) {
   if (c->pending && (any || c->pending_stream == stream_key(s))) {
@@ -573,6 +621,7 @@ CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx) {
   } else if (!known_ctx(c) || !c->active) {
     return CUDA_ERROR_INVALID_CONTEXT;
   }
+  sim_sync_wait(c, NULL, 1);
   CUresult f = sim_sync_faults(c, NULL, 1);
   if (f != CUDA_SUCCESS) return f;
   sim_pools_on_sync(c->dev);
@@ -628,17 +677,20 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream h) {
   struct CUctx_st *c;
   CUresult r = sim_stream_ctx_any(h, &c);
   if (r != CUDA_SUCCESS) return r;
+  sim_sync_wait(c, h, 0);
   if ((r = sim_sync_faults(c, h, 0)) != CUDA_SUCCESS) return r;
   sim_pools_on_sync(c->dev);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream h) { return cuStreamSynchronize(h); }
-/* Work is done at submission, so a stream is always complete: success, or its fault. */
+/* Work is done at submission, so a stream is complete (success, or its fault) unless a slow
+ * kernel still runs on it. */
 CUresult CUDAAPI cuStreamQuery(CUstream h) {
   SIM_LOCKED;
   struct CUctx_st *c;
   CUresult r = sim_stream_ctx_any(h, &c);
   if (r != CUDA_SUCCESS) return r;
-  return sim_sync_faults(c, h, 0);
+  if ((r = sim_sync_faults(c, h, 0)) != CUDA_SUCCESS) return r;
+  return sim_stream_busy(c, h) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuStreamQuery_ptsz(CUstream h) { return cuStreamQuery(h); }

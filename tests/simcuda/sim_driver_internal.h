@@ -128,6 +128,10 @@ struct CUctx_st {
    * every later call in the context returns. */
   CUresult pending, sticky;
   CUstream pending_stream; /* NULL for the default streams */
+  /* Slow kernels (SIMCUDA_SLOW_KERNEL): the work launched on busy_stream runs until busy_until
+   * (CLOCK_MONOTONIC ns; 0: idle); a synchronisation that waits for it blocks until then. */
+  uint64_t busy_until;
+  CUstream busy_stream; /* NULL for the default streams */
   struct CUctx_st *next; /* all contexts ever created (never freed: stale handles stay safe) */
 };
 struct CUstream_st { struct CUctx_st *ctx; unsigned flags; struct CUstream_st *next; };
@@ -173,6 +177,8 @@ typedef struct sim_state {
   unsigned long long proc_lookups, export_table_calls;
   char fault_kernel[256]; /* SIMCUDA_FAULT_KERNEL=name[:code] */
   CUresult fault_code;
+  char slow_kernel[256];  /* SIMCUDA_SLOW_KERNEL=name:ms */
+  uint64_t slow_ns;
 } sim_state;
 
 extern sim_state G;
@@ -205,8 +211,15 @@ CUresult sim_sync_faults(struct CUctx_st *c, CUstream s, int any);
 /* The current context's sticky error, for context-independent calls (cuFuncGetName,
  * cuLibraryGetKernel...), which the real driver also fails after a fault. */
 CUresult sim_current_sticky(void);
-/* A successful launch of function `name` on stream s of context c (SIMCUDA_FAULT_KERNEL). */
+/* A successful launch of function `name` on stream s of context c (SIMCUDA_FAULT_KERNEL,
+ * SIMCUDA_SLOW_KERNEL). */
 void sim_launched(struct CUctx_st *c, CUstream s, const char *name);
+/* A synchronisation of stream s (any != 0: of every stream) in context c waits for a slow
+ * kernel's work there: the calling thread sleeps until it is done, after it releases the lock
+ * (sim_unlock_guard). */
+void sim_sync_wait(struct CUctx_st *c, CUstream s, int any);
+/* Whether stream s of context c still runs a slow kernel (cuStreamQuery: CUDA_ERROR_NOT_READY). */
+int sim_stream_busy(struct CUctx_st *c, CUstream s);
 int sim_valid_dev(CUdevice d);
 
 /* memory helpers shared between files (lock held) */

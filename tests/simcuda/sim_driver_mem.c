@@ -370,6 +370,7 @@ static CUresult copy_check_in(CUstream s, int sync, int dev_dst, uint64_t dst, i
   struct CUctx_st *c;
   CUresult r = sim_stream_ctx_any(s, &c);
   if (r != CUDA_SUCCESS) return r;
+  if (sync) sim_sync_wait(c, s, 1);
   if ((r = sync ? sim_sync_faults(c, s, 1) : c->sticky) != CUDA_SUCCESS) return r;
   if (n == 0) return CUDA_SUCCESS;
   if (dev_dst ? !valid_device_range(dst, n) : !host_range((void *)(uintptr_t)dst, n))

@@ -132,8 +132,10 @@ static cudaError_t rt_init(void) {
   return g_init_err;
 }
 
-static cudaError_t ret(cudaError_t e) { /* record failures for cudaGetLastError */
-  if (e != cudaSuccess) t_last = e;
+/* Records failures for cudaGetLastError; cudaErrorNotReady (a query of work still running) is
+ * an answer, not a failure, and the real runtime does not keep it either. */
+static cudaError_t ret(cudaError_t e) {
+  if (e != cudaSuccess && e != cudaErrorNotReady) t_last = e;
   return e;
 }
 

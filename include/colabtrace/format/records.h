@@ -184,7 +184,8 @@ namespace colabtrace::format {
 // DataLoader iterator's __next__): ts when the wait began, dur how long it took, kind
 // BatchWaitKind, where: the Python line that asked for the batch ("train.py:25 in
 // main"; 0: unknown), n the batch's index within its iterator (0-based). One record per
-// batch, written when it arrived (a wait that never ended leaves none).
+// batch, written when it arrived: a wait that never ended leaves none, nor does a
+// __next__ that raised (the StopIteration that ends an epoch is no batch, nor an error).
 #define CT_FIELDS_BatchWait(F) F(Dur, dur) F(U, kind) F(Str, where) F(U, n)
 // What this process is for, as its own code said (role: ProcessRoleKind). kDataLoaderWorker:
 // written by the Python start-up hook when a torch DataLoader worker starts its loop

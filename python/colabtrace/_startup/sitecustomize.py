@@ -7,6 +7,8 @@ puts this folder in front of PYTHONPATH. This module then
   they would have been without colabtrace;
 * runs the next ``sitecustomize`` on sys.path, if there is one (Debian's, a
   virtualenv's, the user's), so chaining is invisible;
+* once ``torch`` is imported, marks the training steps, the waits for the DataLoader's
+  batches and the DataLoader's worker processes in the trace (see "steps" below);
 * once ``torch`` is imported and its CUDA state initialised, turns on PyTorch's bounded
   allocator history and attaches an out-of-memory observer that writes
   ``torch.cuda.memory._snapshot()`` as JSON next to the trace
@@ -115,18 +117,31 @@ def _side_file(suffix):
 
 # ---- PyTorch ----------------------------------------------------------------------------
 
-class _TorchImportWatcher:
-    """A meta-path finder that runs _on_torch_imported once `torch` has executed."""
+class _ImportWatcher:
+    """A meta-path finder that calls then(module) once a watched module has executed, and
+    takes itself off sys.meta_path when it watches nothing more."""
+
+    def __init__(self):
+        self._watched = {}
+
+    def watch(self, name, then):
+        self._watched[name] = then
+        if not any(f is self for f in sys.meta_path):
+            sys.meta_path.insert(0, self)
 
     def find_spec(self, name, path=None, target=None):
-        if name != "torch":
+        then = self._watched.pop(name, None)
+        if then is None:
             return None
-        try:
-            sys.meta_path.remove(self)
-        except ValueError:
-            pass
+        if not self._watched:
+            try:
+                sys.meta_path.remove(self)
+            except ValueError:
+                pass
         spec = None
-        for finder in sys.meta_path:  # the finders after us decide
+        for finder in list(sys.meta_path):  # the finders after us decide
+            if finder is self:
+                continue
             find = getattr(finder, "find_spec", None)
             spec = find(name, path, target) if find is not None else None
             if spec is not None:
@@ -138,7 +153,7 @@ class _TorchImportWatcher:
 
         def exec_then_hook(module):
             exec_module(module)
-            _on_torch_imported(module)
+            then(module)
 
         try:
             loader.exec_module = exec_then_hook
@@ -147,12 +162,270 @@ class _TorchImportWatcher:
         return spec
 
 
+_watcher = _ImportWatcher()
+
+
 def _on_torch_imported(torch):
+    try:
+        _install_step_hooks()
+    except Exception:  # noqa: BLE001 - never break the program's import of torch
+        pass
     try:
         if not hasattr(torch._C, "_cuda_attach_out_of_memory_observer"):
             return  # a build without CUDA
         torch.cuda._lazy_call(lambda: _on_cuda_initialized(torch))
-    except Exception:  # noqa: BLE001 - never break the program's import of torch
+    except Exception:  # noqa: BLE001
+        pass
+
+
+# ---- steps, batch waits and DataLoader workers ------------------------------------------
+# What the analyzer cuts a training run into steps with, and where each step's time went,
+# without a change to the program (shim/steps.cpp has the records):
+#
+# * each optimizer step of an iteration ends: colabtrace_step_auto(n), a Step record of
+#   source "optimizer". torch >= 2.0: global optimizer step hooks; before (Debian's 1.13):
+#   Optimizer._hook_for_profile, which 1.13 runs in every Optimizer.__init__ to wrap the
+#   class's step once (marked `hooked`), also wraps it in a counting step, once. Several
+#   optimizers stepping in one iteration (a GAN's opt_d.step(); opt_g.step()) make one
+#   step: only the lead optimizer, the first that stepped, counts. When the lead is
+#   gone (a new optimizer every epoch, the old one freed), the next optimizer that
+#   steps leads; while it lives, another that steps twice while the lead does not
+#   becomes the lead (its first step is then not counted). A step inside a step (a
+#   subclass's step calling super().step()) counts once, when the outermost returns;
+# * the DataLoader iterator's __next__ is a batch wait: colabtrace_batch_wait_begin, the
+#   real __next__, then colabtrace_batch_wait_end(kind 1, "file.py:25 in main" of the
+#   frame that asked for the batch, the batch's index). A __next__ that raises
+#   (StopIteration at the end of the epoch, an error) ends the wait with kind 0: no
+#   batch, no record;
+# * a DataLoader worker (fork, spawn or forkserver: the hook runs in every Python
+#   process under the shim) writes colabtrace_process_role(1, worker_id) as its loop starts.
+#
+# Each hook is installed once, only under the shim, and never changes what the program
+# computes: its own failures are swallowed. Per step it costs a few attribute loads and
+# one call into the shim; per batch two calls and a dict lookup (the "where" text is made
+# once per calling line).
+
+_BATCH_WAIT_DATALOADER = 1  # format::BatchWaitKind::kDataLoader
+_BATCH_WAIT_NONE = 0        # ends the wait without recording it
+_ROLE_DATALOADER_WORKER = 1  # format::ProcessRoleKind::kDataLoaderWorker
+
+_step_auto = None  # the shim's entry points, resolved once
+_lead = None       # the lead optimizer: a weak reference (it must not keep it alive)
+_others = set()    # id()s of the other optimizers that stepped since the lead last did
+_steps = 0         # steps counted (the n of the Step records)
+_step_depth = 0    # torch < 2.0: optimizer steps running (a step inside a step counts once)
+
+
+def _optimizer_stepped(optimizer):
+    """One optimizer step ended: a Step record when it is the lead's."""
+    global _lead, _steps
+    lead = _lead() if _lead is not None else None
+    if optimizer is not lead:
+        key = id(optimizer)
+        if lead is not None and key not in _others:
+            _others.add(key)
+            return
+        # The first optimizer that steps; one that stepped twice while the lead did not;
+        # or any, once the lead is gone (a new optimizer every epoch, the old one freed).
+        try:
+            import weakref  # loaded by torch already
+
+            _lead = weakref.ref(optimizer)
+        except TypeError:  # a class without weak references: hold it
+            _lead = lambda optimizer=optimizer: optimizer  # noqa: E731
+    if _others:
+        _others.clear()
+    _steps += 1
+    _step_auto(_steps)
+
+
+_step_frames = []  # torch >= 2.0: the frames of the optimizer steps running, outermost first
+
+
+def _step_began(optimizer, args, kwargs):
+    """torch >= 2.0's global pre hook: notes the step's frame (torch's wrapper, which runs
+    the hooks), so that a step inside a step counts once."""
+    frame = sys._getframe(1)
+    if _step_frames:
+        # A step inside a step, or the leftover of a step that raised (its post hook never
+        # ran): keep the frames that are still running, i.e. above this one.
+        above = []
+        up = frame.f_back
+        while up is not None and len(above) < 32:
+            above.append(up)
+            up = up.f_back
+        _step_frames[:] = [f for f in _step_frames if any(f is a for a in above)]
+    _step_frames.append(frame)
+
+
+def _step_ended(optimizer, args, kwargs):
+    """torch >= 2.0's global post hook: counts the outermost step."""
+    frame = sys._getframe(1)
+    if _step_frames and _step_frames[-1] is frame:
+        _step_frames.pop()
+    elif _step_frames:
+        _step_frames[:] = [f for f in _step_frames if f is not frame][:-1]
+    if not _step_frames:
+        _optimizer_stepped(optimizer)
+
+
+def _counting_step(step):
+    """step, counted: the wrapper 1.13's _hook_for_profile leaves in place (hooked)."""
+    import functools  # loaded by torch already
+
+    def step_and_count(*args, **kwargs):
+        global _step_depth
+        _step_depth += 1
+        try:
+            out = step(*args, **kwargs)
+        finally:
+            _step_depth -= 1
+        if _step_depth == 0 and args:
+            _optimizer_stepped(args[0])
+        return out
+
+    functools.update_wrapper(step_and_count, step)
+    step_and_count.hooked = True  # torch 1.13's mark: do not wrap again
+    step_and_count._colabtrace_counts = True
+    return step_and_count
+
+
+def _hook_optimizers(optimizer_module):
+    register_post = getattr(optimizer_module, "register_optimizer_step_post_hook", None)
+    register_pre = getattr(optimizer_module, "register_optimizer_step_pre_hook", None)
+    if register_post is not None:  # torch >= 2.0
+        if register_pre is not None:
+            register_pre(_step_began)
+            register_post(_step_ended)
+        else:
+            register_post(lambda optimizer, args, kwargs: _optimizer_stepped(optimizer))
+        return
+    optimizer_class = getattr(optimizer_module, "Optimizer", None)
+    hook_for_profile = getattr(optimizer_class, "_hook_for_profile", None)
+    if hook_for_profile is None or getattr(hook_for_profile, "_colabtrace_counts", False):
+        return
+
+    def _hook_for_profile(self):
+        hook_for_profile(self)
+        try:
+            cls = self.__class__
+            if not getattr(cls.step, "_colabtrace_counts", False):
+                cls.step = _counting_step(cls.step)
+        except Exception:  # noqa: BLE001
+            pass
+
+    _hook_for_profile.__name__ = hook_for_profile.__name__
+    _hook_for_profile.__qualname__ = hook_for_profile.__qualname__
+    _hook_for_profile._colabtrace_counts = True
+    optimizer_class._hook_for_profile = _hook_for_profile
+
+
+_where_by_site = {}  # (id(code), instruction) -> (code, b"file.py:25 in main")
+
+
+def _where(frame):
+    """The frame's line as BatchWait.where, made once per call site: keyed by the code
+    object and its instruction offset (f_lasti, a plain field, where f_lineno decodes the
+    line table every time)."""
+    code = frame.f_code
+    key = (id(code), frame.f_lasti)
+    hit = _where_by_site.get(key)
+    if hit is not None and hit[0] is code:
+        return hit[1]
+    text = "%s:%d in %s" % (os.path.basename(code.co_filename), frame.f_lineno, code.co_name)
+    where = text.encode("utf-8", "surrogateescape")
+    _where_by_site[key] = (code, where)
+    return where
+
+
+def _hook_dataloader(dataloader_module):
+    iterator_class = getattr(dataloader_module, "_BaseDataLoaderIter", None)
+    real_next = getattr(iterator_class, "__next__", None)
+    if real_next is None or getattr(real_next, "_colabtrace_waits", False):
+        return
+    begin = _shim_function("colabtrace_batch_wait_begin")
+    end = _shim_function("colabtrace_batch_wait_end")
+    if begin is None or end is None:
+        return
+    getframe = sys._getframe
+    where_of = _where
+
+    def __next__(self):
+        begin()
+        try:
+            data = real_next(self)
+        except BaseException:
+            end(_BATCH_WAIT_NONE, None, 0)
+            raise
+        try:
+            end(_BATCH_WAIT_DATALOADER, where_of(getframe(1)), self._num_yielded - 1)
+        except Exception:  # noqa: BLE001
+            pass
+        return data
+
+    __next__.__name__ = real_next.__name__
+    __next__.__qualname__ = real_next.__qualname__
+    __next__.__doc__ = real_next.__doc__
+    __next__.__wrapped__ = real_next
+    __next__._colabtrace_waits = True
+    iterator_class.__next__ = __next__
+
+
+def _hook_workers(worker_module):
+    real_loop = getattr(worker_module, "_worker_loop", None)
+    if real_loop is None or getattr(real_loop, "_colabtrace_role", False):
+        return
+    process_role = _shim_function("colabtrace_process_role")
+    if process_role is None:
+        return
+    import functools  # loaded by torch already
+
+    try:
+        at = real_loop.__code__.co_varnames.index("worker_id")
+    except (AttributeError, ValueError):
+        return
+
+    def _worker_loop(*args, **kwargs):
+        try:
+            worker_id = kwargs["worker_id"] if "worker_id" in kwargs else args[at]
+            process_role(_ROLE_DATALOADER_WORKER, int(worker_id))
+        except Exception:  # noqa: BLE001
+            pass
+        return real_loop(*args, **kwargs)
+
+    # Same __module__ and __qualname__: a spawn or forkserver start pickles the Process's
+    # target by name, and the child (whose own hook wrapped it) finds this wrapper again.
+    functools.update_wrapper(_worker_loop, real_loop)
+    _worker_loop._colabtrace_role = True
+    worker_module._worker_loop = _worker_loop
+
+
+_STEP_HOOKS = (
+    ("torch.optim.optimizer", _hook_optimizers),
+    ("torch.utils.data.dataloader", _hook_dataloader),
+    ("torch.utils.data._utils.worker", _hook_workers),
+)
+
+
+def _install_step_hooks():
+    """Hooks the torch modules that are loaded, and watches for those that are not yet."""
+    global _step_auto
+    if _step_auto is None:
+        _step_auto = _shim_function("colabtrace_step_auto")
+        if _step_auto is None:
+            return  # no shim: nothing to record into
+    for name, hook in _STEP_HOOKS:
+        module = sys.modules.get(name)
+        if module is not None:
+            _hook_safely(hook, module)
+        else:
+            _watcher.watch(name, lambda module, hook=hook: _hook_safely(hook, module))
+
+
+def _hook_safely(hook, module):
+    try:
+        hook(module)
+    except Exception:  # noqa: BLE001
         pass
 
 
@@ -283,7 +556,7 @@ def _install():
     except Exception:  # noqa: BLE001
         pass
     if "torch" not in sys.modules:
-        sys.meta_path.insert(0, _TorchImportWatcher())
+        _watcher.watch("torch", _on_torch_imported)
     else:
         _on_torch_imported(sys.modules["torch"])
     import atexit
