@@ -550,7 +550,12 @@ class AuditChecks:
         self.assertEqual(compare_processes(self.run_), [])
 
     def test_no_false_alarm(self):
-        got = sorted({f["id"] for f in self.run_.report["findings"] if f["severity"] != "info"})
+        # perf.* verdicts judge time, and this run's time is strace's: every system call
+        # stops the process twice for the tracer, so a loop waits for its (traced) DataLoader
+        # workers far longer than bare (the spawn training loop waited 92% of its steps).
+        # The perf.* rules are held to the program's own measurements in tests/perf.
+        got = sorted({f["id"] for f in self.run_.report["findings"]
+                      if f["severity"] != "info" and not f["id"].startswith("perf.")})
         self.assertEqual(got, sorted(self.FINDINGS), [f["summary"] for f in self.run_.report["findings"]])
 
     def test_summed_rows_and_process_totals_agree(self):

@@ -127,7 +127,7 @@ class PipInstall(unittest.TestCase):
         self.assertEqual(len(traces), 1, os.listdir(out))
         lines = self.run_ok([colabtrace, "dump", traces[0]], env=self.clean_env()).stdout.splitlines()
         steps = [l.split(" n=")[1] for l in lines if l.split(" ")[2:3] == ["step"]]
-        self.assertEqual(steps, [str(i) for i in range(6)])
+        self.assertEqual(steps, [f"{i} source=0" for i in range(6)])  # source 0: the program's marker
         # The start-up hook, found by the bundled shim in colabtrace/_startup, records the
         # distribution behind each imported package: this one, from the venv.
         packages = [l for l in lines if l.split(" ")[2:3] == ["py_package"]]
