@@ -190,7 +190,8 @@ void InputBoundRule(RuleContext& ctx) {
       if (!storage.empty()) {
         const WorkerIo& d = storage.front();
         because += " on " + (d.mountpoint.empty() ? std::string("an unknown mount") : d.mountpoint) +
-                   (d.fs_type.empty() ? "" : " (" + d.fs_type + ")") + ", " + d.directory + ": " +
+                   (d.fs_type.empty() ? "" : " (" + d.fs_type + ")") +
+                   (d.directory == d.mountpoint ? "" : ", " + d.directory) + ": " +
                    FormatDurationNs(d.opens ? d.open_ns / d.opens : 0) + " per open";
       }
       ev["storage"] = StorageJson(storage);
