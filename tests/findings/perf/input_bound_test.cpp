@@ -43,8 +43,10 @@ ProcessTrace MainProcess(uint64_t wait_ms, uint64_t compute_ms, uint64_t cpus = 
   return b.Finish();
 }
 
-ProcessTrace Worker(uint32_t pid, uint64_t id, WorkerWork work) {
-  TraceBuilder b(pid, 100, 5 * kMs);
+// A worker started at start_ns (5 ms: before the loop; later: started again mid-run, as
+// persistent_workers=False does every epoch).
+ProcessTrace Worker(uint32_t pid, uint64_t id, WorkerWork work, uint64_t start_ns = 5 * kMs) {
+  TraceBuilder b(pid, 100, start_ns);
   iotest::Mounts(b);
   b.Mount(6, "fuse.slowfs", "/mnt/slow", "slowfs");
   steptest::WorkerRole(b, id);
@@ -61,11 +63,11 @@ ProcessTrace Worker(uint32_t pid, uint64_t id, WorkerWork work) {
 }
 
 std::vector<ProcessTrace> Job(uint64_t wait_ms, uint64_t compute_ms, WorkerWork work = WorkerWork::kReadSlowFiles,
-                              uint64_t cpus = 0) {
+                              uint64_t cpus = 0, uint64_t workers_start_ns = 5 * kMs) {
   std::vector<ProcessTrace> run;
   run.push_back(MainProcess(wait_ms, compute_ms, cpus));
-  run.push_back(Worker(101, 0, work));
-  run.push_back(Worker(102, 1, work));
+  run.push_back(Worker(101, 0, work, workers_start_ns));
+  run.push_back(Worker(102, 1, work, workers_start_ns));
   return run;
 }
 
@@ -166,6 +168,15 @@ TEST(PerfInputBound, ComputingWorkersOnEveryCpuWantLighterTransforms) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].evidence["cause"].str(), "cpu-all-busy");
   EXPECT_NE(f[0].advice.find("lighter"), std::string::npos);
+}
+
+// Workers that started after the loop's second step began: started again (each epoch).
+TEST(PerfInputBound, WorkersStartedAgainMidRunAskForPersistentWorkers) {
+  auto traces = Job(40, 10, WorkerWork::kReadSlowFiles, 0, 200 * kMs);
+  const auto f = FindingsOf(traces, "perf.input-bound");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].evidence["restarted_workers"].as_int(), 2);
+  EXPECT_NE(f[0].advice.find("persistent_workers=True"), std::string::npos) << f[0].advice;
 }
 
 TEST(PerfInputBound, AProcessWithoutStepsHasNoStepsAndNoFinding) {
