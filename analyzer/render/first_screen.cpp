@@ -5,6 +5,7 @@
 #include <map>
 
 #include "io/file_stats.h"
+#include "perf/rules/rules.h"
 #include "render/text/sections.h"
 
 namespace colabtrace::analyzer {
@@ -22,8 +23,6 @@ int Lead(const Finding& f) {
 
 // A limit counts as reached from here (host.memory-pressure's threshold).
 constexpr double kAlarmFraction = 0.9;
-// perf.input-bound's warning threshold.
-constexpr double kInputBoundFraction = 0.2;
 
 std::string Plural(size_t n, std::string_view one, std::string_view many) {
   return std::to_string(n) + " " + std::string(n == 1 ? one : many);
@@ -105,7 +104,7 @@ void StepVitals(const Json* rows, std::vector<VitalSign>& out) {
                                      Percent(Fraction(s, "gpu_sync_fraction")) + ", file I/O " +
                                      Percent(Fraction(s, "io_fraction")) + ", other " +
                                      Percent(Fraction(s, "other_fraction")) + ")",
-                   wait >= kInputBoundFraction});
+                   wait >= perf::kInputBoundWarning});
   }
   if (stepping.size() > kVitalRows) {
     out.push_back({"steps", std::to_string(stepping.size() - kVitalRows) + " more stepping processes", false});
