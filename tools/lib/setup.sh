@@ -2,7 +2,8 @@
 # apt-get, idempotent) and build. Source it; it defines functions only.
 
 # Packages the build and the test suite need. python3-torch gives the tests a real
-# DataLoader; bindfs a real FUSE mount; strace/ltrace/heaptrack are benchmark peers.
+# DataLoader; bindfs a real FUSE mount, python3-fusepy a slow one (tests/harness/slowfs.py);
+# strace/ltrace/heaptrack are benchmark peers.
 COLABTRACE_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config python3 libunwind-dev libfmt-dev
   libabsl-dev libgtest-dev libzstd-dev)
 # libpython3.11-testsuite, python3-pytest and python3-hypothesis: the real test suites
@@ -12,7 +13,7 @@ COLABTRACE_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config python3 libunwind-de
 # chromium: headless checks of the HTML report (tests/report_html) and
 # tools/report_screenshot. strace, git, make, zstd, sqlite3: tests/audit (strace is the
 # ground truth the reports of real programs are compared with).
-COLABTRACE_TEST_PACKAGES=(python3-torch python3-numpy bindfs fuse3 clang libclang-rt-14-dev
+COLABTRACE_TEST_PACKAGES=(python3-torch python3-numpy bindfs fuse3 python3-fusepy clang libclang-rt-14-dev
   libpython3.11-testsuite python3-pytest python3-hypothesis
   python3-setuptools python3-wheel python3-venv python3-pip
   python3-ipython python3-ipykernel python3-nbclient python3-nbformat chromium
