@@ -217,7 +217,15 @@ _step_depth = 0    # torch < 2.0: optimizer steps running (a step inside a step 
 
 
 def _optimizer_stepped(optimizer):
-    """One optimizer step ended: a Step record when it is the lead's."""
+    """One optimizer step ended: a Step record when it is the lead's. Never raises: it runs
+    inside the program's optimizer.step()."""
+    try:
+        _count_step(optimizer)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _count_step(optimizer):
     global _lead, _steps
     lead = _lead() if _lead is not None else None
     if optimizer is not lead:
