@@ -10,7 +10,8 @@
 // - a traced process of the job sent the SIGKILL (kill_sent records: a subprocess
 //   timeout, Process.kill(), coreutils timeout -s KILL); the OOM killer sends none;
 // - the cgroup's oom_kill count rose: the OOM killer took it;
-// - otherwise SIGKILL from outside the job, the OOM killer, or the machine stopping.
+// - otherwise SIGKILL from outside the job, the OOM killer, or the machine stopping; the
+//   advice speaks of memory only when memory was high or is unknown (memory_high).
 #include <algorithm>
 #include <csignal>
 
@@ -21,6 +22,34 @@
 
 namespace colabtrace::analyzer::rules {
 namespace {
+
+// Whether memory was high when the process died: the cgroup at 90% of its limit (the
+// host.memory-pressure threshold), or the process itself at half of MemTotal (the OOM
+// killer picks the largest process). Unknown without a limit to compare with.
+enum class MemoryVerdict { kUnknown, kLow, kHigh };
+constexpr double kMemoryHighShare = 0.9;
+constexpr double kProcessHighShareOfMemTotal = 0.5;
+
+MemoryVerdict MemoryAtTheEnd(uint64_t cgroup_current, uint64_t cgroup_max, uint64_t rss, uint64_t mem_total) {
+  bool known = false;
+  if (cgroup_current != UINT64_MAX && cgroup_max != UINT64_MAX && cgroup_max > 0) {
+    known = true;
+    if (static_cast<double>(cgroup_current) >= kMemoryHighShare * static_cast<double>(cgroup_max)) return MemoryVerdict::kHigh;
+  }
+  if (rss > 0 && mem_total != UINT64_MAX && mem_total > 0) {
+    known = true;
+    if (static_cast<double>(rss) >= kProcessHighShareOfMemTotal * static_cast<double>(mem_total)) return MemoryVerdict::kHigh;
+  }
+  return known ? MemoryVerdict::kLow : MemoryVerdict::kUnknown;
+}
+
+// SIGKILL from outside the job while memory was low: not the OOM killer, so no memory advice.
+constexpr const char* kAdviceMemoryLow =
+    "Something outside the job sent SIGKILL: a job time limit, an idle timeout, a person, or the "
+    "notebook runtime restarting. Memory was not high (memory_high: false), so the OOM killer is "
+    "unlikely. If the job had stopped making progress before it was killed, it hung: its last "
+    "records and last_python_sample show what it was doing, and `colabtrace run` samples how "
+    "long it sat there.";
 
 // The traced process that sent pid (on host) the SIGKILL that ended it: the last
 // successful kill() aimed at pid after since_ns and no later than until_ns; or pid's own
@@ -132,6 +161,9 @@ void ProcKilledOf(RuleContext& ctx, const ProcessEnd& e) {
   }
   ev["cgroup_memory_max"] = cg_max == UINT64_MAX ? Json("max") : Json(cg_max);
   ev["cgroup_memory_current"] = cur == UINT64_MAX ? Json() : Json(cur);
+  const MemoryVerdict memory = MemoryAtTheEnd(cur, cg_max, rss_known ? std::max(last_rss, f.peak_rss) : f.peak_rss,
+                                              f.mem_total);
+  ev["memory_high"] = memory == MemoryVerdict::kUnknown ? Json() : Json(memory == MemoryVerdict::kHigh);
   // The killed process cannot see its own OOM kill; the processes that outlive it
   // (its parent, siblings) and colabtrace run read the same cgroup afterwards.
   const OomEvidence oom = OomKillAround(t, all, model, host);
@@ -201,11 +233,13 @@ void ProcKilledOf(RuleContext& ctx, const ProcessEnd& e) {
   } else {
     finding.summary += f.reap ? "; last RSS " + last_rss_text
                          : " (SIGKILL, the OOM killer, or the machine stopped); last RSS " + last_rss_text;
-    if (f.reap && !f.reap->by_run) {  // else SIGKILL from outside: the catalogue's advice
+    if (f.reap && !f.reap->by_run) {
       finding.advice =
           "Its parent reaped it after a SIGKILL: usually the parent (or a timeout "
           "it runs) killed it on purpose; otherwise check `dmesg` and the cgroup's "
           "memory.events for the OOM killer.";
+    } else if (memory == MemoryVerdict::kLow) {  // else the catalogue's advice
+      finding.advice = kAdviceMemoryLow;
     }
   }
   ctx.Add(std::move(finding));

@@ -75,6 +75,32 @@ TEST(ProcKilled, NoEndRecordAndTheOomKillCountRoseInTheParentsLaterSample) {
             "took it");
 }
 
+// Killed from outside while memory was low (300 MiB RSS, the cgroup at 1 GiB of 4 GiB,
+// no OOM kill): the advice speaks of what sends SIGKILL and of hangs, not of memory.
+TEST(ProcKilled, KilledWithLowMemoryGetsNoMemoryAdvice) {
+  std::vector<ProcessTrace> traces;
+  traces.push_back(Process(200, 1, 100 * kMiB, 1 * kGiB, 0, 3, /*killed=*/false));
+  traces.push_back(Process(201, 200, 300 * kMiB, 1 * kGiB, 0, 1, /*killed=*/true));
+  const auto f = FindingsOf(traces, "proc.killed");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_FALSE(f[0].evidence["memory_high"].is_null());
+  EXPECT_FALSE(f[0].evidence["memory_high"].boolean());
+  EXPECT_FALSE(f[0].evidence["oom_kill_rose"].boolean());
+  EXPECT_NE(f[0].advice.find("Memory was not high"), std::string::npos) << f[0].advice;
+  EXPECT_EQ(f[0].advice.find("DataLoader workers"), std::string::npos) << f[0].advice;
+}
+
+// The cgroup at 3.5 GiB of 4 GiB (over 90%) when it died, with no OOM kill count to tell:
+// memory was high, and the advice keeps the catalogue's memory clause.
+TEST(ProcKilled, KilledWithHighMemoryKeepsTheMemoryAdvice) {
+  std::vector<ProcessTrace> traces;
+  traces.push_back(Process(201, 1, 3 * kGiB, 3700 * kMiB, UINT64_MAX, 1, /*killed=*/true));
+  const auto f = FindingsOf(traces, "proc.killed");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f[0].evidence["memory_high"].boolean());
+  EXPECT_NE(f[0].advice.find("If memory was high, reduce DataLoader workers"), std::string::npos) << f[0].advice;
+}
+
 // The same worker with its exit record: it ended, nothing was killed.
 TEST(ProcKilled, AnExitRecordIsNoKill) {
   std::vector<ProcessTrace> traces;
