@@ -46,7 +46,7 @@ class PerfAnalysis : public Analysis {
     for (size_t i = 0; i < m.processes.size(); ++i) {
       Json& row = report.process(m.processes[i].trace);
       row["steps"] = StepsJson(m.processes[i]);
-      row["workers"] = WorkersJson(m.workers[i], report.run())["workers"];
+      row["workers"] = WorkersJson(m.workers[i])["workers"];
     }
     RunRules(report, FindingArea::kPerf);
   }
@@ -54,8 +54,7 @@ class PerfAnalysis : public Analysis {
 
 }  // namespace
 
-Json WorkersJson(const StepWorkers& w, const RunModel& run) {
-  (void)run;
+Json WorkersJson(const StepWorkers& w) {
   Json out = Json::MakeObject();
   Json list = Json::MakeArray();
   for (const WorkerTime& t : w.workers) {

@@ -389,22 +389,37 @@ FileCallTime FileCallsIn(const ProcessTrace& t, uint64_t a, uint64_t b, uint32_t
   return out;
 }
 
+std::vector<WorkerIo> MergeByDirectory(std::vector<WorkerIo> rows) {
+  std::map<std::pair<std::string, std::string>, WorkerIo> by_dir;
+  for (WorkerIo& r : rows) {
+    WorkerIo& d = by_dir[{r.mountpoint, r.directory}];
+    if (d.directory.empty()) {
+      d.directory = std::move(r.directory);
+      d.mountpoint = std::move(r.mountpoint);
+      d.fs_type = std::move(r.fs_type);
+      d.slow_fs = r.slow_fs;
+    }
+    d.Add(r);
+  }
+  std::vector<WorkerIo> out;
+  for (auto& [k, d] : by_dir) out.push_back(std::move(d));
+  std::stable_sort(out.begin(), out.end(), [](const WorkerIo& x, const WorkerIo& y) { return x.io_ns() > y.io_ns(); });
+  return out;
+}
+
 std::vector<WorkerIo> DataIoOf(const RunModel& run, size_t trace) {
   const io::IoModel& model = run.Get<io::ProcessIoModels>().of_trace[trace];
-  std::map<std::pair<int32_t, std::string>, WorkerIo> by_dir;
+  std::vector<WorkerIo> files;
   for (const io::FileStats& f : model.files) {
     if (!io::IsDataFile(f, model.mounts) || f.directory) continue;
-    WorkerIo& d = by_dir[{f.mount, std::string(io::DirOf(f.path))}];
-    if (d.directory.empty()) {
-      d.directory = std::string(io::DirOf(f.path));
-      if (f.mount >= 0 && static_cast<size_t>(f.mount) < model.mounts.size()) {
-        const io::MountRow& m = model.mounts[static_cast<size_t>(f.mount)];
-        d.mountpoint = m.mountpoint;
-        d.fs_type = m.fstype;
-        d.slow_fs = m.fs.slow;
-      }
-    }
     WorkerIo file;
+    file.directory = std::string(io::DirOf(f.path));
+    if (f.mount >= 0 && static_cast<size_t>(f.mount) < model.mounts.size()) {
+      const io::MountRow& m = model.mounts[static_cast<size_t>(f.mount)];
+      file.mountpoint = m.mountpoint;
+      file.fs_type = m.fstype;
+      file.slow_fs = m.fs.slow;
+    }
     file.files = 1;
     file.opens = f.opens;
     file.open_ns = f.open_ns;
@@ -413,12 +428,9 @@ std::vector<WorkerIo> DataIoOf(const RunModel& run, size_t trace) {
     file.bytes_read = f.bytes_read;
     file.stats = f.stats;
     file.stat_ns = f.stat_ns;
-    d.Add(file);
+    files.push_back(std::move(file));
   }
-  std::vector<WorkerIo> out;
-  for (auto& [k, d] : by_dir) out.push_back(std::move(d));
-  std::sort(out.begin(), out.end(), [](const WorkerIo& x, const WorkerIo& y) { return x.io_ns() > y.io_ns(); });
-  return out;
+  return MergeByDirectory(std::move(files));
 }
 
 std::string_view StepSourceName(StepSourceKind s) {

@@ -148,6 +148,9 @@ struct FileCallTime {
 };
 FileCallTime FileCallsIn(const ProcessTrace& t, uint64_t a, uint64_t b, uint32_t tid = 0);
 
+// Rows summed by mount point and directory, most I/O time first.
+std::vector<WorkerIo> MergeByDirectory(std::vector<WorkerIo> rows);
+
 // A process's data files (io::IsDataFile) by mount and directory, most I/O time first.
 std::vector<WorkerIo> DataIoOf(const RunModel& run, size_t trace);
 

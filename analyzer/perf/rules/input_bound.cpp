@@ -10,7 +10,6 @@
 // first step.
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <utility>
 
 #include "core/format.h"
@@ -49,24 +48,11 @@ constexpr std::string_view kAdviceRestarts =
     " Workers are started again every epoch: pass persistent_workers=True to the "
     "DataLoader.";
 
-// The workers' file I/O summed by mount and directory.
+// The workers' file I/O summed by mount and directory: the five with the most I/O time.
 std::vector<WorkerIo> StorageOf(const std::vector<const std::vector<WorkerIo>*>& lists) {
-  std::map<std::pair<std::string, std::string>, WorkerIo> by;
-  for (const auto* list : lists) {
-    for (const WorkerIo& d : *list) {
-      WorkerIo& s = by[{d.mountpoint, d.directory}];
-      if (s.directory.empty()) {
-        s.directory = d.directory;
-        s.mountpoint = d.mountpoint;
-        s.fs_type = d.fs_type;
-        s.slow_fs = d.slow_fs;
-      }
-      s.Add(d);
-    }
-  }
-  std::vector<WorkerIo> out;
-  for (auto& [k, d] : by) out.push_back(std::move(d));
-  std::sort(out.begin(), out.end(), [](const WorkerIo& x, const WorkerIo& y) { return x.io_ns() > y.io_ns(); });
+  std::vector<WorkerIo> rows;
+  for (const auto* list : lists) rows.insert(rows.end(), list->begin(), list->end());
+  std::vector<WorkerIo> out = MergeByDirectory(std::move(rows));
   if (out.size() > 5) out.resize(5);
   return out;
 }
@@ -136,7 +122,7 @@ void InputBoundRule(RuleContext& ctx) {
       waiting += t.wait_ns;
       io_lists.push_back(&t.io);
     }
-    Json workers = WorkersJson(w, run);
+    Json workers = WorkersJson(w);
     ev["workers"] = std::move(workers["workers"]);
     ev["worker_pids"] = Json::MakeArray();
     for (const WorkerTime& t : w.workers) ev["worker_pids"].Append(Json(t.pid));

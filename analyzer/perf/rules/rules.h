@@ -48,7 +48,7 @@ constexpr size_t kPrefetchPerWorker = 2;
 constexpr double kLatencyGrowthRatio = 2.0;
 
 // Shared by the rules: the evidence of one stepping process's steps and its workers.
-Json WorkersJson(const StepWorkers& w, const RunModel& run);
+Json WorkersJson(const StepWorkers& w);
 // "[pid 1234] python3 train.py": who stepped.
 std::string StepperName(const RunModel& run, const ProcessSteps& p);
 
