@@ -2,7 +2,7 @@
 //
 // Rule: after the warm-up step, the step loop's thread waited for its next batch for at
 // least kInputBoundInfo of the step time (kInputBoundWarning: a warning), over at least
-// kMinStepsAnalysed steps, and the waits add up to kInputBoundMinWaitNs. The evidence follows the wait to its cause: the workers
+// kMinStepsAnalysed steps. The evidence follows the wait to its cause: the workers
 // (DataLoader workers, else the stepping process's descendants) and what their time went
 // to inside the steps (file I/O by mount and directory, CPU from their samples, waiting),
 // or, with no workers, the step loop's own file calls inside its waits. The advice is the
@@ -97,7 +97,7 @@ void InputBoundRule(RuleContext& ctx) {
     const StepWorkers& w = m.workers[k];
     if (p.after_warmup.steps < kMinStepsAnalysed) continue;
     const double fraction = p.after_warmup.input_wait_fraction();
-    if (fraction < kInputBoundInfo || p.after_warmup.input_wait_ns < kInputBoundMinWaitNs) continue;
+    if (fraction < kInputBoundInfo) continue;
 
     Finding f = Finding::Of(FindingId::kPerfInputBound, p.pid);
     f.severity = fraction >= kInputBoundWarning ? Severity::kWarning : Severity::kInfo;

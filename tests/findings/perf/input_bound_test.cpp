@@ -140,10 +140,13 @@ TEST(PerfInputBound, SixPercentIsInformation) {
   EXPECT_NEAR(f[0].evidence["input_wait_fraction"].number(), 0.06, 0.0001);
 }
 
-// 83% of a tiny loop's time, but 50 ms of waiting in all: below kInputBoundMinWaitNs.
-TEST(PerfInputBound, FiftyMillisecondsOfWaitingInAllAreNone) {
+// 83% of a tiny loop's time, 50 ms of waiting in all: the share decides, not the total.
+TEST(PerfInputBound, ATinyLoopIsJudgedByItsShareAlone) {
   auto traces = Job(5, 1);
-  EXPECT_TRUE(FindingsOf(traces, "perf.input-bound").empty());
+  const auto f = FindingsOf(traces, "perf.input-bound");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, Severity::kWarning);
+  EXPECT_NEAR(f[0].evidence["input_wait_fraction"].number(), 0.8333, 0.0001);
 }
 
 TEST(PerfInputBound, TwoPercentIsNone) {
