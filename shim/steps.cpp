@@ -5,8 +5,11 @@
 //                                          kMarker, n its own step number.
 //   void colabtrace_step_auto(uint64_t n)  the Python start-up hook saw an iteration's
 //                                          optimizer step end: a Step, source kOptimizer.
-//   void colabtrace_batch_wait_begin(void) the calling thread starts waiting for its next
-//                                          batch (the DataLoader iterator's __next__).
+//   void colabtrace_batch_wait_begin(const char* where)
+//                                          the calling thread starts waiting for its next
+//                                          batch (the DataLoader iterator's __next__) at
+//                                          `where` ("train.py:25 in main", may be NULL):
+//                                          noted in flight (state.h) until the end.
 //   void colabtrace_batch_wait_end(uint64_t kind, const char* where, uint64_t n)
 //                                          the batch arrived: one BatchWait record {ts = the
 //                                          begin, dur, kind, where, n}. kind 0 ends the wait
@@ -22,13 +25,16 @@
 // lock-free, safe from any thread, preserve errno, and do nothing while nothing is
 // recorded or when reached from inside the shim.
 //
-// The batch wait's start lives in the calling thread's ThreadState (batch_wait_since):
-// begin is one store, end one load and one store before it records. A wait inside a wait
-// on the same thread (an iterator drawing from another) takes the start over, and the
-// outer end then finds none and records nothing: waits are never counted twice.
+// The batch wait's start lives in the calling thread's ThreadState (batch_wait_since), and
+// the wait in its level-1 call note in the trace (so a process killed while it waits
+// says where it waited). A wait inside a wait on the same thread (an iterator drawing
+// from another) takes the start over, and the outer end then finds none and records
+// nothing: waits are never counted twice. Every step also moves the process's progress
+// (state.h), which `colabtrace run --hang-timeout` watches.
 #include <cstdint>
 
 #include "clock.h"
+#include "state.h"
 #include "writer.h"
 
 namespace colabtrace::shim {
@@ -44,6 +50,7 @@ void EmitStep(uint64_t n, format::StepSource source) {
   r.n = n;
   r.source = static_cast<uint64_t>(source);
   Emit(r);
+  NoteStep(r.ts);
 }
 
 }  // namespace
@@ -55,11 +62,21 @@ void colabtrace_step(uint64_t n) { EmitStep(n, format::StepSource::kMarker); }
 
 void colabtrace_step_auto(uint64_t n) { EmitStep(n, format::StepSource::kOptimizer); }
 
-void colabtrace_batch_wait_begin(void) {
+void colabtrace_batch_wait_begin(const char* where) {
   if (!Recording()) return;
+  ShimScope scope;
+  if (!scope.entered()) return;
+  ThreadState& t = t_thread;
   // Ticks() is never 0 (a TSC or CLOCK_MONOTONIC of a running system), so 0 can mean
   // "not waiting". rdtsc and the vDSO clock leave errno alone.
-  t_thread.batch_wait_since = Ticks();
+  const uint64_t now = Ticks();
+  t.batch_wait_since = now;
+  format::ThreadNotes* tn = ThreadNotesOf(t);
+  EndNote(&tn->wait);  // a wait inside a wait takes the note over too
+  BeginNoteFull(&format::ThreadNotes::wait, format::InFlightCall::kBatchWait,
+                static_cast<uint32_t>(format::BatchWaitKind::kDataLoader), now, 0, 0, 0,
+                where != nullptr ? InternCString(where) : 0);
+  NotePythonThread(tn);
 }
 
 void colabtrace_batch_wait_end(uint64_t kind, const char* where, uint64_t n) {
@@ -67,6 +84,7 @@ void colabtrace_batch_wait_end(uint64_t kind, const char* where, uint64_t n) {
   const uint64_t since = t.batch_wait_since;
   if (since == 0) return;
   t.batch_wait_since = 0;
+  if (t.notes_gen == g_generation) EndNote(&t.notes->wait);
   if (kind == 0 || !Recording()) return;
   ShimScope scope;
   if (!scope.entered()) return;

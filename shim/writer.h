@@ -58,6 +58,10 @@ struct ThreadState {
   // _end each make one store here, so this one word says at any moment "this thread has
   // been waiting for a batch since T" (for the in-flight notes of hung processes).
   uint64_t batch_wait_since = 0;
+  // This thread's call notes in the trace's state chunk (state.h), valid while
+  // notes_gen == g_generation.
+  format::ThreadNotes* notes = nullptr;
+  uint32_t notes_gen = 0;
 };
 
 // constinit: constant-initialised, so no TLS wrapper call on access. The vfork stub in

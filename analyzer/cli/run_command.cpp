@@ -1,6 +1,7 @@
 // colabtrace run: trace a command (sets LD_PRELOAD), sample its process tree from
 // outside into colabtrace.run.<pid>.ctrace (see cli/run_sampler.h), record its exact exit
-// status, and print a short summary.
+// status, and print a short summary. With --hang-timeout, end a job that stopped making
+// progress, after recording what every thread of it was doing (cli/hang_watch.h).
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -11,16 +12,23 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "cli/command.h"
+#include "cli/hang_watch.h"
 #include "model/process_facts.h"
 #include "cli/run_sampler.h"
 #include "colabtrace/format/wire.h"
@@ -137,6 +145,30 @@ class SignalForwarding {
   struct sigaction old_[std::size(kForwardedSignals)] = {};
 };
 
+// The exit status of a job `colabtrace run --hang-timeout` ended for a hang, as timeout(1)'s.
+constexpr int kExitHang = 124;
+// While --hang-timeout is on, run wakes at least this often to read the job's progress.
+constexpr uint64_t kHangCheckMs = 250;
+// After SIGTERM, how long the job gets to end before SIGKILL; then how long run waits for
+// the killed to go (one blocked in an uninterruptible read may never go).
+constexpr uint64_t kHangGraceNs = 5'000'000'000ull;
+constexpr uint64_t kHangReapNs = 3'000'000'000ull;
+
+// A --hang-timeout value: seconds, decimals allowed, above 0 (at most 30 days). nullopt
+// for anything else.
+std::optional<double> ParseHangTimeout(const std::string& text) {
+  if (text.empty() || text[0] == '-' || text[0] == '+' || std::isspace(static_cast<unsigned char>(text[0]))) {
+    return std::nullopt;
+  }
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text.c_str(), &end);
+  if (errno != 0 || end == text.c_str() || *end != '\0' || !std::isfinite(v) || v <= 0 || v > 30 * 86400.0) {
+    return std::nullopt;
+  }
+  return v;
+}
+
 std::string DefaultOutDir() {
   const time_t now = time(nullptr);
   struct tm tm;
@@ -151,17 +183,27 @@ class RunCommand final : public Command {
   std::string_view name() const override { return "run"; }
   std::string_view summary() const override { return "trace a command and summarize what went wrong"; }
   std::string usage() const override {
-    return "Usage: colabtrace run [-o DIR] [--cupti] -- COMMAND [ARGS...]\n\n"
+    return "Usage: colabtrace run [-o DIR] [--hang-timeout S] [--cupti] -- COMMAND [ARGS...]\n\n"
            "Runs COMMAND with libcolabtrace.so preloaded (one trace per process, in DIR),\n"
            "then prints a short summary on stderr. Exits with COMMAND's exit code (128+N\n"
-           "when it died of signal N). SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to run\n"
-           "from outside its process group (docker stop, kill PID from another terminal)\n"
-           "are passed on to COMMAND, and run waits for it.\n\n"
+           "when it died of signal N), or 124 when --hang-timeout ended it. SIGTERM,\n"
+           "SIGHUP, SIGUSR1 and SIGUSR2 sent to run from outside its process group (docker\n"
+           "stop, kill PID from another terminal) are passed on to COMMAND, and run waits\n"
+           "for it.\n\n"
            "Options:\n"
-           "  -o, --output DIR   where traces go (default: ./colabtrace-YYYYMMDD-HHMMSS)\n"
-           "      --cupti        also subscribe to CUPTI (sets COLABTRACE_CUPTI=1; off by\n"
-           "                     default until validated on a GPU)\n"
-           "  -h, --help         show this help\n\n"
+           "  -o, --output DIR     where traces go (default: ./colabtrace-YYYYMMDD-HHMMSS)\n"
+           "      --hang-timeout S when the job has made no progress for S seconds (no step\n"
+           "                       of any traced process; before the first step, counted\n"
+           "                       from its start), record every thread's state (its\n"
+           "                       Python stack, read from outside, its system call) into\n"
+           "                       DIR/colabtrace.run.<pid>.ctrace, print one line, and end\n"
+           "                       the job: SIGTERM to all its processes, SIGKILL 5 s later;\n"
+           "                       exit status 124. A process that no signal ends (blocked\n"
+           "                       on a FUSE mount that stopped answering) is named and\n"
+           "                       left behind. Decimals allowed (0.5)\n"
+           "      --cupti          also subscribe to CUPTI (sets COLABTRACE_CUPTI=1; off by\n"
+           "                       default until validated on a GPU)\n"
+           "  -h, --help           show this help\n\n"
            "The shim is found next to this program (or in ../lib); COLABTRACE_SHIM overrides.\n"
            "Other COLABTRACE_* variables (STACKS, IO, SAMPLE_MS, VERBOSE) pass through.\n"
            "While COMMAND runs, every process of its tree is sampled from outside every\n"
@@ -172,6 +214,8 @@ class RunCommand final : public Command {
   int Run(const std::vector<std::string>& args) override {
     std::string out_dir;
     bool cupti = false;
+    std::optional<double> hang_timeout;
+    std::string hang_text;  // as given
     size_t i = 0;
     for (; i < args.size(); ++i) {
       const std::string& a = args[i];
@@ -184,6 +228,18 @@ class RunCommand final : public Command {
         out_dir = args[++i];
       } else if (a.starts_with("--output=")) {
         out_dir = a.substr(9);
+      } else if (a == "--hang-timeout" || a.starts_with("--hang-timeout=")) {
+        if (a == "--hang-timeout") {
+          if (i + 1 >= args.size()) return UsageError(name(), "--hang-timeout needs a number of seconds");
+          hang_text = args[++i];
+        } else {
+          hang_text = a.substr(std::strlen("--hang-timeout="));
+        }
+        hang_timeout = ParseHangTimeout(hang_text);
+        if (!hang_timeout) {
+          return UsageError(name(), "--hang-timeout takes a number of seconds above 0 (like 600 or 2.5), not '" +
+                                        hang_text + "'");
+        }
       } else if (a == "--cupti") {
         cupti = true;
       } else if (a.starts_with("-")) {
@@ -230,6 +286,7 @@ class RunCommand final : public Command {
     sigemptyset(&forwarded);
     for (int sig : kForwardedSignals) sigaddset(&forwarded, sig);
     sigprocmask(SIG_BLOCK, &forwarded, &old_mask);
+    start_ns_ = NowMonotonicNs();  // before the command can write a trace
     const pid_t child = fork();
     if (child < 0) {
       sigprocmask(SIG_SETMASK, &old_mask, nullptr);
@@ -249,6 +306,9 @@ class RunCommand final : public Command {
       _exit(127);
     }
     int status = 0;
+    if (hang_timeout) {
+      hang_ = HangSettings{static_cast<uint64_t>(std::llround(*hang_timeout * 1e9)), hang_text};
+    }
     {
       SignalForwarding forwarding(child);
       sigprocmask(SIG_SETMASK, &old_mask, nullptr);
@@ -256,8 +316,10 @@ class RunCommand final : public Command {
     }
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGQUIT, &old_quit, nullptr);
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (WIFSIGNALED(status)) {
+    const int code = ended_for_hang_                    ? kExitHang
+                     : WIFEXITED(status) ? WEXITSTATUS(status)
+                                         : 128 + WTERMSIG(status);
+    if (WIFSIGNALED(status) && !ended_for_hang_) {
       ErrLine() << "colabtrace: the command was killed by " << analyzer::SignalName(WTERMSIG(status))
                 << "\n";
     }
@@ -356,8 +418,10 @@ class RunCommand final : public Command {
   }
 
   // Waits for the command, sampling its tree every period; records every child it reaps
-  // (the command, and orphans of its tree handed to us as subreaper). Returns the
-  // command's wait status.
+  // (the command, and orphans of its tree handed to us as subreaper). With --hang-timeout,
+  // reads the job's progress (at least every kHangCheckMs) and ends a job that hung
+  // (EndForHang). Returns the command's wait status (0 when it could not be reaped: a hung
+  // job's command that no signal ended).
   int Supervise(pid_t child, const std::string& dir, const std::vector<std::string>& args) {
     const uint64_t period_ms = SamplePeriodMs();
     RunTraceWriter out(dir);
@@ -394,27 +458,49 @@ class RunCommand final : public Command {
         }
       }
     };
+    std::optional<HangWatch> watch;
+    if (hang_) watch.emplace(dir, getpid(), hang_->timeout_ns, start_ns_);
+    uint64_t next_sample_ns = 0;
+    bool hung = false;
     while (!done) {
-      if (period_ms == 0) {
+      if (period_ms == 0 && !watch) {
         reap(0);  // no sampling: just wait (orphans handed to us are reaped on the way)
         continue;
       }
-      sampler.SampleRound();
+      uint64_t now = NowMonotonicNs();
+      if (period_ms != 0 && now >= next_sample_ns) {
+        sampler.SampleRound();
+        next_sample_ns = now + period_ms * 1000000ull;
+        now = NowMonotonicNs();
+      }
+      if (watch && watch->Hung(now)) {
+        hung = true;
+        break;
+      }
+      // Until the next sample, or the next progress check.
+      uint64_t wait_ms = period_ms == 0 ? kHangCheckMs : (next_sample_ns - std::min(now, next_sample_ns)) / 1000000;
+      if (watch) wait_ms = std::min(wait_ms, kHangCheckMs);
+      wait_ms = std::max<uint64_t>(wait_ms, 1);
       if (pidfd >= 0) {
         pollfd pfd = {pidfd, POLLIN, 0};
-        poll(&pfd, 1, static_cast<int>(period_ms));
+        poll(&pfd, 1, static_cast<int>(wait_ms));
       } else {
-        timespec ts = {static_cast<time_t>(period_ms / 1000),
-                       static_cast<long>((period_ms % 1000) * 1000000)};
+        timespec ts = {static_cast<time_t>(wait_ms / 1000), static_cast<long>((wait_ms % 1000) * 1000000)};
         nanosleep(&ts, nullptr);
       }
       reap(WNOHANG);
     }
+    bool holdouts = false;
+    if (hung) {
+      holdouts = !EndForHang(*watch, out, [&] { reap(WNOHANG); }).empty();
+      ended_for_hang_ = true;
+    }
     if (pidfd >= 0) close(pidfd);
-    AwaitOrphans(reap_one);
+    if (!hung) AwaitOrphans(reap_one);
     // One last round after the end: a surviving process's (or the cgroup's) oom_kill
-    // count after a death is the evidence proc.killed cites.
-    if (period_ms != 0) sampler.SampleRound();
+    // count after a death is the evidence proc.killed cites. Not while a process is left
+    // blocked in the kernel: reading its memory map could block run with it.
+    if (period_ms != 0 && !holdouts) sampler.SampleRound();
     out.Finish();
     if (!out.error().empty()) {
       ErrLine() << "colabtrace run: its own trace " << out.path()
@@ -422,6 +508,48 @@ class RunCommand final : public Command {
     }
     shim_pids_ = sampler.shim_pids();
     return status;
+  }
+
+  // The job hung: records every thread's state (HangWatch::RecordThreads), says so in one
+  // line, and ends the job (EndTree), naming the processes that no signal ended. Returns
+  // those.
+  std::vector<Holdout> EndForHang(HangWatch& watch, RunTraceWriter& out, const std::function<void()>& reap) {
+    const uint64_t now = NowMonotonicNs();
+    const HangWatch::Recorded rec = watch.RecordThreads(out, now);
+    const double idle_s = static_cast<double>(now - std::min(now, watch.progress_ns())) / 1e9;
+    char idle[32];
+    std::snprintf(idle, sizeof(idle), "%.1f", idle_s);
+    std::string since;
+    if (watch.steps() > 0) {
+      // The last step's wall-clock time, from the monotonic clock's distance to it.
+      timespec real;
+      clock_gettime(CLOCK_REALTIME, &real);
+      const time_t at = real.tv_sec - static_cast<time_t>(std::llround(idle_s));
+      struct tm tm;
+      localtime_r(&at, &tm);
+      char hms[16];
+      std::strftime(hms, sizeof(hms), "%H:%M:%S", &tm);
+      since = std::to_string(watch.steps()) + (watch.steps() == 1 ? " step" : " steps") + ", the last at " + hms;
+    } else {
+      since = "no step since the job started";
+    }
+    ErrLine() << "colabtrace: no progress for " << idle << " s (" << since << "; --hang-timeout "
+              << hang_->text << "): recorded the state of " << rec.threads << " thread"
+              << (rec.threads == 1 ? "" : "s") << " in " << rec.processes << " process"
+              << (rec.processes == 1 ? "" : "es") << ", ending the job\n";
+    std::vector<Holdout> left = EndTree(getpid(), kHangGraceNs, kHangReapNs, reap);
+    for (const Holdout& h : left) {
+      ErrLine line;
+      line << "colabtrace: pid " << h.pid << " (" << h.comm << ") did not end: ";
+      if (h.state == 'D') {
+        line << "blocked in uninterruptible state (D); its FUSE daemon or network filesystem may have "
+                "stopped answering";
+      } else {
+        line << "still there after SIGKILL (state " << h.state << ")";
+      }
+      line << "; colabtrace run exits without it\n";
+    }
+    return left;
   }
 
   // The command has ended, but processes it started may still be finishing: CPython's
@@ -496,6 +624,13 @@ class RunCommand final : public Command {
   }
 
   std::map<pid_t, std::string> shim_pids_;
+  struct HangSettings {
+    uint64_t timeout_ns = 0;
+    std::string text;  // the value as given
+  };
+  std::optional<HangSettings> hang_;
+  uint64_t start_ns_ = 0;  // CLOCK_MONOTONIC when the command was started
+  bool ended_for_hang_ = false;
 
   static void PrintSummary(const std::string& dir) {
     analyzer::TraceSet set = analyzer::LoadTraces({dir});

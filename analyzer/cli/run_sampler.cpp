@@ -28,17 +28,6 @@ uint64_t NowNs(clockid_t clock) {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-// A small /proc or /sys file, whole ("" when unreadable).
-std::string ReadSmall(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
-  std::string out;
-  char buf[8192];
-  for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) out.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return out;
-}
-
 // The number after "key" on its line ("Pss:      1234 kB" -> 1234), or UINT64_MAX.
 uint64_t FieldAfter(const std::string& text, const char* key) {
   size_t at = 0;
@@ -61,6 +50,16 @@ uint64_t ReadNumber(const std::string& path) {
 }
 
 }  // namespace
+
+std::string ReadSmall(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string out;
+  char buf[8192];
+  for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) out.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return out;
+}
 
 // ---- RunTraceWriter -------------------------------------------------------------------
 
@@ -144,7 +143,7 @@ uint64_t RunTraceWriter::Intern(const std::string& s) {
   rec.ts = last_ts_;
   rec.id = next_string_++;
   rec.text = format::Bytes{reinterpret_cast<const uint8_t*>(s.data()),
-                           static_cast<uint32_t>(std::min<size_t>(s.size(), 2048))};
+                           static_cast<uint32_t>(std::min(s.size(), kMaxStringBytes))};
   Append(rec);
   strings_.emplace(s, rec.id);
   return rec.id;
@@ -191,6 +190,7 @@ std::vector<TreeProcess> DescendantsOf(pid_t root) {
     p.pid = st->pid;
     p.ppid = st->ppid;
     p.comm = st->comm;
+    p.state = st->state;
     p.threads = st->threads;
     p.rss_pages = st->rss_pages;
     p.utime_ns = st->utime_ticks * ns_per_tick;

@@ -35,6 +35,9 @@ class RunTraceWriter {
   const std::string& path() const { return path_; }
   uint64_t last_ts() const { return last_ts_; }
 
+  // The longest text a String record holds here (longer ones are cut).
+  static constexpr size_t kMaxStringBytes = 3584;
+
   template <class R> void Append(R rec);
   uint64_t Intern(const std::string& s);  // a String record's id (written once per text)
   void Flush();                          // writes the current chunk and the header
@@ -75,11 +78,15 @@ struct TreeProcess {
   pid_t pid = 0;
   pid_t ppid = 0;
   std::string comm;
+  char state = '?';  // /proc/PID/stat's state letter (R, S, D, Z zombie, ...)
   uint64_t threads = 0;
   uint64_t rss_pages = 0;
   uint64_t utime_ns = 0;  // CPU time so far in user and kernel mode (/proc/PID/stat)
   uint64_t stime_ns = 0;
 };
+
+// A small /proc or /sys file, whole ("" when unreadable).
+std::string ReadSmall(const std::string& path);
 
 // Every descendant of `root` (not root itself), from one scan of /proc/*/stat.
 std::vector<TreeProcess> DescendantsOf(pid_t root);

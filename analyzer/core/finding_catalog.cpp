@@ -18,6 +18,12 @@ constexpr std::array<FindingSpec, kFindingIdCount> kCatalog = {{
      "Something sent SIGKILL: the OOM killer (check `dmesg` and the cgroup's "
      "memory.events), a job timeout, or the notebook runtime restarting. If "
      "memory was high, reduce DataLoader workers or batch size."},
+    {kProcHang, "proc.hang", A::kProcess, S::kError, false, "Job hung",
+     "The job stopped making progress: see what each process was blocked in. A DataLoader "
+     "worker blocked on a network or FUSE mount: copy the data to local disk, and give the "
+     "DataLoader a timeout (DataLoader(timeout=...)) so that a stuck read raises instead of "
+     "hanging. Run under `colabtrace run --hang-timeout SECONDS` to end such a job by itself "
+     "with every thread's Python stack."},
     {kProcFatalSignal, "proc.fatal-signal", A::kProcess, S::kError, false, "Process crashed",
      "A native crash. The stack names the library that crashed; a mismatched "
      "extension or CUDA library build is a common cause (see abi.* findings)."},

@@ -21,6 +21,7 @@ namespace colabtrace::analyzer {
 // Every finding id, in the catalogue's order (the order of the table's rows).
 enum class FindingId : uint8_t {
   kProcKilled,
+  kProcHang,
   kProcFatalSignal,
   kHostMemoryPressure,
   kHostShmSmall,

@@ -3,6 +3,9 @@
 #include <tuple>
 #include <vector>
 
+#include "core/format.h"
+#include "gpu/gpu_api.h"
+#include "model/python_stack.h"
 #include "model/symbolize.h"
 #include "colabtrace/format/records.h"
 #include "report/report.h"
@@ -144,6 +147,39 @@ const KernelName& KernelNames::Of(uint64_t api, uint64_t func, uint64_t name, ui
   if (n.library.empty() && module != 0) n.library = ModuleLibrary(module);
   if (n.kernel.empty()) n.kernel = FormatHex(func);
   return n;
+}
+
+namespace {
+
+Json Dims(uint64_t x, uint64_t y, uint64_t z) {
+  Json a = Json::MakeArray();
+  a.Append(x);
+  a.Append(y);
+  a.Append(z);
+  return a;
+}
+
+}  // namespace
+
+Json KernelJson(const ProcessTrace& t, KernelNames& names, uint64_t api, uint64_t func, uint64_t py_stack,
+                uint64_t stream) {
+  const KernelName& n = names.Of(api, func);
+  Json k = Json::MakeObject();
+  k["kernel"] = n.kernel;
+  k["library"] = n.library.empty() ? Json() : Json(n.library);
+  const std::vector<std::string> py = PythonStackFrames(t, py_stack);
+  k["python_line"] = py.empty() ? Json() : Json(py.front());
+  k["api"] = GpuApiLabel(api);
+  k["stream"] = FormatHex(stream);
+  return k;
+}
+
+Json RingKernelJson(const ProcessTrace& t, KernelNames& names, const format::GpuLaunchRing& r) {
+  Json k = KernelJson(t, names, r.api, r.func, r.py_stack, r.stream);
+  k["grid"] = Dims(r.grid_x, r.grid_y, r.grid_z);
+  k["block"] = Dims(r.block_x, r.block_y, r.block_z);
+  k["tid"] = r.tid;
+  return k;
 }
 
 }  // namespace colabtrace::analyzer::gpu

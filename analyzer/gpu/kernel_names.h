@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/json.h"
 #include "model/symbolize.h"
 #include "trace/process_trace.h"
 
@@ -54,6 +55,13 @@ class KernelNames {
   std::map<uint64_t, KernelName> stubs_;
   std::map<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t, uint64_t>, KernelName> resolved_;
 };
+
+// One kernel of an evidence list: {kernel, library, python_line (the innermost frame of
+// py_stack), api, stream}.
+Json KernelJson(const ProcessTrace& t, KernelNames& names, uint64_t api, uint64_t func, uint64_t py_stack,
+                uint64_t stream);
+// KernelJson of a launch ring entry, with its grid, block and launching thread (tid).
+Json RingKernelJson(const ProcessTrace& t, KernelNames& names, const format::GpuLaunchRing& r);
 
 // True for the runtime launch entry points whose func is a host stub (cudaLaunchKernel*),
 // and for nvcc's __cudaLaunchKernel* (func: a cudaKernel_t).

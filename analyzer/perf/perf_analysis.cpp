@@ -1,8 +1,10 @@
 // The steps analysis: processes[].steps and processes[].workers for every process that
-// steps, and the perf.* findings (the rules in perf/rules/).
+// steps, processes[].in_flight for every process (perf/hang_model.h), and the perf.*
+// findings (the rules in perf/rules/).
 #include <cmath>
 
 #include "model/process_role.h"
+#include "perf/hang_model.h"
 #include "perf/rules/rules.h"
 #include "perf/step_model.h"
 #include "report/analyses.h"
@@ -47,6 +49,12 @@ class PerfAnalysis : public Analysis {
       Json& row = report.process(m.processes[i].trace);
       row["steps"] = StepsJson(m.processes[i]);
       row["workers"] = WorkersJson(m.workers[i])["workers"];
+    }
+    // The calls each process had not returned from when its trace ended.
+    for (const ProcessHang& p : report.run().Get<HangModel>().processes) {
+      Json calls = Json::MakeArray();
+      for (const InFlightCall& c : p.calls) calls.Append(InFlightJson(c));
+      report.process(p.trace)["in_flight"] = std::move(calls);
     }
     RunRules(report, FindingArea::kPerf);
   }

@@ -167,6 +167,10 @@ class TraceDecoder {
       if (chunk.size() < sizeof(ChunkHeader)) break;
       ChunkHeader ch;
       std::memcpy(&ch, chunk.data(), sizeof(ch));
+      if (ch.magic == format::kStateChunkMagic || ch.magic == format::kRingChunkMagic) {
+        state_chunks_.push_back({ch.image, ch.magic, ch.seq, off});
+        continue;
+      }
       if (ch.magic != format::kChunkMagic) continue;  // never used (or never committed)
       chunks.push_back({ch.image, ch.tid, ch.seq, off});
       CountChunk(chunk, counts, bytes);
@@ -184,6 +188,142 @@ class TraceDecoder {
       DecodeChunk(chunks[i].offset);
     }
     t_.stats.chunks = chunks.size();
+    DecodeStateChunks();
+  }
+
+  // The state chunks (wire.h): what each thread of the last exec image was blocked in
+  // when the trace was read (in_flight records, ts the call's start), and, for a trace
+  // that did not end cleanly, the launches left in its launch rings (gpu_launch_ring
+  // records, why 3, ts the trace's last record's). A note is taken only when its `call`
+  // word is set (stored last by the writer), so one half written when the process died
+  // reads as no call; every field is used only as the call kind says.
+  void DecodeStateChunks() {
+    if (state_chunks_.empty()) return;
+    uint32_t image = 0;
+    for (const StateRef& c : state_chunks_) image = std::max(image, c.image);
+    std::sort(state_chunks_.begin(), state_chunks_.end(), [](const StateRef& a, const StateRef& b) {
+      return std::tie(a.image, a.magic, a.seq, a.offset) < std::tie(b.image, b.magic, b.seq, b.offset);
+    });
+    const uint64_t cs = t_.header.chunk_size;
+    if (cs != format::kChunkSize) return;  // the layout is for the shim's chunk size
+    // The first state chunk's synchronisation table: the completed epoch of a stream.
+    uint32_t device_epoch = 0;
+    std::vector<format::SyncedStream> synced;
+    bool have_first = false;
+    for (const StateRef& c : state_chunks_) {
+      if (c.image != image || c.magic != format::kStateChunkMagic || c.seq != 0) continue;
+      const std::span<const uint8_t> chunk = b_.Read(c.offset, cs);
+      if (chunk.size() < cs) break;
+      std::memcpy(&device_epoch, chunk.data() + format::kSyncedDeviceOffset, sizeof(device_epoch));
+      synced.resize(format::kSyncedStreams);
+      std::memcpy(synced.data(), chunk.data() + format::kSyncedOffset, synced.size() * sizeof(format::SyncedStream));
+      have_first = true;
+      break;
+    }
+    auto completed = [&](uint64_t stream) {
+      uint32_t e = device_epoch;
+      for (const format::SyncedStream& s : synced) {
+        if (s.epoch != 0 && s.stream == stream) e = std::max(e, s.epoch);
+      }
+      return e;
+    };
+    (void)have_first;
+    // The rings as the shim wrote them at a fault or fatal signal are the ones to keep.
+    const bool shim_wrote_rings = !t_.records.GpuLaunchRing.empty();
+    uint64_t last_ticks = 0;
+    for (uint64_t v : last_ticks_) last_ticks = std::max(last_ticks, v);
+    for (const StateRef& c : state_chunks_) {
+      if (c.image != image) continue;
+      const std::span<const uint8_t> chunk = b_.Read(c.offset, cs);
+      if (chunk.size() < cs) {
+        Warn(c.offset, "the file ends inside a state chunk; its notes are not read");
+        continue;
+      }
+      if (c.magic == format::kStateChunkMagic) {
+        for (uint32_t k = 0; k < format::kNotesPerChunk; ++k) {
+          format::ThreadNotes tn;
+          std::memcpy(&tn, chunk.data() + format::kNotesOffset + k * sizeof(tn), sizeof(tn));
+          if (tn.tid == 0) continue;
+          AddInFlight(tn, tn.call, 0, image, completed);
+          AddInFlight(tn, tn.wait, 1, image, completed);
+        }
+      } else if (!t_.ended && !shim_wrote_rings) {
+        for (uint32_t k = 0; k < format::kRingsPerChunk; ++k) {
+          format::LaunchRing ring;
+          std::memcpy(static_cast<void*>(&ring), chunk.data() + format::kRingsOffset + k * sizeof(ring), sizeof(ring));
+          if (ring.owner <= 0) continue;
+          for (const format::RingSlot& s : ring.slots) {
+            if (s.seq == 0) continue;
+            Event<format::GpuLaunchRing>& ev = t_.records.GpuLaunchRing.emplace_back();
+            ev.ts = last_ticks;
+            ev.why = 3;
+            static_cast<format::GpuLaunchRing&>(ev).tid = static_cast<uint64_t>(ring.owner);
+            ev.seq = s.seq;
+            ev.epoch = s.epoch;
+            ev.synced = completed(s.stream);
+            ev.api = s.api;
+            ev.layer = s.api < 64 ? 0 : 1;
+            ev.func = s.func;
+            ev.stream = s.stream;
+            ev.grid_x = s.grid[0];
+            ev.grid_y = s.grid[1];
+            ev.grid_z = s.grid[2];
+            ev.block_x = s.block[0];
+            ev.block_y = s.block[1];
+            ev.block_z = s.block[2];
+            ev.tid = static_cast<uint32_t>(ring.owner);
+            ev.image = image;
+            ++run_;
+            NoteRun(static_cast<uint8_t>(format::RecordType::GpuLaunchRing), t_.records.GpuLaunchRing.size() - 1,
+                    ev.ts);
+          }
+        }
+      }
+    }
+  }
+
+  template <class Completed>
+  void AddInFlight(const format::ThreadNotes& tn, const format::CallNote& n, uint64_t level, uint32_t image,
+                   Completed& completed) {
+    using format::InFlightCall;
+    if (n.call == 0 || format::InFlightCallName(n.call) == nullptr) return;
+    Event<format::InFlight>& ev = t_.records.InFlight.emplace_back();
+    ev.ts = n.since;
+    static_cast<format::InFlight&>(ev).tid = tn.tid;
+    ev.tid = tn.tid;
+    ev.call = n.call;
+    ev.level = level;
+    ev.api = n.api;
+    ev.fd = -1;
+    ev.pid = 0;
+    switch (static_cast<InFlightCall>(n.call)) {
+      case InFlightCall::kOpen:
+      case InFlightCall::kStat:
+      case InFlightCall::kDlopen:
+        ev.path = n.object;
+        break;
+      case InFlightCall::kRead:
+      case InFlightCall::kWrite:
+      case InFlightCall::kFsync:
+      case InFlightCall::kFstat:
+        ev.fd = static_cast<int64_t>(static_cast<int32_t>(n.object));
+        break;
+      case InFlightCall::kGpuSync:
+        ev.stream = n.object;
+        ev.device_wide = (n.flags & format::kNoteDeviceWide) != 0 ? 1 : 0;
+        ev.epoch = n.epoch;
+        ev.synced = completed(n.object);
+        break;
+      case InFlightCall::kWait:
+        ev.pid = static_cast<int64_t>(n.object);
+        break;
+      case InFlightCall::kBatchWait:
+        ev.where = n.where;
+        break;
+    }
+    ev.image = image;
+    ++run_;
+    NoteRun(static_cast<uint8_t>(format::RecordType::InFlight), t_.records.InFlight.size() - 1, ev.ts);
   }
 
   // The record frames of one chunk, counted by type with their payload bytes (up to where
@@ -500,6 +640,11 @@ class TraceDecoder {
     t_.warnings.push_back(t_.file + ": offset " + std::to_string(offset) + ": " + what);
   }
 
+  struct StateRef {
+    uint32_t image, magic, seq;
+    uint64_t offset;
+  };
+  std::vector<StateRef> state_chunks_;  // state and ring chunks, read after the records
   ProcessTrace& t_;
   TraceBytes& b_;
   std::shared_ptr<KeptBytes> kept_;

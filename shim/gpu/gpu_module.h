@@ -33,7 +33,7 @@ namespace colabtrace::shim::gpu {
 using format::GpuApi;
 using format::GpuLayer;
 
-struct LaunchRing;  // launch_ring.h
+using format::LaunchRing;  // wire.h; launch_ring.h
 
 // Per-thread state of the GPU module (initial-exec TLS: no allocation, no lock).
 struct GpuThread {

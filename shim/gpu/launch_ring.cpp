@@ -7,6 +7,7 @@
 
 #include "modules.h"
 #include "raw.h"
+#include "state.h"
 #include "writer.h"
 
 namespace colabtrace::shim::gpu {
@@ -17,10 +18,16 @@ namespace {
 
 // ---- the pool of rings ---------------------------------------------------------------------
 
-LaunchRing g_rings[kMaxRings];
-// Launches of a thread that found no ring (more than kMaxRings live launching threads):
-// written, never read.
+// The rings handed out so far (in the trace's ring chunks), at most kMaxRings.
+LaunchRing* g_rings[kMaxRings];
+int g_ring_count = 0;
+int g_rings_lock = 0;
+// Launches of a thread that found no ring (more than kMaxRings live launching threads, or
+// no trace): written, never read.
 LaunchRing g_no_ring;
+
+// The rings handed out, for readers (a ring is whole before its pointer is published).
+int RingCount() { return __atomic_load_n(&g_ring_count, __ATOMIC_ACQUIRE); }
 
 void Clear(LaunchRing& r) {
   r.next = 0;
@@ -40,14 +47,9 @@ bool TryClaim(LaunchRing& r, int32_t expected, int32_t tid) {
 
 // Small and lock-protected: only synchronisations (microseconds each) and the fault's
 // one-time dump touch it. A stream pushed out of the table falls back to the device's
-// epoch, which only makes more kernels count as in flight.
-constexpr int kSyncedStreams = 64;
-struct SyncedStream {
-  uint64_t stream;
-  uint32_t epoch;  // 0: slot unused
-};
-SyncedStream g_synced[kSyncedStreams];
-uint32_t g_synced_device = 0;
+// epoch, which only makes more kernels count as in flight. The table lives in the trace's
+// first state chunk (state.h), so a killed process leaves it for the reader too.
+constexpr int kSyncedStreams = static_cast<int>(format::kSyncedStreams);
 int g_synced_lock = 0;
 
 bool Lock(bool wait) {
@@ -73,9 +75,11 @@ void RaiseTo(uint32_t* at, uint32_t epoch) {
 // The epoch below which launches on `stream` are known complete. wait: false in a signal
 // handler (the interrupted thread may hold the lock: then only the device's epoch).
 uint32_t SyncedFor(uint64_t stream, bool wait) {
-  uint32_t e = __atomic_load_n(&g_synced_device, __ATOMIC_RELAXED);
+  const SyncedTable table = SyncedTableOf(/*may_claim=*/wait);
+  uint32_t e = __atomic_load_n(table.device, __ATOMIC_RELAXED);
   if (!Lock(wait)) return e;
-  for (const SyncedStream& s : g_synced) {
+  for (int i = 0; i < kSyncedStreams; ++i) {
+    const format::SyncedStream& s = table.streams[i];
     if (s.epoch != 0 && s.stream == stream && s.epoch > e) e = s.epoch;
   }
   Unlock();
@@ -91,7 +95,9 @@ int g_ring_written = 0;
 template <class Out> void WriteRing(uint64_t why, bool wait, Out& out) {
   if (__atomic_exchange_n(&g_ring_written, 1, __ATOMIC_ACQ_REL) != 0) return;
   const uint64_t now = Ticks();
-  for (LaunchRing& r : g_rings) {
+  const int rings = RingCount();
+  for (int k = 0; k < rings; ++k) {
+    LaunchRing& r = *g_rings[k];
     const int32_t owner = __atomic_load_n(&r.owner, __ATOMIC_ACQUIRE);
     if (owner == 0) continue;
     for (const RingSlot& live : r.slots) {
@@ -110,7 +116,7 @@ template <class Out> void WriteRing(uint64_t why, bool wait, Out& out) {
       rec.synced = SyncedFor(s.stream, wait);
       rec.api = s.api;
       rec.layer = static_cast<uint64_t>(s.api < 64 ? GpuLayer::kRuntime : GpuLayer::kDriver);
-      rec.func = reinterpret_cast<uint64_t>(s.func);
+      rec.func = s.func;
       rec.stream = s.stream;
       rec.grid_x = s.grid[0];
       rec.grid_y = s.grid[1];
@@ -144,19 +150,29 @@ struct SignalOut {
 LaunchRing* ClaimRing() {
   const int32_t tid = raw::Gettid();
   LaunchRing* got = nullptr;
-  for (LaunchRing& r : g_rings) {
-    if (__atomic_load_n(&r.owner, __ATOMIC_RELAXED) == 0 && TryClaim(r, 0, tid)) {
-      got = &r;
-      break;
+  const int rings = RingCount();
+  for (int k = 0; k < rings && got == nullptr; ++k) {  // a free one (never, but after a reset)
+    LaunchRing& r = *g_rings[k];
+    if (__atomic_load_n(&r.owner, __ATOMIC_RELAXED) == 0 && TryClaim(r, 0, tid)) got = &r;
+  }
+  if (got == nullptr && rings < kMaxRings) {  // a new one, in the trace
+    while (__atomic_exchange_n(&g_rings_lock, 1, __ATOMIC_ACQUIRE) != 0) {
     }
+    if (g_ring_count < kMaxRings) {
+      LaunchRing* fresh = AllocLaunchRing();
+      if (fresh != nullptr && TryClaim(*fresh, 0, tid)) {
+        g_rings[g_ring_count] = fresh;
+        __atomic_store_n(&g_ring_count, g_ring_count + 1, __ATOMIC_RELEASE);
+        got = fresh;
+      }
+    }
+    __atomic_store_n(&g_rings_lock, 0, __ATOMIC_RELEASE);
   }
   if (got == nullptr) {  // full: take over the ring of a thread that is gone
-    for (LaunchRing& r : g_rings) {
+    for (int k = 0; k < RingCount() && got == nullptr; ++k) {
+      LaunchRing& r = *g_rings[k];
       const int32_t owner = __atomic_load_n(&r.owner, __ATOMIC_RELAXED);
-      if (owner != tid && raw::Tgkill(g_pid, owner, 0) == -ESRCH && TryClaim(r, owner, tid)) {
-        got = &r;
-        break;
-      }
+      if (owner != tid && raw::Tgkill(g_pid, owner, 0) == -ESRCH && TryClaim(r, owner, tid)) got = &r;
     }
   }
   t_gpu.ring = got != nullptr ? got : &g_no_ring;
@@ -164,14 +180,16 @@ LaunchRing* ClaimRing() {
 }
 
 void SyncSucceeded(uint32_t begun, bool device_wide, uint64_t stream) {
+  const SyncedTable table = SyncedTableOf();
   if (device_wide) {
-    RaiseTo(&g_synced_device, begun);
+    RaiseTo(table.device, begun);
     return;
   }
   Lock(true);
-  SyncedStream* slot = nullptr;
-  SyncedStream* oldest = &g_synced[0];
-  for (SyncedStream& s : g_synced) {
+  format::SyncedStream* slot = nullptr;
+  format::SyncedStream* oldest = &table.streams[0];
+  for (int i = 0; i < kSyncedStreams; ++i) {
+    format::SyncedStream& s = table.streams[i];
     if (s.epoch != 0 && s.stream == stream) {
       slot = &s;
       break;
@@ -182,10 +200,12 @@ void SyncSucceeded(uint32_t begun, bool device_wide, uint64_t stream) {
   if (slot == nullptr) slot = oldest;
   if (slot->stream != stream || slot->epoch < begun) {
     slot->stream = stream;
-    slot->epoch = begun;
+    __atomic_store_n(&slot->epoch, begun, __ATOMIC_RELEASE);
   }
   Unlock();
 }
+
+uint32_t CompletedEpochOf(uint64_t stream) { return SyncedFor(stream, true); }
 
 bool DeviceFaultSeen() { return __atomic_load_n(&g_fault_state, __ATOMIC_ACQUIRE) != 0; }
 
@@ -209,13 +229,12 @@ void RecordRingAtSignal(ThreadState& w) {
 }
 
 void ResetLaunchRings() {
-  for (LaunchRing& r : g_rings) {
-    __atomic_store_n(&r.owner, 0, __ATOMIC_RELAXED);
-    Clear(r);
-  }
+  // The parent's rings and stream epochs are in the parent's trace, which this child no
+  // longer maps: its own come from its own trace.
+  for (LaunchRing*& r : g_rings) r = nullptr;
+  g_ring_count = 0;
+  g_rings_lock = 0;
   t_gpu.ring = nullptr;
-  g_synced_device = 0;
-  for (SyncedStream& s : g_synced) s = SyncedStream{};
   g_synced_lock = 0;
   g_fault_state = 0;
   g_ring_written = 0;

@@ -1,11 +1,12 @@
-// The kernels in flight: an in-memory record of the last successful launches, and the
-// synchronisations that completed them, written into the trace only when a device fault
-// needs them (device_faults.cpp).
+// The kernels in flight: the last successful launches, and the synchronisations that
+// completed them, in the trace's state and ring chunks (state.h): written out as records
+// when a device fault needs them (device_faults.cpp), and left in the file for the reader
+// when the process is killed.
 //
 // A successful launch is never recorded (that would cost a record per launch). Instead
 // each launching thread owns a small ring of the last kRingSlots launches (function or
-// host stub, stream, grid, block, a handle to the innermost Python frame) in a pool the
-// shim owns: plain stores, no atomic read-modify-write, no clock read (a TSC read costs
+// host stub, stream, grid, block, a handle to the innermost Python frame) in the trace's
+// ring chunks: plain stores, no atomic read-modify-write, no clock read (a TSC read costs
 // more than the launch path's 10 ns budget on a VM). Order across threads comes from the
 // synchronisation epoch: every stream or device synchronisation bumps g_sync_epoch when
 // it starts, a launch notes the epoch it returned in, and a successful synchronisation
@@ -22,29 +23,17 @@
 
 #include "gpu_module.h"
 #include "python/python_stack.h"
+#include "state.h"
 
 namespace colabtrace::shim::gpu {
 
-inline constexpr uint32_t kRingSlots = 32;  // per launching thread (a power of two)
-inline constexpr int kMaxRings = 128;       // launching threads kept at once
-
-struct alignas(64) RingSlot {
-  uint32_t seq;       // 0 while being written; else the owner's launch count, 1-based
-  uint32_t epoch;     // g_sync_epoch when the launch returned
-  uint16_t api;       // GpuApi of the launch entry point
-  uint16_t block[3];  // block dimensions (at most 1024 each)
-  const void* func;   // host stub, cudaKernel_t or CUfunction, as the API takes it
-  uint64_t stream;
-  uint32_t grid[3];
-  int32_t py_lasti;   // innermost Python frame: instruction index
-  uintptr_t py_code;  // and code object (0: none)
-};
-
-struct LaunchRing {
-  uint32_t next;     // launches written (only the owner writes)
-  int32_t owner;     // owning thread's tid; 0: free
-  RingSlot slots[kRingSlots];
-};
+// The rings live in the trace's ring chunks (format::LaunchRing, wire.h): a process
+// killed while its kernels ran leaves its last launches in the file (the reader makes
+// gpu_launch_ring records of them, why 3).
+using format::kRingSlots;
+using format::LaunchRing;
+using format::RingSlot;
+inline constexpr int kMaxRings = 128;  // launching threads kept at once
 
 extern uint32_t g_sync_epoch;
 
@@ -68,13 +57,17 @@ __attribute__((always_inline)) inline void RingPush(uint16_t api, const void* fu
   s.block[0] = static_cast<uint16_t>(bx);
   s.block[1] = static_cast<uint16_t>(by);
   s.block[2] = static_cast<uint16_t>(bz);
-  s.func = func;
+  s.func = reinterpret_cast<uint64_t>(func);
   s.stream = stream;
   s.grid[0] = gx;
   s.grid[1] = gy;
   s.grid[2] = gz;
   s.py_code = 0;
-  if (__builtin_expect(python::PythonFramesOn(), 0)) python::CurrentPythonFrame(&s.py_code, &s.py_lasti);
+  if (__builtin_expect(python::PythonFramesOn(), 0)) {
+    uintptr_t code = 0;
+    python::CurrentPythonFrame(&code, &s.py_lasti);
+    s.py_code = code;
+  }
   __atomic_store_n(&s.seq, n, __ATOMIC_RELEASE);
   r->next = n;
 }
@@ -175,9 +168,18 @@ inline R SyncCall(GpuApi api, GpuLayer layer, const void* caller, const void* re
   const bool timed = WaitsForDevice(api) && own;
   const uint32_t begun = marking ? SyncBegin() : 0;
   const uint64_t t0 = timed ? Ticks() : 0;
+  // A wait for the device is noted while it lasts (state.h): a kernel that never ends
+  // leaves the call, its stream and epoch in the trace for the reader.
+  format::CallNote* note = nullptr;
+  if (timed && Recording()) {
+    note = BeginNoteFull(&format::ThreadNotes::call, format::InFlightCall::kGpuSync, static_cast<uint32_t>(api),
+                         t0, where.stream, begun != 0 ? begun : __atomic_load_n(&g_sync_epoch, __ATOMIC_RELAXED) + 1,
+                         where.device_wide || marks == Marks::kDevice ? format::kNoteDeviceWide : 0u, 0);
+  }
   if (runtime) ++t.runtime_depth;
   const R r = run();
   if (runtime) --t.runtime_depth;
+  EndNote(note);
   if (timed) {
     const uint64_t blocked = Ticks() - t0;
     if (__builtin_expect(blocked >= kGpuSyncMinTicks, 0)) {

@@ -22,7 +22,10 @@
 #include <cstdint>
 #include <string_view>
 
+#include <type_traits>
+
 #include "io/io_state.h"
+#include "state.h"
 
 namespace colabtrace::shim::io {
 
@@ -44,12 +47,23 @@ inline int64_t Result(int64_t r) { return r < 0 ? -static_cast<int64_t>(errno) :
 // time the real call, then record Rec with the call's start, duration, the result
 // to_result(ret) (read right after the call, so errno is the call's) and whatever
 // fill(rec) adds. Returns what the real call returned.
+// What a call recorded as Rec is, for its in-flight note (state.h).
+template <class Rec> constexpr format::InFlightCall InFlightCallOf() {
+  if constexpr (std::is_same_v<Rec, format::IoWrite>) return format::InFlightCall::kWrite;
+  if constexpr (std::is_same_v<Rec, format::IoStat>) return format::InFlightCall::kFstat;
+  if constexpr (std::is_same_v<Rec, format::IoFsync>) return format::InFlightCall::kFsync;
+  return format::InFlightCall::kRead;
+}
+
 template <class Rec, class Call, class ToResult, class Fill>
 inline auto TimedFdCall(IoApi api, int fd, Call&& call, ToResult&& to_result, Fill&& fill)
     -> decltype(call()) {
   if (!FdTracked(fd) || !Recording()) return call();
   const uint64_t t0 = Ticks();
+  format::CallNote* note = BeginNote(&format::ThreadNotes::call, InFlightCallOf<Rec>(),
+                                     static_cast<uint32_t>(api), t0, static_cast<uint64_t>(fd));
   const auto r = call();
+  EndNote(note);
   const uint64_t t1 = Ticks();
   RecordScope scope;
   if (scope.entered()) {
@@ -255,11 +269,21 @@ inline bool Prepare(int dirfd, const char* path, PreparedPath* pp) {
   return true;
 }
 
+// An open or path stat about to be made: noted in flight with its path (state.h), and the
+// thread's Python thread state remembered for an outside reader of its stack.
+inline format::CallNote* BeginPathNote(format::InFlightCall call, IoApi api, uint64_t t0, const PreparedPath& pp) {
+  format::CallNote* note = BeginNote(&format::ThreadNotes::call, call, static_cast<uint32_t>(api), t0, pp.id);
+  if (note != nullptr) NotePythonThread(t_thread.notes);
+  return note;
+}
+
 template <class Call> inline int OpenCall(IoApi api, int dirfd, const char* path, int flags, Call&& call) {
   PreparedPath pp;
   if (!PathsOn() || !Prepare(dirfd, path, &pp)) return call();
   const uint64_t t0 = Ticks();
+  format::CallNote* note = BeginPathNote(format::InFlightCall::kOpen, api, t0, pp);
   const int fd = call();
+  EndNote(note);
   const uint64_t t1 = Ticks();
   const int64_t result = Result(fd);
   RecordScope scope;  // the recording path leaves errno as the call left it (raw syscalls only)
@@ -271,7 +295,9 @@ template <class Call> inline FILE* FopenCall(IoApi api, const char* path, const 
   PreparedPath pp;
   if (!PathsOn() || !Prepare(AT_FDCWD, path, &pp)) return call();
   const uint64_t t0 = Ticks();
+  format::CallNote* note = BeginPathNote(format::InFlightCall::kOpen, api, t0, pp);
   FILE* const fp = call();
+  EndNote(note);
   const uint64_t t1 = Ticks();
   ShimScope scope;
   if (scope.entered()) {
@@ -347,7 +373,9 @@ inline int PathStatCall(IoApi api, int dirfd, const char* path, St* st, Call&& c
   PreparedPath pp;
   if (!PathsOn() || !Prepare(dirfd, path, &pp)) return call();
   const uint64_t t0 = Ticks();
+  format::CallNote* note = BeginPathNote(format::InFlightCall::kStat, api, t0, pp);
   const int r = call();
+  EndNote(note);
   const uint64_t t1 = Ticks();
   const int64_t result = Result(r);
   RecordScope scope;  // as in OpenCall

@@ -32,6 +32,7 @@
 #include "modules.h"
 #include "raw.h"
 #include "real.h"
+#include "state.h"
 #include "writer.h"
 
 #include "libs/libs_hooks.def"
@@ -171,8 +172,20 @@ void* DoLoad(const void* ra, LibApi api, Lmid_t lmid, const char* file, int mode
   const CallerObject caller = FindCaller(ra);
   const bool rec = Recording();
   const uint64_t t0 = rec ? Ticks() : 0;
+  // A load may block (a library on a dead mount, a constructor that waits): noted in
+  // flight with the name asked for (state.h).
+  format::CallNote* note = nullptr;
+  if (rec && file != nullptr) {
+    uint64_t id = 0;
+    {
+      ShimScope scope;
+      if (scope.entered()) id = InternCString(file);
+    }
+    note = BeginNote(&format::ThreadNotes::call, format::InFlightCall::kDlopen, static_cast<uint32_t>(api), t0, id);
+  }
   void* h = is_m ? CallAsCaller(caller, mopen_fn, lmid, file, mode)
                  : CallAsCaller(caller, open_fn, file, mode);
+  EndNote(note);
   if (h == nullptr) InvalidateCallerCache();  // a failed load unmaps what it mapped
   if (!rec) return h;
   const uint64_t t1 = Ticks();

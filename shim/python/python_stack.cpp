@@ -46,6 +46,7 @@ struct Layout {
   int owner_generator;          // FRAME_OWNED_BY_GENERATOR
   int owner_cstack;             // FRAME_OWNED_BY_CSTACK (an entry frame to skip), -1: none
   bool frame_in_tstate;         // tstate_cframe is PyThreadState.current_frame itself (3.13)
+  size_t code_firstlineno;      // PyCodeObject.co_firstlineno (int; for outside readers)
 };
 
 // From each version's Include/internal/pycore_frame.h, Include/cpython/code.h and
@@ -53,9 +54,9 @@ struct Layout {
 // and 3.13.0 (default builds; not the free-threaded 3.13t) by test_python_layouts.py.
 // 3.12: the frame's prev_instr is now its 3.13 instr_ptr; LASTI is computed the same way.
 constexpr Layout kLayouts[] = {
-    {0x030B, 56, 8, 32, 48, 56, 69, 80, 112, 120, 136, 168, 184, 16, 32, 48, 72, 1, -1, false},
-    {0x030C, 56, 0, 0, 8, 56, 70, 80, 112, 120, 136, 176, 192, 16, 32, 40, 56, 1, 3, false},
-    {0x030D, 72, 0, 0, 8, 56, 70, 80, 112, 120, 136, 184, 200, 16, 32, 40, 56, 1, 3, true},
+    {0x030B, 56, 8, 32, 48, 56, 69, 80, 112, 120, 136, 168, 184, 16, 32, 48, 72, 1, -1, false, 72},
+    {0x030C, 56, 0, 0, 8, 56, 70, 80, 112, 120, 136, 176, 192, 16, 32, 40, 56, 1, 3, false, 68},
+    {0x030D, 72, 0, 0, 8, 56, 70, 80, 112, 120, 136, 184, 200, 16, 32, 40, 56, 1, 3, true, 68},
 };
 
 constexpr size_t kObType = 8;         // PyObject.ob_type
@@ -65,11 +66,13 @@ constexpr size_t kMaxCodeHeader = 256;
 constexpr size_t kMaxNameChars = 1024;
 
 using GetThreadStateFn = void* (*)();
+using IsInitializedFn = int (*)();
 using Addr2LineFn = int (*)(void*, int);
 
 struct Interpreter {
   const Layout* layout = nullptr;
   GetThreadStateFn this_thread_state = nullptr;
+  IsInitializedFn is_initialized = nullptr;
   Addr2LineFn addr2line = nullptr;
   uintptr_t code_type = 0;   // &PyCode_Type
   uintptr_t bytes_type = 0;  // &PyBytes_Type
@@ -322,10 +325,11 @@ bool InitPythonStacks() {
   if (py.layout != nullptr) {
     py.this_thread_state = reinterpret_cast<GetThreadStateFn>(Lookup("PyGILState_GetThisThreadState"));
     py.addr2line = reinterpret_cast<Addr2LineFn>(Lookup("PyCode_Addr2Line"));
+    py.is_initialized = reinterpret_cast<IsInitializedFn>(Lookup("Py_IsInitialized"));
     py.code_type = reinterpret_cast<uintptr_t>(Lookup("PyCode_Type"));
     py.bytes_type = reinterpret_cast<uintptr_t>(Lookup("PyBytes_Type"));
     if (py.this_thread_state == nullptr || py.addr2line == nullptr || py.code_type == 0 ||
-        py.bytes_type == 0) {
+        py.bytes_type == 0 || py.is_initialized == nullptr) {
       py.layout = nullptr;
     }
   }
@@ -415,6 +419,36 @@ size_t CapturePythonStackTextSafe(char* out, size_t cap) {
   FrameRef frames[kMaxPythonFrames];
   const size_t n = CollectFrames<CheckedRead>(frames, kMaxPythonFrames);
   return n == 0 ? 0 : FormatFrames<CheckedRead>(frames, n, out, cap);
+}
+
+uintptr_t ThisThreadStateIfRunning() {
+  if (g_py.layout == nullptr || g_py.is_initialized() == 0) return 0;
+  return reinterpret_cast<uintptr_t>(g_py.this_thread_state());
+}
+
+bool FillLayoutBlock(format::PythonLayoutBlock* b) {
+  const Layout* L = g_py.layout;
+  if (L == nullptr || g_config.stack_depth <= 0 || b == nullptr) return false;
+  b->frame_in_tstate = L->frame_in_tstate ? 1 : 0;
+  b->tstate_cframe = static_cast<uint32_t>(L->tstate_cframe);
+  b->cframe_current_frame = static_cast<uint32_t>(L->cframe_current_frame);
+  b->frame_code = static_cast<uint32_t>(L->frame_code);
+  b->frame_previous = static_cast<uint32_t>(L->frame_previous);
+  b->frame_prev_instr = static_cast<uint32_t>(L->frame_prev_instr);
+  b->frame_owner = static_cast<uint32_t>(L->frame_owner);
+  b->code_filename = static_cast<uint32_t>(L->code_filename);
+  b->code_name = static_cast<uint32_t>(L->code_name);
+  b->code_linetable = static_cast<uint32_t>(L->code_linetable);
+  b->code_firstlineno = static_cast<uint32_t>(L->code_firstlineno);
+  b->code_instructions = static_cast<uint32_t>(L->code_instructions);
+  b->unicode_length = static_cast<uint32_t>(L->unicode_length);
+  b->unicode_state = static_cast<uint32_t>(L->unicode_state);
+  b->ascii_data = static_cast<uint32_t>(L->ascii_data);
+  b->compact_data = static_cast<uint32_t>(L->compact_data);
+  b->owner_cstack = L->owner_cstack;
+  b->code_type = g_py.code_type;
+  __atomic_store_n(&b->version, L->version, __ATOMIC_RELEASE);  // last: the block is whole
+  return true;
 }
 
 }  // namespace colabtrace::shim::python

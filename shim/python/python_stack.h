@@ -22,6 +22,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "colabtrace/format/wire.h"
+
 namespace colabtrace::shim::python {
 
 inline constexpr size_t kMaxPythonFrames = 32;
@@ -67,5 +69,15 @@ size_t FormatPythonFrameSafe(uintptr_t code, int32_t lasti, char* out, size_t ca
 // took the sample, so a process that is killed leaves its last Python position behind.
 // Inside a ShimScope.
 void EmitPythonSample(uint64_t ts);
+
+// The calling thread's PyThreadState address once the interpreter is initialised (0: not
+// a Python thread, no interpreter, or not initialised yet). One call each into CPython's
+// Py_IsInitialized and PyGILState_GetThisThreadState (thread-local reads, no GIL needed).
+uintptr_t ThisThreadStateIfRunning();
+
+// Writes the interpreter's layout (the offsets an outside reader of Python stacks needs,
+// `colabtrace run --hang-timeout`) into b, version last; false (b untouched) without a
+// supported interpreter or with stacks off.
+bool FillLayoutBlock(format::PythonLayoutBlock* b);
 
 }  // namespace colabtrace::shim::python

@@ -11,6 +11,7 @@ import glob
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import unittest
@@ -199,6 +200,19 @@ def records(trace: str, name: str) -> list[dict]:
         if parsed is not None and parsed[0] == name:
             out.append(parsed[1])
     return out
+
+
+def kill_process_group(p: subprocess.Popen, wait_s: float = 60) -> None:
+    """SIGKILLs the process group p leads (started with start_new_session=True), then
+    collects p and its pipes for up to wait_s seconds. For cleanups: never raises."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        p.communicate(timeout=wait_s)
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        pass
 
 
 def by_pid(rep: dict) -> dict[int, dict]:

@@ -125,6 +125,9 @@ class TraceBuilder {
     return b_.Parse();
   }
 
+  // The raw trace, for state and ring chunks (TraceBytesBuilder::AddStateChunk).
+  ::colabtrace::testing::TraceBytesBuilder& raw() { return b_; }
+
  private:
   ::colabtrace::testing::TraceBytesBuilder b_;
   uint64_t now_;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "colabtrace/format/codec.h"
+#include "colabtrace/format/wire.h"
 #include "trace/process_trace.h"
 
 namespace colabtrace::testing {
@@ -88,6 +89,29 @@ class TraceBytesBuilder {
     return r.id;
   }
 
+  // A state chunk (wire.h) of exec image `image` holding `notes` (at most
+  // format::kNotesPerChunk), with its progress block and the device-wide completed
+  // synchronisation epoch; records continue where they were.
+  void AddStateChunk(const std::vector<format::ThreadNotes>& notes, uint32_t image = 0, uint32_t seq = 0,
+                     format::ProgressBlock progress = {}, uint32_t synced_device = 0) {
+    const size_t at = AddChunk(format::kStateChunkMagic, image, seq);
+    std::memcpy(&bytes_[at + format::kProgressOffset], &progress, sizeof(progress));
+    std::memcpy(&bytes_[at + format::kSyncedDeviceOffset], &synced_device, sizeof(synced_device));
+    for (size_t i = 0; i < notes.size() && i < format::kNotesPerChunk; ++i) {
+      std::memcpy(&bytes_[at + format::kNotesOffset + i * sizeof(format::ThreadNotes)], &notes[i],
+                  sizeof(format::ThreadNotes));
+    }
+  }
+
+  // A ring chunk (wire.h) holding `rings` (at most format::kRingsPerChunk).
+  void AddRingChunk(const std::vector<format::LaunchRing>& rings, uint32_t image = 0, uint32_t seq = 0) {
+    const size_t at = AddChunk(format::kRingChunkMagic, image, seq);
+    for (size_t i = 0; i < rings.size() && i < format::kRingsPerChunk; ++i) {
+      std::memcpy(&bytes_[at + format::kRingsOffset + i * sizeof(format::LaunchRing)],
+                  static_cast<const void*>(&rings[i]), sizeof(format::LaunchRing));
+    }
+  }
+
   // Clears the clean-exit flag (a trace whose process was killed).
   void MarkNotEnded() {
     format::FileHeader h;
@@ -108,6 +132,18 @@ class TraceBytesBuilder {
   }
 
  private:
+  // Appends a zeroed chunk stamped with magic; returns its offset.
+  size_t AddChunk(uint32_t magic, uint32_t image, uint32_t seq) {
+    const size_t at = bytes_.size();
+    bytes_.resize(at + format::kChunkSize);
+    format::ChunkHeader ch{};
+    ch.magic = magic;
+    ch.seq = seq;
+    ch.image = image;
+    std::memcpy(&bytes_[at], &ch, sizeof(ch));
+    return at;
+  }
+
   uint32_t pid_;
   uint32_t tid_ = 0;
   std::vector<uint8_t> bytes_;

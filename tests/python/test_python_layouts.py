@@ -46,14 +46,14 @@ int main(void) {
 #else
   int cstack = -1;
 #endif
-  printf("%zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %d %d %d\n",
+  printf("%zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %d %d %d %zu\n",
          tstate_frame, cframe_frame, f_code, offsetof(_PyInterpreterFrame, previous), instr,
          offsetof(_PyInterpreterFrame, owner), sizeof(_PyInterpreterFrame),
          offsetof(PyCodeObject, co_filename), offsetof(PyCodeObject, co_name),
          offsetof(PyCodeObject, co_linetable), offsetof(PyCodeObject, _co_firsttraceable),
          offsetof(PyCodeObject, co_code_adaptive), offsetof(PyASCIIObject, length),
          offsetof(PyASCIIObject, state), sizeof(PyASCIIObject), sizeof(PyCompactUnicodeObject),
-         (int)FRAME_OWNED_BY_GENERATOR, cstack, in_tstate);
+         (int)FRAME_OWNED_BY_GENERATOR, cstack, in_tstate, offsetof(PyCodeObject, co_firstlineno));
   return 0;
 }
 """

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cuda_errors.h" /* analyzer/gpu/: the generated table of every CUDA error */
 
@@ -24,8 +25,9 @@ _Thread_local struct CUctx_st *sim_tls_ctx;
 
 /* A synchronisation that waits for a slow kernel (sim_sync_wait) sleeps until this time
  * (CLOCK_MONOTONIC ns) once it has released the lock, as a real synchronisation blocks only
- * its caller. */
+ * its caller; kForever: it waits for a hanging kernel, which never completes. */
 static _Thread_local uint64_t sim_tls_wait_until;
+static const uint64_t kForever = UINT64_MAX;
 
 static uint64_t monotonic_ns(void) {
   struct timespec ts;
@@ -40,6 +42,11 @@ void sim_unlock_guard(int *unused) {
   const uint64_t until = sim_tls_wait_until;
   if (!until) return;
   sim_tls_wait_until = 0;
+  if (until == kForever) {
+    /* Asleep for good, not spinning: a signal's handler runs and the wait goes on; SIGTERM's
+     * or SIGKILL's default action ends the process. */
+    for (;;) pause();
+  }
   struct timespec ts = {(time_t)(until / 1000000000ull), (long)(until % 1000000000ull)};
   while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
   }
@@ -129,6 +136,8 @@ static void config(void) {
       *colon = 0;
     }
   }
+  const char *hang = getenv("SIMCUDA_HANG_KERNEL");
+  if (hang && *hang) snprintf(G.hang_kernel, sizeof G.hang_kernel, "%s", hang);
   const char *name = getenv("SIMCUDA_NAME");
   for (int i = 0; i < SIM_MAX_DEVICES; i++) {
     sim_device *d = &G.dev[i];
@@ -434,6 +443,7 @@ static void ctx_teardown(struct CUctx_st *c) {
   c->active = 0;
   c->pending = c->sticky = CUDA_SUCCESS; /* a reset primary context (or a new one) is healthy */
   c->busy_until = 0;
+  c->hung = 0;
   if (sim_tls_ctx == c && !c->primary) sim_tls_ctx = NULL;
 }
 
@@ -460,7 +470,7 @@ CUresult sim_current_sticky(void) {
   return G.initialized && sim_tls_ctx && sim_tls_ctx->active ? sim_tls_ctx->sticky : CUDA_SUCCESS;
 }
 
-/* ---- device faults (SIMCUDA_FAULT_KERNEL) ------------------------------------------------ */
+/* ---- device faults, slow and hanging kernels (SIMCUDA_FAULT_KERNEL, _SLOW_KERNEL, _HANG_KERNEL) */
 static CUstream stream_key(CUstream s) {
   return s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD ? NULL : s;
 }
@@ -472,16 +482,25 @@ void sim_launched(struct CUctx_st *c, CUstream s, const char *name) {
     c->busy_until = (c->busy_until > now ? c->busy_until : now) + G.slow_ns;
     c->busy_stream = stream_key(s);
   }
+  if (G.hang_kernel[0] && !c->hung && strcmp(name, G.hang_kernel) == 0) {
+    c->hung = 1;
+    c->hung_stream = stream_key(s);
+  }
   if (!G.fault_kernel[0] || strcmp(name, G.fault_kernel) != 0 || c->pending || c->sticky) return;
   c->pending = G.fault_code;
   c->pending_stream = stream_key(s);
 }
 void sim_sync_wait(struct CUctx_st *c, CUstream s, int any) {
+  if (c->hung && (any || c->hung_stream == stream_key(s))) {
+    sim_tls_wait_until = kForever;
+    return;
+  }
   if (!c->busy_until || !(any || c->busy_stream == stream_key(s))) return;
   if (c->busy_until > sim_tls_wait_until) sim_tls_wait_until = c->busy_until;
   c->busy_until = 0; /* done once this synchronisation returns */
 }
 int sim_stream_busy(struct CUctx_st *c, CUstream s) {
+  if (c->hung && c->hung_stream == stream_key(s)) return 1;
   return c->busy_until > monotonic_ns() && c->busy_stream == stream_key(s);
 }
 CUresult sim_sync_faults(struct CUctx_st *c, CUstream s, int any) {

@@ -132,6 +132,11 @@ struct CUctx_st {
    * (CLOCK_MONOTONIC ns; 0: idle); a synchronisation that waits for it blocks until then. */
   uint64_t busy_until;
   CUstream busy_stream; /* NULL for the default streams */
+  /* Hanging kernels (SIMCUDA_HANG_KERNEL): once `hung`, the work launched on hung_stream (the
+   * first stream a hanging kernel was launched on) never completes; a synchronisation that waits
+   * for it blocks for good. */
+  int hung;
+  CUstream hung_stream; /* NULL for the default streams */
   struct CUctx_st *next; /* all contexts ever created (never freed: stale handles stay safe) */
 };
 struct CUstream_st { struct CUctx_st *ctx; unsigned flags; struct CUstream_st *next; };
@@ -179,6 +184,7 @@ typedef struct sim_state {
   CUresult fault_code;
   char slow_kernel[256];  /* SIMCUDA_SLOW_KERNEL=name:ms */
   uint64_t slow_ns;
+  char hang_kernel[256];  /* SIMCUDA_HANG_KERNEL=name */
 } sim_state;
 
 extern sim_state G;
@@ -212,13 +218,15 @@ CUresult sim_sync_faults(struct CUctx_st *c, CUstream s, int any);
  * cuLibraryGetKernel...), which the real driver also fails after a fault. */
 CUresult sim_current_sticky(void);
 /* A successful launch of function `name` on stream s of context c (SIMCUDA_FAULT_KERNEL,
- * SIMCUDA_SLOW_KERNEL). */
+ * SIMCUDA_SLOW_KERNEL, SIMCUDA_HANG_KERNEL). */
 void sim_launched(struct CUctx_st *c, CUstream s, const char *name);
 /* A synchronisation of stream s (any != 0: of every stream) in context c waits for a slow
  * kernel's work there: the calling thread sleeps until it is done, after it releases the lock
- * (sim_unlock_guard). */
+ * (sim_unlock_guard); for a hanging kernel's work, it sleeps there for good (a signal still
+ * ends the process). */
 void sim_sync_wait(struct CUctx_st *c, CUstream s, int any);
-/* Whether stream s of context c still runs a slow kernel (cuStreamQuery: CUDA_ERROR_NOT_READY). */
+/* Whether stream s of context c still runs a slow or hanging kernel (cuStreamQuery:
+ * CUDA_ERROR_NOT_READY). */
 int sim_stream_busy(struct CUctx_st *c, CUstream s);
 int sim_valid_dev(CUdevice d);
 

@@ -140,6 +140,7 @@ DRIVER_SCENARIO(modules)
 DRIVER_SCENARIO(threads)
 DRIVER_SCENARIO(device_faults)
 DRIVER_SCENARIO(device_fault_assert)
+DRIVER_SCENARIO(hanging_kernel)
 
 #define RUNTIME_SCENARIO(name) \
   TEST(SimRuntime, name) { RunScenario("sim_runtime_scenarios", #name); }
@@ -155,7 +156,7 @@ TEST(SimScenarios, EveryScenarioHasATest) {
   EXPECT_EQ(RunProgram({kScenarioDir + "/sim_driver_scenarios", "--list"}).output,
             "init_and_context_errors\nno_device\nforced_init_error\ndevice_info\nmeminfo_context_and_other\n"
             "alloc_rounding_and_first_fit\nfragmentation\nerror_codes\nproc_address\npools\nvmm\n"
-            "managed_and_host\ncopies\nmodules\nthreads\ndevice_faults\ndevice_fault_assert\n");
+            "managed_and_host\ncopies\nmodules\nthreads\ndevice_faults\ndevice_fault_assert\nhanging_kernel\n");
   EXPECT_EQ(RunProgram({kScenarioDir + "/sim_runtime_scenarios", "--list"}).output,
             "no_driver\nno_device\nold_driver\nbasics\npools\nproc_lookups\n");
 }

@@ -26,6 +26,28 @@
 
 #define SIMCUDA_EXIT_SKIP 77
 
+/* What nvcc's host code declares to register a module's kernels with the runtime (the
+ * fatbin wrapper and the private registration entry points), for test programs that
+ * register kernels as nvcc-built code does. */
+struct simcuda_fatbin_wrapper {
+  int magic, version;
+  const void *data;
+  void *filename_or_fatbins;
+};
+extern void **__cudaRegisterFatBinary(void *wrapper);
+extern void __cudaRegisterFatBinaryEnd(void **handle);
+extern void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun,
+                                   const char *deviceName, int thread_limit, void *tid, void *bid,
+                                   void *bDim, void *gDim, int *wSize);
+
+/* A host stub as nvcc writes one: `cudaError_t name(float *x, cudaStream_t s)` launches the
+ * kernel of its own name with the including file's kGrid and kBlock on stream s. */
+#define SIMCUDA_STREAM_STUB(name)                                            \
+  __attribute__((noinline)) cudaError_t name(float *x, cudaStream_t s) {    \
+    void *args[] = {&x};                                                      \
+    return cudaLaunchKernel((const void *)name, kGrid, kBlock, args, 0, s);   \
+  }
+
 #define SIM_CHECK(cond)                                                               \
   do {                                                                                \
     if (!(cond)) {                                                                    \

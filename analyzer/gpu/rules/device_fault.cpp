@@ -40,37 +40,6 @@ struct Surfaced {
 
 std::string Hex(uint64_t v) { return FormatHex(v); }
 
-Json Dims(uint64_t x, uint64_t y, uint64_t z) {
-  Json a = Json::MakeArray();
-  a.Append(x);
-  a.Append(y);
-  a.Append(z);
-  return a;
-}
-
-// One kernel of the evidence: its name and library, the Python line it was launched from
-// (the innermost frame of py_stack), the entry point and the stream.
-Json KernelJson(const ProcessTrace& t, KernelNames& names, uint64_t api, uint64_t func,
-                uint64_t py_stack, uint64_t stream) {
-  const KernelName& n = names.Of(api, func);
-  Json k = Json::MakeObject();
-  k["kernel"] = n.kernel;
-  k["library"] = n.library.empty() ? Json() : Json(n.library);
-  const std::vector<std::string> py = PythonStackFrames(t, py_stack);
-  k["python_line"] = py.empty() ? Json() : Json(py.front());
-  k["api"] = GpuApiLabel(api);
-  k["stream"] = Hex(stream);
-  return k;
-}
-
-Json RingKernelJson(const ProcessTrace& t, KernelNames& names, const format::GpuLaunchRing& r) {
-  Json k = KernelJson(t, names, r.api, r.func, r.py_stack, r.stream);
-  k["grid"] = Dims(r.grid_x, r.grid_y, r.grid_z);
-  k["block"] = Dims(r.block_x, r.block_y, r.block_z);
-  k["tid"] = r.tid;
-  return k;
-}
-
 // "kernel (library, path:line)".
 std::string Describe(const Json& k) {
   std::string s = k["kernel"].str();
@@ -111,8 +80,12 @@ void DeviceFaultOf(RuleContext& ctx, const ProcessTrace& t, const AllocationTime
   KernelNames names(t, ctx.run().symbols());
   // In flight: not known complete when the ring was written.
   std::vector<const format::GpuLaunchRing*> here, elsewhere;
+  // The ring as the fault (or fatal signal) wrote it; the reader's copy of the rings a
+  // killed trace left behind (why 3) only where the shim wrote none.
+  const bool written = std::any_of(t.records.GpuLaunchRing.begin(), t.records.GpuLaunchRing.end(),
+                                   [](const auto& r) { return r.why != 3; });
   for (const auto& r : t.records.GpuLaunchRing) {
-    if (r.epoch < r.synced) continue;
+    if (r.epoch < r.synced || (written && r.why == 3)) continue;
     (s.device_wide || r.stream == s.stream ? here : elsewhere).push_back(&r);
   }
   auto newest_first = [](const format::GpuLaunchRing* a, const format::GpuLaunchRing* b) {

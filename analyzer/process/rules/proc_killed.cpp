@@ -1,7 +1,8 @@
 // proc.killed (error)
 //
 // Rule: a job process with no end record (the catalogue's definition): no exit record,
-// no fatal signal record, and no reaper's wait status other than SIGKILL. The evidence
+// no fatal signal record, and no reaper's wait status other than SIGKILL; unless its job
+// hung (perf::HangModel): then proc.hang says what it was blocked in. The evidence
 // gives the last RSS (its own last sample or `colabtrace run`'s later one), the cgroup's
 // memory.max and memory.current, and whether oom_kill rose (read by the processes that
 // outlived it and by `colabtrace run`, since the killed process cannot see its own OOM
@@ -17,8 +18,9 @@
 
 
 #include "model/local_host.h"
-#include "process/rules/rules.h"
 #include "model/python_stack.h"
+#include "perf/hang_model.h"
+#include "process/rules/rules.h"
 
 namespace colabtrace::analyzer::rules {
 namespace {
@@ -133,6 +135,9 @@ void ProcKilledOf(RuleContext& ctx, const ProcessEnd& e) {
   const LifecycleModel& model = ctx.run().lifecycle();
   const std::string host = model.HostOf(t);
   if (f.end_kind != EndKind::kKilled) return;
+  // A process of a job that hung is proc.hang's (what it was blocked in), not a kill.
+  const perf::HangModel& hang = ctx.run().Get<perf::HangModel>();
+  if (const perf::ProcessHang* p = hang.Of(static_cast<size_t>(&t - all.data())); hang.hung && p != nullptr) return;
   Finding finding = Finding::Of(FindingId::kProcKilled, t.pid());
   Json& ev = finding.evidence;
   // The last RSS: its own last sample, or colabtrace run's later one.

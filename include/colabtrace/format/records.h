@@ -48,12 +48,15 @@ namespace colabtrace::format {
   X(19, ExecUntraced, "exec_untraced")      \
   X(20, ExecArgv, "exec_argv")              \
   X(21, KillSent, "kill_sent")              \
+  X(22, HangStop, "hang_stop")              \
   X(23, WaitStatus, "wait_status")          \
   X(24, ProcSample, "proc_sample")          \
   X(25, RunInfo, "run_info")                \
   X(26, CgroupSample, "cgroup_sample")      \
   X(27, BatchWait, "batch_wait")            \
   X(28, ProcessRole, "process_role")        \
+  X(29, InFlight, "in_flight")              \
+  X(30, ThreadState, "thread_state")        \
   X(31, Step, "step")                       \
   X(32, IoOpen, "io_open")                  \
   X(33, IoRead, "io_read")                  \
@@ -191,6 +194,36 @@ namespace colabtrace::format {
 // written by the Python start-up hook when a torch DataLoader worker starts its loop
 // (fork, spawn or forkserver); worker_id is the DataLoader's id of the worker.
 #define CT_FIELDS_ProcessRole(F) F(U, role) F(U, worker_id)
+// A call that had not returned when the trace was read: never written as a record by the
+// shim, but made by the reader from a thread's call note in the trace's state chunk
+// (wire.h, StateChunk), which the thread writes in place with a few stores when a call
+// that may block begins and clears when it returns, so a SIGKILL cannot lose it. ts: when
+// the call began. tid: the thread. call: InFlightCall. level: 0 the innermost hooked call
+// (libc, CUDA, dlopen), 1 the Python-level wait around it (a DataLoader batch). api: the
+// entry point (IoApi for file calls, GpuApi for GPU syncs, WaitApi for waits, LibApi for
+// dlopen). path: the file (open, stat, dlopen; 0 for a call on a descriptor: the fd's open
+// names it). fd: the descriptor of a read, write, fsync or fstat (-1: none). stream, device_wide: what a GPU sync waited on; epoch: the
+// synchronisation epoch it covers launches below (gpu_launch_ring's epoch); synced: the
+// epoch below which launches on that stream had already completed. pid: what wait waited
+// for. where: a batch wait's asking line ("train.py:25 in main"). Made only for the last
+// exec image's threads.
+#define CT_FIELDS_InFlight(F)                                                           \
+  F(U, tid) F(U, call) F(U, level) F(U, api) F(Str, path) F(I, fd) F(Hex, stream)       \
+  F(U, device_wide) F(U, epoch) F(U, synced) F(I, pid) F(Str, where)
+// Written by `colabtrace run --hang-timeout` into its own trace when the job made no
+// progress for the timeout, one per thread of each traced process, read from outside:
+// pid, tid, comm (/proc/PID/task/TID/comm), kernel_state (the state letter of its stat:
+// 'S' sleeping, 'D' uninterruptible, 'R' running), syscall (the number it is blocked in,
+// -1 none, from /proc/PID/task/TID/syscall) and its first argument, and python_stack (its
+// Python frames innermost first, one "path:line in function" per line; 0: not a Python
+// thread, or unreadable).
+#define CT_FIELDS_ThreadState(F)                                                        \
+  F(U, pid) F(U, tid) F(Str, comm) F(U, kernel_state) F(I, syscall) F(U, syscall_arg0) \
+  F(Str, python_stack)
+// Written by `colabtrace run --hang-timeout` when it ends the job for a hang (ts: then):
+// timeout the limit, idle how long the job had made no progress (no step of any traced
+// process; before the first step, since the job started), steps the steps seen.
+#define CT_FIELDS_HangStop(F) F(Dur, timeout) F(Dur, idle) F(U, steps)
 // The role marker of a `colabtrace run` wrapper's own trace (never a job process):
 // child_pid is the command it ran, sample_ms its sampling period.
 #define CT_FIELDS_RunInfo(F) F(U, child_pid) F(U, sample_ms)
@@ -396,9 +429,11 @@ constexpr const char* IoApiName(uint64_t code) {
   F(U, order) F(U, api) F(U, layer) F(I, rc) F(Hex, stream) F(U, device_wide) F(I, device) \
   F(Stack, stack) F(Hex, caller) F(Str, py_stack) F(Hex, func) F(U, launch_blocking)   \
   F(U, epoch)
-// One of the last successful kernel launches, written from the shim's in-memory ring at
-// the first sticky error (why 1) or at a fatal signal (why 2); successful launches are
-// never recorded one by one. tid/seq: the launching thread and its launch count (seq
+// One of the last successful kernel launches, written from the shim's launch ring at
+// the first sticky error (why 1) or at a fatal signal (why 2), or made by the reader from
+// the rings in the trace's ring chunks (why 3, wire.h RingChunk) of a trace that did not
+// end cleanly: the launches a SIGKILL left in the ring, ts the trace's last record's;
+// successful launches are never recorded one by one. tid/seq: the launching thread and its launch count (seq
 // orders one thread's launches). epoch: the synchronisation epoch the launch returned in;
 // synced: the epoch of the last successful synchronisation covering its stream when the
 // ring was written (a stream or device synchronisation that began after the launch
@@ -512,6 +547,26 @@ enum class StepSource : uint8_t { kMarker = 0, kOptimizer = 1 };
 enum class BatchWaitKind : uint8_t { kDataLoader = 1 };
 // ProcessRole.role.
 enum class ProcessRoleKind : uint8_t { kDataLoaderWorker = 1 };
+// InFlight.call: what a thread was blocked in.
+enum class InFlightCall : uint8_t {
+  kOpen = 1, kRead = 2, kStat = 3, kGpuSync = 4, kDlopen = 5, kWait = 6, kBatchWait = 7,
+  kWrite = 8, kFsync = 9, kFstat = 10
+};
+constexpr const char* InFlightCallName(uint64_t call) {
+  switch (call) {
+    case 1: return "open";
+    case 2: return "read";
+    case 3: return "stat";
+    case 4: return "gpu_sync";
+    case 5: return "dlopen";
+    case 6: return "wait";
+    case 7: return "batch_wait";
+    case 8: return "write";
+    case 9: return "fsync";
+    case 10: return "fstat";
+    default: return nullptr;
+  }
+}
 // GpuSync: synchronising calls that blocked at least this long are recorded.
 constexpr uint64_t kGpuSyncRecordNs = 50'000;
 enum class WaitApi : uint8_t {

@@ -86,6 +86,117 @@ enum ChunkFlag : uint32_t {
   kChunkFromSignalHandler = 1u << 0,  // written by a fatal-signal handler
 };
 
+// ---- state chunks: what each thread is doing now ---------------------------------------
+//
+// Records say what happened; a state chunk says what is happening. Its fixed-layout
+// fields are rewritten in place through the mapping (so a SIGKILL leaves their last
+// values in the file): each thread's call note (the call it is blocked in, since when),
+// the process's progress (its last step), the synchronisation epochs of its GPU streams,
+// and, in ring chunks, each launching thread's last kernel launches. A state chunk has
+// the ChunkHeader of a record chunk with another magic (tid 0, seq the chunk's index
+// among the image's state chunks); readers that do not know the magic skip it as an
+// unused chunk.
+inline constexpr uint32_t kStateChunkMagic = 0x54535443;  // "CTST"
+inline constexpr uint32_t kRingChunkMagic = 0x47525443;   // "CTRG"
+
+// One call that may block. The writer stores since, object..where, then call last (release
+// order); a return stores 0 to call. So a reader that sees call != 0 sees the fields of
+// that call, and a note half written when the process died reads as no call.
+struct CallNote {
+  uint32_t call;    // InFlightCall (records.h); 0: none
+  uint32_t api;     // the entry point (IoApi, GpuApi, WaitApi, LibApi by call)
+  uint64_t since;   // ticks when the call began
+  uint64_t object;  // open/stat/dlopen: the path's String id; read: the fd; GPU sync: the
+                    // stream; wait: the pid argument (as int64)
+  uint64_t epoch;   // GPU sync: the epoch it covers (launches below it)
+  uint64_t synced;  // GPU sync: the stream's (or device's) completed epoch at the call
+  uint64_t where;   // batch wait: the asking line's String id
+  uint32_t flags;   // kNoteDeviceWide
+  uint32_t reserved0;
+  uint64_t reserved1;
+};
+static_assert(sizeof(CallNote) == 64);
+enum CallNoteFlag : uint32_t { kNoteDeviceWide = 1u << 0 };
+
+// One thread's notes: the innermost hooked call, and the Python-level wait around it.
+struct ThreadNotes {
+  uint32_t tid;         // 0: unused; stored last when the thread claims it
+  uint32_t reserved0;
+  uint64_t python_thread;  // the thread's PyThreadState address when known (for an
+                           // outside reader of its Python stack), else 0
+  uint8_t reserved1[48];
+  CallNote call;  // level 0
+  CallNote wait;  // level 1
+};
+static_assert(sizeof(ThreadNotes) == 192);
+
+// The process's progress, for `colabtrace run --hang-timeout`, which reads it live.
+struct ProgressBlock {
+  uint64_t steps;            // step records written (any source)
+  uint64_t last_step_ticks;  // the last one's tick count (0: none yet)
+};
+static_assert(sizeof(ProgressBlock) == 16);
+
+// A stream's last successful synchronisation: launches on it below epoch completed.
+struct SyncedStream {
+  uint64_t stream;
+  uint32_t epoch;  // 0: entry unused
+  uint32_t reserved;
+};
+inline constexpr size_t kSyncedStreams = 64;
+
+// Where CPython keeps what an outside reader of a thread's Python stack needs (offsets
+// into the interpreter's private structures), as the shim found them (0: no Python).
+struct PythonLayoutBlock {
+  uint32_t version;  // (major << 8) | minor
+  uint32_t frame_in_tstate;
+  uint32_t tstate_cframe, cframe_current_frame, frame_code, frame_previous,
+      frame_prev_instr, frame_owner, code_filename, code_name, code_linetable,
+      code_firstlineno, code_instructions, unicode_length, unicode_state, ascii_data,
+      compact_data;
+  int32_t owner_cstack;
+  uint64_t code_type;  // &PyCode_Type in the process
+};
+
+// The state chunk: ChunkHeader, then these blocks at fixed offsets, then ThreadNotes
+// entries from kNotesOffset to the chunk's end. Only the first state chunk of an image
+// (seq 0) has meaningful progress, synced and python blocks; later ones (more threads
+// than fit) only notes.
+inline constexpr uint32_t kProgressOffset = 32;
+inline constexpr uint32_t kSyncedDeviceOffset = 48;  // u32: the device-wide completed epoch
+inline constexpr uint32_t kPythonLayoutOffset = 64;
+inline constexpr uint32_t kSyncedOffset = 256;       // SyncedStream[kSyncedStreams]
+inline constexpr uint32_t kNotesOffset = 2048;
+inline constexpr uint32_t kNotesPerChunk = (kChunkSize - kNotesOffset) / sizeof(ThreadNotes);
+static_assert(sizeof(PythonLayoutBlock) <= kSyncedOffset - kPythonLayoutOffset);
+static_assert(kSyncedOffset + kSyncedStreams * sizeof(SyncedStream) <= kNotesOffset);
+
+// One kernel launch in a thread's launch ring.
+struct alignas(64) RingSlot {
+  uint32_t seq;       // 0 while being written; else the owner's launch count, 1-based
+  uint32_t epoch;     // the synchronisation epoch when the launch returned
+  uint16_t api;       // GpuApi of the launch entry point
+  uint16_t block[3];  // block dimensions (at most 1024 each)
+  uint64_t func;      // host stub, cudaKernel_t or CUfunction, as the API takes it
+  uint64_t stream;
+  uint32_t grid[3];
+  int32_t py_lasti;   // innermost Python frame (in the process's memory): instruction index
+  uint64_t py_code;   // and code object (0: none)
+};
+static_assert(sizeof(RingSlot) == 64);
+inline constexpr uint32_t kRingSlots = 32;  // per launching thread (a power of two)
+
+// A launching thread's ring: its last kRingSlots launches, slot (n % kRingSlots) the
+// n-th. A ring chunk holds kRingsPerChunk of them after its ChunkHeader.
+struct alignas(64) LaunchRing {
+  uint32_t next;   // launches written (only the owner writes)
+  int32_t owner;   // the owning thread's tid; 0: free
+  RingSlot slots[kRingSlots];
+};
+static_assert(sizeof(LaunchRing) == 64 + kRingSlots * 64);
+inline constexpr uint32_t kRingsOffset = 64;
+inline constexpr uint32_t kRingsPerChunk = (kChunkSize - kRingsOffset) / sizeof(LaunchRing);
+
 // ---- varints (LEB128) -------------------------------------------------------------
 
 inline constexpr size_t kMaxVarintBytes = 10;

@@ -192,9 +192,10 @@ def _on_torch_imported(torch):
 #   steps leads; while it lives, another that steps twice while the lead does not
 #   becomes the lead (its first step is then not counted). A step inside a step (a
 #   subclass's step calling super().step()) counts once, when the outermost returns;
-# * the DataLoader iterator's __next__ is a batch wait: colabtrace_batch_wait_begin, the
-#   real __next__, then colabtrace_batch_wait_end(kind 1, "file.py:25 in main" of the
-#   frame that asked for the batch, the batch's index). A __next__ that raises
+# * the DataLoader iterator's __next__ is a batch wait: colabtrace_batch_wait_begin(where,
+#   "file.py:25 in main" of the frame that asked for the batch: the shim notes the wait
+#   in flight there), the real __next__, then colabtrace_batch_wait_end(kind 1, where,
+#   the batch's index). A __next__ that raises
 #   (StopIteration at the end of the epoch, an error) ends the wait with kind 0: no
 #   batch, no record;
 # * a DataLoader worker (fork, spawn or forkserver: the hook runs in every Python
@@ -359,14 +360,18 @@ def _hook_dataloader(dataloader_module):
     where_of = _where
 
     def __next__(self):
-        begin()
+        try:
+            where = where_of(getframe(1))
+        except Exception:  # noqa: BLE001
+            where = None
+        begin(where)
         try:
             data = real_next(self)
         except BaseException:
             end(_BATCH_WAIT_NONE, None, 0)
             raise
         try:
-            end(_BATCH_WAIT_DATALOADER, where_of(getframe(1)), self._num_yielded - 1)
+            end(_BATCH_WAIT_DATALOADER, where, self._num_yielded - 1)
         except Exception:  # noqa: BLE001
             pass
         return data

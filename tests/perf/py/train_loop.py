@@ -26,6 +26,8 @@ The last stdout line is JSON: {"pid", "steps", "samples", "wait_s", "step_s",
   --at-step H --control FILE --control-json JSON
                     after iteration H, write JSON to FILE (atomically): a slowfs mount
                     changes its latency from then on
+  --progress        print "step I" (flushed) after each iteration's optimizer step: a
+                    test waiting for the loop to reach a step (the hang tests)
   --kill-at K       in iteration K, after the batch and the forward pass, sleep
                     --kill-sleep seconds (0), print "killing K" and SIGKILL this process:
                     an interrupted step, after K optimizer steps
@@ -93,6 +95,7 @@ def main():
     ap.add_argument("--at-step", type=int, default=-1)
     ap.add_argument("--control")
     ap.add_argument("--control-json")
+    ap.add_argument("--progress", action="store_true")
     ap.add_argument("--kill-at", type=int, default=-1)
     ap.add_argument("--kill-sleep", type=float, default=0)
     a = ap.parse_args()
@@ -155,6 +158,8 @@ def main():
             loss.backward()
             opt.step()
         ends.append(time.perf_counter())
+        if a.progress:
+            print(f"step {i}", flush=True)
         if i == a.at_step:
             write_atomically(a.control, a.control_json)
 

@@ -5,8 +5,10 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "simcuda_test.h"
@@ -788,6 +790,95 @@ static void device_fault_assert(void) {
   SIM_CHECK_EQ(cuStreamQuery(NULL), CUDA_ERROR_ASSERT);
 }
 
+/* SIMCUDA_HANG_KERNEL: the hanging kernel's launch succeeds and never completes. A
+ * synchronisation of its stream, of the context, and a synchronous copy each block for good, asleep
+ * (state S, not spinning) and without the driver's lock: meanwhile other calls, another stream's
+ * synchronisation and a query (600) answer. A signal handler runs in a blocked thread and the wait
+ * goes on. The scenario returns with the three threads still blocked (exit ends them). */
+static CUstream g_hung_stream;
+static CUdeviceptr g_hung_ptr;
+static int g_blocked_tid[3];
+static int g_returned[3];
+static volatile sig_atomic_t g_handled;
+static void on_usr1(int sig) { (void)sig; g_handled = 1; }
+static void *hung_sync(void *arg) {
+  const int which = (int)(intptr_t)arg;
+  char host[16];
+  SIM_CHECK_EQ(cuCtxSetCurrent(g_ctx), CUDA_SUCCESS);
+  __atomic_store_n(&g_blocked_tid[which], (int)gettid(), __ATOMIC_RELEASE);
+  if (which == 0) cuStreamSynchronize(g_hung_stream);
+  if (which == 1) cuCtxSynchronize();
+  if (which == 2) cuMemcpyDtoH(host, g_hung_ptr, sizeof host);
+  __atomic_store_n(&g_returned[which], 1, __ATOMIC_RELEASE);
+  return NULL;
+}
+/* The state letter of thread tid of this process ('R', 'S', ...; 0 when unreadable). */
+static char thread_state(int tid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char *paren = strrchr(buf, ')'); /* "tid (comm) S ..." */
+  return paren && paren[1] == ' ' ? paren[2] : 0;
+}
+static void hanging_kernel(void) {
+  simcuda_env("SIMCUDA_MEM_BYTES", "1G", "SIMCUDA_HANG_KERNEL", "stuck", (const char *)NULL);
+  init_primary();
+  CUmodule m;
+  CUfunction ok, stuck;
+  CUstream s2;
+  SIM_CHECK_EQ(cuModuleLoadData(&m, "SIMCUBIN sm_80 fn=ok fn=stuck"), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuModuleGetFunction(&ok, m, "ok"), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuModuleGetFunction(&stuck, m, "stuck"), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuStreamCreate(&g_hung_stream, 0), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuStreamCreate(&s2, 0), CUDA_SUCCESS);
+  g_hung_ptr = alloc(1 * MiB);
+  SIM_CHECK_EQ(cuLaunchKernel(ok, 1, 1, 1, 32, 1, 1, 0, g_hung_stream, NULL, NULL), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuStreamSynchronize(g_hung_stream), CUDA_SUCCESS); /* no hang yet */
+  SIM_CHECK_EQ(cuLaunchKernel(stuck, 1, 1, 1, 32, 1, 1, 0, g_hung_stream, NULL, NULL), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuLaunchKernel(ok, 1, 1, 1, 32, 1, 1, 0, g_hung_stream, NULL, NULL), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuStreamQuery(g_hung_stream), CUDA_ERROR_NOT_READY);
+  SIM_CHECK_EQ(cuLaunchKernel(ok, 1, 1, 1, 32, 1, 1, 0, s2, NULL, NULL), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuStreamSynchronize(s2), CUDA_SUCCESS); /* another stream drains */
+  SIM_CHECK_EQ(cuStreamQuery(s2), CUDA_SUCCESS);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_usr1;
+  SIM_CHECK(sigaction(SIGUSR1, &sa, NULL) == 0);
+  pthread_t th[3];
+  for (int i = 0; i < 3; i++) SIM_CHECK(pthread_create(&th[i], NULL, hung_sync, (void *)(intptr_t)i) == 0);
+  /* Each thread gets into its wait and sleeps there (20 s at most for a loaded machine). */
+  for (int i = 0; i < 3; i++) {
+    int waited_ms = 0;
+    while (!__atomic_load_n(&g_blocked_tid[i], __ATOMIC_ACQUIRE) ||
+           thread_state(g_blocked_tid[i]) != 'S') {
+      SIM_CHECK(waited_ms++ < 20000);
+      usleep(1000);
+    }
+  }
+  usleep(200 * 1000);
+  for (int i = 0; i < 3; i++) {
+    SIM_CHECK_EQ(__atomic_load_n(&g_returned[i], __ATOMIC_ACQUIRE), 0);
+    SIM_CHECK_EQ(thread_state(g_blocked_tid[i]), 'S');
+  }
+  /* The lock is free: other calls answer while they wait. */
+  CUdeviceptr q = alloc(1 * MiB);
+  SIM_CHECK_EQ(cuMemFree(q), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuStreamSynchronize(s2), CUDA_SUCCESS);
+  SIM_CHECK_EQ(cuStreamQuery(g_hung_stream), CUDA_ERROR_NOT_READY);
+  /* A handled signal interrupts the sleep, and the wait goes on. */
+  SIM_CHECK(pthread_kill(th[1], SIGUSR1) == 0);
+  for (int waited_ms = 0; !g_handled; waited_ms++) {
+    SIM_CHECK(waited_ms < 20000);
+    usleep(1000);
+  }
+  usleep(200 * 1000);
+  for (int i = 0; i < 3; i++) SIM_CHECK_EQ(__atomic_load_n(&g_returned[i], __ATOMIC_ACQUIRE), 0);
+}
+
 /* Many threads allocating and freeing at once (plain and stream-ordered). */
 static void *worker(void *arg) {
   int t = (int)(intptr_t)arg;
@@ -834,6 +925,7 @@ int main(int argc, char **argv) {
       {"threads", threads},
       {"device_faults", device_faults},
       {"device_fault_assert", device_fault_assert},
+      {"hanging_kernel", hanging_kernel},
   };
   return simcuda_run(argc, argv, list, sizeof list / sizeof *list);
 }

@@ -24,24 +24,12 @@
 
 #include "simcuda_test.h"
 
-struct fatbin_wrapper { int magic, version; const void *data; void *filename_or_fatbins; };
-extern void **__cudaRegisterFatBinary(void *wrapper);
-extern void __cudaRegisterFatBinaryEnd(void **handle);
-extern void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun,
-                                   const char *deviceName, int thread_limit, void *tid, void *bid,
-                                   void *bDim, void *gDim, int *wSize);
-
 static const char kImage[] = "SIMCUBIN sm_80 fn=crunch fn=tick";
-static const struct fatbin_wrapper kWrap = {0x466243b1, 1, kImage, NULL};
+static const struct simcuda_fatbin_wrapper kWrap = {0x466243b1, 1, kImage, NULL};
 static const dim3 kGrid = {4, 1, 1}, kBlock = {128, 1, 1};
 
-#define STREAM_STUB(name)                                                  \
-  __attribute__((noinline)) cudaError_t name(float *x, cudaStream_t s) {  \
-    void *args[] = {&x};                                                    \
-    return cudaLaunchKernel((const void *)name, kGrid, kBlock, args, 0, s); \
-  }
-STREAM_STUB(crunch)
-STREAM_STUB(tick)
+SIMCUDA_STREAM_STUB(crunch)
+SIMCUDA_STREAM_STUB(tick)
 
 __attribute__((constructor)) static void register_kernels(void) {
   void **h = __cudaRegisterFatBinary((void *)&kWrap);
