@@ -72,6 +72,7 @@ KernelNames::KernelNames(const ProcessTrace& t, SymbolCache& symbols) : t_(t), s
   for (const auto& f : t.records.GpuFunction) {
     const bool informative = !t.Str(f.name).empty() || f.stub != 0 || (f.kernel != 0 && f.kernel != f.handle);
     if (informative || functions_.find(f.handle) == functions_.end()) functions_[f.handle] = &f;
+    if (f.stub != 0 && !t.Str(f.name).empty()) stub_names_[f.stub] = std::string(t.Str(f.name));
   }
   // By handle, the last successful load: the file it came from, else the object whose
   // mapping held the image, else the object that loaded it.
@@ -94,6 +95,10 @@ KernelName KernelNames::OfStub(uint64_t stub) {
   if (fresh) {
     const std::vector<std::string> sym = symbols_.Stack(t_, {stub});
     if (!sym.empty()) it->second = FromSymbolized(sym[0]);
+    if (it->second.kernel.empty()) {
+      auto named = stub_names_.find(stub);
+      if (named != stub_names_.end()) it->second.kernel = Demangle(named->second);
+    }
   }
   return it->second;
 }

@@ -9,7 +9,9 @@
 //   - the driver: a CUfunction or CUkernel, named by the GpuFunction records of the
 //     lookups (cuModuleGetFunction, cuLibraryGetKernel, cuFuncGetName), following
 //     cuKernelGetFunction's CUfunction -> CUkernel; or by the name a record carries.
-// Names are demangled. The library is the object holding the host stub, else the
+// Names are demangled. A host stub is named from the program's symbols when its file can be
+// read, else by the name the shim recorded at its first launch or its __cudaGetKernel
+// (cudaFuncGetName), so a report made away from the recording machine names it too. The library is the object holding the host stub, else the
 // module's file, the object whose mapping held the module's image (a program's
 // .nv_fatbin handed over by its runtime), or the object that loaded it: never the runtime
 // that called the driver. Each stub and handle is resolved once (a trace may hold
@@ -53,6 +55,7 @@ class KernelNames {
   std::map<uint64_t, const format::GpuFunction*> functions_;  // the last record of each handle
   std::map<uint64_t, std::string> module_libraries_;          // by CUmodule/CUlibrary
   std::map<uint64_t, KernelName> stubs_;
+  std::map<uint64_t, std::string> stub_names_;  // the names the trace carries, by host stub
   std::map<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t, uint64_t>, KernelName> resolved_;
 };
 

@@ -43,6 +43,9 @@ struct GpuThread {
   const void* inner_func = nullptr;  // the CUfunction of a driver launch that failed in it
   const void* inner_launch_real = nullptr;  // and that driver launch's real function
   LaunchRing* ring = nullptr;  // this thread's last successful launches (launch_ring.h)
+  // Host stubs this thread launched whose names are in the trace (direct-mapped by address;
+  // a miss only costs a look into the process's set): see KernelNamedHere.
+  const void* named[16] = {};
 };
 extern constinit thread_local GpuThread t_gpu CT_TLS;
 
@@ -68,6 +71,7 @@ struct CudaLib {
   cudaError_t (*rt_mem_get_info)(size_t*, size_t*);
   cudaError_t (*rt_device_attribute)(int*, cudaDeviceAttr, int);
   cudaError_t (*rt_device_properties)(void*, int);  // only the leading name[256] is read
+  cudaError_t (*rt_func_get_name)(const char**, const void*);
   // Driver (libcuda) query functions.
   CUresult (*cu_ctx_get_device)(CUdevice*);
   CUresult (*cu_mem_get_info)(size_t*, size_t*);
@@ -150,6 +154,28 @@ struct FunctionFacts {
   const char* name = nullptr;
 };
 void RecordFunction(const Call& c, const FunctionFacts& f);
+
+// The kernel name the runtime `real` belongs to gives for host stub `stub`
+// (cudaFuncGetName), or nullptr. For stubs the runtime just launched or handed a handle for
+// (registered, so the query cannot fail and leave an error behind).
+const char* RuntimeKernelName(const void* real, const void* stub);
+
+// Kernel names travel with the trace: the first launch of each host stub in the process
+// writes its name (a GpuFunction record, api the launch's), so a report made without the
+// program's files still names it. A later launch costs one load and compare (the thread's
+// direct-mapped cache); a miss looks into the process's set of named stubs (cold).
+__attribute__((noinline, cold)) void NameStubAtFirstLaunch(GpuApi api, const void* caller, const void* real,
+                                                           const void* stub);
+__attribute__((always_inline)) inline void NoteStubLaunched(GpuApi api, const void* caller, const void* real,
+                                                            const void* stub) {
+  const void*& slot = t_gpu.named[(reinterpret_cast<uintptr_t>(stub) >> 4) & 15];
+  if (__builtin_expect(slot != stub, 0)) {
+    NameStubAtFirstLaunch(api, caller, real, stub);
+    slot = stub;
+  }
+}
+// A fork child's set starts empty (its trace has none of its parent's records).
+void ResetNamedStubs();
 // A failed synchronising call (cold): a sticky error is the device fault (NoteStickyError)
 // or, inside a runtime call, left for the runtime's own hook.
 struct FaultScope;

@@ -80,6 +80,7 @@ void ResetGpuFacts() {
   __atomic_store_n(&g_devices_recorded, 0, __ATOMIC_RELEASE);
   __atomic_store_n(&g_versions_recorded, 0, __ATOMIC_RELEASE);
   ResetLaunchRings();
+  ResetNamedStubs();
 }
 
 }  // namespace colabtrace::shim::gpu
@@ -127,6 +128,7 @@ void FillLib(CudaLib& lib, const void* handle) {
     Bind(handle, "cudaMemGetInfo", &lib.rt_mem_get_info);
     Bind(handle, "cudaDeviceGetAttribute", &lib.rt_device_attribute);
     Bind(handle, "cudaGetDeviceProperties", &lib.rt_device_properties);
+    Bind(handle, "cudaFuncGetName", &lib.rt_func_get_name);
   } else {
     Bind(handle, "cuCtxGetDevice", &lib.cu_ctx_get_device);
     Bind(handle, "cuMemGetInfo_v2", &lib.cu_mem_get_info);
@@ -725,6 +727,59 @@ void RecordFault(const Call& c, const FaultScope& where, uint64_t order) {
   r.launch_blocking = blocking != nullptr && blocking[0] == '1' ? 1 : 0;
   r.epoch = __atomic_load_n(&g_sync_epoch, __ATOMIC_RELAXED);
   Emit(r);
+}
+
+const char* RuntimeKernelName(const void* real, const void* stub) {
+  const CudaLib* rt = LibOf(real, LibKind::kRuntime);
+  if (rt == nullptr || rt->rt_func_get_name == nullptr || stub == nullptr) return nullptr;
+  const char* name = nullptr;
+  ThreadState& t = t_thread;
+  ++t.runtime_depth;  // what the runtime calls underneath is its own
+  const cudaError_t r = rt->rt_func_get_name(&name, stub);
+  --t.runtime_depth;
+  return r == cudaSuccess ? name : nullptr;
+}
+
+namespace {
+// The host stubs whose names this process's trace has (open addressing, claimed by CAS;
+// full: later stubs are not named, never blocked on).
+constexpr size_t kNamedStubSlots = 4096;
+uintptr_t g_named_stubs[kNamedStubSlots];
+
+// True when stub was not in the set and is now.
+bool ClaimStubName(uintptr_t stub) {
+  size_t i = (stub >> 4) * 0x9E3779B97F4A7C15ull >> 52;
+  for (size_t probe = 0; probe < 64; ++probe, i = (i + 1) & (kNamedStubSlots - 1)) {
+    uintptr_t cur = __atomic_load_n(&g_named_stubs[i], __ATOMIC_ACQUIRE);
+    if (cur == stub) return false;
+    if (cur == 0) {
+      if (__atomic_compare_exchange_n(&g_named_stubs[i], &cur, stub, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        return true;
+      }
+      if (cur == stub) return false;
+    }
+  }
+  return false;
+}
+}  // namespace
+
+void NameStubAtFirstLaunch(GpuApi api, const void* caller, const void* real, const void* stub) {
+  if (!Recording()) return;
+  ShimScope scope;  // keeps errno
+  if (!scope.entered() || !ClaimStubName(reinterpret_cast<uintptr_t>(stub))) return;
+  const char* name = RuntimeKernelName(real, stub);
+  if (name == nullptr) return;
+  const uint64_t now = Ticks();
+  FunctionFacts f;
+  f.handle = reinterpret_cast<uint64_t>(stub);
+  f.stub = reinterpret_cast<uint64_t>(stub);
+  f.name = name;
+  RecordFunction(Call{api, GpuLayer::kRuntime, caller, real, now, now, 0}, f);
+}
+
+void ResetNamedStubs() {
+  for (uintptr_t& s : g_named_stubs) s = 0;
+  for (const void*& s : t_gpu.named) s = nullptr;
 }
 
 void RecordFunction(const Call& c, const FunctionFacts& f) {

@@ -222,7 +222,9 @@ cudaError_t L_cudaDriverGetVersion(decltype(&::cudaDriverGetVersion) real, const
 // ---- kernel launches -----------------------------------------------------------------------------
 // A launch that succeeds costs one comparison of its result and a few stores into the
 // thread's launch ring (launch_ring.h; plus the runtime_depth counter that keeps a driver
-// launch wrapped underneath from recording it again): no record, no clock read. A failed
+// launch wrapped underneath from recording it again): no record, no clock read; and, for a
+// host stub, one compare with the thread's cache of stubs already named (the first launch
+// of each writes its name: NoteStubLaunched). A failed
 // one is recorded with its host stub (or nvcc's kernel handle).
 
 namespace {
@@ -237,6 +239,9 @@ __attribute__((always_inline)) inline cudaError_t Launch(GpuApi api, const void*
   --t.runtime_depth;
   if (__builtin_expect(r == cudaSuccess, 1)) {
     RingPush(static_cast<uint16_t>(api), func, U(stream), g.x, g.y, g.z, b.x, b.y, b.z);
+    if (api != GpuApi::kNvccLaunchKernel && api != GpuApi::kNvccLaunchKernel_ptsz) {
+      NoteStubLaunched(api, caller, real, func);  // nvcc's handles: named at __cudaGetKernel
+    }
     return r;
   }
   LaunchFailed(api, GpuLayer::kRuntime, caller, real, r, func, U(stream));
@@ -297,7 +302,7 @@ cudaError_t L_cudaLaunchCooperativeKernel_ptsz(decltype(&::cudaLaunchCooperative
 
 // nvcc 13's host stubs: the handle from __cudaGetKernel stands for the stub; the analyzer
 // names it through the GpuFunction record written here (once per stub: the stub keeps the
-// handle in a static).
+// handle in a static), with the kernel's name as the runtime gives it (cudaFuncGetName).
 cudaError_t L___cudaGetKernel(decltype(&::__cudaGetKernel) real, const void* caller,
                               cudaKernel_t* kernel, const void* stub) {
   if (real == nullptr) return kNoRealRuntime;
@@ -312,6 +317,7 @@ cudaError_t L___cudaGetKernel(decltype(&::__cudaGetKernel) real, const void* cal
       FunctionFacts f;
       f.handle = U(*kernel);
       f.stub = U(stub);
+      f.name = RuntimeKernelName(Addr(real), stub);  // the name travels with the trace
       RecordFunction(Call{GpuApi::kNvccGetKernel, GpuLayer::kRuntime, caller, Addr(real), now, now, 0},
                      f);
     }

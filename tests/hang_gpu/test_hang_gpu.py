@@ -181,6 +181,32 @@ class KernelThatNeverFinishes(unittest.TestCase):
         rep = h.report(self.out)
         self.assert_in_flight(self.process(rep, pid), pid, stream)
 
+    def test_kernel_names_travel_with_the_trace(self):
+        # The program's file is gone when the report is made (a report on another machine):
+        # the kernels are still named, from what the shim recorded at each first launch.
+        copy = os.path.join(self.tmp, "gone_" + PROG_NAME)
+        shutil.copy2(PROG, copy)
+        env = h.clean_env(sim_env({**HANG, "LD_PRELOAD": h.SHIM, "COLABTRACE_OUT": self.out + "/"}))
+        p = self.start([copy], env)
+        pid, _ = self.wait_blocked(p)
+        time.sleep(1)  # from its "blocked" line into the call
+        self.assertIsNone(p.poll())
+        self.kill_group(p)
+        os.unlink(copy)
+        rep = h.report(self.out)
+        (call,) = self.process(rep, pid)["in_flight"]
+        self.assertEqual([k["kernel"] for k in call["kernels"]], ["spin", "scale", "fill"], call["kernels"])
+        self.assertEqual({k["library"] for k in call["kernels"]}, {"gone_" + PROG_NAME}, call["kernels"])
+        # One name record per host stub, at its first launch (warm was launched too): api
+        # cudaLaunchKernel (17), handle and stub the stub. (The simulated runtime's own
+        # driver lookups underneath are recorded too, as the real driver's would be.)
+        trace = [os.path.join(self.out, f) for f in os.listdir(self.out) if f.endswith(f".{pid}.ctrace")]
+        records = h.records(trace[0], "gpu_function")
+        at_launch = [r for r in records if r["api"] == "17"]
+        self.assertEqual(sorted(r["name"] for r in at_launch), ["fill", "scale", "spin", "warm"], records)
+        for r in at_launch:
+            self.assertEqual(r["handle"], r["stub"], r)
+
     def test_healthy_run_has_nothing_in_flight(self):
         for how in ("run", "preload"):
             with self.subTest(how=how):

@@ -705,6 +705,21 @@ cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *stub) {
   *kernel = (cudaKernel_t)(uintptr_t)(k + 1);
   return cudaSuccess;
 }
+/* The device name a host stub was registered with (the real runtime gives the mangled device
+ * name, as __cudaRegisterFunction's deviceName). A stub never registered:
+ * cudaErrorInvalidDeviceFunction; a NULL name or stub: cudaErrorInvalidValue. */
+cudaError_t cudaFuncGetName(const char **name, const void *func) {
+  cudaError_t e = rt_init();
+  if (e != cudaSuccess) return ret(e);
+  if (!name || !func) return ret(cudaErrorInvalidValue);
+  pthread_mutex_lock(&g_mu);
+  int k = rt_find_stub(func);
+  const char *n = k >= 0 ? g_kernels[k].name : NULL;
+  pthread_mutex_unlock(&g_mu);
+  if (!n) return ret(cudaErrorInvalidDeviceFunction);
+  *name = n;
+  return cudaSuccess;
+}
 static cudaError_t rt_launch_handle(cudaKernel_t kernel, dim3 g, dim3 b, void **args, size_t shmem,
                                     cudaStream_t s) {
   cudaError_t e = rt_ctx();

@@ -412,8 +412,11 @@ constexpr const char* IoApiName(uint64_t code) {
 // (api: cuModuleGetFunction, cuLibraryGetKernel, cuFuncGetName). module: the CUmodule or
 // CUlibrary it came from (0: unknown, cuFuncGetName). Also the handles that name one
 // another: nvcc's __cudaGetKernel (handle: the cudaKernel_t, stub: the host stub it
-// stands for, name "") and cuKernelGetFunction (handle: the CUfunction, kernel: the
-// CUkernel it was made from, name "").
+// stands for, name: the kernel's name as the runtime gives it, cudaFuncGetName, "" when
+// it gives none) and cuKernelGetFunction (handle: the CUfunction, kernel: the CUkernel it
+// was made from, name ""). And the first launch of each host stub in the process through
+// cudaLaunchKernel* (api: that launch entry point; handle and stub: the stub; name:
+// cudaFuncGetName's), so that every report names every kernel without the program's files.
 #define CT_FIELDS_GpuFunction(F) \
   F(U, api) F(Hex, handle) F(Hex, module) F(Str, name) F(Hex, stub) F(Hex, kernel)
 // The first sticky (context-corrupting) CUDA error the process saw (order 1), and the
