@@ -199,8 +199,9 @@ class TraceDecoder {
   // reads as no call; every field is used only as the call kind says.
   void DecodeStateChunks() {
     if (state_chunks_.empty()) return;
-    uint32_t image = 0;
-    for (const StateRef& c : state_chunks_) image = std::max(image, c.image);
+    // The last exec image's: an earlier image's threads ended at the exec (a note another
+    // thread left set then is no call of this process's program).
+    const uint32_t image = t_.header.image_count > 0 ? t_.header.image_count - 1 : 0;
     std::sort(state_chunks_.begin(), state_chunks_.end(), [](const StateRef& a, const StateRef& b) {
       return std::tie(a.image, a.magic, a.seq, a.offset) < std::tie(b.image, b.magic, b.seq, b.offset);
     });
