@@ -270,6 +270,7 @@ HangModel HangModel::Build(const RunModel& run) {
   const Stop* stop = stops.empty() ? nullptr : &stops.begin()->second;
   if (stop != nullptr) {
     m.hang_timeout_ns = stop->timeout;
+    m.decided_ns = stop->ts;
     // Ended for the user's own limit: stuck is blocked for half of it, at least.
     m.threshold_ns = std::min(m.threshold_ns, std::max<uint64_t>(stop->timeout / 2, 1));
   }

@@ -86,6 +86,7 @@ struct HangModel {
   std::string ended_by;                // "hang-timeout", "killed", "still-running", ""
   uint64_t threshold_ns = kHangMinBlockedNs;
   std::optional<uint64_t> hang_timeout_ns;  // run's --hang-timeout, when it ended the job
+  uint64_t decided_ns = 0;                   // and when it decided to (0: it did not)
   // The job's stepping process (the one with most steps), when one steps.
   std::optional<size_t> stepping_trace;
   uint64_t median_step_ns = 0, last_step_ns = 0, last_step = 0;

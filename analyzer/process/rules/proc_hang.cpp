@@ -168,6 +168,9 @@ void ProcHangRule(RuleContext& ctx) {
   for (const perf::ProcessHang& p : m.processes) {
     if (!p.ended_cleanly) stopped = std::max(stopped, p.stopped_ns);
   }
+  // Ended by --hang-timeout: the job made no progress until run decided so (after that,
+  // only the ending).
+  if (m.decided_ns != 0) stopped = m.decided_ns;
   if (m.stepping_trace && m.last_step > 0 && stopped > m.last_step_ns) {
     summary = "no step for " + Seconds(stopped - m.last_step_ns) + " after step " + std::to_string(m.last_step) +
               " (median step " + FormatDurationNs(m.median_step_ns) + "): ";
