@@ -15,6 +15,7 @@
 #include <cstdio>
 
 #include "colabtrace/format/codec.h"
+#include "colabtrace/format/launch_ring.h"
 #include "trace/process_trace.h"
 
 namespace colabtrace::analyzer {
@@ -256,22 +257,8 @@ class TraceDecoder {
           for (const format::RingSlot& s : ring.slots) {
             if (s.seq == 0) continue;
             Event<format::GpuLaunchRing>& ev = t_.records.GpuLaunchRing.emplace_back();
+            static_cast<format::GpuLaunchRing&>(ev) = format::RingRecordOf(s, ring.owner, 3, completed(s.stream));
             ev.ts = last_ticks;
-            ev.why = 3;
-            static_cast<format::GpuLaunchRing&>(ev).tid = static_cast<uint64_t>(ring.owner);
-            ev.seq = s.seq;
-            ev.epoch = s.epoch;
-            ev.synced = completed(s.stream);
-            ev.api = s.api;
-            ev.layer = s.api < 64 ? 0 : 1;
-            ev.func = s.func;
-            ev.stream = s.stream;
-            ev.grid_x = s.grid[0];
-            ev.grid_y = s.grid[1];
-            ev.grid_z = s.grid[2];
-            ev.block_x = s.block[0];
-            ev.block_y = s.block[1];
-            ev.block_z = s.block[2];
             ev.tid = static_cast<uint32_t>(ring.owner);
             ev.image = image;
             ++run_;

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "colabtrace/format/launch_ring.h"
 #include "modules.h"
 #include "raw.h"
 #include "state.h"
@@ -107,23 +108,8 @@ template <class Out> void WriteRing(uint64_t why, bool wait, Out& out) {
       std::memcpy(static_cast<void*>(&s), &live, sizeof(s));
       __atomic_thread_fence(__ATOMIC_ACQUIRE);
       if (__atomic_load_n(&live.seq, __ATOMIC_RELAXED) != seq) continue;  // rewritten meanwhile
-      format::GpuLaunchRing rec;
+      format::GpuLaunchRing rec = format::RingRecordOf(s, owner, why, SyncedFor(s.stream, wait));
       rec.ts = now;
-      rec.why = why;
-      rec.tid = static_cast<uint64_t>(owner);
-      rec.seq = seq;
-      rec.epoch = s.epoch;
-      rec.synced = SyncedFor(s.stream, wait);
-      rec.api = s.api;
-      rec.layer = static_cast<uint64_t>(s.api < 64 ? GpuLayer::kRuntime : GpuLayer::kDriver);
-      rec.func = s.func;
-      rec.stream = s.stream;
-      rec.grid_x = s.grid[0];
-      rec.grid_y = s.grid[1];
-      rec.grid_z = s.grid[2];
-      rec.block_x = s.block[0];
-      rec.block_y = s.block[1];
-      rec.block_z = s.block[2];
       if (s.py_code != 0) {
         char text[512];
         const size_t n = python::FormatPythonFrameSafe(s.py_code, s.py_lasti, text, sizeof(text));

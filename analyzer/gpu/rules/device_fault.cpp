@@ -80,12 +80,10 @@ void DeviceFaultOf(RuleContext& ctx, const ProcessTrace& t, const AllocationTime
   KernelNames names(t, ctx.run().symbols());
   // In flight: not known complete when the ring was written.
   std::vector<const format::GpuLaunchRing*> here, elsewhere;
-  // The ring as the fault (or fatal signal) wrote it; the reader's copy of the rings a
-  // killed trace left behind (why 3) only where the shim wrote none.
-  const bool written = std::any_of(t.records.GpuLaunchRing.begin(), t.records.GpuLaunchRing.end(),
-                                   [](const auto& r) { return r.why != 3; });
+  // (The reader makes why-3 records of a killed trace's rings only where the shim wrote
+  // none at the fault: either way these are the ring.)
   for (const auto& r : t.records.GpuLaunchRing) {
-    if (r.epoch < r.synced || (written && r.why == 3)) continue;
+    if (r.epoch < r.synced) continue;
     (s.device_wide || r.stream == s.stream ? here : elsewhere).push_back(&r);
   }
   auto newest_first = [](const format::GpuLaunchRing* a, const format::GpuLaunchRing* b) {
