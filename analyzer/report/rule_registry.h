@@ -5,7 +5,7 @@
 // adds its findings with ctx.Add. Each rule file registers its rule against the ids it
 // decides, at static initialisation:
 //
-//   namespace { const RuleRegistration kRegistration(LeakRule, {FindingId::kGpuLeak}); }
+//   namespace { const RuleRegistration kLeakRuleRegistration(LeakRule, {FindingId::kGpuLeak}); }
 //
 // Every catalogue id has exactly one rule (tests/core/finding_catalog_test.cpp checks
 // it), and a rule may only add findings of the ids it registered. An area's analysis

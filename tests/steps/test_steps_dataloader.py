@@ -19,6 +19,26 @@ with open(LOADER, encoding="utf-8") as f:
 WHERE = f"loader.py:{LINE} in main"
 
 
+def without_tracker_race(stderr: str) -> str:
+    """stderr less CPython's resource_tracker warnings ("There appear to be 1 leaked
+    semaphore objects", then "No such file or directory" for the same name). With spawn
+    workers torch 1.13's loader unlinks a semaphore whose unregister message can still be
+    on its way to the tracker when the program exits: bare runs print them now and then
+    (CI saw one bare run of this program do so, the traced run not). Every other line of
+    stderr must still be the same."""
+    lines, out, skip = stderr.splitlines(keepends=True), [], False
+    for line in lines:
+        if skip:  # the warnings.warn(...) source line under the warning
+            skip = False
+            if line.startswith("  "):
+                continue
+        if "resource_tracker.py" in line and "UserWarning: resource_tracker:" in line:
+            skip = True
+            continue
+        out.append(line)
+    return "".join(out)
+
+
 class DataLoaderWaits(h.TempDirTest):
     def setUp(self):
         super().setUp()
@@ -84,7 +104,8 @@ class DataLoaderWaits(h.TempDirTest):
                 bare = run_bare([LOADER, method, "2", str(EPOCHS)])
                 self.assertEqual(bare.returncode, 0, bare.stderr)
                 run = run_python(self, [LOADER, method, "2", str(EPOCHS)], "preload")
-                self.assertEqual(run.stderr, bare.stderr)
+                self.assertEqual(without_tracker_race(run.stderr),
+                                 without_tracker_race(bare.stderr))
                 strip = lambda s: {k: v for k, v in json.loads(s).items() if k != "pid"}  # noqa: E731
                 self.assertEqual(strip(run.stdout), strip(bare.stdout))
 

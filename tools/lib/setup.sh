@@ -72,37 +72,49 @@ colabtrace_install_duckdb_node() {
 }
 
 # colabtrace_build_sanitized DIR : configure (once) and build, with ASan+UBSan
-# (COLABTRACE_SANITIZE: any report fails its test), the analyzer's unit tests and the
-# fuzz-corpus replay (the colabtrace_analyzer_tests target) and nothing else: no shim
-# (never sanitized: it is a guest in other processes), no end-to-end programs, no libFuzzer
-# build, and no CUDA Toolkit even where /usr/local/cuda exists (no nvcc fixtures: the
-# tests that read them skip). Compiled at -O1 with line tables only (-g1), not
-# RelWithDebInfo's -O2 -g: a third of the compile time, and a report still names file and
-# line. Run its tests with ctest -L '^(unit|fuzz)$'.
+# (COLABTRACE_SANITIZE: any report fails its test), the analyzer's unit and golden tests
+# and the fuzz-corpus replay (the colabtrace_analyzer_tests target) and nothing else: no
+# shim (never sanitized: it is a guest in other processes) and no end-to-end programs.
+# These tests are built here only (./tools/test turns them off in build/), so the analyzer
+# is compiled once for the CLI and once for its tests. With clang++, the reader's
+# libFuzzer target is built here too, from the same objects (tests/core/fuzz); without
+# it, g++ builds the tests and the libFuzzer test is not made. The CUDA Toolkit, where
+# /usr/local/cuda exists, builds the nvcc fixtures the ELF tests read. Compiled at -O1
+# with line tables only (-g1), not RelWithDebInfo's -O2 -g: a third of the compile time,
+# and a report still names file and line. Run its tests with ctest -L '^(unit|fuzz)$'.
 colabtrace_build_sanitized() {
   local dir="$1"
   if [ ! -f "$dir/build.ninja" ]; then
-    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Sanitize \
+    local compilers=() cuda_args=(-DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON)
+    command -v clang++ >/dev/null && command -v clang >/dev/null &&
+      compilers=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++)
+    [ -d /usr/local/cuda ] && cuda_args=(-DCUDAToolkit_ROOT=/usr/local/cuda)
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Sanitize "${compilers[@]}" \
       -DCMAKE_C_FLAGS_SANITIZE="-O1 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g1 -DNDEBUG" \
-      -DCOLABTRACE_SANITIZE=ON -DCOLABTRACE_BUILD_SHIM=OFF -DCOLABTRACE_BUILD_FUZZER=OFF \
-      -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON >&2 || return
+      -DCOLABTRACE_SANITIZE=ON -DCOLABTRACE_BUILD_SHIM=OFF "${cuda_args[@]}" >&2 || return
   fi
   cmake --build "$dir" -j "$(nproc)" --target colabtrace_analyzer_tests >&2
 }
 
 # colabtrace_build DIR [TARGET...] : configure (once) and build with Ninja: the TARGETs,
-# or everything (the test suite included) when none is named.
+# or everything (the test suite included) when none is named. COLABTRACE_CONFIGURE_ARGS
+# (an array, may be unset): cache settings given to cmake, also on a tree already
+# configured.
 colabtrace_build() {
   local dir="$1"
   shift
   local cuda_args=()
   [ -d /usr/local/cuda ] && cuda_args=(-DCUDAToolkit_ROOT=/usr/local/cuda)
+  if [ -f "$dir/build.ninja" ] && [ -n "${COLABTRACE_CONFIGURE_ARGS+x}" ]; then
+    cmake "${COLABTRACE_CONFIGURE_ARGS[@]}" "$dir" >&2 || return
+  fi
   if [ ! -f "$dir/build.ninja" ]; then
     # -g1: line tables and function names for backtraces, without the full DWARF of
     # every template (a third of the analyzer's compile time).
     cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
-      "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "${cuda_args[@]}" >&2
+      "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "${cuda_args[@]}" \
+      ${COLABTRACE_CONFIGURE_ARGS+"${COLABTRACE_CONFIGURE_ARGS[@]}"} >&2 || return
   fi
   if [ $# -gt 0 ]; then
     cmake --build "$dir" -j "$(nproc)" --target "$@" >&2

@@ -179,7 +179,8 @@ void CoverageIncompleteRule(RuleContext& ctx) {
   for (const ProcessLibraries& p : libraries.of_trace) LibraryCausesOf(ctx, p, *libraries.files);
 }
 
-const RuleRegistration kRegistration(CoverageIncompleteRule, {FindingId::kGpuCoverageIncomplete});
+const RuleRegistration kCoverageIncompleteRuleRegistration(CoverageIncompleteRule,
+    {FindingId::kGpuCoverageIncomplete});
 
 }  // namespace
 

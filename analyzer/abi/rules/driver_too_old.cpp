@@ -76,7 +76,8 @@ void DriverTooOldOf(const ProcessLibraries& p, JobContext& ctx) {
 
 void DriverTooOldRule(RuleContext& rule) { ForEachProcessLibraries(rule, DriverTooOldOf); }
 
-const RuleRegistration kRegistration(DriverTooOldRule, {FindingId::kAbiDriverTooOld});
+const RuleRegistration kDriverTooOldRuleRegistration(DriverTooOldRule,
+    {FindingId::kAbiDriverTooOld});
 
 }  // namespace
 

@@ -149,7 +149,8 @@ void DuplicateLibraryOf(const ProcessLibraries& p, JobContext& ctx) {
 
 void DuplicateLibraryRule(RuleContext& rule) { ForEachProcessLibraries(rule, DuplicateLibraryOf); }
 
-const RuleRegistration kRegistration(DuplicateLibraryRule, {FindingId::kAbiDuplicateLibrary});
+const RuleRegistration kDuplicateLibraryRuleRegistration(DuplicateLibraryRule,
+    {FindingId::kAbiDuplicateLibrary});
 
 }  // namespace
 

@@ -263,7 +263,7 @@ void LoadFailedOf(const ProcessLibraries& p, JobContext& ctx) {
 
 void LoadFailedRule(RuleContext& rule) { ForEachProcessLibraries(rule, LoadFailedOf); }
 
-const RuleRegistration kRegistration(LoadFailedRule, {FindingId::kAbiLoadFailed});
+const RuleRegistration kLoadFailedRuleRegistration(LoadFailedRule, {FindingId::kAbiLoadFailed});
 
 }  // namespace
 

@@ -54,7 +54,8 @@ void MixedCudaMajorsOf(const ProcessLibraries& p, JobContext& ctx) {
 
 void MixedCudaMajorsRule(RuleContext& rule) { ForEachProcessLibraries(rule, MixedCudaMajorsOf); }
 
-const RuleRegistration kRegistration(MixedCudaMajorsRule, {FindingId::kAbiMixedCudaMajors});
+const RuleRegistration kMixedCudaMajorsRuleRegistration(MixedCudaMajorsRule,
+    {FindingId::kAbiMixedCudaMajors});
 
 }  // namespace
 

@@ -212,7 +212,8 @@ void NoKernelImageOf(const ProcessLibraries& p, JobContext& ctx) {
 
 void NoKernelImageRule(RuleContext& rule) { ForEachProcessLibraries(rule, NoKernelImageOf); }
 
-const RuleRegistration kRegistration(NoKernelImageRule, {FindingId::kAbiNoKernelImage});
+const RuleRegistration kNoKernelImageRuleRegistration(NoKernelImageRule,
+    {FindingId::kAbiNoKernelImage});
 
 }  // namespace
 

@@ -75,7 +75,8 @@ void StaleLibraryOf(const ProcessLibraries& p, JobContext& ctx) {
 
 void StaleLibraryRule(RuleContext& rule) { ForEachProcessLibraries(rule, StaleLibraryOf); }
 
-const RuleRegistration kRegistration(StaleLibraryRule, {FindingId::kAbiStaleLibrary});
+const RuleRegistration kStaleLibraryRuleRegistration(StaleLibraryRule,
+    {FindingId::kAbiStaleLibrary});
 
 }  // namespace
 

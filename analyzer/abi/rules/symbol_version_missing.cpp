@@ -128,7 +128,8 @@ void SymbolVersionMissingOf(const ProcessLibraries& p, JobContext& ctx) {
 
 void SymbolVersionMissingRule(RuleContext& rule) { ForEachProcessLibraries(rule, SymbolVersionMissingOf); }
 
-const RuleRegistration kRegistration(SymbolVersionMissingRule, {FindingId::kAbiSymbolVersionMissing});
+const RuleRegistration kSymbolVersionMissingRuleRegistration(SymbolVersionMissingRule,
+    {FindingId::kAbiSymbolVersionMissing});
 
 }  // namespace
 

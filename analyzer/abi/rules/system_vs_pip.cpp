@@ -50,7 +50,7 @@ void SystemVsPipOf(const ProcessLibraries& p, JobContext& ctx) {
 
 void SystemVsPipRule(RuleContext& rule) { ForEachProcessLibraries(rule, SystemVsPipOf); }
 
-const RuleRegistration kRegistration(SystemVsPipRule, {FindingId::kAbiSystemVsPip});
+const RuleRegistration kSystemVsPipRuleRegistration(SystemVsPipRule, {FindingId::kAbiSystemVsPip});
 
 }  // namespace
 

@@ -168,7 +168,8 @@ void AllocatorConfigOf(RuleContext& ctx, const ProcessTrace& t, const Allocation
 
 void AllocatorConfigIgnoredRule(RuleContext& ctx) { ForEachProcess(ctx, AllocatorConfigOf); }
 
-const RuleRegistration kRegistration(AllocatorConfigIgnoredRule, {FindingId::kGpuAllocatorConfigIgnored});
+const RuleRegistration kAllocatorConfigIgnoredRuleRegistration(AllocatorConfigIgnoredRule,
+    {FindingId::kGpuAllocatorConfigIgnored});
 }  // namespace
 
 }  // namespace colabtrace::analyzer::gpu

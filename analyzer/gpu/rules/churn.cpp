@@ -47,7 +47,7 @@ void ChurnOf(RuleContext& ctx, const ProcessTrace& t, const AllocationTimeline& 
 
 void ChurnRule(RuleContext& ctx) { ForEachProcess(ctx, ChurnOf); }
 
-const RuleRegistration kRegistration(ChurnRule, {FindingId::kGpuChurn});
+const RuleRegistration kChurnRuleRegistration(ChurnRule, {FindingId::kGpuChurn});
 }  // namespace
 
 }  // namespace colabtrace::analyzer::gpu

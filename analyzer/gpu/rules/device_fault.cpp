@@ -176,7 +176,7 @@ void DeviceFaultOf(RuleContext& ctx, const ProcessTrace& t, const AllocationTime
 
 void DeviceFaultRule(RuleContext& ctx) { ForEachProcess(ctx, DeviceFaultOf); }
 
-const RuleRegistration kRegistration(DeviceFaultRule, {FindingId::kGpuDeviceFault});
+const RuleRegistration kDeviceFaultRuleRegistration(DeviceFaultRule, {FindingId::kGpuDeviceFault});
 }  // namespace
 
 }  // namespace colabtrace::analyzer::gpu

@@ -87,7 +87,8 @@ void LaunchFailedOf(RuleContext& ctx, const ProcessTrace& t, const AllocationTim
 
 void LaunchFailedRule(RuleContext& ctx) { ForEachProcess(ctx, LaunchFailedOf); }
 
-const RuleRegistration kRegistration(LaunchFailedRule, {FindingId::kGpuLaunchFailed});
+const RuleRegistration kLaunchFailedRuleRegistration(LaunchFailedRule,
+    {FindingId::kGpuLaunchFailed});
 }  // namespace
 
 }  // namespace colabtrace::analyzer::gpu

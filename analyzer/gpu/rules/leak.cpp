@@ -63,7 +63,7 @@ void LeakOf(RuleContext& ctx, const ProcessTrace& t, const AllocationTimeline& g
 
 void LeakRule(RuleContext& ctx) { ForEachProcess(ctx, LeakOf); }
 
-const RuleRegistration kRegistration(LeakRule, {FindingId::kGpuLeak});
+const RuleRegistration kLeakRuleRegistration(LeakRule, {FindingId::kGpuLeak});
 }  // namespace
 
 }  // namespace colabtrace::analyzer::gpu

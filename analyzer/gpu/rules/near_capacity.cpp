@@ -33,7 +33,8 @@ void NearCapacityOf(RuleContext& ctx, const ProcessTrace& t, const AllocationTim
 
 void NearCapacityRule(RuleContext& ctx) { ForEachProcess(ctx, NearCapacityOf); }
 
-const RuleRegistration kRegistration(NearCapacityRule, {FindingId::kGpuNearCapacity});
+const RuleRegistration kNearCapacityRuleRegistration(NearCapacityRule,
+    {FindingId::kGpuNearCapacity});
 }  // namespace
 
 }  // namespace colabtrace::analyzer::gpu

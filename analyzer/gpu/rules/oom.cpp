@@ -215,7 +215,8 @@ void OomOf(RuleContext& ctx, const ProcessTrace& t, const AllocationTimeline& g)
 
 void OomRule(RuleContext& ctx) { ForEachProcess(ctx, OomOf); }
 
-const RuleRegistration kRegistration(OomRule, {FindingId::kGpuOom, FindingId::kGpuOomFragmentation});
+const RuleRegistration kOomRuleRegistration(OomRule,
+    {FindingId::kGpuOom, FindingId::kGpuOomFragmentation});
 
 }  // namespace
 

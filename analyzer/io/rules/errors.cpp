@@ -177,7 +177,7 @@ void ErrorsRule(RuleContext& ctx) {
 }
 
 namespace {
-const RuleRegistration kRegistration(ErrorsRule, {FindingId::kIoErrors});
+const RuleRegistration kErrorsRuleRegistration(ErrorsRule, {FindingId::kIoErrors});
 }  // namespace
 
 }  // namespace colabtrace::analyzer::io

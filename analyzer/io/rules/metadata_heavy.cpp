@@ -70,7 +70,8 @@ void MetadataHeavyRule(RuleContext& ctx) {
 }
 
 namespace {
-const RuleRegistration kRegistration(MetadataHeavyRule, {FindingId::kIoMetadataHeavy});
+const RuleRegistration kMetadataHeavyRuleRegistration(MetadataHeavyRule,
+    {FindingId::kIoMetadataHeavy});
 }  // namespace
 
 }  // namespace colabtrace::analyzer::io

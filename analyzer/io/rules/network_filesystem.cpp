@@ -62,7 +62,8 @@ void NetworkFilesystemRule(RuleContext& ctx) {
 }
 
 namespace {
-const RuleRegistration kRegistration(NetworkFilesystemRule, {FindingId::kIoNetworkFilesystem});
+const RuleRegistration kNetworkFilesystemRuleRegistration(NetworkFilesystemRule,
+    {FindingId::kIoNetworkFilesystem});
 }  // namespace
 
 }  // namespace colabtrace::analyzer::io

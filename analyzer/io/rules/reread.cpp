@@ -46,7 +46,7 @@ void RereadRule(RuleContext& ctx) {
 }
 
 namespace {
-const RuleRegistration kRegistration(RereadRule, {FindingId::kIoReread});
+const RuleRegistration kRereadRuleRegistration(RereadRule, {FindingId::kIoReread});
 }  // namespace
 
 }  // namespace colabtrace::analyzer::io

@@ -64,7 +64,7 @@ void SmallFilesRule(RuleContext& ctx) {
 }
 
 namespace {
-const RuleRegistration kRegistration(SmallFilesRule, {FindingId::kIoSmallFiles});
+const RuleRegistration kSmallFilesRuleRegistration(SmallFilesRule, {FindingId::kIoSmallFiles});
 }  // namespace
 
 }  // namespace colabtrace::analyzer::io

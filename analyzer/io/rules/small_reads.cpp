@@ -49,7 +49,7 @@ void SmallReadsRule(RuleContext& ctx) {
 }
 
 namespace {
-const RuleRegistration kRegistration(SmallReadsRule, {FindingId::kIoSmallReads});
+const RuleRegistration kSmallReadsRuleRegistration(SmallReadsRule, {FindingId::kIoSmallReads});
 }  // namespace
 
 }  // namespace colabtrace::analyzer::io

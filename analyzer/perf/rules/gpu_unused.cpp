@@ -140,7 +140,7 @@ void GpuUnusedRule(RuleContext& ctx) {
   }
 }
 
-const RuleRegistration kRegistration(GpuUnusedRule, {FindingId::kPerfGpuUnused});
+const RuleRegistration kGpuUnusedRuleRegistration(GpuUnusedRule, {FindingId::kPerfGpuUnused});
 
 }  // namespace
 }  // namespace colabtrace::analyzer::perf

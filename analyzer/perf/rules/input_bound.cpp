@@ -194,7 +194,7 @@ void InputBoundRule(RuleContext& ctx) {
   }
 }
 
-const RuleRegistration kRegistration(InputBoundRule, {FindingId::kPerfInputBound});
+const RuleRegistration kInputBoundRuleRegistration(InputBoundRule, {FindingId::kPerfInputBound});
 
 }  // namespace
 }  // namespace colabtrace::analyzer::perf

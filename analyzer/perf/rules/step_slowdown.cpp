@@ -164,7 +164,8 @@ void StepSlowdownRule(RuleContext& ctx) {
   }
 }
 
-const RuleRegistration kRegistration(StepSlowdownRule, {FindingId::kPerfStepSlowdown});
+const RuleRegistration kStepSlowdownRuleRegistration(StepSlowdownRule,
+    {FindingId::kPerfStepSlowdown});
 
 }  // namespace
 }  // namespace colabtrace::analyzer::perf

@@ -294,7 +294,8 @@ void HostMemoryPressureRule(RuleContext& ctx) {
   }
 }
 
-const RuleRegistration kRegistration(HostMemoryPressureRule, {FindingId::kHostMemoryPressure});
+const RuleRegistration kHostMemoryPressureRuleRegistration(HostMemoryPressureRule,
+    {FindingId::kHostMemoryPressure});
 
 }  // namespace
 

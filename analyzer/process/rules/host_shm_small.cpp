@@ -87,7 +87,7 @@ void HostShmSmallRule(RuleContext& ctx) {
   for (const auto& [host, members] : hosts.by_host) HostShmSmallOf(ctx, hosts.Members(host));
 }
 
-const RuleRegistration kRegistration(HostShmSmallRule, {FindingId::kHostShmSmall});
+const RuleRegistration kHostShmSmallRuleRegistration(HostShmSmallRule, {FindingId::kHostShmSmall});
 
 }  // namespace
 

@@ -183,7 +183,8 @@ void ProcFatalSignalOf(RuleContext& ctx, const ProcessEnd& e) {
 
 void ProcFatalSignalRule(RuleContext& ctx) { ForEachJobProcess(ctx, ProcFatalSignalOf); }
 
-const RuleRegistration kRegistration(ProcFatalSignalRule, {FindingId::kProcFatalSignal});
+const RuleRegistration kProcFatalSignalRuleRegistration(ProcFatalSignalRule,
+    {FindingId::kProcFatalSignal});
 
 }  // namespace
 

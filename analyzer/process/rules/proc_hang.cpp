@@ -246,7 +246,7 @@ void ProcHangRule(RuleContext& ctx) {
   ctx.Add(std::move(f));
 }
 
-const RuleRegistration kRegistration(ProcHangRule, {FindingId::kProcHang});
+const RuleRegistration kProcHangRuleRegistration(ProcHangRule, {FindingId::kProcHang});
 
 }  // namespace
 }  // namespace colabtrace::analyzer::rules

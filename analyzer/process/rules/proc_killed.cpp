@@ -252,7 +252,7 @@ void ProcKilledOf(RuleContext& ctx, const ProcessEnd& e) {
 
 void ProcKilledRule(RuleContext& ctx) { ForEachJobProcess(ctx, ProcKilledOf); }
 
-const RuleRegistration kRegistration(ProcKilledRule, {FindingId::kProcKilled});
+const RuleRegistration kProcKilledRuleRegistration(ProcKilledRule, {FindingId::kProcKilled});
 
 }  // namespace
 
