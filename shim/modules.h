@@ -20,6 +20,7 @@ void IoModuleStart(StartKind) __attribute__((weak, visibility("hidden")));
 void GpuModuleStart(StartKind) __attribute__((weak, visibility("hidden")));
 void LibsModuleStart(StartKind) __attribute__((weak, visibility("hidden")));
 void CuptiModuleStart(StartKind) __attribute__((weak, visibility("hidden")));
+void PythonModuleStart(StartKind) __attribute__((weak, visibility("hidden")));
 // Called once at a clean end (exit, _exit, return from main) before the trace closes.
 void GpuModuleFinish() __attribute__((weak, visibility("hidden")));
 void LibsModuleFinish() __attribute__((weak, visibility("hidden")));

@@ -110,6 +110,7 @@ void StartModules(StartKind kind) {
   if (LibsModuleStart) LibsModuleStart(kind);
   if (GpuModuleStart) GpuModuleStart(kind);
   if (CuptiModuleStart) CuptiModuleStart(kind);
+  if (PythonModuleStart) PythonModuleStart(kind);
 }
 
 void AfterForkAtfork() { AfterForkInChild(LibcState::kUsable); }

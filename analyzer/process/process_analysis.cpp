@@ -235,6 +235,20 @@ class ProcessAnalysis final : public Analysis {
       threads.Append(std::move(th));
     }
     p["threads"] = std::move(threads);
+    // The shim could not read this interpreter's frames: its records have no Python
+    // stacks, and the report says so by version rather than leave them silently empty.
+    for (const auto& n : t.records.ShimNote) {
+      const bool unknown = n.code == static_cast<uint64_t>(format::ShimNoteCode::kPythonStacksUnavailable);
+      if (!unknown && n.code != static_cast<uint64_t>(format::ShimNoteCode::kPythonLayoutMismatch)) continue;
+      Json ps = Json::MakeObject();
+      ps["available"] = false;
+      ps["version"] = std::to_string(n.value >> 8) + "." + std::to_string(n.value & 0xFF);
+      ps["interpreter"] = std::string(t.Str(n.text));
+      ps["why"] = unknown ? "no frame layout for this CPython version"
+                          : "this build's frames do not fit the layout of its version";
+      p["python_stacks"] = std::move(ps);
+      break;
+    }
     Json children = Json::MakeArray();
     for (const auto& fk : t.records.Fork) {
       if (fk.child_pid > 0) children.Append(fk.child_pid);

@@ -27,6 +27,7 @@
 
 #include "config.h"
 #include "lifecycle.h"
+#include "modules.h"
 #include "python_stack.h"
 #include "raw.h"
 #include "real.h"
@@ -119,11 +120,23 @@ __attribute__((constructor(102))) void PythonModuleInit() {
   if (!g_recording) return;
   ShimScope scope;
   InitPythonStacks();
+  NotePythonStacksUnavailable();
   InstallStartupHook();
 }
 
 }  // namespace
 }  // namespace colabtrace::shim::python
+
+namespace colabtrace::shim {
+
+// A fork child's trace is its own: it says again that this interpreter's stacks are
+// unavailable. (At process start and after an exec the constructor above says it, once
+// the interpreter is looked up.)
+void PythonModuleStart(StartKind kind) {
+  if (kind == StartKind::kForkChild) python::NotePythonStacksUnavailable();
+}
+
+}  // namespace colabtrace::shim
 
 using namespace colabtrace::shim;  // NOLINT
 

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "config.h"
@@ -71,6 +72,10 @@ using Addr2LineFn = int (*)(void*, int);
 
 struct Interpreter {
   const Layout* layout = nullptr;
+  // A CPython whose frames no layout describes: (major << 8) | minor and its version text
+  // ("3.10.13"), for the ShimNote that says so; 0 without Python or with a layout.
+  uint32_t unreadable = 0;
+  char version_text[24] = {};
   GetThreadStateFn this_thread_state = nullptr;
   IsInitializedFn is_initialized = nullptr;
   Addr2LineFn addr2line = nullptr;
@@ -310,17 +315,57 @@ uint64_t HashFrames(const FrameRef* f, size_t n) {
   return h;
 }
 
+// ---- an interpreter whose frames cannot be read ----------------------------------------
+
+// "3.10.13 (main, ...)" -> 0x030A and "3.10.13" in text; 0 when it does not start with
+// MAJOR.MINOR.
+uint32_t ParseVersionText(const char* v, char* text, size_t cap) {
+  uint32_t major = 0, minor = 0;
+  size_t i = 0;
+  for (; v[i] >= '0' && v[i] <= '9' && i < 3; ++i) major = major * 10 + static_cast<uint32_t>(v[i] - '0');
+  if (i == 0 || v[i] != '.') return 0;
+  size_t j = ++i;
+  for (; v[i] >= '0' && v[i] <= '9' && i < j + 3; ++i) minor = minor * 10 + static_cast<uint32_t>(v[i] - '0');
+  if (i == j) return 0;
+  size_t n = 0;
+  while (v[n] != '\0' && v[n] != ' ' && n + 1 < cap) {
+    text[n] = v[n];
+    ++n;
+  }
+  text[n] = '\0';
+  return (major << 8) | minor;
+}
+
+// Py_Version (3.11+): 0xMMmmppRS -> "3.13.1".
+void VersionHexText(unsigned long hex, char* text, size_t cap) {
+  std::snprintf(text, cap, "%lu.%lu.%lu", (hex >> 24) & 0xFF, (hex >> 16) & 0xFF, (hex >> 8) & 0xFF);
+}
+
+void EmitPythonNote(format::ShimNoteCode code) {
+  format::ShimNote note;
+  note.ts = Ticks();
+  note.code = static_cast<uint64_t>(code);
+  note.value = g_py.unreadable != 0 ? g_py.unreadable : g_py.layout != nullptr ? g_py.layout->version : 0;
+  note.text = InternCString(g_py.version_text);
+  Emit(note);
+}
+
 }  // namespace
 
 bool InitPythonStacks() {
   if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) != 0) return g_py.layout != nullptr;
   Interpreter py;
+  uint32_t major_minor = 0;
   const auto* version = static_cast<const unsigned long*>(Lookup("Py_Version"));
   if (version != nullptr) {
-    const uint32_t major_minor = static_cast<uint32_t>(*version >> 16) & 0xFFFF;
+    major_minor = static_cast<uint32_t>(*version >> 16) & 0xFFFF;
+    VersionHexText(*version, py.version_text, sizeof(py.version_text));
     for (const Layout& l : kLayouts) {
       if (l.version == major_minor) py.layout = &l;
     }
+  } else if (auto* get = reinterpret_cast<const char* (*)()>(Lookup("Py_GetVersion")); get != nullptr) {
+    // CPython before 3.11 has no Py_Version; its Py_GetVersion formats static strings only.
+    major_minor = ParseVersionText(get(), py.version_text, sizeof(py.version_text));
   }
   if (py.layout != nullptr) {
     py.this_thread_state = reinterpret_cast<GetThreadStateFn>(Lookup("PyGILState_GetThisThreadState"));
@@ -333,6 +378,7 @@ bool InitPythonStacks() {
       py.layout = nullptr;
     }
   }
+  if (py.layout == nullptr && major_minor >= 0x0200) py.unreadable = major_minor;
   // Probe checked reads once.
   uint64_t probe = 0x5A5A, copy = 0;
   struct iovec local = {&copy, sizeof(copy)};
@@ -357,8 +403,22 @@ static bool LayoutProvenHere() {
   bool bad = false;
   const size_t n = CollectFrames<CheckedRead>(frames, kMaxPythonFrames, &bad);
   if (n == 0 && !bad) return false;  // no Python frame on this thread: decide later
-  __atomic_store_n(&g_layout_proven, bad ? 2 : 1, __ATOMIC_RELEASE);
-  return !bad;
+  int expected = 0;
+  if (__atomic_compare_exchange_n(&g_layout_proven, &expected, bad ? 2 : 1, false, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_ACQUIRE) &&
+      bad) {
+    EmitPythonNote(format::ShimNoteCode::kPythonLayoutMismatch);  // once: this thread won
+  }
+  return __atomic_load_n(&g_layout_proven, __ATOMIC_ACQUIRE) == 1;
+}
+
+void NotePythonStacksUnavailable() {
+  if (__atomic_load_n(&g_init_state, __ATOMIC_ACQUIRE) == 0) return;
+  if (g_py.unreadable != 0) {
+    EmitPythonNote(format::ShimNoteCode::kPythonStacksUnavailable);
+  } else if (__atomic_load_n(&g_layout_proven, __ATOMIC_ACQUIRE) == 2) {
+    EmitPythonNote(format::ShimNoteCode::kPythonLayoutMismatch);
+  }
 }
 
 uint64_t CapturePythonStackId() {

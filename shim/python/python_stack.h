@@ -33,6 +33,13 @@ inline constexpr size_t kMaxPythonStackText = 4096;
 // runs from a constructor. Returns true when a supported CPython is in the process.
 bool InitPythonStacks();
 
+// Writes a ShimNote (kPythonStacksUnavailable) when the process runs a CPython whose
+// frames no layout describes (3.10 and older, a newer one than the table), or
+// (kPythonLayoutMismatch) when the first walk found the table wrong for this build; the
+// report names the version rather than leaving stacks silently empty. At start, after
+// InitPythonStacks, and in a fork child. Inside a ShimScope.
+void NotePythonStacksUnavailable();
+
 // The interned String id of the calling thread's Python stack, 0 when the thread runs
 // no Python code (or the interpreter is unknown). For hooks (GPU allocations): repeated
 // stacks cost one hash of the frame chain and one table probe. COLABTRACE_STACKS=0 turns

@@ -23,6 +23,11 @@ PYTHONS = [p for p in ("/usr/bin/python3.11", "/root/.pyenv/versions/3.11.7/bin/
            if os.path.exists(p)]
 # One without a layout (3.10: no Py_Version): no Python stack, and nothing breaks.
 UNSUPPORTED = "/root/.pyenv/versions/3.10.13/bin/python3.10"
+# Every CPython here whose frames the shim cannot read (pyenv's 2.7 and 3.6-3.10), with
+# its version: the report names each one.
+UNREADABLE = [(p, v) for v, p in (
+    (v, f"/root/.pyenv/versions/{v}/bin/python{'.'.join(v.split('.')[:2])}")
+    for v in ("2.7.18", "3.6.15", "3.7.16", "3.8.18", "3.9.18", "3.10.13")) if os.path.exists(p)]
 
 
 def line_of(path: str, marker: str) -> int:
@@ -101,6 +106,41 @@ class FatalSignalTest(PythonStackTest):
         (f,) = h.findings(h.report(*run.traces), "proc.fatal-signal")
         self.assertIsNone(f["evidence"]["python_stack"])
         self.assertGreater(len(f["evidence"]["stack"]), 0)  # the native stack is still there
+
+    @unittest.skipUnless(UNREADABLE, "no CPython without a known layout here")
+    def test_an_unreadable_interpreter_is_named_in_the_report(self):
+        # A parent and its fork child: each trace says it, in JSON and in the text report.
+        script = self.write("forks.py", """\
+            import os
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0)
+            os.waitpid(pid, 0)
+            """)
+        for python, version in UNREADABLE:
+            with self.subTest(python=python):
+                run = h.run_traced([python, script])
+                self.assertEqual(run.returncode, 0, run.stderr)
+                self.assertEqual(len(run.traces), 2)
+                rep = h.report(*run.traces)
+                short = ".".join(version.split(".")[:2])
+                want = {"available": False, "version": short, "interpreter": version,
+                        "why": "no frame layout for this CPython version"}
+                self.assertEqual([p.get("python_stacks") for p in rep["processes"]], [want, want])
+                pids = [p["pid"] for p in rep["processes"]]  # the text lists them in this order
+                text = h.cli("report", *run.traces).stdout
+                self.assertIn(f"Python stacks unavailable for {short} (CPython {version}, pids "
+                              f"{pids[0]} {pids[1]}): no frame layout for this CPython version\n", text)
+
+    @unittest.skipUnless(PYTHONS, "no CPython 3.11 here")
+    def test_a_readable_interpreter_is_not_named(self):
+        for python in PYTHONS:
+            with self.subTest(python=python):
+                run = h.run_traced([python, "-c", "pass"])
+                self.assertEqual(run.returncode, 0, run.stderr)
+                (proc,) = h.report(*run.traces)["processes"]
+                self.assertNotIn("python_stacks", proc)
+                self.assertNotIn("Python stacks unavailable", h.cli("report", *run.traces).stdout)
 
     def test_not_python_has_no_python_stack(self):
         run = h.run_traced(["/bin/sh", "-c", "kill -SEGV $$"])

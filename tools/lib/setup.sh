@@ -86,8 +86,10 @@ colabtrace_build_sanitized() {
   local dir="$1"
   if [ ! -f "$dir/build.ninja" ]; then
     local compilers=() cuda_args=(-DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON)
-    command -v clang++ >/dev/null && command -v clang >/dev/null &&
-      compilers=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++)
+    # C stays with the system's cc: the test fixtures written in C (tests/elf, tests/libs)
+    # are then linked exactly as in build/ (clang's links name libc in DT_NEEDED where
+    # gcc's do not).
+    command -v clang++ >/dev/null && compilers=(-DCMAKE_CXX_COMPILER=clang++)
     [ -d /usr/local/cuda ] && cuda_args=(-DCUDAToolkit_ROOT=/usr/local/cuda)
     cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Sanitize "${compilers[@]}" \
       -DCMAKE_C_FLAGS_SANITIZE="-O1 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g1 -DNDEBUG" \

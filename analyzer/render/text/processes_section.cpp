@@ -2,6 +2,7 @@
 // or past kProcessRowsBeforeGrouping one per role, with counts. From processes[].
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "model/process_role.h"
 #include "render/text/sections.h"
@@ -96,7 +97,23 @@ void ProcessesSection(const ReportBuilder& report, std::vector<TextSection>& out
   if (const Json* rows = report.document().Find("processes"); rows != nullptr && rows->is_array()) {
     for (const Json& p : rows->array()) procs.push_back(&p);
   }
-  out.push_back({"Processes", ProcessTable(procs)});
+  std::string table = ProcessTable(procs);
+  // "Python stacks unavailable for 3.10 (CPython 3.10.13, pids 812, 813): ...", one line
+  // per version and reason, after the table.
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<int64_t>> unavailable;
+  for (const Json* p : procs) {
+    const Json* ps = p->Find("python_stacks");
+    if (ps == nullptr || !ps->is_object() || (*ps)["available"].boolean()) continue;
+    unavailable[{(*ps)["version"].str(), (*ps)["interpreter"].str(), (*ps)["why"].str()}].push_back(
+        (*p)["pid"].as_int());
+  }
+  for (const auto& [key, pids] : unavailable) {
+    const auto& [version, interpreter, why] = key;
+    table += "Python stacks unavailable for " + EscapeForTerminal(version) + " (CPython " +
+             EscapeForTerminal(interpreter) + ", " + (pids.size() == 1 ? "pid " : "pids ") +
+             PidSample(pids) + "): " + why + "\n";
+  }
+  out.push_back({"Processes", std::move(table)});
 }
 
 }  // namespace colabtrace::analyzer::text

@@ -591,6 +591,14 @@ enum class ShimNoteCode : uint8_t {
   kInternTableFull = 2, // strings are no longer deduplicated
   kStackUnavailable = 3,
   kSignalChained = 4,   // a fatal signal was passed on to the program's own handler
+  // The process runs a CPython whose frames the shim cannot read, so its records carry
+  // no Python stack: value (major << 8) | minor, text the interpreter's version
+  // ("3.10.13"). Once per process (again in a fork child, whose trace is its own).
+  kPythonStacksUnavailable = 5,
+  // The same for a version in the layout table whose frames did not fit it (a build the
+  // table does not describe): the first stack walk found no code object where the table
+  // said; stacks are off from there on.
+  kPythonLayoutMismatch = 6,
 };
 
 // ---- GPU API ids (GpuAlloc, GpuFree, GpuMemInfo, GpuPool, GpuVmm, GpuModule, GpuError,
