@@ -168,8 +168,9 @@ GROUPS = {
             # Incremental-compilation directories are named after the time.
             Scenario("cargo-build", ["cargo", "build"] + CARGO_ARGS, ["cargo", "rustc", "cc"], copy=["rust"],
                      ignore_files=CARGO_VARYING),
+            # libtest runs the tests on threads: their result lines come in either order.
             Scenario("cargo-test", ["cargo", "test"] + CARGO_ARGS, ["cargo", "rustc", "cc"], copy=["rust"],
-                     ignore_files=CARGO_VARYING),
+                     ignore_files=CARGO_VARYING, sort_output=True),
             Scenario("rustc", ["rustc", "-O", "-o", "probe", os.path.join("rust", "src", "main.rs")],
                      ["rustc", "cc"], copy=["rust"]),
             Scenario("rust-run", ["{prep}/debug/probe"], ["cargo"], procs={"probe": 1, SH: 1}),
