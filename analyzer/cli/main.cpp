@@ -1,4 +1,5 @@
 // colabtrace: the offline analyzer's command line.
+#include <dlfcn.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -108,6 +109,11 @@ void PrintTopHelp(const std::vector<std::unique_ptr<Command>>& cmds) {
 
 int main(int argc, char** argv) {
   using namespace colabtrace::cli;
+  // `colabtrace run`'s check that the shim loads (run_command.cpp, ShimLoadProblem): run
+  // starts this program with the shim preloaded (recording nothing) and this variable set.
+  if (std::getenv("COLABTRACE_SHIM_PROBE") != nullptr) {
+    return dlsym(RTLD_DEFAULT, "colabtrace_trace_path") != nullptr ? 0 : 3;
+  }
   auto cmds = MakeCommands();
   if (argc < 2) {
     PrintTopHelp(cmds);

@@ -2,6 +2,8 @@
 // outside into colabtrace.run.<pid>.ctrace (see cli/run_sampler.h), record its exact exit
 // status, and print a short summary. With --hang-timeout, end a job that stopped making
 // progress, after recording what every thread of it was doing (cli/hang_watch.h).
+#include <fcntl.h>
+#include <gnu/libc-version.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -29,6 +31,7 @@
 
 #include "cli/command.h"
 #include "cli/hang_watch.h"
+#include "core/format.h"
 #include "model/process_facts.h"
 #include "cli/run_sampler.h"
 #include "colabtrace/format/wire.h"
@@ -81,6 +84,69 @@ std::string FindShim() {
     if (fs::exists(p, ec)) return fs::weakly_canonical(p, ec).string();
   }
   return {};
+}
+
+// Why the shim would not load in the command's processes, or "" when it loads. The
+// dynamic loader skips an LD_PRELOAD it cannot load (a glibc older than the shim needs,
+// a missing library) with one line on stderr, and every process then runs untraced: the
+// user would find an empty folder. So run first starts itself with the shim preloaded,
+// recording nothing (COLABTRACE_DISABLE=1), and asks whether it is there (main.cpp,
+// COLABTRACE_SHIM_PROBE); what the loader printed is the reason.
+std::string ShimLoadProblem(const std::string& shim) {
+  int err[2];
+  if (pipe2(err, O_CLOEXEC) != 0) return {};
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(err[0]);
+    close(err[1]);
+    return {};
+  }
+  if (pid == 0) {
+    dup2(err[1], STDERR_FILENO);
+    if (const int null = open("/dev/null", O_WRONLY | O_CLOEXEC); null >= 0) dup2(null, STDOUT_FILENO);
+    setenv("LD_PRELOAD", shim.c_str(), 1);
+    setenv("COLABTRACE_DISABLE", "1", 1);
+    setenv("COLABTRACE_SHIM_PROBE", "1", 1);
+    execl("/proc/self/exe", "colabtrace", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(err[1]);
+  std::string said;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = read(err[0], buf, sizeof(buf));
+    if (n > 0) {
+      said.append(buf, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  close(err[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && said.empty()) return {};  // no probe: run as before
+  while (!said.empty() && std::isspace(static_cast<unsigned char>(said.back()))) said.pop_back();
+  if (said.empty()) said = "it was not in the process, and the loader said nothing";
+  // "version `GLIBC_2.35' not found": the version it needs, against the glibc found.
+  std::string needs;
+  if (const size_t at = said.find("version `GLIBC_"); at != std::string::npos) {
+    const size_t end = said.find('\'', at + 9);
+    if (end != std::string::npos) needs = said.substr(at + 9, end - at - 9);
+  }
+  std::string why;  // the loader's lines, each indented
+  for (size_t at = 0; at <= said.size();) {
+    const size_t nl = std::min(said.find('\n', at), said.size());
+    why += "  " + analyzer::EscapeForTerminal(std::string_view(said).substr(at, nl - at)) + "\n";
+    at = nl + 1;
+  }
+  if (!needs.empty()) {
+    why += "the shim needs " + needs + "; this machine's glibc is " + gnu_get_libc_version();
+  } else {
+    why += "(this machine's glibc is " + std::string(gnu_get_libc_version()) + ")";
+  }
+  return why;
 }
 
 // ---- signals sent to `colabtrace run` itself ------------------------------------------
@@ -253,6 +319,13 @@ class RunCommand final : public Command {
     if (shim.empty()) {
       ErrLine() << "colabtrace run: cannot find libcolabtrace.so next to this program; set "
                    "COLABTRACE_SHIM=/path/to/libcolabtrace.so\n";
+      return kExitUsage;
+    }
+    if (const std::string problem = ShimLoadProblem(shim); !problem.empty()) {
+      ErrLine() << "colabtrace run: " << shim
+                << " does not load here, so no process of the command would be traced; the "
+                   "command was not started. The loader said:\n"
+                << problem << "\n";
       return kExitUsage;
     }
     if (out_dir.empty()) out_dir = DefaultOutDir();
