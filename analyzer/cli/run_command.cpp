@@ -93,6 +93,11 @@ std::string FindShim() {
 // recording nothing (COLABTRACE_DISABLE=1), and asks whether it is there (main.cpp,
 // COLABTRACE_SHIM_PROBE); what the loader printed is the reason.
 std::string ShimLoadProblem(const std::string& shim) {
+  // By its own path, not /proc/self/exe: a tracer of run (strace, the audits) then sees
+  // run's own program, not an unknown one.
+  std::error_code ec;
+  const std::string self = fs::read_symlink("/proc/self/exe", ec).string();
+  if (ec || self.empty()) return {};
   int err[2];
   if (pipe2(err, O_CLOEXEC) != 0) return {};
   const pid_t pid = fork();
@@ -107,7 +112,7 @@ std::string ShimLoadProblem(const std::string& shim) {
     setenv("LD_PRELOAD", shim.c_str(), 1);
     setenv("COLABTRACE_DISABLE", "1", 1);
     setenv("COLABTRACE_SHIM_PROBE", "1", 1);
-    execl("/proc/self/exe", "colabtrace", static_cast<char*>(nullptr));
+    execl(self.c_str(), "colabtrace", static_cast<char*>(nullptr));
     _exit(127);
   }
   close(err[1]);
