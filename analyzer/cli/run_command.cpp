@@ -86,10 +86,11 @@ std::string FindShim() {
   return {};
 }
 
-// Why the shim would not load in the command's processes, or "" when it loads. The
-// dynamic loader skips an LD_PRELOAD it cannot load (a glibc older than the shim needs,
-// a missing library) with one line on stderr, and every process then runs untraced: the
-// user would find an empty folder. So run first starts itself with the shim preloaded,
+// Why the shim would not load in the command's processes, or "" when it loads. A shim
+// the dynamic loader cannot load leaves every process of the job untraced (a missing
+// library: the loader skips it with one line on stderr, and the user finds an empty
+// folder) or unable to start (a symbol version this glibc lacks is fatal to every
+// program that preloads it). So run first starts itself with the shim preloaded,
 // recording nothing (COLABTRACE_DISABLE=1), and asks whether it is there (main.cpp,
 // COLABTRACE_SHIM_PROBE); what the loader printed is the reason.
 std::string ShimLoadProblem(const std::string& shim) {

@@ -98,7 +98,7 @@ void ProcessesSection(const ReportBuilder& report, std::vector<TextSection>& out
     for (const Json& p : rows->array()) procs.push_back(&p);
   }
   std::string table = ProcessTable(procs);
-  // "Python stacks unavailable for 3.10 (CPython 3.10.13, pids 812, 813): ...", one line
+  // "Python stacks unavailable for 3.10 (CPython 3.10.13, pids 812 813): ...", one line
   // per version and reason, after the table.
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<int64_t>> unavailable;
   for (const Json* p : procs) {
