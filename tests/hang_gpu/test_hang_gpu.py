@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import re
-import select
 import shutil
 import signal
 import subprocess
@@ -74,18 +73,11 @@ class KernelThatNeverFinishes(unittest.TestCase):
 
     def wait_blocked(self, p: subprocess.Popen, timeout: float = 60) -> tuple[int, int]:
         """Reads p's stdout until the program's "blocked" line; returns its pid and stream."""
-        got = b""
-        deadline = time.monotonic() + timeout
-        while not BLOCKED.search(got):
-            left = deadline - time.monotonic()
-            ready, _, _ = select.select([p.stdout], [], [], max(left, 0))
-            chunk = os.read(p.stdout.fileno(), 4096) if ready else b""
-            if not chunk:  # timed out, or the program ended without blocking
-                self.kill_group(p)
-                self.fail(f"no 'blocked' line: stdout {got!r}, exit {p.returncode}, "
-                          f"stderr {p.stderr.read()[-2000:] if p.stderr else b''!r}")
-            got += chunk
-        m = BLOCKED.search(got)
+        got, m = h.read_until(p, BLOCKED, timeout)
+        if m is None:  # timed out, or the program ended without blocking
+            self.kill_group(p)
+            self.fail(f"no 'blocked' line: stdout {got!r}, exit {p.returncode}, "
+                      f"stderr {p.stderr.read()[-2000:] if p.stderr else b''!r}")
         return int(m.group(1)), int(m.group(2), 16)
 
     def sit_blocked(self, p: subprocess.Popen, pid: int):

@@ -10,10 +10,13 @@ import contextlib
 import glob
 import json
 import os
+import re
+import select
 import shutil
 import signal
 import subprocess
 import tempfile
+import time
 import unittest
 from dataclasses import dataclass, field
 
@@ -200,6 +203,27 @@ def records(trace: str, name: str) -> list[dict]:
         if parsed is not None and parsed[0] == name:
             out.append(parsed[1])
     return out
+
+
+def read_until(p: subprocess.Popen, pattern: re.Pattern[bytes], timeout: float) -> tuple[bytes, re.Match | None]:
+    """Reads p's stdout pipe until pattern matches what was read, p closes it, or timeout
+    seconds pass. Returns the bytes read and the match (None if it never matched).
+
+    It reads the pipe's descriptor, not p.stdout's buffered file: after a readline,
+    lines already in that buffer are invisible to select(), so a program that printed
+    two lines at once and then blocked would look silent."""
+    fd = p.stdout.fileno()
+    got = b""
+    deadline = time.monotonic() + timeout
+    while (m := pattern.search(got)) is None:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            break
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        got += chunk
+    return got, m
 
 
 def kill_process_group(p: subprocess.Popen, wait_s: float = 60) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import select
 import shutil
 import signal
 import subprocess
@@ -26,7 +25,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
 
-from ctharness import CLI, SHIM, SYSTEM_PYTHON, by_pid, clean_env, findings, report  # noqa: E402
+from ctharness import CLI, SHIM, SYSTEM_PYTHON, by_pid, clean_env, findings, read_until, report  # noqa: E402
 from perftest import NEXT_BATCH_LINE, TRAIN, make_samples, torch_missing, _line_of  # noqa: E402
 from slowfs import FS_TYPE, SlowMount, fuse_unavailable  # noqa: E402
 
@@ -70,18 +69,10 @@ class DataLoaderHangTest(unittest.TestCase):
                     pass
 
             self.addCleanup(kill_group)
-            lines = []
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline and "step 5\n" not in lines:
-                if not select.select([p.stdout], [], [], 1.0)[0]:
-                    continue
-                line = p.stdout.readline()
-                if not line:
-                    break
-                lines.append(line)
-            if "step 5\n" not in lines:
+            got, step5 = read_until(p, re.compile(rb"^step 5$", re.M), timeout=120)
+            if step5 is None:
                 err_file.seek(0)
-                self.fail(f"the loop never reached step 5: {lines} {err_file.read()[-2000:]}")
+                self.fail(f"the loop never reached step 5: {got!r} {err_file.read()[-2000:]}")
             if kill_after_s is not None:
                 time.sleep(kill_after_s)
                 kill_group()
@@ -94,7 +85,7 @@ class DataLoaderHangTest(unittest.TestCase):
             err_file.seek(0)
             err = err_file.read()
             path = mount.path
-        return rc, "".join(lines) + out, err, path
+        return rc, got.decode() + out, err, path
 
     def check_hang(self, rep: dict, mnt: str, main_pid: int, python_stacks: bool):
         hangs = findings(rep, "proc.hang")
