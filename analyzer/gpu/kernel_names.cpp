@@ -173,7 +173,8 @@ Json KernelJson(const ProcessTrace& t, KernelNames& names, uint64_t api, uint64_
   k["kernel"] = n.kernel;
   k["library"] = n.library.empty() ? Json() : Json(n.library);
   const std::vector<std::string> py = PythonStackFrames(t, py_stack);
-  k["python_line"] = py.empty() ? Json() : Json(py.front());
+  k["python_line"] = py.empty() ? Json() : Json(ProgramFrame(py));
+  k["python_stack"] = PythonStackJson(t, py_stack);
   k["api"] = GpuApiLabel(api);
   k["stream"] = FormatHex(stream);
   return k;

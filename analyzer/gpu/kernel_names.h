@@ -59,8 +59,9 @@ class KernelNames {
   std::map<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t, uint64_t>, KernelName> resolved_;
 };
 
-// One kernel of an evidence list: {kernel, library, python_line (the innermost frame of
-// py_stack), api, stream}.
+// One kernel of an evidence list: {kernel, library, python_line (the innermost of the
+// program's own frames of py_stack: ProgramFrame), python_stack (all its frames, innermost
+// first; null without one), api, stream}.
 Json KernelJson(const ProcessTrace& t, KernelNames& names, uint64_t api, uint64_t func, uint64_t py_stack,
                 uint64_t stream);
 // KernelJson of a launch ring entry, with its grid, block and launching thread (tid).

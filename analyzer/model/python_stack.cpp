@@ -1,5 +1,7 @@
 #include "model/python_stack.h"
 
+#include <cctype>
+
 namespace colabtrace::analyzer {
 
 std::vector<std::string> PythonStackFrames(const ProcessTrace& t, uint64_t id) {
@@ -14,6 +16,31 @@ std::vector<std::string> PythonStackFrames(const ProcessTrace& t, uint64_t id) {
     start = end + 1;
   }
   return frames;
+}
+
+bool IsProgramFrame(std::string_view frame) {
+  if (frame.empty() || frame.front() == '<') return false;
+  const size_t colon = frame.rfind(':', frame.find(" in "));
+  const std::string_view path = frame.substr(0, colon);
+  if (path.find("/site-packages/") != std::string_view::npos || path.find("/dist-packages/") != std::string_view::npos) {
+    return false;
+  }
+  // The standard library: …/lib/python3.11/x.py or …/lib64/python3.11/x.py, any prefix.
+  for (size_t at = path.find("/python"); at != std::string_view::npos; at = path.find("/python", at + 1)) {
+    const std::string_view before = path.substr(0, at);
+    if (!before.ends_with("/lib") && !before.ends_with("/lib64")) continue;
+    size_t i = at + 7;
+    while (i < path.size() && (std::isdigit(static_cast<unsigned char>(path[i])) || path[i] == '.')) ++i;
+    if (i > at + 7 && i < path.size() && path[i] == '/') return false;
+  }
+  return true;
+}
+
+std::string ProgramFrame(const std::vector<std::string>& frames) {
+  for (const std::string& f : frames) {
+    if (IsProgramFrame(f)) return f;
+  }
+  return frames.empty() ? std::string() : frames.front();
 }
 
 Json PythonStackJson(const ProcessTrace& t, uint64_t id) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/json.h"
@@ -16,6 +17,17 @@ namespace colabtrace::analyzer {
 
 // The frames of py_stack string `id`, innermost first; empty for 0 or an unknown id.
 std::vector<std::string> PythonStackFrames(const ProcessTrace& t, uint64_t id);
+
+// Whether a "path:line in function" frame is the program's own code: not the
+// interpreter's standard library (…/lib/python3.N/…), not an installed package
+// (…/site-packages/…, …/dist-packages/…), not code without a file ("<frozen …>",
+// "<string>", a generated launcher).
+bool IsProgramFrame(std::string_view frame);
+
+// The frame that tells where in the program something happened: the innermost of the
+// program's own frames (a kernel launched through PyTorch, Triton or a helper package
+// names the user's line, not the library's), else the innermost frame; "" for none.
+std::string ProgramFrame(const std::vector<std::string>& frames);
 
 // The same as a JSON array of strings (the `python_stack` evidence field); null when
 // the record carries no Python stack.

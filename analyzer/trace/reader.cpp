@@ -258,6 +258,7 @@ class TraceDecoder {
             if (s.seq == 0) continue;
             Event<format::GpuLaunchRing>& ev = t_.records.GpuLaunchRing.emplace_back();
             static_cast<format::GpuLaunchRing&>(ev) = format::RingRecordOf(s, ring.owner, 3, completed(s.stream));
+            if (t_.header.version_minor < 1) ev.py_stack = 0;  // 1.0: a code object's address
             ev.ts = last_ticks;
             ev.tid = static_cast<uint32_t>(ring.owner);
             ev.image = image;

@@ -110,24 +110,17 @@ template <class Out> void WriteRing(uint64_t why, bool wait, Out& out) {
       if (__atomic_load_n(&live.seq, __ATOMIC_RELAXED) != seq) continue;  // rewritten meanwhile
       format::GpuLaunchRing rec = format::RingRecordOf(s, owner, why, SyncedFor(s.stream, wait));
       rec.ts = now;
-      if (s.py_code != 0) {
-        char text[512];
-        const size_t n = python::FormatPythonFrameSafe(s.py_code, s.py_lasti, text, sizeof(text));
-        if (n > 0) rec.py_stack = out.String(text, n);
-      }
       out.Put(rec);
     }
   }
 }
 
 struct HookOut {
-  uint64_t String(const char* s, size_t n) { return InternString(std::string_view(s, n)); }
   void Put(const format::GpuLaunchRing& r) { Emit(r); }
 };
 
 struct SignalOut {
   ThreadState& w;
-  uint64_t String(const char* s, size_t n) { return EmitStringFromSignalHandler(w, s, n); }
   void Put(const format::GpuLaunchRing& r) { EmitFromSignalHandler(w, r); }
 };
 

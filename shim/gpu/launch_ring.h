@@ -5,7 +5,7 @@
 //
 // A successful launch is never recorded (that would cost a record per launch). Instead
 // each launching thread owns a small ring of the last kRingSlots launches (function or
-// host stub, stream, grid, block, a handle to the innermost Python frame) in the trace's
+// host stub, stream, grid, block, the interned id of its Python stack) in the trace's
 // ring chunks: plain stores, no atomic read-modify-write, no clock read (a TSC read costs
 // more than the launch path's 10 ns budget on a VM). Order across threads comes from the
 // synchronisation epoch: every stream or device synchronisation bumps g_sync_epoch when
@@ -62,12 +62,7 @@ __attribute__((always_inline)) inline void RingPush(uint16_t api, const void* fu
   s.grid[0] = gx;
   s.grid[1] = gy;
   s.grid[2] = gz;
-  s.py_code = 0;
-  if (__builtin_expect(python::PythonFramesOn(), 0)) {
-    uintptr_t code = 0;
-    python::CurrentPythonFrame(&code, &s.py_lasti);
-    s.py_code = code;
-  }
+  s.py_stack = __builtin_expect(python::PythonFramesOn(), 0) ? python::LaunchPythonStackId() : 0;
   __atomic_store_n(&s.seq, n, __ATOMIC_RELEASE);
   r->next = n;
 }

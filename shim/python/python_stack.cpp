@@ -136,11 +136,15 @@ struct FrameRef {
   int lasti;  // index of the last instruction started, in code units
 };
 
-// Collects up to max frames of the calling thread, innermost first. Incomplete frames
-// (being set up or torn down, not yet at their first traceable instruction) are skipped,
-// as CPython's own tracebacks do.
-// *bad is set when a frame's code is not a code object: the layout does not fit.
-template <class R> size_t CollectFrames(FrameRef* out, size_t max, bool* bad = nullptr) {
+// The frames one walk reads at most, entry and incomplete ones included: a stack id
+// (CapturePythonStackId) hashes these, and its text is made from these, so equal hashes
+// mean equal text. Twice kMaxPythonFrames: CPython 3.12+ puts an entry frame between
+// Python frames wherever C code called back into Python.
+constexpr int kMaxRawFrames = 2 * static_cast<int>(kMaxPythonFrames);
+
+// The calling thread's innermost _PyInterpreterFrame, 0 when it has none (no thread
+// state, or no Python code running).
+template <class R> uintptr_t InnermostFrame() {
   const Layout& L = *g_py.layout;
   const auto tstate = reinterpret_cast<uintptr_t>(g_py.this_thread_state());
   if (tstate == 0) return 0;
@@ -151,10 +155,20 @@ template <class R> size_t CollectFrames(FrameRef* out, size_t max, bool* bad = n
              !Word<R>(cframe + L.cframe_current_frame, &frame)) {
     return 0;
   }
+  return frame;
+}
+
+// Collects up to max frames of the calling thread, innermost first, from at most max_raw
+// frames read. Incomplete frames (being set up or torn down, not yet at their first
+// traceable instruction) are skipped, as CPython's own tracebacks do.
+// *bad is set when a frame's code is not a code object: the layout does not fit.
+template <class R> size_t CollectFrames(FrameRef* out, size_t max, bool* bad = nullptr, int max_raw = 4096) {
+  const Layout& L = *g_py.layout;
+  uintptr_t frame = InnermostFrame<R>();
   size_t n = 0;
   uint8_t fb[128];
   uint8_t cb[kMaxCodeHeader];
-  for (int guard = 0; frame != 0 && n < max && guard < 4096; ++guard) {
+  for (int guard = 0; frame != 0 && n < max && guard < max_raw; ++guard) {
     if (!R::Read(fb, frame, L.frame_size)) break;
     const auto code = Load<uintptr_t>(fb + L.frame_code);
     const auto prev_instr = Load<uintptr_t>(fb + L.frame_prev_instr);
@@ -305,14 +319,25 @@ constexpr size_t kCacheSlots = 4096;
 uint64_t g_cache[kCacheSlots];
 int g_layout_proven = 0;  // 0 not yet, 1 the first checked walk fit, 2 it did not
 
-uint64_t HashFrames(const FrameRef* f, size_t n) {
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(g_generation) << 32) ^ n;
-  for (size_t i = 0; i < n; ++i) {
-    h = (h ^ f[i].code) * 0xff51afd7ed558ccdull;
-    h = (h ^ static_cast<uint32_t>(f[i].lasti)) * 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 29;
+// The hash of the calling thread's frame chain from `frame` outwards: each frame's
+// instruction pointer and link, read with plain loads (the thread's own live or
+// suspended frames), kMaxRawFrames at most. Nothing else is read: the instruction
+// pointer points into the code object's own bytecode, so it names the code and the
+// position at once. Two chains at the same instructions hash alike, whatever their
+// frames' addresses; an entry or incomplete frame is hashed like any other (the text
+// leaves it out, the same way for both). The loop's critical path is the chain of links:
+// the hash is one multiply-add per frame, then one final mix.
+uint64_t HashChain(uintptr_t frame) {
+  const Layout& L = *g_py.layout;
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(g_generation) << 32);
+  for (int i = 0; frame >= 4096 && i < kMaxRawFrames; ++i) {
+    const auto* f = reinterpret_cast<const uint8_t*>(frame);
+    h = (h + Load<uintptr_t>(f + L.frame_prev_instr)) * 0xff51afd7ed558ccdull;
+    frame = Load<uintptr_t>(f + L.frame_previous);
   }
-  return h;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 33);
 }
 
 // ---- an interpreter whose frames cannot be read ----------------------------------------
@@ -421,47 +446,64 @@ void NotePythonStacksUnavailable() {
   }
 }
 
-uint64_t CapturePythonStackId() {
-  if (__builtin_expect(g_py.layout == nullptr, 1) || g_config.stack_depth <= 0) return 0;
-  if (__builtin_expect(__atomic_load_n(&g_layout_proven, __ATOMIC_RELAXED) != 1, 0) && !LayoutProvenHere()) {
-    return 0;
-  }
+namespace {
+
+// A stack not in the cache: its text, interned, remembered under hash h. Inside a
+// ShimScope.
+uint64_t InternStack(uint64_t h) {
   FrameRef frames[kMaxPythonFrames];
-  const size_t n = CollectFrames<DirectRead>(frames, kMaxPythonFrames);
+  const size_t n = CollectFrames<DirectRead>(frames, kMaxPythonFrames, nullptr, kMaxRawFrames);
   if (n == 0) return 0;
-  const uint64_t h = HashFrames(frames, n);
-  const uint64_t tag = (h >> 32) | 1;
-  uint64_t& slot = g_cache[h & (kCacheSlots - 1)];
-  const uint64_t seen = __atomic_load_n(&slot, __ATOMIC_RELAXED);
-  if ((seen >> 32) == tag) return seen & 0xFFFFFFFFu;
   char text[kMaxPythonStackText];
   const size_t len = FormatFrames<DirectRead>(frames, n, text, sizeof(text));
   if (len == 0) return 0;
   const uint64_t id = InternString(std::string_view(text, len));
-  if (id != 0 && id <= 0xFFFFFFFFu) __atomic_store_n(&slot, (tag << 32) | id, __ATOMIC_RELAXED);
+  if (id != 0 && id <= 0xFFFFFFFFu) {
+    __atomic_store_n(&g_cache[h & (kCacheSlots - 1)], (((h >> 32) | 1) << 32) | id, __ATOMIC_RELAXED);
+  }
   return id;
 }
 
-bool CurrentPythonFrame(uintptr_t* code, int32_t* lasti) {
-  *code = 0;
-  *lasti = -1;
-  if (g_py.layout == nullptr || g_config.stack_depth <= 0) return false;
-  if (__builtin_expect(__atomic_load_n(&g_layout_proven, __ATOMIC_RELAXED) != 1, 0) && !LayoutProvenHere()) {
-    return false;
-  }
-  FrameRef f;
-  if (CollectFrames<DirectRead>(&f, 1) == 0) return false;
-  *code = f.code;
-  *lasti = f.lasti;
-  return true;
+// The cached id of the stack from `frame` (hash *h), or 0.
+uint64_t CachedStackId(uintptr_t frame, uint64_t* h) {
+  *h = HashChain(frame);
+  const uint64_t seen = __atomic_load_n(&g_cache[*h & (kCacheSlots - 1)], __ATOMIC_RELAXED);
+  return (seen >> 32) == ((*h >> 32) | 1) ? seen & 0xFFFFFFFFu : 0;
 }
 
-size_t FormatPythonFrameSafe(uintptr_t code, int32_t lasti, char* out, size_t cap) {
-  if (g_py.layout == nullptr || code == 0 || out == nullptr) return 0;
-  uintptr_t type = 0;
-  if (!Word<CheckedRead>(code + kObType, &type) || type != g_py.code_type) return 0;
-  const FrameRef f{code, lasti};
-  return FormatFrames<CheckedRead>(&f, 1, out, cap);
+bool StacksReadable() {
+  if (__builtin_expect(g_py.layout == nullptr, 1) || g_config.stack_depth <= 0) return false;
+  return __builtin_expect(__atomic_load_n(&g_layout_proven, __ATOMIC_RELAXED) == 1, 1) || LayoutProvenHere();
+}
+
+}  // namespace
+
+uint64_t CapturePythonStackId() {
+  if (!StacksReadable()) return 0;
+  const uintptr_t frame = InnermostFrame<DirectRead>();
+  if (frame == 0) return 0;
+  uint64_t h;
+  const uint64_t id = CachedStackId(frame, &h);
+  return id != 0 ? id : InternStack(h);
+}
+
+__attribute__((noinline, cold)) static uint64_t InternStackFromHook(uint64_t h) {
+  if (!Recording()) return 0;
+  ShimScope scope;  // keeps errno
+  return scope.entered() ? InternStack(h) : 0;
+}
+
+uint64_t LaunchPythonStackId() {
+  if (__builtin_expect(__atomic_load_n(&g_layout_proven, __ATOMIC_RELAXED) != 1, 0)) {
+    if (g_py.layout == nullptr || g_config.stack_depth <= 0 || !Recording()) return 0;
+    ShimScope scope;  // the first walk is a checked one, and may write a note
+    if (!scope.entered() || !LayoutProvenHere()) return 0;
+  }
+  const uintptr_t frame = InnermostFrame<DirectRead>();
+  if (frame == 0) return 0;
+  uint64_t h;
+  const uint64_t id = CachedStackId(frame, &h);
+  return __builtin_expect(id != 0, 1) ? id : InternStackFromHook(h);
 }
 
 void EmitPythonSample(uint64_t ts) {

@@ -53,23 +53,18 @@ uint64_t CapturePythonStackId();
 // damaged interpreter state yields a shorter or empty stack instead of a second fault.
 size_t CapturePythonStackTextSafe(char* out, size_t cap);
 
-// A cheap handle to the calling thread's innermost Python frame (the line a kernel launch
-// came from): its code object and instruction index, read with plain loads of the
-// thread's own frames (no hash, no text, no interning). False (and *code 0) when the
-// thread runs no Python code or the interpreter is unknown. For the GPU launch ring,
-// which keeps the handle in memory and names it only if a device fault needs it.
-bool CurrentPythonFrame(uintptr_t* code, int32_t* lasti);
-// True when CurrentPythonFrame can answer at all (a supported CPython is in the process
+// The same id for a kernel launch, outside any ShimScope: the GPU launch ring keeps it in
+// its slot, where a SIGKILL leaves it in the file, so every kernel in flight carries its
+// whole Python stack. A stack seen before costs one walk of the frame chain reading three
+// words per frame (code object, instruction pointer, link), one hash and one probe of
+// the process's cache; the first launch from a stack makes its text and interns it
+// (cold; needs Recording). 0 when the thread runs no Python code, the interpreter is
+// unknown or stacks are off.
+uint64_t LaunchPythonStackId();
+// True when LaunchPythonStackId can answer at all (a supported CPython is in the process
 // and stacks are on): one load, for hot paths to skip the call.
 extern bool g_python_frames;
 inline bool PythonFramesOn() { return __atomic_load_n(&g_python_frames, __ATOMIC_RELAXED); }
-
-// Writes "path:line in function" for a handle from CurrentPythonFrame into out (no
-// terminating NUL) and returns its length (0: the code object is no longer a valid code
-// object, or no interpreter). Reads every structure with checked copies, so a handle
-// whose code object was freed meanwhile gives "" rather than a fault; async-signal-safe
-// as CapturePythonStackTextSafe.
-size_t FormatPythonFrameSafe(uintptr_t code, int32_t lasti, char* out, size_t cap);
 
 // Emits a PySample record with the calling thread's Python stack (nothing when it runs
 // no Python code). The periodic resource sample calls it, on whichever program thread

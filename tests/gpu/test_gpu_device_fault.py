@@ -7,24 +7,22 @@ Three kernels on two streams (fill and gather on s1, reduce on s2; gather faults
 synchronised: gpu.device-fault names the call that reported it, s1's two kernels newest first
 (gather, the culprit, then fill), and, from Python, the line each was launched from. A clean
 run of the same launches reports nothing. Under SIGABRT after the error the ring is still in
-the trace; without any error seen, a fatal signal writes it too."""
+the trace; without any error seen, a fatal signal writes it too.
+
+Each kernel carries its whole Python stack (py/kernel_stacks.py: two kernels launched by one
+helper line, one through an installed package), and its python_line is the innermost of the
+program's own frames, on every CPython with a frame layout."""
 import os
 import re
-import sys
 import textwrap
 import unittest
 
 import ctharness as h
+from pykernels import KERNEL_STACKS, PYTHONS, distinct_pythons, kernel_stacks_expected
 from gputest import GpuTest, SIMCUDA_DIR
 
 PROG = "gpu_launch_scenarios"
 FAULT = {"SIMCUDA_FAULT_KERNEL": "gather"}
-# CPython builds with a known frame layout (Python lines in the launch ring).
-PYTHONS = [p for p in ("/usr/bin/python3.11", "/root/.pyenv/versions/3.11.7/bin/python3.11",
-                       "/root/.pyenv/versions/3.12.1/bin/python3.12",
-                       "/root/.pyenv/versions/3.13.0/bin/python3.13", sys.executable)
-           if os.path.exists(p)]
-
 
 class DeviceFaultC(GpuTest):
     def fault(self, rep):
@@ -183,6 +181,26 @@ class DeviceFaultPython(GpuTest):
         (_, rep, trace), _ = self.run_python("clean", None)
         self.assertEqual(h.records(trace, "gpu_launch_ring"), [])
         self.none(rep, "gpu.device-fault")
+
+
+class KernelStacksPython(GpuTest):
+    def test_each_kernel_carries_its_whole_python_stack(self):
+        if not PYTHONS:
+            self.skipTest("no CPython with a known frame layout")
+        want = kernel_stacks_expected()
+        for python in distinct_pythons():
+            with self.subTest(python=python):
+                _, rep, _ = self.run_scenario(PROG, "kernel-stacks", sim={"SIMCUDA_FAULT_KERNEL": "spin"},
+                                              env={"SIMCUDA_DIR": SIMCUDA_DIR}, returncode=3,
+                                              argv=[python, KERNEL_STACKS])
+                f = h.findings(rep, "gpu.device-fault")
+                self.assertEqual(len(f), 1, [x["id"] for x in rep["findings"]])
+                ev = f[0]["evidence"]
+                self.assertEqual([(k["kernel"], k["python_line"], k["python_stack"]) for k in ev["kernels"]], want)
+                self.assertEqual(ev["culprit"]["kernel"], "spin")
+                # The summary names the program's line, not the package's.
+                self.assertIn(f"kernel spin (", f[0]["summary"])
+                self.assertIn(want[0][1], f[0]["summary"])
 
 
 if __name__ == "__main__":

@@ -12,6 +12,9 @@ call blocked at least 10 s), then SIGKILLs the job.
 - Under plain LD_PRELOAD: the same in_flight entry (nothing outside the process saw the kill,
   so the report cannot tell how long the call blocked; proc.hang is not asserted).
 - Without SIMCUDA_HANG_KERNEL the same program ends 0, nothing is in flight, no proc.hang.
+- The same from Python (tests/gpu/py/kernel_stacks.py, on every CPython with a frame layout):
+  each kernel in flight carries its whole Python stack, read from the ring the SIGKILL left
+  in the trace, and names the program's own line first.
 
 Every process a test starts is SIGKILLed with its process group in cleanup."""
 from __future__ import annotations
@@ -26,6 +29,7 @@ import time
 import unittest
 
 import ctharness as h
+from pykernels import KERNEL_STACKS, distinct_pythons, kernel_stacks_expected
 
 PROG_NAME = "gpu_hang"
 PROG = h.test_bin("hang_gpu", PROG_NAME)
@@ -198,6 +202,28 @@ class KernelThatNeverFinishes(unittest.TestCase):
         self.assertEqual(sorted(r["name"] for r in at_launch), ["fill", "scale", "spin", "warm"], records)
         for r in at_launch:
             self.assertEqual(r["handle"], r["stub"], r)
+
+    def test_python_kernels_in_flight_carry_their_whole_stacks(self):
+        pythons = distinct_pythons()
+        if not pythons:
+            self.skipTest("no CPython with a known frame layout")
+        want = kernel_stacks_expected()
+        for python in pythons:
+            with self.subTest(python=python):
+                out = os.path.join(self.tmp, os.path.basename(python))
+                env = h.clean_env(sim_env({**HANG, "SIMCUDA_DIR": SIMCUDA_DIR, "LD_PRELOAD": h.SHIM,
+                                           "COLABTRACE_OUT": out + "/"}))
+                p = self.start([python, KERNEL_STACKS], env)
+                pid, stream = self.wait_blocked(p)
+                time.sleep(1)  # from its "blocked" line into the call
+                self.assertIsNone(p.poll())
+                self.kill_group(p)
+                self.assertEqual(p.returncode, -signal.SIGKILL)
+                (call,) = self.process(h.report(out), pid)["in_flight"]
+                self.assertEqual((call["call"], call["api"]), ("gpu_sync", "cudaDeviceSynchronize"), call)
+                self.assertEqual([(k["kernel"], k["python_line"], k["python_stack"]) for k in call["kernels"]],
+                                 want)
+                self.assertEqual({int(k["stream"], 16) for k in call["kernels"]}, {stream})
 
     def test_healthy_run_has_nothing_in_flight(self):
         for how in ("run", "preload"):

@@ -120,6 +120,14 @@ class TraceBytesBuilder {
     std::memcpy(bytes_.data(), &h, sizeof(h));
   }
 
+  // Writes the header as a shim of format 1.`minor` would (an older trace).
+  void SetVersionMinor(uint16_t minor) {
+    format::FileHeader h;
+    std::memcpy(&h, bytes_.data(), sizeof(h));
+    h.version_minor = minor;
+    std::memcpy(bytes_.data(), &h, sizeof(h));
+  }
+
   uint64_t last_ts() const { return last_ts_; }
   const std::vector<uint8_t>& bytes() const { return bytes_; }
 

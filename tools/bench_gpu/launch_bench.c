@@ -6,6 +6,10 @@
  *
  *   launch_bench [LAUNCHES [ROUNDS]]
  *
+ * Built with -DLAUNCH_BENCH_LIBRARY -shared, it is a library whose launch_bench_main(argc,
+ * argv) does the same: py_launch.py calls it from a Python stack of a chosen depth, so the
+ * launches pay for the Python stack the shim notes with each one.
+ *
  * Times with the thread's CPU clock like malloc_bench.c and prints one JSON object with the
  * median ns per launch of each layer. */
 #define _GNU_SOURCE
@@ -26,7 +30,7 @@ extern void __cudaRegisterFunction(void **handle, const char *hostFun, char *dev
 static const struct fatbin_wrapper kWrap = {0x466243b1, 1, "SIMCUBIN sm_80 fn=bench_kernel", NULL};
 void bench_kernel(void) {}
 
-int main(int argc, char **argv) {
+static int bench(int argc, char **argv) {
   const long n = argc > 1 ? atol(argv[1]) : 200000;
   const int rounds = argc > 2 ? atoi(argv[2]) : 15;
   if (n <= 0 || rounds <= 0 || rounds > 1000) return 2;
@@ -56,3 +60,13 @@ int main(int argc, char **argv) {
          rounds, bench_median(rt, rounds), bench_median(drv, rounds));
   return 0;
 }
+
+#ifdef LAUNCH_BENCH_LIBRARY
+__attribute__((visibility("default"))) int launch_bench_main(int argc, char **argv) {
+  const int rc = bench(argc, argv);
+  fflush(stdout);
+  return rc;
+}
+#else
+int main(int argc, char **argv) { return bench(argc, argv); }
+#endif

@@ -66,6 +66,46 @@ def _trace_bytes(trace_dir) -> dict:
     return {int(k): v for k, v in json.loads(p.stdout).items()}
 
 
+def _python_launches(ctx, Section) -> list:
+    """Launches from a Python stack 3 and 24 frames deep (py_launch.py calls launch_bench.c
+    built as a library), bare and traced: the cost of the Python stack each launch carries
+    in the launch ring, which grows with the depth (one walk of the frame chain)."""
+    inc, sim = _cuda_include(), os.path.join(ctx.build, "simcuda")
+    if not inc or not os.path.exists(os.path.join(sim, "libcudart.so.13")):
+        return []
+    lib = os.path.join(ctx.work, "liblaunch_bench.so")  # the libraries after the source: --as-needed
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-DLAUNCH_BENCH_LIBRARY", "-I" + inc, "-I" + HERE, "-o", lib,
+                    os.path.join(HERE, "launch_bench.c"), "-L" + sim, "-l:libcudart.so.13", "-l:libcuda.so.1",
+                    "-Wl,-rpath," + sim], check=True)
+    n, rounds, repeats = (50000, 7, 2) if ctx.quick else (200000, 11, 5)
+    depths, modes = (3, 24), (("bare", "bare", {}), ("colabtrace", "colabtrace", {}))
+    best: dict[tuple, dict] = {}
+    for _ in range(repeats):
+        for depth in depths:
+            for label, mode, extra in modes:
+                r = _run(ctx, [sys.executable, os.path.join(HERE, "py_launch.py"), lib, str(depth), str(n),
+                               str(rounds)], mode, extra)
+                cur = best.setdefault((depth, label), {})
+                for layer in ("runtime_median_ns", "driver_median_ns"):
+                    cur[layer] = min(cur.get(layer, float("inf")), r[layer])
+    rows = []
+    for depth in depths:
+        for label, _, _ in modes:
+            row = [str(depth), label]
+            for layer in ("runtime_median_ns", "driver_median_ns"):
+                v, b = best[(depth, label)][layer], best[(depth, "bare")][layer]
+                row += [f"{v:.1f}", "" if label == "bare" else f"{v - b:+.1f}"]
+            rows.append(row)
+    return [Section(
+        "Added cost per successful kernel launch from Python (simulated runtime and driver)",
+        ["Python frames", "mode", "cudaLaunchKernel ns", "added", "cuLaunchKernel ns", "added"], rows,
+        f"{n} launches per round from a ctypes call made {depths[0]} and {depths[1]} Python frames deep "
+        f"(tools/bench_gpu/py_launch.py, {os.path.basename(sys.executable)}), median of {rounds} rounds, the "
+        f"lowest of {repeats} interleaved runs. Each launch notes its whole Python stack in the launch ring "
+        "(one walk of the frame chain reading two words per frame, one hash, one cache probe); a launch from "
+        "C pays none of it (the section above). A real PyTorch launch costs the host 5-10 us.")]
+
+
 def run(ctx):
     Section = sys.modules["__main__"].Section  # tools/bench's, which imported this file
     prog = _program(ctx)
@@ -160,6 +200,8 @@ def run(ctx):
             "real function (a per-call-site cache) and compares the result. The simulated runtime launches "
             "through the driver wrapper the shim handed it, so its row includes both layers' hooks; a real "
             "libcudart calls its driver internally."))
+    # The same launches made from Python: the shim notes each launch's Python stack.
+    sections += _python_launches(ctx, Section)
     # Trace bytes per GPU event.
     rows = []
     for label, stacks in (("no stacks", "0"), ("16-frame stacks", "16")):

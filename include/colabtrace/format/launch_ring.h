@@ -11,8 +11,9 @@
 namespace colabtrace::format {
 
 // The record of slot s of thread `owner`'s ring, written for `why` (1 fault, 2 fatal
-// signal, 3 left in a killed trace); synced: the completed epoch of s's stream. ts and
-// py_stack are the caller's.
+// signal, 3 left in a killed trace); synced: the completed epoch of s's stream. ts is
+// the caller's; py_stack is the slot's (a reader of a format 1.0 trace clears it: the
+// slot held an address there).
 inline GpuLaunchRing RingRecordOf(const RingSlot& s, int32_t owner, uint64_t why, uint64_t synced) {
   GpuLaunchRing rec;
   rec.why = why;
@@ -30,6 +31,7 @@ inline GpuLaunchRing RingRecordOf(const RingSlot& s, int32_t owner, uint64_t why
   rec.block_x = s.block[0];
   rec.block_y = s.block[1];
   rec.block_z = s.block[2];
+  rec.py_stack = s.py_stack;
   return rec;
 }
 

@@ -27,7 +27,7 @@ namespace colabtrace::format {
 
 inline constexpr char kFileMagic[8] = {'C', 'T', 'R', 'A', 'C', 'E', '\r', '\n'};
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 0;
+inline constexpr uint16_t kVersionMinor = 1;  // 1: RingSlot.py_stack
 inline constexpr uint32_t kHeaderSize = 256;
 inline constexpr uint32_t kChunkSize = 32 * 1024;
 inline constexpr uint32_t kChunkMagic = 0x4b435443;  // "CTCK" little-endian
@@ -180,8 +180,9 @@ struct alignas(64) RingSlot {
   uint64_t func;      // host stub, cudaKernel_t or CUfunction, as the API takes it
   uint64_t stream;
   uint32_t grid[3];
-  int32_t py_lasti;   // innermost Python frame (in the process's memory): instruction index
-  uint64_t py_code;   // and code object (0: none)
+  uint32_t reserved;
+  uint64_t py_stack;  // the launch's Python stack: a String id (0: none). Format 1.0 kept
+                      // a code object's address here, which readers ignore
 };
 static_assert(sizeof(RingSlot) == 64);
 inline constexpr uint32_t kRingSlots = 32;  // per launching thread (a power of two)

@@ -176,11 +176,11 @@ TEST(ProcHang, AHalfWrittenNoteReadsAsNoCall) {
   EXPECT_TRUE(FindingsOf(traces, "proc.hang").empty());
 }
 
-// A C program blocked in cudaDeviceSynchronize behind kernels that never finished: the
+// A program blocked in cudaDeviceSynchronize behind kernels that never finished: the
 // launch ring left in the trace names them, newest first; the one before the last
-// completed synchronisation is not in flight.
-TEST(ProcHang, AGpuSyncNamesTheKernelsInFlightNewestFirst) {
-  TraceBuilder b(400, 1, 1000, /*killed=*/true);
+// completed synchronisation is not in flight. Format 1.1 slots carry each launch's Python
+// stack; format 1.0 ones held an address there, which the reader ignores.
+void BuildGpuSyncHang(TraceBuilder& b, uint16_t version_minor) {
   const uint64_t names[] = {b.Str("fill"), b.Str("scale"), b.Str("spin")};
   for (uint64_t k = 0; k < 3; ++k) {
     ctf::GpuFunction g;
@@ -189,6 +189,9 @@ TEST(ProcHang, AGpuSyncNamesTheKernelsInFlightNewestFirst) {
     g.name = names[k];
     b.Add(g);
   }
+  const uint64_t stacks[] = {0, b.Str("train.py:9 in launch\ntrain.py:20 in step\ntrain.py:30 in <module>"),
+                             b.Str("/venv/lib/python3.12/site-packages/triton/runtime/jit.py:700 in run\n"
+                                   "train.py:21 in step\ntrain.py:30 in <module>")};
   b.Advance(15'000 * kMs);
   steptest::CpuSample(b, 0);
   ctf::ThreadNotes n = Notes(400);
@@ -212,8 +215,15 @@ TEST(ProcHang, AGpuSyncNamesTheKernelsInFlightNewestFirst) {
     s.stream = 0x77;
     s.grid[0] = 1, s.grid[1] = 1, s.grid[2] = 1;
     s.block[0] = 32, s.block[1] = 1, s.block[2] = 1;
+    s.py_stack = version_minor >= 1 ? stacks[k] : 0x7f0012345678 + k;  // 1.0: a code object's address
   }
   b.raw().AddRingChunk({ring});
+  b.raw().SetVersionMinor(version_minor);
+}
+
+TEST(ProcHang, AGpuSyncNamesTheKernelsInFlightNewestFirst) {
+  TraceBuilder b(400, 1, 1000, /*killed=*/true);
+  BuildGpuSyncHang(b, ctf::kVersionMinor);
   auto job = RunOf(b.Finish());
   const auto f = FindingsOf(job, "proc.hang");
   ASSERT_EQ(f.size(), 1u);
@@ -226,11 +236,36 @@ TEST(ProcHang, AGpuSyncNamesTheKernelsInFlightNewestFirst) {
   ASSERT_EQ(kernels.size(), 2u);
   EXPECT_EQ(kernels[0]["kernel"].str(), "spin");
   EXPECT_EQ(kernels[1]["kernel"].str(), "scale");
+  // Each kernel's whole Python stack; its line is the program's own innermost frame
+  // (spin was launched through Triton, scale through the program's helper).
+  ASSERT_TRUE(kernels[0]["python_stack"].is_array());
+  EXPECT_EQ(kernels[0]["python_stack"].array().size(), 3u);
+  EXPECT_EQ(kernels[0]["python_stack"].array().at(0).str(),
+            "/venv/lib/python3.12/site-packages/triton/runtime/jit.py:700 in run");
+  EXPECT_EQ(kernels[0]["python_line"].str(), "train.py:21 in step");
+  ASSERT_TRUE(kernels[1]["python_stack"].is_array());
+  EXPECT_EQ(kernels[1]["python_stack"].array().at(1).str(), "train.py:20 in step");
+  EXPECT_EQ(kernels[1]["python_line"].str(), "train.py:9 in launch");
   EXPECT_NE(f[0].summary.find("was blocked 15.0 s in cudaDeviceSynchronize() waiting for kernel spin (and 1 more "
                               "launched before it)"),
             std::string::npos)
       << f[0].summary;
   EXPECT_TRUE(FindingsOf(job, "proc.killed").empty());
+}
+
+TEST(ProcHang, AFormat10RingHasNoPythonStacks) {
+  TraceBuilder b(400, 1, 1000, /*killed=*/true);
+  BuildGpuSyncHang(b, 0);
+  auto job = RunOf(b.Finish());
+  const auto f = FindingsOf(job, "proc.hang");
+  ASSERT_EQ(f.size(), 1u);
+  const auto& kernels = f[0].evidence["processes"].array().at(0)["in_flight"].array().at(0)["kernels"].array();
+  ASSERT_EQ(kernels.size(), 2u);
+  EXPECT_EQ(kernels[0]["kernel"].str(), "spin");
+  for (const auto& k : kernels) {
+    EXPECT_TRUE(k["python_stack"].is_null());
+    EXPECT_TRUE(k["python_line"].is_null());
+  }
 }
 
 }  // namespace
