@@ -21,6 +21,7 @@ struct LibcLookup {
   const char* name;
   const char* version;
   void* result;
+  bool in_loader = false;  // look in the dynamic loader (ld-linux*.so) instead
 };
 
 bool SameString(const char* a, const char* b) {
@@ -28,19 +29,22 @@ bool SameString(const char* a, const char* b) {
   return *a == *b;
 }
 
-bool IsLibcPath(const char* path) {
-  static constexpr char kLibc[] = "/libc.so";
+bool PathHas(const char* path, const char* part) {
   for (const char* p = path; *p != '\0'; ++p) {
     size_t i = 0;
-    while (kLibc[i] != '\0' && p[i] == kLibc[i]) ++i;
-    if (kLibc[i] == '\0') return true;
+    while (part[i] != '\0' && p[i] == part[i]) ++i;
+    if (part[i] == '\0') return true;
   }
   return false;
 }
 
+// libc, and libdl: before glibc 2.34 dlsym, dlvsym and dladdr live there (the shim's
+// floor is glibc 2.28; on 2.34 and later libdl.so.2 is an empty stub).
+bool IsLibcPath(const char* path) { return PathHas(path, "/libc.so") || PathHas(path, "/libdl.so"); }
+
 int FindInObject(const struct link_map* object, LibcLookup* q) {
   const char* path = object->l_name;
-  if (path == nullptr || !IsLibcPath(path)) return 0;
+  if (path == nullptr || !(q->in_loader ? PathHas(path, "/ld-linux") : IsLibcPath(path))) return 0;
   if (object->l_ld == nullptr) return 0;
   const ElfDynamic dyn = ReadElfDynamic(object->l_ld, object->l_addr);
   const ElfW(Sym)* symtab = dyn.symtab;
@@ -90,6 +94,13 @@ int FindInObject(const struct link_map* object, LibcLookup* q) {
   return 0;
 }
 
+void* FindSymbol(LibcLookup q) {
+  for (const struct link_map* m = _r_debug.r_map; m != nullptr; m = m->l_next) {
+    if (FindInObject(m, &q) != 0) break;
+  }
+  return q.result;
+}
+
 void* FindLibcSymbol(const char* name) {
   LibcLookup q{name, nullptr, nullptr};
   for (const struct link_map* m = _r_debug.r_map; m != nullptr; m = m->l_next) {
@@ -119,6 +130,18 @@ DlvsymFn RealDlvsym() {
     __atomic_store_n(&g_dlvsym, f, __ATOMIC_RELEASE);
   }
   return f;
+}
+
+DlFindObjectFn RealDlFindObject() {
+  // 1: looked up, none (glibc before 2.35).
+  static uintptr_t g_fn = 0;
+  uintptr_t f = __atomic_load_n(&g_fn, __ATOMIC_ACQUIRE);
+  if (f == 0) {
+    f = reinterpret_cast<uintptr_t>(FindSymbol(LibcLookup{"_dl_find_object", "GLIBC_2.35", nullptr, true}));
+    if (f == 0) f = 1;
+    __atomic_store_n(&g_fn, f, __ATOMIC_RELEASE);
+  }
+  return f == 1 ? nullptr : reinterpret_cast<DlFindObjectFn>(f);
 }
 
 DlIteratePhdrFn RealDlIteratePhdr() {

@@ -29,6 +29,11 @@ DlvsymFn RealDlvsym();
 using DlIteratePhdrFn = int (*)(int (*)(dl_phdr_info*, size_t, void*), void*);
 DlIteratePhdrFn RealDlIteratePhdr();
 
+// The loader's _dl_find_object (glibc 2.35+; nullptr on older ones), found in its dynamic
+// symbol table like RealDlsym: callable from a signal handler after the first call.
+using DlFindObjectFn = int (*)(void*, struct dl_find_object*);
+DlFindObjectFn RealDlFindObject();
+
 // dlsym(RTLD_NEXT, name) as seen from the shim.
 void* ResolveNext(const char* name);
 

@@ -3,6 +3,7 @@
 #include "core/json.h"  // Utf8SequenceLength
 
 #include <cstdio>
+#include <iterator>
 #include <csignal>
 #include <cstring>
 
@@ -36,8 +37,41 @@ std::string FormatDurationNs(uint64_t ns) {
   return buf;
 }
 
+namespace {
+
+// Linux's errno names, as glibc's strerrorname_np gives them (one name per number: EAGAIN
+// not EWOULDBLOCK, EDEADLK not EDEADLOCK, EOPNOTSUPP not ENOTSUP). Our own table: the CLI
+// runs on glibc 2.28, which has no strerrorname_np (2.32).
+constexpr const char* kErrnoNames[] = {
+    "0", "EPERM", "ENOENT", "ESRCH", "EINTR", "EIO", "ENXIO", "E2BIG",
+    "ENOEXEC", "EBADF", "ECHILD", "EAGAIN", "ENOMEM", "EACCES", "EFAULT", "ENOTBLK",
+    "EBUSY", "EEXIST", "EXDEV", "ENODEV", "ENOTDIR", "EISDIR", "EINVAL", "ENFILE",
+    "EMFILE", "ENOTTY", "ETXTBSY", "EFBIG", "ENOSPC", "ESPIPE", "EROFS", "EMLINK",
+    "EPIPE", "EDOM", "ERANGE", "EDEADLK", "ENAMETOOLONG", "ENOLCK", "ENOSYS", "ENOTEMPTY",
+    "ELOOP", nullptr, "ENOMSG", "EIDRM", "ECHRNG", "EL2NSYNC", "EL3HLT", "EL3RST",
+    "ELNRNG", "EUNATCH", "ENOCSI", "EL2HLT", "EBADE", "EBADR", "EXFULL", "ENOANO",
+    "EBADRQC", "EBADSLT", nullptr, "EBFONT", "ENOSTR", "ENODATA", "ETIME", "ENOSR",
+    "ENONET", "ENOPKG", "EREMOTE", "ENOLINK", "EADV", "ESRMNT", "ECOMM", "EPROTO",
+    "EMULTIHOP", "EDOTDOT", "EBADMSG", "EOVERFLOW", "ENOTUNIQ", "EBADFD", "EREMCHG", "ELIBACC",
+    "ELIBBAD", "ELIBSCN", "ELIBMAX", "ELIBEXEC", "EILSEQ", "ERESTART", "ESTRPIPE", "EUSERS",
+    "ENOTSOCK", "EDESTADDRREQ", "EMSGSIZE", "EPROTOTYPE", "ENOPROTOOPT", "EPROTONOSUPPORT", "ESOCKTNOSUPPORT",
+    "EOPNOTSUPP", "EPFNOSUPPORT", "EAFNOSUPPORT", "EADDRINUSE", "EADDRNOTAVAIL", "ENETDOWN", "ENETUNREACH",
+    "ENETRESET", "ECONNABORTED", "ECONNRESET", "ENOBUFS", "EISCONN", "ENOTCONN", "ESHUTDOWN", "ETOOMANYREFS",
+    "ETIMEDOUT", "ECONNREFUSED", "EHOSTDOWN", "EHOSTUNREACH", "EALREADY", "EINPROGRESS", "ESTALE", "EUCLEAN",
+    "ENOTNAM", "ENAVAIL", "EISNAM", "EREMOTEIO", "EDQUOT", "ENOMEDIUM", "EMEDIUMTYPE", "ECANCELED",
+    "ENOKEY", "EKEYEXPIRED", "EKEYREVOKED", "EKEYREJECTED", "EOWNERDEAD", "ENOTRECOVERABLE", "ERFKILL",
+    "EHWPOISON"};
+
+// The signals' abbreviations, as glibc's sigabbrev_np (2.32) gives them.
+constexpr const char* kSignalNames[] = {
+    nullptr, "HUP",  "INT",  "QUIT", "ILL",  "TRAP", "ABRT",   "BUS",  "FPE",   "KILL", "USR1",
+    "SEGV",  "USR2", "PIPE", "ALRM", "TERM", "STKFLT", "CHLD", "CONT", "STOP",   "TSTP", "TTIN",
+    "TTOU",  "URG",  "XCPU", "XFSZ", "VTALRM", "PROF", "WINCH", "POLL", "PWR",  "SYS"};
+
+}  // namespace
+
 std::string ErrnoName(int e) {
-  if (const char* n = strerrorname_np(e)) return n;
+  if (e >= 0 && static_cast<size_t>(e) < std::size(kErrnoNames) && kErrnoNames[e] != nullptr) return kErrnoNames[e];
   return "errno " + std::to_string(e);
 }
 
@@ -103,7 +137,7 @@ std::string EscapeForTerminalKeepingLines(std::string_view s) {
 }
 
 std::string SignalName(int signo) {
-  if (const char* abbrev = sigabbrev_np(signo)) return std::string("SIG") + abbrev;
+  if (signo > 0 && static_cast<size_t>(signo) < std::size(kSignalNames)) return std::string("SIG") + kSignalNames[signo];
   return "signal " + std::to_string(signo);
 }
 

@@ -11,8 +11,6 @@
 #include "raw.h"
 #include "real.h"
 
-// Weak: present in glibc 2.35 and later; without it we fall back to dladdr1.
-extern "C" int _dl_find_object(void*, struct dl_find_object*) __attribute__((weak));
 
 // ---- the assembly helper -------------------------------------------------------------
 //
@@ -241,9 +239,9 @@ void CacheStore(const ObjectId& id, const CallerObject& c) {
 // dladdr1 (which takes the loader's lock). id.map is nullptr when `a` is in no object.
 ObjectId IdentifyObject(const void* a) {
   ObjectId id;
-  if (&_dl_find_object != nullptr) {
+  if (const DlFindObjectFn find = RealDlFindObject(); find != nullptr) {
     struct dl_find_object fo;
-    if (_dl_find_object(const_cast<void*>(a), &fo) == 0) {
+    if (find(const_cast<void*>(a), &fo) == 0) {
       id.map = fo.dlfo_link_map;
       id.start = fo.dlfo_map_start;
       id.end = fo.dlfo_map_end;

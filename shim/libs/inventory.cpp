@@ -17,7 +17,6 @@
 #include "real.h"
 #include "writer.h"
 
-extern "C" int _dl_find_object(void*, struct dl_find_object*) __attribute__((weak));
 
 namespace colabtrace::shim::libs {
 namespace {
@@ -240,7 +239,8 @@ format::Bytes BuildId(const struct dl_phdr_info* info) {
 // The dlmopen namespace of a mapped object: the head of its link_map list compared with
 // each namespace's r_debug (glibc 2.35+). 0 when it cannot tell.
 int32_t NamespaceOf(const struct dl_phdr_info* info) {
-  if (&_dl_find_object == nullptr || info->dlpi_phnum == 0) return 0;
+  const DlFindObjectFn find = RealDlFindObject();
+  if (find == nullptr || info->dlpi_phnum == 0) return 0;
   uintptr_t inside = 0;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     if (info->dlpi_phdr[i].p_type == PT_LOAD) {
@@ -249,7 +249,7 @@ int32_t NamespaceOf(const struct dl_phdr_info* info) {
     }
   }
   struct dl_find_object fo;
-  if (inside == 0 || _dl_find_object(reinterpret_cast<void*>(inside), &fo) != 0 ||
+  if (inside == 0 || find(reinterpret_cast<void*>(inside), &fo) != 0 ||
       fo.dlfo_link_map == nullptr) {
     return 0;
   }
