@@ -14,6 +14,7 @@ date there; the test suite packages the binaries it tests this way, rather than
 compiling them a second time).
 """
 import os
+import platform
 import shlex
 import shutil
 import subprocess
@@ -22,8 +23,11 @@ import sys
 from setuptools import setup
 from setuptools.command.build_py import build_py
 from setuptools.dist import Distribution
+from wheel.bdist_wheel import bdist_wheel
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(ROOT, "VERSION"), encoding="utf-8") as _f:
+    VERSION = _f.read().strip()  # the one place (pyproject.toml reads it too)
 
 
 class BuildPyWithNative(build_py):
@@ -60,13 +64,39 @@ class BuildPyWithNative(build_py):
 
         lib_dir = os.path.join(self.build_lib, "colabtrace", "_lib")
         self.mkpath(lib_dir)
-        self.copy_file(os.path.join(cmake_dir, "lib", "libcolabtrace.so"), lib_dir)
-        self.copy_file(os.path.join(cmake_dir, "bin", "colabtrace"), lib_dir)
+        for built in (os.path.join(cmake_dir, "lib", "libcolabtrace.so"), os.path.join(cmake_dir, "bin", "colabtrace")):
+            copy = os.path.join(lib_dir, os.path.basename(built))
+            self.copy_file(built, copy)
+            # Debug information stays in the build folder; symbols stay for stacks.
+            if shutil.which("objcopy"):
+                subprocess.check_call(["objcopy", "--strip-debug", copy])
+        check_floor(os.path.join(lib_dir, "colabtrace"))
+        with open(os.path.join(self.build_lib, "colabtrace", "_version.py"), "w", encoding="utf-8") as f:
+            f.write(f'version = "{VERSION}"\n')
         header = os.path.join(ROOT, "include", "colabtrace", "colabtrace.h")
         if os.path.exists(header):
             include_dir = os.path.join(self.build_lib, "colabtrace", "include", "colabtrace")
             self.mkpath(include_dir)
             self.copy_file(header, include_dir)
+
+
+def check_floor(cli):
+    """Refuses binaries that would not travel: `colabtrace --version --verbose` reads the
+    CLI and the shim next to it with the project's ELF reader and exits 1 when either
+    needs a library beyond glibc's own or a glibc symbol version above the wheel's floor
+    (manylinux_2_28). A wheel built where the toolchain raises the floor never ships."""
+    p = subprocess.run([cli, "--version", "--verbose"], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"colabtrace: the built binaries break the wheel's glibc floor:\n{p.stdout}{p.stderr}")
+
+
+class WheelForEveryPython(bdist_wheel):
+    """One wheel for every Python 3 on every glibc 2.28+ Linux of this architecture: the
+    shim and the CLI are no Python extension modules (py3-none), and check_floor has
+    checked what they need (manylinux_2_28)."""
+
+    def get_tag(self):
+        return "py3", "none", f"manylinux_2_28_{platform.machine()}"
 
 
 class BinaryDistribution(Distribution):
@@ -79,7 +109,7 @@ class BinaryDistribution(Distribution):
 # Not build/: that name is the project's own CMake build folder (README.md).
 os.makedirs(os.path.join(ROOT, "build-pip"), exist_ok=True)
 setup(
-    cmdclass={"build_py": BuildPyWithNative},
+    cmdclass={"build_py": BuildPyWithNative, "bdist_wheel": WheelForEveryPython},
     distclass=BinaryDistribution,
     options={"build": {"build_base": "build-pip"}, "egg_info": {"egg_base": "build-pip"}},
 )

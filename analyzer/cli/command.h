@@ -31,6 +31,15 @@ class Command {
 
 std::vector<std::unique_ptr<Command>> MakeCommands();
 
+// The shim next to this program: the same directory, ../lib, or lib/ (COLABTRACE_SHIM
+// overrides); "" when there is none.
+std::string FindShim();
+
+// `colabtrace --version [--verbose]` (version_command.cpp): the version and trace format;
+// verbose adds the glibc floor and, for the CLI and the shim next to it, the libraries
+// and glibc symbol versions they need. Returns 1 when one breaks the floor.
+int PrintVersion(bool verbose);
+
 // Prints "colabtrace <cmd>: <msg>" and a hint to stderr; returns kExitUsage.
 int UsageError(std::string_view cmd, std::string_view msg);
 

@@ -125,8 +125,8 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   if (sub == "--version") {
-    std::cout << "colabtrace 0.1.0 (trace format 1)\n";
-    return kExitOk;
+    const bool verbose = argc > 2 && (std::strcmp(argv[2], "--verbose") == 0 || std::strcmp(argv[2], "-v") == 0);
+    return PrintVersion(verbose);
   }
   for (auto& c : cmds) {
     if (c->name() != sub) continue;

@@ -71,21 +71,6 @@ class ErrLine {
   std::ostringstream os_;
 };
 
-// The shim next to this program: the same directory, ../lib, or lib/. COLABTRACE_SHIM
-// overrides.
-std::string FindShim() {
-  if (const char* env = std::getenv("COLABTRACE_SHIM"); env != nullptr && *env != '\0') return env;
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return {};
-  const fs::path dir = self.parent_path();
-  for (const fs::path& p : {dir / "libcolabtrace.so", dir / ".." / "lib" / "libcolabtrace.so",
-                            dir / "lib" / "libcolabtrace.so"}) {
-    if (fs::exists(p, ec)) return fs::weakly_canonical(p, ec).string();
-  }
-  return {};
-}
-
 // Why the shim would not load in the command's processes, or "" when it loads. A shim
 // the dynamic loader cannot load leaves every process of the job untraced (a missing
 // library: the loader skips it with one line on stderr, and the user finds an empty
@@ -741,5 +726,20 @@ class RunCommand final : public Command {
 }  // namespace
 
 std::unique_ptr<Command> MakeRunCommand() { return std::make_unique<RunCommand>(); }
+
+// The shim next to this program: the same directory, ../lib, or lib/. COLABTRACE_SHIM
+// overrides.
+std::string FindShim() {
+  if (const char* env = std::getenv("COLABTRACE_SHIM"); env != nullptr && *env != '\0') return env;
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return {};
+  const fs::path dir = self.parent_path();
+  for (const fs::path& p : {dir / "libcolabtrace.so", dir / ".." / "lib" / "libcolabtrace.so",
+                            dir / "lib" / "libcolabtrace.so"}) {
+    if (fs::exists(p, ec)) return fs::weakly_canonical(p, ec).string();
+  }
+  return {};
+}
 
 }  // namespace colabtrace::cli

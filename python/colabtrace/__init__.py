@@ -15,7 +15,12 @@ package is copied to ``<build>/python/colabtrace`` and finds ``<build>/lib`` and
 
 import os
 
-__version__ = "0.1.0"
+try:  # written from the VERSION file by setup.py (a wheel) or CMake (a build tree)
+    from ._version import version as __version__
+except ImportError:  # the source checkout itself (python/colabtrace)
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "VERSION"),
+              encoding="utf-8") as _f:
+        __version__ = _f.read().strip()
 __all__ = ["shim_path", "cli_path", "include_dir", "step"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
