@@ -73,7 +73,9 @@ __asm__(
     "  .cfi_restore_state\n"
     "  nop\n"
     "  popq %rbx\n"
-    "  .cfi_adjust_cfa_offset -8\n"
+    // Absolute, not adjusted: clang's integrated assembler adjusts from the offset before
+    // .cfi_restore_state (CFA = rsp + 0 here), GNU as from the restored one.
+    "  .cfi_def_cfa_offset 8\n"
     "  .cfi_restore %rbx\n"
     "  ret\n"
     "  .cfi_endproc\n"
