@@ -25,39 +25,80 @@ namespace {
 
 // ---- the interpreter ----------------------------------------------------------------
 
-// Where CPython keeps what a stack walk needs. One entry per supported version.
+// The two shapes of a thread's frames. CPython 3.11 and later keep a chain of
+// _PyInterpreterFrame structs (in the thread's data stack, or a generator's), each with a
+// pointer to the instruction it last started. 3.8-3.10 keep a chain of PyFrameObjects,
+// each with f_lasti, the offset of the last instruction it started (an int).
+enum class FrameKind : uint8_t { kInterpreterFrame, kFrameObject };
+
+// Where CPython keeps what a stack walk needs. One entry per supported version; the
+// fields with a default are those one kind of frame does not use.
 struct Layout {
-  uint32_t version;             // (major << 8) | minor, e.g. 0x030B for 3.11
-  size_t tstate_cframe;         // PyThreadState.cframe (a _PyCFrame*)
-  size_t cframe_current_frame;  // _PyCFrame.current_frame (a _PyInterpreterFrame*)
-  size_t frame_code;            // _PyInterpreterFrame.f_code
-  size_t frame_previous;        // _PyInterpreterFrame.previous
-  size_t frame_prev_instr;      // _PyInterpreterFrame.prev_instr
-  size_t frame_owner;           // _PyInterpreterFrame.owner (a char)
-  size_t frame_size;            // bytes copied per frame (covers the fields above)
-  size_t code_filename;         // PyCodeObject.co_filename
-  size_t code_name;             // PyCodeObject.co_name (3.11: co_qualname is later)
-  size_t code_linetable;        // PyCodeObject.co_linetable (a bytes object)
-  size_t code_firsttraceable;   // PyCodeObject._co_firsttraceable (int)
-  size_t code_instructions;     // PyCodeObject.co_code_adaptive (first code unit)
-  size_t unicode_length;        // PyASCIIObject.length
-  size_t unicode_state;         // PyASCIIObject.state (bit field)
-  size_t ascii_data;            // sizeof(PyASCIIObject): compact ASCII text follows
-  size_t compact_data;          // sizeof(PyCompactUnicodeObject): other compact text
-  int owner_generator;          // FRAME_OWNED_BY_GENERATOR
-  int owner_cstack;             // FRAME_OWNED_BY_CSTACK (an entry frame to skip), -1: none
-  bool frame_in_tstate;         // tstate_cframe is PyThreadState.current_frame itself (3.13)
-  size_t code_firstlineno;      // PyCodeObject.co_firstlineno (int; for outside readers)
+  uint32_t version;                 // (major << 8) | minor, e.g. 0x030B for 3.11
+  FrameKind kind;
+  size_t tstate_frame;              // PyThreadState.cframe (3.11, 3.12: a _PyCFrame*);
+                                    // .current_frame (3.13) or .frame (3.8-3.10): the
+                                    // innermost frame itself
+  bool frame_in_tstate;             // tstate_frame points to the innermost frame
+  size_t cframe_current_frame = 0;  // _PyCFrame.current_frame (a _PyInterpreterFrame*)
+  size_t frame_code;                // _PyInterpreterFrame.f_code (3.13: f_executable);
+                                    // PyFrameObject.f_code
+  size_t frame_previous;            // _PyInterpreterFrame.previous; PyFrameObject.f_back
+  size_t frame_position;            // _PyInterpreterFrame.prev_instr (3.13: instr_ptr), a
+                                    // pointer into the code's bytecode;
+                                    // PyFrameObject.f_lasti, an int
+  int lasti_unit = 0;               // frame objects: bytes per f_lasti unit (3.8, 3.9: 1; 3.10: 2)
+  size_t frame_owner = 0;           // _PyInterpreterFrame.owner (a char)
+  size_t frame_size;                // bytes copied per frame (covers the fields above)
+  size_t code_filename;             // PyCodeObject.co_filename
+  size_t code_name;                 // PyCodeObject.co_name (3.11: co_qualname is later)
+  size_t code_linetable;            // PyCodeObject.co_linetable (3.8, 3.9: co_lnotab; a bytes object)
+  size_t code_firstlineno;          // PyCodeObject.co_firstlineno (int; for outside readers)
+  size_t code_firsttraceable = 0;   // PyCodeObject._co_firsttraceable (int)
+  size_t code_instructions = 0;     // PyCodeObject.co_code_adaptive (first code unit)
+  size_t unicode_length;            // PyASCIIObject.length
+  size_t unicode_state;             // PyASCIIObject.state (bit field)
+  size_t ascii_data;                // sizeof(PyASCIIObject): compact ASCII text follows
+  size_t compact_data;              // sizeof(PyCompactUnicodeObject): other compact text
+  int owner_generator = 0;          // FRAME_OWNED_BY_GENERATOR
+  int owner_cstack = -1;            // FRAME_OWNED_BY_CSTACK (an entry frame to skip), -1: none
 };
 
-// From each version's Include/internal/pycore_frame.h, Include/cpython/code.h and
-// Include/cpython/unicodeobject.h; checked against the headers of 3.11.2, 3.11.7, 3.12.1
-// and 3.13.0 (default builds; not the free-threaded 3.13t) by test_python_layouts.py.
+// From each version's Include/internal/pycore_frame.h (3.8-3.10: Include/frameobject.h,
+// Include/cpython/frameobject.h), Include/cpython/pystate.h, Include/cpython/code.h and
+// Include/cpython/unicodeobject.h; checked against the headers of 3.8.18, 3.9.18,
+// 3.10.13, 3.11.2, 3.11.7, 3.12.1 and 3.13.0 (default builds; not the free-threaded 3.13t)
+// by test_python_layouts.py, which reads these rows by field name.
+// 3.8-3.11 strings still have their wstr fields, so their text starts later than 3.12's.
 // 3.12: the frame's prev_instr is now its 3.13 instr_ptr; LASTI is computed the same way.
 constexpr Layout kLayouts[] = {
-    {0x030B, 56, 8, 32, 48, 56, 69, 80, 112, 120, 136, 168, 184, 16, 32, 48, 72, 1, -1, false, 72},
-    {0x030C, 56, 0, 0, 8, 56, 70, 80, 112, 120, 136, 176, 192, 16, 32, 40, 56, 1, 3, false, 68},
-    {0x030D, 72, 0, 0, 8, 56, 70, 80, 112, 120, 136, 184, 200, 16, 32, 40, 56, 1, 3, true, 68},
+    {.version = 0x0308, .kind = FrameKind::kFrameObject, .tstate_frame = 24, .frame_in_tstate = true,
+     .frame_code = 32, .frame_previous = 24, .frame_position = 104, .lasti_unit = 1, .frame_size = 108,
+     .code_filename = 104, .code_name = 112, .code_linetable = 120, .code_firstlineno = 40,
+     .unicode_length = 16, .unicode_state = 32, .ascii_data = 48, .compact_data = 72},
+    {.version = 0x0309, .kind = FrameKind::kFrameObject, .tstate_frame = 24, .frame_in_tstate = true,
+     .frame_code = 32, .frame_previous = 24, .frame_position = 104, .lasti_unit = 1, .frame_size = 108,
+     .code_filename = 104, .code_name = 112, .code_linetable = 120, .code_firstlineno = 40,
+     .unicode_length = 16, .unicode_state = 32, .ascii_data = 48, .compact_data = 72},
+    {.version = 0x030A, .kind = FrameKind::kFrameObject, .tstate_frame = 24, .frame_in_tstate = true,
+     .frame_code = 32, .frame_previous = 24, .frame_position = 96, .lasti_unit = 2, .frame_size = 100,
+     .code_filename = 104, .code_name = 112, .code_linetable = 120, .code_firstlineno = 40,
+     .unicode_length = 16, .unicode_state = 32, .ascii_data = 48, .compact_data = 72},
+    {.version = 0x030B, .kind = FrameKind::kInterpreterFrame, .tstate_frame = 56, .frame_in_tstate = false,
+     .cframe_current_frame = 8, .frame_code = 32, .frame_previous = 48, .frame_position = 56,
+     .frame_owner = 69, .frame_size = 80, .code_filename = 112, .code_name = 120, .code_linetable = 136,
+     .code_firstlineno = 72, .code_firsttraceable = 168, .code_instructions = 184, .unicode_length = 16,
+     .unicode_state = 32, .ascii_data = 48, .compact_data = 72, .owner_generator = 1, .owner_cstack = -1},
+    {.version = 0x030C, .kind = FrameKind::kInterpreterFrame, .tstate_frame = 56, .frame_in_tstate = false,
+     .cframe_current_frame = 0, .frame_code = 0, .frame_previous = 8, .frame_position = 56,
+     .frame_owner = 70, .frame_size = 80, .code_filename = 112, .code_name = 120, .code_linetable = 136,
+     .code_firstlineno = 68, .code_firsttraceable = 176, .code_instructions = 192, .unicode_length = 16,
+     .unicode_state = 32, .ascii_data = 40, .compact_data = 56, .owner_generator = 1, .owner_cstack = 3},
+    {.version = 0x030D, .kind = FrameKind::kInterpreterFrame, .tstate_frame = 72, .frame_in_tstate = true,
+     .cframe_current_frame = 0, .frame_code = 0, .frame_previous = 8, .frame_position = 56,
+     .frame_owner = 70, .frame_size = 80, .code_filename = 112, .code_name = 120, .code_linetable = 136,
+     .code_firstlineno = 68, .code_firsttraceable = 184, .code_instructions = 200, .unicode_length = 16,
+     .unicode_state = 32, .ascii_data = 40, .compact_data = 56, .owner_generator = 1, .owner_cstack = 3},
 };
 
 constexpr size_t kObType = 8;         // PyObject.ob_type
@@ -80,6 +121,7 @@ struct Interpreter {
   IsInitializedFn is_initialized = nullptr;
   Addr2LineFn addr2line = nullptr;
   uintptr_t code_type = 0;   // &PyCode_Type
+  uintptr_t frame_type = 0;  // &PyFrame_Type (3.8-3.10: each frame is an object of it)
   uintptr_t bytes_type = 0;  // &PyBytes_Type
   bool checked_reads = false;  // process_vm_readv works here (seccomp may forbid it)
 };
@@ -133,7 +175,7 @@ template <class R> bool Word(uintptr_t at, uintptr_t* out) {
 
 struct FrameRef {
   uintptr_t code;
-  int lasti;  // index of the last instruction started, in code units
+  int offset;  // byte offset of the last instruction started in the code's bytecode, -1: none
 };
 
 // The frames one walk reads at most, entry and incomplete ones included: a stack id
@@ -142,50 +184,67 @@ struct FrameRef {
 // Python frames wherever C code called back into Python.
 constexpr int kMaxRawFrames = 2 * static_cast<int>(kMaxPythonFrames);
 
-// The calling thread's innermost _PyInterpreterFrame, 0 when it has none (no thread
-// state, or no Python code running).
+// The calling thread's innermost frame (a _PyInterpreterFrame or a PyFrameObject), 0 when
+// it has none (no thread state, or no Python code running).
 template <class R> uintptr_t InnermostFrame() {
   const Layout& L = *g_py.layout;
   const auto tstate = reinterpret_cast<uintptr_t>(g_py.this_thread_state());
   if (tstate == 0) return 0;
   uintptr_t cframe = 0, frame = 0;
   if (L.frame_in_tstate) {
-    if (!Word<R>(tstate + L.tstate_cframe, &frame)) return 0;
-  } else if (!Word<R>(tstate + L.tstate_cframe, &cframe) ||
+    if (!Word<R>(tstate + L.tstate_frame, &frame)) return 0;
+  } else if (!Word<R>(tstate + L.tstate_frame, &cframe) ||
              !Word<R>(cframe + L.cframe_current_frame, &frame)) {
     return 0;
   }
   return frame;
 }
 
+// The bytes of a code object a walk copies: its type, and for interpreter frames
+// everything up to the first code unit (_co_firsttraceable is among them).
+inline size_t CodeHeaderSize(const Layout& L) {
+  return L.kind == FrameKind::kInterpreterFrame ? L.code_instructions : kObType + sizeof(uintptr_t);
+}
+
 // Collects up to max frames of the calling thread, innermost first, from at most max_raw
-// frames read. Incomplete frames (being set up or torn down, not yet at their first
-// traceable instruction) are skipped, as CPython's own tracebacks do.
-// *bad is set when a frame's code is not a code object: the layout does not fit.
+// frames read. Entry frames and incomplete ones (being set up or torn down: not yet at
+// their first traceable instruction, or for a frame object not yet at its first
+// instruction) are skipped, as CPython's own tracebacks do. *bad is set when a frame's
+// code is not a code object, or a frame object cannot be read or is not one: the layout
+// does not fit.
 template <class R> size_t CollectFrames(FrameRef* out, size_t max, bool* bad = nullptr, int max_raw = 4096) {
   const Layout& L = *g_py.layout;
+  const bool objects = L.kind == FrameKind::kFrameObject;
   uintptr_t frame = InnermostFrame<R>();
   size_t n = 0;
   uint8_t fb[128];
   uint8_t cb[kMaxCodeHeader];
   for (int guard = 0; frame != 0 && n < max && guard < max_raw; ++guard) {
-    if (!R::Read(fb, frame, L.frame_size)) break;
+    if (!R::Read(fb, frame, L.frame_size) || (objects && Load<uintptr_t>(fb + kObType) != g_py.frame_type)) {
+      if (bad != nullptr && objects) *bad = true;  // not a frame object
+      break;
+    }
     const auto code = Load<uintptr_t>(fb + L.frame_code);
-    const auto prev_instr = Load<uintptr_t>(fb + L.frame_prev_instr);
-    const int owner = static_cast<signed char>(fb[L.frame_owner]);
     frame = Load<uintptr_t>(fb + L.frame_previous);
-    if (owner == L.owner_cstack) continue;  // the interpreter's entry frame
-    if (!R::Read(cb, code, L.code_instructions) || Load<uintptr_t>(cb + kObType) != g_py.code_type) {
+    const int owner = objects ? 0 : static_cast<signed char>(fb[L.frame_owner]);
+    if (!objects && owner == L.owner_cstack) continue;  // the interpreter's entry frame
+    if (!R::Read(cb, code, CodeHeaderSize(L)) || Load<uintptr_t>(cb + kObType) != g_py.code_type) {
       if (bad != nullptr) *bad = true;
       break;  // not a code object
     }
+    if (objects) {
+      const int lasti = Load<int>(fb + L.frame_position);
+      if (lasti >= 0 && lasti <= INT32_MAX / 2) out[n++] = FrameRef{code, lasti * L.lasti_unit};
+      continue;
+    }
+    const auto prev_instr = Load<uintptr_t>(fb + L.frame_position);
     const uintptr_t first = code + L.code_instructions;
     const int firsttraceable = Load<int>(cb + L.code_firsttraceable);
     if (owner != L.owner_generator && prev_instr < first + 2 * static_cast<uintptr_t>(firsttraceable)) {
       continue;  // incomplete frame
     }
     const intptr_t units = (static_cast<intptr_t>(prev_instr) - static_cast<intptr_t>(first)) / 2;
-    out[n++] = FrameRef{code, units < 0 ? -1 : static_cast<int>(units)};
+    out[n++] = FrameRef{code, units < 0 || units > INT32_MAX / 2 ? -1 : static_cast<int>(2 * units)};
   }
   return n;
 }
@@ -274,10 +333,11 @@ template <class R> bool PutUnicode(TextBuf& b, uintptr_t obj) {
   return true;
 }
 
-// The line of frame f. With checked reads the line table must be a readable bytes
-// object before PyCode_Addr2Line (which only reads) may walk it.
+// The line of frame f. With checked reads the line table (3.8, 3.9: co_lnotab) must be a
+// readable bytes object before PyCode_Addr2Line (which only reads) may walk it. Every
+// version's PyCode_Addr2Line takes a byte offset.
 template <class R> int LineOf(const FrameRef& f) {
-  if (f.lasti < 0) return -1;
+  if (f.offset < 0) return -1;
   const Layout& L = *g_py.layout;
   uintptr_t table = 0, type = 0;
   int64_t size = 0;
@@ -287,7 +347,7 @@ template <class R> int LineOf(const FrameRef& f) {
   }
   uint8_t last;
   if (size > 0 && !R::Read(&last, table + kBytesData + static_cast<uintptr_t>(size) - 1, 1)) return -1;
-  return g_py.addr2line(reinterpret_cast<void*>(f.code), f.lasti * 2);
+  return g_py.addr2line(reinterpret_cast<void*>(f.code), f.offset);
 }
 
 // "path:line in function", one frame per line; stops at a frame that does not fit.
@@ -320,24 +380,38 @@ uint64_t g_cache[kCacheSlots];
 int g_layout_proven = 0;  // 0 not yet, 1 the first checked walk fit, 2 it did not
 
 // The hash of the calling thread's frame chain from `frame` outwards: each frame's
-// instruction pointer and link, read with plain loads (the thread's own live or
-// suspended frames), kMaxRawFrames at most. Nothing else is read: the instruction
-// pointer points into the code object's own bytecode, so it names the code and the
-// position at once. Two chains at the same instructions hash alike, whatever their
+// position and link, read with plain loads (the thread's own live or suspended frames),
+// kMaxRawFrames at most. Nothing else is read. An interpreter frame's position is its
+// instruction pointer, which points into the code object's own bytecode, so it names
+// the code and the position at once; a frame object's is its code object and f_lasti,
+// folded into one word (the offset rotated into the top bits, which a user-space
+// address leaves clear). Two chains at the same positions hash alike, whatever their
 // frames' addresses; an entry or incomplete frame is hashed like any other (the text
 // leaves it out, the same way for both). The loop's critical path is the chain of links:
 // the hash is one multiply-add per frame, then one final mix.
-uint64_t HashChain(uintptr_t frame) {
-  const Layout& L = *g_py.layout;
+template <FrameKind kKind> uint64_t HashChainOf(const Layout& L, uintptr_t frame) {
   uint64_t h = 0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(g_generation) << 32);
   for (int i = 0; frame >= 4096 && i < kMaxRawFrames; ++i) {
     const auto* f = reinterpret_cast<const uint8_t*>(frame);
-    h = (h + Load<uintptr_t>(f + L.frame_prev_instr)) * 0xff51afd7ed558ccdull;
+    uint64_t position;
+    if constexpr (kKind == FrameKind::kInterpreterFrame) {
+      position = Load<uintptr_t>(f + L.frame_position);
+    } else {
+      const auto lasti = static_cast<uint64_t>(static_cast<uint32_t>(Load<int>(f + L.frame_position)));
+      position = Load<uintptr_t>(f + L.frame_code) ^ ((lasti << 48) | (lasti >> 16));
+    }
+    h = (h + position) * 0xff51afd7ed558ccdull;
     frame = Load<uintptr_t>(f + L.frame_previous);
   }
   h ^= h >> 33;
   h *= 0xc4ceb9fe1a85ec53ull;
   return h ^ (h >> 33);
+}
+
+uint64_t HashChain(uintptr_t frame) {
+  const Layout& L = *g_py.layout;
+  return L.kind == FrameKind::kInterpreterFrame ? HashChainOf<FrameKind::kInterpreterFrame>(L, frame)
+                                                : HashChainOf<FrameKind::kFrameObject>(L, frame);
 }
 
 // ---- an interpreter whose frames cannot be read ----------------------------------------
@@ -385,12 +459,12 @@ bool InitPythonStacks() {
   if (version != nullptr) {
     major_minor = static_cast<uint32_t>(*version >> 16) & 0xFFFF;
     VersionHexText(*version, py.version_text, sizeof(py.version_text));
-    for (const Layout& l : kLayouts) {
-      if (l.version == major_minor) py.layout = &l;
-    }
   } else if (auto* get = reinterpret_cast<const char* (*)()>(Lookup("Py_GetVersion")); get != nullptr) {
     // CPython before 3.11 has no Py_Version; its Py_GetVersion formats static strings only.
     major_minor = ParseVersionText(get(), py.version_text, sizeof(py.version_text));
+  }
+  for (const Layout& l : kLayouts) {
+    if (l.version == major_minor) py.layout = &l;
   }
   if (py.layout != nullptr) {
     py.this_thread_state = reinterpret_cast<GetThreadStateFn>(Lookup("PyGILState_GetThisThreadState"));
@@ -398,8 +472,10 @@ bool InitPythonStacks() {
     py.is_initialized = reinterpret_cast<IsInitializedFn>(Lookup("Py_IsInitialized"));
     py.code_type = reinterpret_cast<uintptr_t>(Lookup("PyCode_Type"));
     py.bytes_type = reinterpret_cast<uintptr_t>(Lookup("PyBytes_Type"));
+    const bool objects = py.layout->kind == FrameKind::kFrameObject;
+    if (objects) py.frame_type = reinterpret_cast<uintptr_t>(Lookup("PyFrame_Type"));
     if (py.this_thread_state == nullptr || py.addr2line == nullptr || py.code_type == 0 ||
-        py.bytes_type == 0 || py.is_initialized == nullptr) {
+        py.bytes_type == 0 || py.is_initialized == nullptr || (objects && py.frame_type == 0)) {
       py.layout = nullptr;
     }
   }
@@ -531,12 +607,18 @@ uintptr_t ThisThreadStateIfRunning() {
 bool FillLayoutBlock(format::PythonLayoutBlock* b) {
   const Layout* L = g_py.layout;
   if (L == nullptr || g_config.stack_depth <= 0 || b == nullptr) return false;
+  // The outside reader (analyzer/cli/python_remote.cpp) walks interpreter frames only: it
+  // would take a frame object's f_lasti for an instruction pointer, and it decodes 3.11's
+  // location table, not 3.8-3.10's line tables. So for 3.8-3.10 the block stays empty
+  // (version 0): `colabtrace run --hang-timeout` gives their threads no Python stack, and
+  // the shim's own stacks are unaffected.
+  if (L->kind != FrameKind::kInterpreterFrame) return false;
   b->frame_in_tstate = L->frame_in_tstate ? 1 : 0;
-  b->tstate_cframe = static_cast<uint32_t>(L->tstate_cframe);
+  b->tstate_cframe = static_cast<uint32_t>(L->tstate_frame);
   b->cframe_current_frame = static_cast<uint32_t>(L->cframe_current_frame);
   b->frame_code = static_cast<uint32_t>(L->frame_code);
   b->frame_previous = static_cast<uint32_t>(L->frame_previous);
-  b->frame_prev_instr = static_cast<uint32_t>(L->frame_prev_instr);
+  b->frame_prev_instr = static_cast<uint32_t>(L->frame_position);
   b->frame_owner = static_cast<uint32_t>(L->frame_owner);
   b->code_filename = static_cast<uint32_t>(L->code_filename);
   b->code_name = static_cast<uint32_t>(L->code_name);

@@ -2,10 +2,12 @@
 //
 // The shim never links against Python. At start-up it looks the interpreter up among
 // the process's dynamic symbols (the python executable's, or a loaded libpython's):
-// `Py_Version`, `PyGILState_GetThisThreadState`, `PyCode_Addr2Line` and `PyCode_Type`.
-// Frames are walked by reading the interpreter's own structures with a per-version
-// layout table (CPython 3.11, 3.12, 3.13; the first walk in a process is checked, so a build the table does not fit turns Python stacks off); any other version, or no Python at all, gives no
-// Python stack, never a crash.
+// `Py_Version` (3.11+; before it `Py_GetVersion`), `PyGILState_GetThisThreadState`,
+// `PyCode_Addr2Line` and `PyCode_Type`. Frames are walked by reading the interpreter's
+// own structures with a per-version layout table: CPython 3.8, 3.9 and 3.10 (a chain of
+// PyFrameObjects) and 3.11, 3.12, 3.13 (a chain of _PyInterpreterFrames). The first walk
+// in a process is checked, so a build the table does not fit turns Python stacks off;
+// any other version, or no Python at all, gives no Python stack, never a crash.
 //
 // Whose frames: the calling thread's own thread state (the one CPython keeps in
 // thread-specific storage for the thread), whether or not the thread holds the GIL
@@ -34,7 +36,7 @@ inline constexpr size_t kMaxPythonStackText = 4096;
 bool InitPythonStacks();
 
 // Writes a ShimNote (kPythonStacksUnavailable) when the process runs a CPython whose
-// frames no layout describes (3.10 and older, a newer one than the table), or
+// frames no layout describes (3.7 and older, a newer one than the table), or
 // (kPythonLayoutMismatch) when the first walk found the table wrong for this build; the
 // report names the version rather than leaving stacks silently empty. At start, after
 // InitPythonStacks, and in a fork child. Inside a ShimScope.
@@ -55,10 +57,10 @@ size_t CapturePythonStackTextSafe(char* out, size_t cap);
 
 // The same id for a kernel launch, outside any ShimScope: the GPU launch ring keeps it in
 // its slot, where a SIGKILL leaves it in the file, so every kernel in flight carries its
-// whole Python stack. A stack seen before costs one walk of the frame chain reading three
-// words per frame (code object, instruction pointer, link), one hash and one probe of
-// the process's cache; the first launch from a stack makes its text and interns it
-// (cold; needs Recording). 0 when the thread runs no Python code, the interpreter is
+// whole Python stack. A stack seen before costs one walk of the frame chain reading two
+// words per frame (instruction pointer and link; 3.8-3.10: code object, f_lasti and
+// link), one hash and one probe of the process's cache; the first launch from a stack
+// makes its text and interns it (cold; needs Recording). 0 when the thread runs no Python code, the interpreter is
 // unknown or stacks are off.
 uint64_t LaunchPythonStackId();
 // True when LaunchPythonStackId can answer at all (a supported CPython is in the process

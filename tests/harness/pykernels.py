@@ -11,10 +11,14 @@ KERNEL_STACKS = os.path.join(HERE, "..", "gpu", "py", "kernel_stacks.py")
 FASTKERN = os.path.join(HERE, "..", "gpu", "py", "site-packages", "fastkern", "__init__.py")
 KERNEL_STACKS, FASTKERN = os.path.realpath(KERNEL_STACKS), os.path.realpath(FASTKERN)
 
-# CPython builds with a known frame layout.
+# CPython builds with a known frame layout (3.8-3.13; Debian's 3.11 first, for the tests
+# that run one).
 PYTHONS = [p for p in ("/usr/bin/python3.11", "/root/.pyenv/versions/3.11.7/bin/python3.11",
                        "/root/.pyenv/versions/3.12.1/bin/python3.12",
-                       "/root/.pyenv/versions/3.13.0/bin/python3.13", sys.executable)
+                       "/root/.pyenv/versions/3.13.0/bin/python3.13",
+                       "/root/.pyenv/versions/3.8.18/bin/python3.8",
+                       "/root/.pyenv/versions/3.9.18/bin/python3.9",
+                       "/root/.pyenv/versions/3.10.13/bin/python3.10", sys.executable)
            if os.path.exists(p)]
 
 

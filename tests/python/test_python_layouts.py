@@ -1,6 +1,6 @@
 """The shim's CPython frame layouts (shim/python/python_stack.cpp, kLayouts) against the
-real headers: for each CPython here with its internal headers installed, compile
-offsetof() of every field the walker reads and compare with the table's row."""
+real headers: for each CPython here with its headers installed, compile offsetof() of
+every field the walker reads and compare with the table's row, field by field."""
 from __future__ import annotations
 
 import os
@@ -15,84 +15,157 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SOURCE = os.path.join(ROOT, "shim", "python", "python_stack.cpp")
 PYENV = "/root/.pyenv/versions"
 INCLUDES = {  # version -> include dirs of the interpreters installed here
+    0x0308: [f"{PYENV}/3.8.18/include/python3.8"],
+    0x0309: [f"{PYENV}/3.9.18/include/python3.9"],
+    0x030A: [f"{PYENV}/3.10.13/include/python3.10"],
     0x030B: ["/usr/include/python3.11", f"{PYENV}/3.11.7/include/python3.11"],
     0x030C: [f"{PYENV}/3.12.1/include/python3.12"],
     0x030D: [f"{PYENV}/3.13.0/include/python3.13"],
 }
 
-# Prints the table's columns in order (see Layout in python_stack.cpp).
+# Prints "field value" lines named as Layout's fields in python_stack.cpp; frame_size is
+# the header's sizeof (the table's is what the walker copies: less, but it must cover
+# every field read). 3.11+: _PyInterpreterFrame chains. 3.8-3.10: PyFrameObject chains.
 PROBE = r"""
 #define Py_BUILD_CORE 1
 #include <Python.h>
 #include <stddef.h>
 #include <stdio.h>
+#if PY_VERSION_HEX >= 0x030B0000
 #include "internal/pycore_frame.h"
 #include "internal/pycore_code.h"
+#else
+#include <frameobject.h>
+#endif
+#define FIELD(name, value) printf("%s %lld\n", name, (long long)(value))
 int main(void) {
+#if PY_VERSION_HEX >= 0x030B0000
+  printf("kind FrameKind::kInterpreterFrame\n");
 #if PY_VERSION_HEX >= 0x030D0000
-  size_t tstate_frame = offsetof(PyThreadState, current_frame), cframe_frame = 0;
-  size_t f_code = offsetof(_PyInterpreterFrame, f_executable);
-  size_t instr = offsetof(_PyInterpreterFrame, instr_ptr);
-  int in_tstate = 1;
+  FIELD("tstate_frame", offsetof(PyThreadState, current_frame));
+  FIELD("frame_in_tstate", 1);
+  FIELD("cframe_current_frame", 0);
+  FIELD("frame_code", offsetof(_PyInterpreterFrame, f_executable));
+  FIELD("frame_position", offsetof(_PyInterpreterFrame, instr_ptr));
 #else
-  size_t tstate_frame = offsetof(PyThreadState, cframe);
-  size_t cframe_frame = offsetof(_PyCFrame, current_frame);
-  size_t f_code = offsetof(_PyInterpreterFrame, f_code);
-  size_t instr = offsetof(_PyInterpreterFrame, prev_instr);
-  int in_tstate = 0;
+  FIELD("tstate_frame", offsetof(PyThreadState, cframe));
+  FIELD("frame_in_tstate", 0);
+  FIELD("cframe_current_frame", offsetof(_PyCFrame, current_frame));
+  FIELD("frame_code", offsetof(_PyInterpreterFrame, f_code));
+  FIELD("frame_position", offsetof(_PyInterpreterFrame, prev_instr));
 #endif
+  FIELD("frame_previous", offsetof(_PyInterpreterFrame, previous));
+  FIELD("frame_owner", offsetof(_PyInterpreterFrame, owner));
+  FIELD("frame_size", sizeof(_PyInterpreterFrame));
+  FIELD("code_linetable", offsetof(PyCodeObject, co_linetable));
+  FIELD("code_firsttraceable", offsetof(PyCodeObject, _co_firsttraceable));
+  FIELD("code_instructions", offsetof(PyCodeObject, co_code_adaptive));
+  FIELD("owner_generator", FRAME_OWNED_BY_GENERATOR);
 #if PY_VERSION_HEX >= 0x030C0000
-  int cstack = FRAME_OWNED_BY_CSTACK;
+  FIELD("owner_cstack", FRAME_OWNED_BY_CSTACK);
 #else
-  int cstack = -1;
+  FIELD("owner_cstack", -1);
 #endif
-  printf("%zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %zu %d %d %d %zu\n",
-         tstate_frame, cframe_frame, f_code, offsetof(_PyInterpreterFrame, previous), instr,
-         offsetof(_PyInterpreterFrame, owner), sizeof(_PyInterpreterFrame),
-         offsetof(PyCodeObject, co_filename), offsetof(PyCodeObject, co_name),
-         offsetof(PyCodeObject, co_linetable), offsetof(PyCodeObject, _co_firsttraceable),
-         offsetof(PyCodeObject, co_code_adaptive), offsetof(PyASCIIObject, length),
-         offsetof(PyASCIIObject, state), sizeof(PyASCIIObject), sizeof(PyCompactUnicodeObject),
-         (int)FRAME_OWNED_BY_GENERATOR, cstack, in_tstate, offsetof(PyCodeObject, co_firstlineno));
+#else
+  _Static_assert(sizeof(((PyFrameObject *)0)->f_lasti) == sizeof(int), "f_lasti is an int");
+  printf("kind FrameKind::kFrameObject\n");
+  FIELD("tstate_frame", offsetof(PyThreadState, frame));
+  FIELD("frame_in_tstate", 1);
+  FIELD("frame_code", offsetof(PyFrameObject, f_code));
+  FIELD("frame_previous", offsetof(PyFrameObject, f_back));
+  FIELD("frame_position", offsetof(PyFrameObject, f_lasti));
+  FIELD("frame_size", sizeof(PyFrameObject));
+#if PY_VERSION_HEX >= 0x030A0000
+  /* 3.10 counts f_lasti in code units; PyCode_Addr2Line takes bytes. */
+  FIELD("lasti_unit", sizeof(_Py_CODEUNIT));
+  FIELD("code_linetable", offsetof(PyCodeObject, co_linetable));
+#else
+  FIELD("lasti_unit", 1);
+  FIELD("code_linetable", offsetof(PyCodeObject, co_lnotab));
+#endif
+#endif
+  _Static_assert(sizeof(((PyCodeObject *)0)->co_firstlineno) == sizeof(int), "co_firstlineno is an int");
+  FIELD("code_filename", offsetof(PyCodeObject, co_filename));
+  FIELD("code_name", offsetof(PyCodeObject, co_name));
+  FIELD("code_firstlineno", offsetof(PyCodeObject, co_firstlineno));
+  FIELD("unicode_length", offsetof(PyASCIIObject, length));
+  FIELD("unicode_state", offsetof(PyASCIIObject, state));
+  FIELD("ascii_data", sizeof(PyASCIIObject));
+  FIELD("compact_data", sizeof(PyCompactUnicodeObject));
   return 0;
 }
 """
 
 
-def table_row(version: int) -> list[int]:
+def table_rows() -> dict[int, dict[str, object]]:
+    """kLayouts' rows by version, each {field: value} from its designated initializers."""
     with open(SOURCE, encoding="utf-8") as f:
         text = f.read()
-    m = re.search(r"\{0x%04X,([^}]*)\}" % version, text)
-    assert m, f"no layout row for 0x{version:04X}"
-    words = [x.strip() for x in m.group(1).split(",")]
-    return [1 if w == "true" else 0 if w == "false" else int(w) for w in words]
+    body = re.search(r"constexpr Layout kLayouts\[\] = \{(.*?)\n\};", text, re.S)
+    assert body, "no kLayouts table in " + SOURCE
+    rows = {}
+    for m in re.finditer(r"\{\s*(\.version\s*=[^}]*)\}", body.group(1)):
+        row: dict[str, object] = {}
+        for field in m.group(1).split(","):
+            name, value = (x.strip() for x in field.split("="))
+            if value.startswith("FrameKind::"):
+                row[name.lstrip(".")] = value
+            elif value in ("true", "false"):
+                row[name.lstrip(".")] = int(value == "true")
+            else:
+                row[name.lstrip(".")] = int(value, 0)
+        rows[row.pop("version")] = row
+    return rows
+
+
+def probe(inc: str, tmp: str) -> dict[str, object]:
+    src, exe = os.path.join(tmp, "probe.c"), os.path.join(tmp, "probe")
+    with open(src, "w") as f:
+        f.write(PROBE)
+    c = subprocess.run(["cc", "-I" + inc, src, "-o", exe], capture_output=True, text=True)
+    assert c.returncode == 0, c.stderr[-2000:]
+    out = subprocess.run([exe], capture_output=True, text=True, check=True).stdout
+    got = {}
+    for line in out.splitlines():
+        name, value = line.split()
+        got[name] = value if value.startswith("FrameKind") else int(value)
+    return got
 
 
 class LayoutTest(unittest.TestCase):
+    def test_the_table_has_a_row_per_supported_version(self):
+        self.assertEqual(sorted(table_rows()), sorted(INCLUDES))
+
     def test_layouts_match_headers(self):
         if shutil.which("cc") is None:
             self.skipTest("no C compiler")
-        checked = 0
+        rows = table_rows()
+        checked = []
         for version, dirs in INCLUDES.items():
-            row = table_row(version)
+            row = rows[version]
             for inc in dirs:
-                if not os.path.exists(os.path.join(inc, "internal", "pycore_frame.h")):
+                if not os.path.exists(os.path.join(inc, "Python.h")):
                     continue
                 with self.subTest(include=inc), tempfile.TemporaryDirectory() as tmp:
-                    src, exe = os.path.join(tmp, "probe.c"), os.path.join(tmp, "probe")
-                    with open(src, "w") as f:
-                        f.write(PROBE)
-                    subprocess.run(["cc", "-I" + inc, src, "-o", exe], check=True)
-                    got = [int(x) for x in subprocess.run([exe], capture_output=True, text=True,
-                                                          check=True).stdout.split()]
-                    # The table's frame_size is what the walker copies; it must cover the
+                    got = probe(inc, tmp)
+                    # The table's frame_size is what the walker copies: it must cover the
                     # frame's fields (the header's sizeof is the struct's full size).
-                    self.assertEqual(row[:6], got[:6])
-                    self.assertGreaterEqual(row[6], got[4] + 8)
-                    self.assertEqual(row[7:], got[7:])
-                    checked += 1
-        if checked == 0:
-            self.skipTest("no CPython internal headers installed")
+                    position_size = 8 if got["kind"] == "FrameKind::kInterpreterFrame" else 4
+                    ends = [got["frame_code"] + 8, got["frame_previous"] + 8,
+                            got["frame_position"] + position_size]
+                    if "frame_owner" in got:
+                        ends.append(got["frame_owner"] + 1)
+                    else:
+                        ends.append(16)  # a frame object's ob_type, which the walk checks
+                    self.assertGreaterEqual(row["frame_size"], max(ends))
+                    self.assertLessEqual(row["frame_size"], min(got["frame_size"], 128))
+                    want = {k: v for k, v in got.items() if k != "frame_size"}
+                    have = {k: v for k, v in row.items() if k != "frame_size"}
+                    self.assertEqual(have, want)
+                    checked.append(inc)
+        print("checked", checked, file=sys.stderr, flush=True)
+        if not checked:
+            self.skipTest("no CPython headers installed")
 
 
 if __name__ == "__main__":

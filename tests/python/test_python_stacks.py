@@ -15,19 +15,24 @@ import ctharness as h
 SIMCUDA_DIR = os.environ.get("SIMCUDA_DIR", os.path.join(h.BUILD, "simcuda"))
 CUDART = os.path.join(SIMCUDA_DIR, "libcudart.so.13")
 NATIVE_THREAD = os.path.join(h.BUILD, "tests", "python", "libpython_native_thread.so")
-# The CPython builds here with a known frame layout: Debian's 3.11 and pyenv's 3.11, 3.12
-# and 3.13 (the binaries, not pyenv's wrapper script).
+# The CPython builds here with a known frame layout: Debian's 3.11 and pyenv's 3.11, 3.12,
+# 3.13 (interpreter frames) and 3.8, 3.9, 3.10 (frame objects; no Py_Version), the
+# binaries, not pyenv's wrapper script. Debian's 3.11 first: the tests that run one
+# interpreter take it.
 PYTHONS = [p for p in ("/usr/bin/python3.11", "/root/.pyenv/versions/3.11.7/bin/python3.11",
                        "/root/.pyenv/versions/3.12.1/bin/python3.12",
-                       "/root/.pyenv/versions/3.13.0/bin/python3.13")
+                       "/root/.pyenv/versions/3.13.0/bin/python3.13",
+                       "/root/.pyenv/versions/3.8.18/bin/python3.8",
+                       "/root/.pyenv/versions/3.9.18/bin/python3.9",
+                       "/root/.pyenv/versions/3.10.13/bin/python3.10")
            if os.path.exists(p)]
-# One without a layout (3.10: no Py_Version): no Python stack, and nothing breaks.
-UNSUPPORTED = "/root/.pyenv/versions/3.10.13/bin/python3.10"
-# Every CPython here whose frames the shim cannot read (pyenv's 2.7 and 3.6-3.10), with
+# One without a layout (3.7): no Python stack, and nothing breaks.
+UNSUPPORTED = "/root/.pyenv/versions/3.7.16/bin/python3.7"
+# Every CPython here whose frames the shim cannot read (pyenv's 2.7, 3.6 and 3.7), with
 # its version: the report names each one.
 UNREADABLE = [(p, v) for v, p in (
     (v, f"/root/.pyenv/versions/{v}/bin/python{'.'.join(v.split('.')[:2])}")
-    for v in ("2.7.18", "3.6.15", "3.7.16", "3.8.18", "3.9.18", "3.10.13")) if os.path.exists(p)]
+    for v in ("2.7.18", "3.6.15", "3.7.16")) if os.path.exists(p)]
 
 
 def line_of(path: str, marker: str) -> int:
@@ -53,7 +58,7 @@ class PythonStackTest(h.TempDirTest):
         return f"{path}:{line_of(path, marker)} in {func}"
 
 
-@unittest.skipUnless(PYTHONS, "no CPython 3.11 here")
+@unittest.skipUnless(PYTHONS, "no CPython with a known frame layout here")
 class FatalSignalTest(PythonStackTest):
     SCRIPT = """\
         import ctypes
@@ -132,7 +137,7 @@ class FatalSignalTest(PythonStackTest):
                 self.assertIn(f"Python stacks unavailable for {short} (CPython {version}, pids "
                               f"{pids[0]} {pids[1]}): no frame layout for this CPython version\n", text)
 
-    @unittest.skipUnless(PYTHONS, "no CPython 3.11 here")
+    @unittest.skipUnless(PYTHONS, "no CPython with a known frame layout here")
     def test_a_readable_interpreter_is_not_named(self):
         for python in PYTHONS:
             with self.subTest(python=python):
@@ -149,7 +154,52 @@ class FatalSignalTest(PythonStackTest):
         self.assertIsNone(f["evidence"]["python_stack"])
 
 
-@unittest.skipUnless(PYTHONS, "no CPython 3.11 here")
+@unittest.skipUnless(PYTHONS, "no CPython with a known frame layout here")
+class NativeCrashTest(PythonStackTest):
+    # Three functions deep below <module>, and no other frame: os.kill is C code, so the
+    # innermost frame is the program's own line. Two names are not ASCII: a 1-byte
+    # (Latin-1) and a 2-byte compact string, whose text starts after the longer string
+    # header of 3.8-3.11 (its wstr fields) and the shorter one of 3.12+.
+    SCRIPT = """\
+        import os, signal
+
+        def crash():
+            os.kill(os.getpid(), signal.SIGSEGV)  # KILL
+
+        def größe():
+            crash()  # CALL-CRASH
+
+        def 中间():
+            größe()  # CALL-GROESSE
+
+        中间()  # CALL-MIDDLE
+        """
+
+    def test_three_frames_deep_under_every_interpreter(self):
+        script = self.write("native_crash.py", self.SCRIPT)
+        want = [self.frame(script, "# KILL", "crash"),
+                self.frame(script, "# CALL-CRASH", "größe"),
+                self.frame(script, "# CALL-GROESSE", "中间"),
+                self.frame(script, "# CALL-MIDDLE", "<module>")]
+        for python in PYTHONS:
+            with self.subTest(python=python):
+                run = h.run_traced([python, script])
+                self.assertEqual(run.returncode, -11, run.stderr)
+                self.assertEqual(len(run.traces), 1)
+                rep = h.report(run.traces[0])
+                (f,) = h.findings(rep, "proc.fatal-signal")
+                self.assertEqual(f["evidence"]["python_stack"], want)
+                self.assertIn(" at " + want[0], f["summary"])
+                (proc,) = rep["processes"]
+                self.assertNotIn("python_stacks", proc)  # no "unavailable" note
+                text = h.cli("report", run.traces[0]).stdout
+                self.assertIn("Python stack at SIGSEGV", text)
+                for frame in want:
+                    self.assertIn("  " + frame + "\n", text)
+                self.assertNotIn("Python stacks unavailable", text)
+
+
+@unittest.skipUnless(PYTHONS, "no CPython with a known frame layout here")
 class KilledTest(PythonStackTest):
     SCRIPT = """\
         import os, time
@@ -177,7 +227,7 @@ class KilledTest(PythonStackTest):
         self.assertGreaterEqual(len(h.records(run.traces[0], "py_sample")), 2)
 
 
-@unittest.skipUnless(PYTHONS and os.path.exists(CUDART), "needs CPython 3.11 and the simulated cudart")
+@unittest.skipUnless(PYTHONS and os.path.exists(CUDART), "needs a readable CPython and the simulated cudart")
 class GpuAllocationTest(PythonStackTest):
     SCRIPT = """\
         import ctypes, os, sys, threading
@@ -253,7 +303,7 @@ class GpuAllocationTest(PythonStackTest):
                 self.assertEqual(child_allocs, [step_alloc + [self.frame(script, "# CHILD", "<module>")]])
 
 
-@unittest.skipUnless(PYTHONS and os.path.exists(CUDART), "needs CPython 3.11 and the simulated cudart")
+@unittest.skipUnless(PYTHONS and os.path.exists(CUDART), "needs a readable CPython and the simulated cudart")
 class LaunchFailureTest(PythonStackTest):
     SCRIPT = """\
         import ctypes, sys
