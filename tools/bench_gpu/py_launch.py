@@ -5,6 +5,8 @@ many Python frames, as a launch from a PyTorch module's forward is.
     python3 py_launch.py LIBRARY DEPTH LAUNCHES ROUNDS
 
 Prints launch_bench's JSON line."""
+from __future__ import annotations
+
 import ctypes
 import sys
 
