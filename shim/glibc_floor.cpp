@@ -23,6 +23,7 @@
 #include <link.h>
 #include <pthread.h>
 
+#include "colabtrace/find_object.h"
 #include "real.h"
 
 extern "C" {
@@ -39,44 +40,6 @@ __asm__(".symver colabtrace_glibc_pthread_key_create,pthread_key_create@GLIBC_2.
 __asm__(".symver colabtrace_glibc___pthread_key_create,__pthread_key_create@GLIBC_2.2.5");
 __asm__(".symver colabtrace_glibc_pthread_setspecific,pthread_setspecific@GLIBC_2.2.5");
 __asm__(".symver colabtrace_glibc_pthread_once,pthread_once@GLIBC_2.2.5");
-
-namespace {
-
-// _dl_find_object's answer from dl_iterate_phdr: the object whose PT_LOAD segments hold
-// pc, its extent and its PT_GNU_EH_FRAME (what libgcc's unwinder reads). No link_map.
-struct FindArg {
-  uintptr_t pc;
-  dl_find_object* out;
-  bool found;
-};
-
-int FindCallback(dl_phdr_info* info, size_t, void* data) {
-  auto* a = static_cast<FindArg*>(data);
-  uintptr_t lo = UINTPTR_MAX, hi = 0;
-  bool inside = false;
-  const void* eh_frame = nullptr;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    const uintptr_t start = info->dlpi_addr + ph.p_vaddr;
-    if (ph.p_type == PT_LOAD) {
-      if (a->pc >= start && a->pc < start + ph.p_memsz) inside = true;
-      if (start < lo) lo = start;
-      if (start + ph.p_memsz > hi) hi = start + ph.p_memsz;
-    } else if (ph.p_type == PT_GNU_EH_FRAME) {
-      eh_frame = reinterpret_cast<const void*>(start);
-    }
-  }
-  if (!inside) return 0;
-  a->out->dlfo_flags = 0;
-  a->out->dlfo_map_start = reinterpret_cast<void*>(lo);
-  a->out->dlfo_map_end = reinterpret_cast<void*>(hi);
-  a->out->dlfo_link_map = nullptr;
-  a->out->dlfo_eh_frame = const_cast<void*>(eh_frame);
-  a->found = true;
-  return 1;
-}
-
-}  // namespace
 
 extern "C" {
 
@@ -116,9 +79,7 @@ __attribute__((visibility("hidden"))) int __wrap__dl_find_object(void* pc, dl_fi
   if (const colabtrace::shim::DlFindObjectFn real = colabtrace::shim::RealDlFindObject(); real != nullptr) {
     return real(pc, out);
   }
-  FindArg a{reinterpret_cast<uintptr_t>(pc), out, false};
-  colabtrace::shim::RealDlIteratePhdr()(FindCallback, &a);
-  return a.found ? 0 : -1;
+  return colabtrace::FindObjectByPhdr(pc, out, colabtrace::shim::RealDlIteratePhdr());
 }
 
 }  // extern "C"

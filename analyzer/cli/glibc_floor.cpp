@@ -15,6 +15,8 @@
 
 #include <cstdint>
 
+#include "colabtrace/find_object.h"
+
 extern "C" {
 // libstdc++ reads it to skip atomic reference counts while the process has one thread
 // (glibc 2.32+). Our own, never set: always the atomic path, correct at any glibc.
@@ -159,38 +161,7 @@ int __wrap__dl_find_object(void* pc, dl_find_object* out) {
   using Fn = int (*)(void*, dl_find_object*);
   static Fn real = reinterpret_cast<Fn>(colabtrace_glibc_dlvsym(RTLD_DEFAULT, "_dl_find_object", "GLIBC_2.35"));
   if (real != nullptr) return real(pc, out);
-  struct Arg {
-    uintptr_t pc;
-    dl_find_object* out;
-    bool found;
-  } a{reinterpret_cast<uintptr_t>(pc), out, false};
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) {
-        auto* a = static_cast<Arg*>(data);
-        uintptr_t lo = UINTPTR_MAX, hi = 0;
-        bool inside = false;
-        void* eh_frame = nullptr;
-        for (int i = 0; i < info->dlpi_phnum; ++i) {
-          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-          const uintptr_t start = info->dlpi_addr + ph.p_vaddr;
-          if (ph.p_type == PT_LOAD) {
-            inside = inside || (a->pc >= start && a->pc < start + ph.p_memsz);
-            lo = start < lo ? start : lo;
-            hi = start + ph.p_memsz > hi ? start + ph.p_memsz : hi;
-          } else if (ph.p_type == PT_GNU_EH_FRAME) {
-            eh_frame = reinterpret_cast<void*>(start);
-          }
-        }
-        if (!inside) return 0;
-        *a->out = dl_find_object{};
-        a->out->dlfo_map_start = reinterpret_cast<void*>(lo);
-        a->out->dlfo_map_end = reinterpret_cast<void*>(hi);
-        a->out->dlfo_eh_frame = eh_frame;
-        a->found = true;
-        return 1;
-      },
-      &a);
-  return a.found ? 0 : -1;
+  return colabtrace::FindObjectByPhdr(pc, out, dl_iterate_phdr);
 }
 
 }  // extern "C"

@@ -251,7 +251,8 @@ class Wheel(unittest.TestCase):
         for name in os.listdir(opt):
             os.chmod(os.path.join(opt, name), 0o755)
         out = "/tmp/ct-wheel-run"
-        shutil.rmtree(root + out, ignore_errors=True)
+        for d in (out, out + "-crash"):
+            shutil.rmtree(root + d, ignore_errors=True)
         proc = os.path.join(root, "proc")
         os.makedirs(proc, exist_ok=True)
         subprocess.run(["mount", "-t", "proc", "proc", proc], check=True)
@@ -268,6 +269,18 @@ class Wheel(unittest.TestCase):
             self.assertEqual([f["id"] for f in rep["findings"] if f["severity"] in ("error", "warning")], [])
             verbose = self.run_ok(["chroot", root, "/opt/colabtrace/colabtrace", "--version", "--verbose"]).stdout
             self.assertNotIn("above the floor", verbose)
+            # A crash: the shim's unwinder (libgcc's, static) finds each frame's unwind
+            # data without glibc 2.35's _dl_find_object, through dl_iterate_phdr.
+            crashed = subprocess.run(["chroot", root, "/opt/colabtrace/colabtrace", "run", "-o", out + "-crash", "--",
+                                      "/usr/bin/python3.9", "-c", "import os\nos.kill(os.getpid(), 11)\n"],
+                                     capture_output=True, text=True, timeout=120, env=clean_env())
+            self.assertEqual(crashed.returncode, 128 + 11, crashed.stderr)
+            rep = json.loads(self.run_ok(["chroot", root, "/opt/colabtrace/colabtrace", "report", "--format",
+                                          "json", out + "-crash"]).stdout)
+            (fatal,) = [f for f in rep["findings"] if f["id"] == "proc.fatal-signal"]
+            stack = fatal["evidence"]["stack"]
+            self.assertTrue(stack[0].startswith("kill+"), stack)
+            self.assertTrue(any(f.startswith("__libc_start_main+") for f in stack), stack)
         finally:
             subprocess.run(["umount", proc], check=False)
 
