@@ -62,6 +62,7 @@ struct Layout {
   size_t compact_data;              // sizeof(PyCompactUnicodeObject): other compact text
   int owner_generator = 0;          // FRAME_OWNED_BY_GENERATOR
   int owner_cstack = -1;            // FRAME_OWNED_BY_CSTACK (an entry frame to skip), -1: none
+  bool operator==(const Layout&) const = default;
 };
 
 // From each version's Include/internal/pycore_frame.h (3.8-3.10: Include/frameobject.h,
@@ -101,6 +102,46 @@ constexpr Layout kLayouts[] = {
      .unicode_state = 32, .ascii_data = 40, .compact_data = 56, .owner_generator = 1, .owner_cstack = 3},
 };
 
+// CPython 3.13+ describes its own structures in _PyRuntime.debug_offsets (struct
+// _Py_DebugOffsets, the first member of _PyRuntimeState): a cookie, PY_VERSION_HEX, then
+// offsetof() values. That struct changes shape between releases (3.14 adds fields in
+// the middle), so reading it needs the byte position of each value we use, per version.
+// Positions are checked against each version's header by test_python_layouts.py.
+struct DebugOffsetsShape {
+  uint32_t version;            // (major << 8) | minor
+  uint32_t size;               // sizeof(_Py_DebugOffsets)
+  uint32_t free_threaded;      // .free_threaded
+  uint32_t current_frame;      // .thread_state.current_frame
+  uint32_t frame_struct_size;  // .interpreter_frame.size
+  uint32_t frame_previous;     // .interpreter_frame.previous
+  uint32_t frame_executable;   // .interpreter_frame.executable
+  uint32_t frame_instr_ptr;    // .interpreter_frame.instr_ptr
+  uint32_t frame_owner;        // .interpreter_frame.owner
+  uint32_t code_filename;      // .code_object.filename
+  uint32_t code_name;          // .code_object.name
+  uint32_t code_linetable;     // .code_object.linetable
+  uint32_t code_firstlineno;   // .code_object.firstlineno
+  uint32_t code_adaptive;      // .code_object.co_code_adaptive
+  uint32_t ob_type;            // .pyobject.ob_type
+  uint32_t bytes_ob_size;      // .bytes_object.ob_size
+  uint32_t bytes_ob_sval;      // .bytes_object.ob_sval
+  uint32_t unicode_state;      // .unicode_object.state
+  uint32_t unicode_length;     // .unicode_object.length
+  uint32_t unicode_ascii;      // .unicode_object.asciiobject_size
+};
+
+// From 3.13's Include/internal/pycore_runtime.h. 3.14 is not here: no 3.14 header or
+// interpreter was at hand to check its shape against. Its row needs more than positions:
+// its f_executable is a _PyStackRef whose low bits are tags (mask them off), and its
+// frame owner values must be checked again.
+constexpr DebugOffsetsShape kDebugOffsetsShapes[] = {
+    {.version = 0x030D, .size = 584, .free_threaded = 16, .current_frame = 184, .frame_struct_size = 224,
+     .frame_previous = 232, .frame_executable = 240, .frame_instr_ptr = 248, .frame_owner = 264,
+     .code_filename = 280, .code_name = 288, .code_linetable = 304, .code_firstlineno = 312,
+     .code_adaptive = 344, .ob_type = 360, .bytes_ob_size = 520, .bytes_ob_sval = 528, .unicode_state = 544,
+     .unicode_length = 552, .unicode_ascii = 560},
+};
+
 constexpr size_t kObType = 8;         // PyObject.ob_type
 constexpr size_t kVarSize = 16;       // PyVarObject.ob_size
 constexpr size_t kBytesData = 32;     // PyBytesObject.ob_sval
@@ -126,6 +167,9 @@ struct Interpreter {
   bool checked_reads = false;  // process_vm_readv works here (seccomp may forbid it)
 };
 Interpreter g_py;
+// Built from _PyRuntime.debug_offsets (3.13+). Constant-initialized: the shim may start
+// before this file's dynamic initializers run, which would then reset it.
+constinit Layout g_runtime_layout = {};
 int g_init_state = 0;  // 0 not yet, 1 done
 
 void* Lookup(const char* name) {
@@ -169,6 +213,51 @@ template <class T> T Load(const uint8_t* p) {
 
 template <class R> bool Word(uintptr_t at, uintptr_t* out) {
   return R::Read(out, at, sizeof(*out));
+}
+
+// The layout that _PyRuntime.debug_offsets (the bytes at d) gives, or false when this
+// version's shape is unknown or the values do not make sense. The debug offsets do not
+// give everything a walk needs; the rest has been the same from 3.12 to 3.13:
+// _co_firsttraceable is 16 bytes before co_code_adaptive (an int, then co_extra),
+// PyCompactUnicodeObject adds utf8_length and utf8 (16 bytes) to PyASCIIObject, and
+// FRAME_OWNED_BY_GENERATOR is 1 and FRAME_OWNED_BY_CSTACK 3.
+bool LayoutFromDebugOffsets(const uint8_t* d, uint32_t major_minor, Layout* out) {
+  const DebugOffsetsShape* shape = nullptr;
+  for (const DebugOffsetsShape& s : kDebugOffsetsShapes) {
+    if (s.version == major_minor) shape = &s;
+  }
+  if (shape == nullptr || std::memcmp(d, "xdebugpy", 8) != 0) return false;
+  const auto at = [d](uint32_t pos) { return Load<uint64_t>(d + pos); };
+  // The same release, a build with the GIL (free-threaded objects have a longer header),
+  // and the PyObject and bytes layouts every other read here assumes.
+  if (((at(8) >> 16) & 0xFFFF) != major_minor || at(shape->free_threaded) != 0 ||
+      at(shape->ob_type) != kObType || at(shape->bytes_ob_size) != kVarSize ||
+      at(shape->bytes_ob_sval) != kBytesData) {
+    return false;
+  }
+  const uint64_t adaptive = at(shape->code_adaptive), ascii = at(shape->unicode_ascii);
+  Layout l = {.version = major_minor, .kind = FrameKind::kInterpreterFrame,
+              .tstate_frame = at(shape->current_frame), .frame_in_tstate = true,
+              .frame_code = at(shape->frame_executable), .frame_previous = at(shape->frame_previous),
+              .frame_position = at(shape->frame_instr_ptr), .frame_owner = at(shape->frame_owner),
+              .frame_size = 0, .code_filename = at(shape->code_filename), .code_name = at(shape->code_name),
+              .code_linetable = at(shape->code_linetable), .code_firstlineno = at(shape->code_firstlineno),
+              .code_firsttraceable = adaptive - 16, .code_instructions = adaptive,
+              .unicode_length = at(shape->unicode_length), .unicode_state = at(shape->unicode_state),
+              .ascii_data = ascii, .compact_data = ascii + 16, .owner_generator = 1, .owner_cstack = 3};
+  // A walk copies a frame (128 bytes at most), a code object's bytes up to its
+  // first code unit, and a string's header, into fixed buffers.
+  l.frame_size = at(shape->frame_struct_size) < 128 ? at(shape->frame_struct_size) : 128;
+  if (l.frame_owner + 1 > l.frame_size || l.frame_code + 8 > l.frame_size ||
+      l.frame_previous + 8 > l.frame_size || l.frame_position + 8 > l.frame_size ||
+      l.code_instructions > kMaxCodeHeader || l.code_instructions < 32 ||
+      l.compact_data > 80 || l.unicode_state + 4 > l.ascii_data || l.unicode_length + 8 > l.ascii_data ||
+      l.code_filename + 8 > l.code_instructions || l.code_name + 8 > l.code_instructions ||
+      l.code_linetable + 8 > l.code_instructions || l.code_firstlineno + 4 > l.code_instructions) {
+    return false;
+  }
+  *out = l;
+  return true;
 }
 
 // ---- walking frames ---------------------------------------------------------------------
@@ -465,6 +554,16 @@ bool InitPythonStacks() {
   }
   for (const Layout& l : kLayouts) {
     if (l.version == major_minor) py.layout = &l;
+  }
+  // 3.13+: the interpreter's own offsets, so a version with a known debug offsets shape
+  // needs no row. Where the table has a row too and the two disagree, the row (checked
+  // against the headers) wins, and the first checked walk decides whether it fits.
+  if (major_minor >= 0x030D) {
+    const auto* runtime = static_cast<const uint8_t*>(Lookup("_PyRuntime"));
+    if (runtime != nullptr && LayoutFromDebugOffsets(runtime, major_minor, &g_runtime_layout) &&
+        (py.layout == nullptr || *py.layout == g_runtime_layout)) {
+      py.layout = &g_runtime_layout;
+    }
   }
   if (py.layout != nullptr) {
     py.this_thread_state = reinterpret_cast<GetThreadStateFn>(Lookup("PyGILState_GetThisThreadState"));

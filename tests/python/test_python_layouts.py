@@ -96,13 +96,73 @@ int main(void) {
 }
 """
 
+# 3.13+: the byte positions, in _Py_DebugOffsets, of the values the shim reads
+# (kDebugOffsetsShapes), named as that table's fields.
+DEBUG_FIELDS = {
+    "free_threaded": "free_threaded",
+    "current_frame": "thread_state.current_frame",
+    "frame_struct_size": "interpreter_frame.size",
+    "frame_previous": "interpreter_frame.previous",
+    "frame_executable": "interpreter_frame.executable",
+    "frame_instr_ptr": "interpreter_frame.instr_ptr",
+    "frame_owner": "interpreter_frame.owner",
+    "code_filename": "code_object.filename",
+    "code_name": "code_object.name",
+    "code_linetable": "code_object.linetable",
+    "code_firstlineno": "code_object.firstlineno",
+    "code_adaptive": "code_object.co_code_adaptive",
+    "ob_type": "pyobject.ob_type",
+    "bytes_ob_size": "bytes_object.ob_size",
+    "bytes_ob_sval": "bytes_object.ob_sval",
+    "unicode_state": "unicode_object.state",
+    "unicode_length": "unicode_object.length",
+    "unicode_ascii": "unicode_object.asciiobject_size",
+}
+DEBUG_PROBE = ("#define Py_BUILD_CORE 1\n#include <Python.h>\n#include <stddef.h>\n#include <stdio.h>\n"
+               "#include \"internal/pycore_runtime.h\"\nint main(void) {\n"
+               "  printf(\"size %zu\\n\", sizeof(_Py_DebugOffsets));\n"
+               + "".join(f"  printf(\"{k} %zu\\n\", offsetof(_Py_DebugOffsets, {v}));\n"
+                         for k, v in DEBUG_FIELDS.items())
+               + "  return 0;\n}\n")
+INTERPRETERS = {0x030D: f"{PYENV}/3.13.0/bin/python3.13"}  # 3.13+ interpreters here
 
-def table_rows() -> dict[int, dict[str, object]]:
-    """kLayouts' rows by version, each {field: value} from its designated initializers."""
+# Reads _PyRuntime.debug_offsets in the running interpreter: the values at the positions
+# given on the command line ("name=position"), as "name value" lines.
+READ_DEBUG_OFFSETS = r"""
+import ctypes, struct, sys
+fields = dict((a.split("=")[0], int(a.split("=")[1])) for a in sys.argv[1:])
+raw = bytes((ctypes.c_char * (max(fields.values()) + 8)).in_dll(ctypes.pythonapi, "_PyRuntime"))
+assert raw[:8] == b"xdebugpy", raw[:8]
+print("version", struct.unpack_from("<Q", raw, 8)[0])
+for name, pos in fields.items():
+    print(name, struct.unpack_from("<Q", raw, pos)[0])
+"""
+
+
+def layout_from_debug_offsets(d: dict[str, int]) -> dict[str, object]:
+    """What LayoutFromDebugOffsets in python_stack.cpp builds from the values d: the
+    debug offsets' own values, and those it keeps from 3.12-3.13."""
+    return {
+        "kind": "FrameKind::kInterpreterFrame", "tstate_frame": d["current_frame"],
+        "frame_in_tstate": 1, "cframe_current_frame": 0, "frame_code": d["frame_executable"],
+        "frame_previous": d["frame_previous"], "frame_position": d["frame_instr_ptr"],
+        "frame_owner": d["frame_owner"], "frame_size": min(d["frame_struct_size"], 128),
+        "code_filename": d["code_filename"], "code_name": d["code_name"],
+        "code_linetable": d["code_linetable"], "code_firstlineno": d["code_firstlineno"],
+        "code_firsttraceable": d["code_adaptive"] - 16, "code_instructions": d["code_adaptive"],
+        "unicode_length": d["unicode_length"], "unicode_state": d["unicode_state"],
+        "ascii_data": d["unicode_ascii"], "compact_data": d["unicode_ascii"] + 16,
+        "owner_generator": 1, "owner_cstack": 3,
+    }
+
+
+def rows_of(table: str) -> dict[int, dict[str, object]]:
+    """The rows of a constexpr table of python_stack.cpp by version, each {field: value}
+    from its designated initializers."""
     with open(SOURCE, encoding="utf-8") as f:
         text = f.read()
-    body = re.search(r"constexpr Layout kLayouts\[\] = \{(.*?)\n\};", text, re.S)
-    assert body, "no kLayouts table in " + SOURCE
+    body = re.search(r"constexpr \w+ " + table + r"\[\] = \{(.*?)\n\};", text, re.S)
+    assert body, f"no {table} table in " + SOURCE
     rows = {}
     for m in re.finditer(r"\{\s*(\.version\s*=[^}]*)\}", body.group(1)):
         row: dict[str, object] = {}
@@ -118,10 +178,15 @@ def table_rows() -> dict[int, dict[str, object]]:
     return rows
 
 
-def probe(inc: str, tmp: str) -> dict[str, object]:
+def table_rows() -> dict[int, dict[str, object]]:
+    """kLayouts' rows by version."""
+    return rows_of("kLayouts")
+
+
+def probe(inc: str, tmp: str, source: str = PROBE) -> dict[str, object]:
     src, exe = os.path.join(tmp, "probe.c"), os.path.join(tmp, "probe")
     with open(src, "w") as f:
-        f.write(PROBE)
+        f.write(source)
     c = subprocess.run(["cc", "-I" + inc, src, "-o", exe], capture_output=True, text=True)
     assert c.returncode == 0, c.stderr[-2000:]
     out = subprocess.run([exe], capture_output=True, text=True, check=True).stdout
@@ -166,6 +231,42 @@ class LayoutTest(unittest.TestCase):
         print("checked", checked, file=sys.stderr, flush=True)
         if not checked:
             self.skipTest("no CPython headers installed")
+
+    def test_debug_offsets_shapes_match_headers(self):
+        if shutil.which("cc") is None:
+            self.skipTest("no C compiler")
+        shapes = rows_of("kDebugOffsetsShapes")
+        self.assertTrue(shapes)
+        for version, shape in shapes.items():
+            inc = INCLUDES[version][-1]
+            if not os.path.exists(os.path.join(inc, "Python.h")):
+                continue
+            with self.subTest(include=inc), tempfile.TemporaryDirectory() as tmp:
+                self.assertEqual(shape, probe(inc, tmp, DEBUG_PROBE))
+
+    def test_debug_offsets_give_the_table_row(self):
+        """On 3.13 the layout built from the running interpreter's debug offsets must be
+        the table's row, field by field (the shim keeps the row where they differ)."""
+        shapes, rows = rows_of("kDebugOffsetsShapes"), table_rows()
+        checked = []
+        for version, exe in INTERPRETERS.items():
+            if not os.path.exists(exe):
+                continue
+            with self.subTest(python=exe):
+                shape = shapes[version]
+                args = [f"{k}={shape[k]}" for k in DEBUG_FIELDS]
+                out = subprocess.run([exe, "-c", READ_DEBUG_OFFSETS, *args], capture_output=True,
+                                     text=True, check=True).stdout
+                d = {name: int(value) for name, value in (line.split() for line in out.splitlines())}
+                self.assertEqual((d["version"] >> 16) & 0xFFFF, version)
+                # The checks LayoutFromDebugOffsets makes before it trusts the values.
+                self.assertEqual((d["free_threaded"], d["ob_type"], d["bytes_ob_size"], d["bytes_ob_sval"]),
+                                 (0, 8, 16, 32))
+                self.assertEqual(layout_from_debug_offsets(d), rows[version])
+                checked.append(exe)
+        print("checked", checked, file=sys.stderr, flush=True)
+        if not checked:
+            self.skipTest("no CPython 3.13+ here")
 
 
 if __name__ == "__main__":
