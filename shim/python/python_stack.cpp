@@ -653,20 +653,26 @@ bool StacksReadable() {
 
 }  // namespace
 
-uint64_t CapturePythonStackId() {
-  if (!StacksReadable()) return 0;
+namespace {
+
+// The id of the calling thread's stack: a cached one, else intern(hash) makes it.
+template <class Intern> uint64_t StackId(Intern intern) {
   const uintptr_t frame = InnermostFrame<DirectRead>();
   if (frame == 0) return 0;
   uint64_t h;
   const uint64_t id = CachedStackId(frame, &h);
-  return id != 0 ? id : InternStack(h);
+  return __builtin_expect(id != 0, 1) ? id : intern(h);
 }
 
-__attribute__((noinline, cold)) static uint64_t InternStackFromHook(uint64_t h) {
+__attribute__((noinline, cold)) uint64_t InternStackFromHook(uint64_t h) {
   if (!Recording()) return 0;
   ShimScope scope;  // keeps errno
   return scope.entered() ? InternStack(h) : 0;
 }
+
+}  // namespace
+
+uint64_t CapturePythonStackId() { return StacksReadable() ? StackId(InternStack) : 0; }
 
 uint64_t LaunchPythonStackId() {
   if (__builtin_expect(__atomic_load_n(&g_layout_proven, __ATOMIC_RELAXED) != 1, 0)) {
@@ -674,11 +680,7 @@ uint64_t LaunchPythonStackId() {
     ShimScope scope;  // the first walk is a checked one, and may write a note
     if (!scope.entered() || !LayoutProvenHere()) return 0;
   }
-  const uintptr_t frame = InnermostFrame<DirectRead>();
-  if (frame == 0) return 0;
-  uint64_t h;
-  const uint64_t id = CachedStackId(frame, &h);
-  return __builtin_expect(id != 0, 1) ? id : InternStackFromHook(h);
+  return StackId(InternStackFromHook);
 }
 
 void EmitPythonSample(uint64_t ts) {
