@@ -26,6 +26,8 @@ constexpr ThreadStateLayout kThreadStateLayouts[] = {
     {0x030B, 0, 8, 16, 160},
     {0x030C, 0, 8, 16, 144},
     {0x030D, 0, 8, 16, 160},
+    {0x030E, 0, 8, 16, 160},
+    {0x030F, 0, 8, 16, 184},
 };
 
 // The location table's entry kinds (Objects/locations.md).
@@ -231,11 +233,11 @@ std::string RemotePython::StackText(uint64_t thread_state) const {
   uint8_t fb[256], cb[256];
   for (int guard = 0; frame != 0 && frames < kMaxFrames && guard < kMaxWalk; ++guard) {
     if (!Read(fb, frame, frame_bytes)) break;
-    const uint64_t code = Load<uint64_t>(fb + L.frame_code);
+    const uint64_t code = Load<uint64_t>(fb + L.frame_code) & ~L.code_tag_bits;
     const uint64_t prev_instr = Load<uint64_t>(fb + L.frame_prev_instr);
     const int owner = static_cast<signed char>(fb[L.frame_owner]);
     frame = Load<uint64_t>(fb + L.frame_previous);
-    if (owner == L.owner_cstack) continue;  // the interpreter's entry frame
+    if (L.owner_entry >= 0 && owner >= L.owner_entry) continue;  // the interpreter's own frame
     if (!Read(cb, code, code_bytes) || Load<uint64_t>(cb + kObType) != L.code_type) break;  // not code
     const uint64_t first = code + L.code_instructions;
     const int64_t units = (static_cast<int64_t>(prev_instr) - static_cast<int64_t>(first)) / 2;

@@ -61,7 +61,12 @@ struct Layout {
   size_t ascii_data;                // sizeof(PyASCIIObject): compact ASCII text follows
   size_t compact_data;              // sizeof(PyCompactUnicodeObject): other compact text
   int owner_generator = 0;          // FRAME_OWNED_BY_GENERATOR
-  int owner_cstack = -1;            // FRAME_OWNED_BY_CSTACK (an entry frame to skip), -1: none
+  int owner_entry = -1;             // the lowest owner of the interpreter's own frames, skipped
+                                    // (3.12, 3.13: FRAME_OWNED_BY_CSTACK, an entry frame;
+                                    // 3.14+: FRAME_OWNED_BY_INTERPRETER, entry and base
+                                    // frames), -1: none
+  uintptr_t code_tag_bits = 0;      // low bits of frame_code that are tags, not address
+                                    // (3.14+: f_executable is a _PyStackRef, Py_TAG_BITS)
   bool operator==(const Layout&) const = default;
 };
 
@@ -89,24 +94,30 @@ constexpr Layout kLayouts[] = {
      .cframe_current_frame = 8, .frame_code = 32, .frame_previous = 48, .frame_position = 56,
      .frame_owner = 69, .frame_size = 80, .code_filename = 112, .code_name = 120, .code_linetable = 136,
      .code_firstlineno = 72, .code_firsttraceable = 168, .code_instructions = 184, .unicode_length = 16,
-     .unicode_state = 32, .ascii_data = 48, .compact_data = 72, .owner_generator = 1, .owner_cstack = -1},
+     .unicode_state = 32, .ascii_data = 48, .compact_data = 72, .owner_generator = 1, .owner_entry = -1,
+     .code_tag_bits = 0},
     {.version = 0x030C, .kind = FrameKind::kInterpreterFrame, .tstate_frame = 56, .frame_in_tstate = false,
      .cframe_current_frame = 0, .frame_code = 0, .frame_previous = 8, .frame_position = 56,
      .frame_owner = 70, .frame_size = 80, .code_filename = 112, .code_name = 120, .code_linetable = 136,
      .code_firstlineno = 68, .code_firsttraceable = 176, .code_instructions = 192, .unicode_length = 16,
-     .unicode_state = 32, .ascii_data = 40, .compact_data = 56, .owner_generator = 1, .owner_cstack = 3},
+     .unicode_state = 32, .ascii_data = 40, .compact_data = 56, .owner_generator = 1, .owner_entry = 3,
+     .code_tag_bits = 0},
     {.version = 0x030D, .kind = FrameKind::kInterpreterFrame, .tstate_frame = 72, .frame_in_tstate = true,
      .cframe_current_frame = 0, .frame_code = 0, .frame_previous = 8, .frame_position = 56,
      .frame_owner = 70, .frame_size = 80, .code_filename = 112, .code_name = 120, .code_linetable = 136,
      .code_firstlineno = 68, .code_firsttraceable = 184, .code_instructions = 200, .unicode_length = 16,
-     .unicode_state = 32, .ascii_data = 40, .compact_data = 56, .owner_generator = 1, .owner_cstack = 3},
+     .unicode_state = 32, .ascii_data = 40, .compact_data = 56, .owner_generator = 1, .owner_entry = 3,
+     .code_tag_bits = 0},
 };
 
 // CPython 3.13+ describes its own structures in _PyRuntime.debug_offsets (struct
 // _Py_DebugOffsets, the first member of _PyRuntimeState): a cookie, PY_VERSION_HEX, then
-// offsetof() values. That struct changes shape between releases (3.14 adds fields in
-// the middle), so reading it needs the byte position of each value we use, per version.
-// Positions are checked against each version's header by test_python_layouts.py.
+// offsetof() values. That struct changes shape between releases (3.14 and 3.15 add
+// fields in the middle), so reading it needs the byte position of each value we use, per
+// version; with it, a release needs no kLayouts row. A few facts the walk needs are not
+// among the values (enum constants and tag bits), so the shape carries them too.
+// Positions and constants are checked against each version's headers by
+// test_python_layouts.py.
 struct DebugOffsetsShape {
   uint32_t version;            // (major << 8) | minor
   uint32_t size;               // sizeof(_Py_DebugOffsets)
@@ -128,18 +139,28 @@ struct DebugOffsetsShape {
   uint32_t unicode_state;      // .unicode_object.state
   uint32_t unicode_length;     // .unicode_object.length
   uint32_t unicode_ascii;      // .unicode_object.asciiobject_size
+  int32_t owner_entry;         // Layout::owner_entry (an enum constant)
+  uint32_t code_tag_bits;      // Layout::code_tag_bits (Py_TAG_BITS, 0 before 3.14)
 };
 
-// From 3.13's Include/internal/pycore_runtime.h. 3.14 is not here: no 3.14 header or
-// interpreter was at hand to check its shape against. Its row needs more than positions:
-// its f_executable is a _PyStackRef whose low bits are tags (mask them off), and its
-// frame owner values must be checked again.
+// From Include/internal/pycore_runtime.h (3.13) and pycore_debug_offsets.h (3.14, 3.15),
+// checked against the headers of 3.13.0, 3.14.10 and 3.15.2.
 constexpr DebugOffsetsShape kDebugOffsetsShapes[] = {
     {.version = 0x030D, .size = 584, .free_threaded = 16, .current_frame = 184, .frame_struct_size = 224,
      .frame_previous = 232, .frame_executable = 240, .frame_instr_ptr = 248, .frame_owner = 264,
      .code_filename = 280, .code_name = 288, .code_linetable = 304, .code_firstlineno = 312,
      .code_adaptive = 344, .ob_type = 360, .bytes_ob_size = 520, .bytes_ob_sval = 528, .unicode_state = 544,
-     .unicode_length = 552, .unicode_ascii = 560},
+     .unicode_length = 552, .unicode_ascii = 560, .owner_entry = 3, .code_tag_bits = 0},
+    {.version = 0x030E, .size = 760, .free_threaded = 16, .current_frame = 208, .frame_struct_size = 248,
+     .frame_previous = 256, .frame_executable = 264, .frame_instr_ptr = 272, .frame_owner = 288,
+     .code_filename = 320, .code_name = 328, .code_linetable = 344, .code_firstlineno = 352,
+     .code_adaptive = 384, .ob_type = 408, .bytes_ob_size = 600, .bytes_ob_sval = 608, .unicode_state = 624,
+     .unicode_length = 632, .unicode_ascii = 640, .owner_entry = 3, .code_tag_bits = 3},
+    {.version = 0x030F, .size = 888, .free_threaded = 16, .current_frame = 208, .frame_struct_size = 312,
+     .frame_previous = 320, .frame_executable = 328, .frame_instr_ptr = 336, .frame_owner = 352,
+     .code_filename = 384, .code_name = 392, .code_linetable = 408, .code_firstlineno = 416,
+     .code_adaptive = 448, .ob_type = 472, .bytes_ob_size = 696, .bytes_ob_sval = 704, .unicode_state = 720,
+     .unicode_length = 728, .unicode_ascii = 736, .owner_entry = 3, .code_tag_bits = 3},
 };
 
 constexpr size_t kObType = 8;         // PyObject.ob_type
@@ -217,10 +238,11 @@ template <class R> bool Word(uintptr_t at, uintptr_t* out) {
 
 // The layout that _PyRuntime.debug_offsets (the bytes at d) gives, or false when this
 // version's shape is unknown or the values do not make sense. The debug offsets do not
-// give everything a walk needs; the rest has been the same from 3.12 to 3.13:
+// give everything a walk needs; the rest has been the same from 3.12 to 3.15:
 // _co_firsttraceable is 16 bytes before co_code_adaptive (an int, then co_extra),
 // PyCompactUnicodeObject adds utf8_length and utf8 (16 bytes) to PyASCIIObject, and
-// FRAME_OWNED_BY_GENERATOR is 1 and FRAME_OWNED_BY_CSTACK 3.
+// FRAME_OWNED_BY_GENERATOR is 1; the shape gives the owner of entry frames and the tag
+// bits of f_executable.
 bool LayoutFromDebugOffsets(const uint8_t* d, uint32_t major_minor, Layout* out) {
   const DebugOffsetsShape* shape = nullptr;
   for (const DebugOffsetsShape& s : kDebugOffsetsShapes) {
@@ -244,7 +266,8 @@ bool LayoutFromDebugOffsets(const uint8_t* d, uint32_t major_minor, Layout* out)
               .code_linetable = at(shape->code_linetable), .code_firstlineno = at(shape->code_firstlineno),
               .code_firsttraceable = adaptive - 16, .code_instructions = adaptive,
               .unicode_length = at(shape->unicode_length), .unicode_state = at(shape->unicode_state),
-              .ascii_data = ascii, .compact_data = ascii + 16, .owner_generator = 1, .owner_cstack = 3};
+              .ascii_data = ascii, .compact_data = ascii + 16, .owner_generator = 1,
+              .owner_entry = shape->owner_entry, .code_tag_bits = shape->code_tag_bits};
   // A walk copies a frame (128 bytes at most), a code object's bytes up to its
   // first code unit, and a string's header, into fixed buffers.
   l.frame_size = at(shape->frame_struct_size) < 128 ? at(shape->frame_struct_size) : 128;
@@ -313,10 +336,10 @@ template <class R> size_t CollectFrames(FrameRef* out, size_t max, bool* bad = n
       if (bad != nullptr && objects) *bad = true;  // not a frame object
       break;
     }
-    const auto code = Load<uintptr_t>(fb + L.frame_code);
+    const uintptr_t code = Load<uintptr_t>(fb + L.frame_code) & ~L.code_tag_bits;
     frame = Load<uintptr_t>(fb + L.frame_previous);
     const int owner = objects ? 0 : static_cast<signed char>(fb[L.frame_owner]);
-    if (!objects && owner == L.owner_cstack) continue;  // the interpreter's entry frame
+    if (!objects && L.owner_entry >= 0 && owner >= L.owner_entry) continue;  // the interpreter's own
     if (!R::Read(cb, code, CodeHeaderSize(L)) || Load<uintptr_t>(cb + kObType) != g_py.code_type) {
       if (bad != nullptr) *bad = true;
       break;  // not a code object
@@ -730,7 +753,8 @@ bool FillLayoutBlock(format::PythonLayoutBlock* b) {
   b->unicode_state = static_cast<uint32_t>(L->unicode_state);
   b->ascii_data = static_cast<uint32_t>(L->ascii_data);
   b->compact_data = static_cast<uint32_t>(L->compact_data);
-  b->owner_cstack = L->owner_cstack;
+  b->owner_entry = L->owner_entry;
+  b->code_tag_bits = L->code_tag_bits;
   b->code_type = g_py.code_type;
   __atomic_store_n(&b->version, L->version, __ATOMIC_RELEASE);  // last: the block is whole
   return true;

@@ -14,7 +14,7 @@ the suite tests (COLABTRACE_CMAKE_BUILD_DIR, as in test_pip_install.py).
   one place, the kernelspec, and (where IPython is installed) `%load_ext colabtrace`.
 - On an older glibc: Debian 11's (glibc 2.31, with libdl and libpthread still apart from
   libc, the stat family still inline) in a chroot of its packages (downloaded once from
-  Debian's archive, kept in ~/.cache/colabtrace-tests), the wheel's binaries trace
+  Debian's archive, kept in ~/.cache/colabtrace-tests by tests/harness/debroot.py), the wheel's binaries trace
   python3.9 with `colabtrace run` and report it. Skipped, saying why, where the packages
   cannot be had.
 """
@@ -32,6 +32,7 @@ import textwrap
 import unittest
 import zipfile
 
+import debroot
 from ctharness import SYSTEM_PYTHON
 from test_pip_install import copy_checkout, missing_build_requirements
 
@@ -45,7 +46,6 @@ PYTHON310 = "/root/.pyenv/versions/3.10.13/bin/python3.10"
 # What the build machine has that a user's machine may not: hidden from the installed
 # wheel's programs.
 BUILD_LIBRARY_GLOBS = ("libabsl_*.so*", "libzstd.so*", "libfmt.so*", "libstdc++.so*")
-CACHE = os.path.join(os.path.expanduser("~"), ".cache", "colabtrace-tests")
 
 
 def clean_env(**extra) -> dict:
@@ -253,10 +253,7 @@ class Wheel(unittest.TestCase):
         out = "/tmp/ct-wheel-run"
         for d in (out, out + "-crash"):
             shutil.rmtree(root + d, ignore_errors=True)
-        proc = os.path.join(root, "proc")
-        os.makedirs(proc, exist_ok=True)
-        subprocess.run(["mount", "-t", "proc", "proc", proc], check=True)
-        try:
+        with debroot.proc_mounted(root):
             code = "import os, threading\nt = threading.Thread(target=os.listdir, args=('/etc',)); t.start(); t.join()\n" \
                    "pid = os.fork()\nif pid == 0: os._exit(3)\nprint('child', os.waitpid(pid, 0)[1] >> 8)\n"
             ran = self.run_ok(["chroot", root, "/opt/colabtrace/colabtrace", "run", "-o", out, "--",
@@ -281,45 +278,14 @@ class Wheel(unittest.TestCase):
             stack = fatal["evidence"]["stack"]
             self.assertTrue(stack[0].startswith("kill+"), stack)
             self.assertTrue(any(f.startswith("__libc_start_main+") for f in stack), stack)
-        finally:
-            subprocess.run(["umount", proc], check=False)
 
 
 def bullseye_root() -> tuple[str | None, str]:
     """A directory holding Debian 11's libc6 (glibc 2.31), libgcc-s1 and python3.9-minimal
-    with what it needs, unpacked from Debian's archive once and kept in CACHE. (None, why)
-    where they cannot be had (no network, no apt-get, no dpkg-deb, not root)."""
-    root = os.path.join(CACHE, "bullseye-root")
-    if os.path.exists(os.path.join(root, "usr", "bin", "python3.9")):
-        return root, ""
-    if os.geteuid() != 0:
-        return None, "chroot needs root"
-    if not shutil.which("apt-get") or not shutil.which("dpkg-deb"):
-        return None, "no apt-get/dpkg-deb to fetch Debian 11's packages"
-    work = os.path.join(CACHE, "bullseye-apt")
-    for d in ("lists/partial", "archives/partial", "etc"):
-        os.makedirs(os.path.join(work, d), exist_ok=True)
-    with open(os.path.join(work, "etc", "sources.list"), "w", encoding="utf-8") as f:
-        f.write("deb [trusted=yes] http://deb.debian.org/debian bullseye main\n")
-    opts = [f"-oDir::Etc::SourceList={work}/etc/sources.list", "-oDir::Etc::SourceParts=/nonexistent",
-            f"-oDir::State::Lists={work}/lists", f"-oDir::Cache::Archives={work}/archives",
-            "-oAPT::Sandbox::User=root"]
-    p = subprocess.run(["apt-get", *opts, "update"], capture_output=True, text=True, timeout=300)
-    if p.returncode != 0:
-        return None, f"cannot reach Debian 11's archive: {p.stderr.strip()[-300:]}"
-    pkgs = [f"{n}/bullseye" for n in ("libc6", "libgcc-s1", "python3.9-minimal", "libpython3.9-minimal",
-                                      "zlib1g", "libexpat1", "libssl1.1")]
-    p = subprocess.run(["apt-get", *opts, "download", *pkgs], capture_output=True, text=True, timeout=300,
-                       cwd=os.path.join(work, "archives"))
-    if p.returncode != 0:
-        return None, f"cannot download Debian 11's packages: {p.stderr.strip()[-300:]}"
-    partial = root + ".partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    for deb in glob.glob(os.path.join(work, "archives", "*.deb")):
-        subprocess.run(["dpkg-deb", "-x", deb, partial], check=True)
-    os.makedirs(os.path.join(partial, "tmp"), exist_ok=True)
-    os.rename(partial, root)
-    return root, ""
+    with what it needs (tests/harness/debroot.py)."""
+    return debroot.debian_root("bullseye", "bullseye",
+                               ["libc6", "libgcc-s1", "python3.9-minimal", "libpython3.9-minimal", "zlib1g",
+                                "libexpat1", "libssl1.1"], "usr/bin/python3.9")
 
 
 if __name__ == "__main__":

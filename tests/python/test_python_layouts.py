@@ -34,6 +34,10 @@ PROBE = r"""
 #if PY_VERSION_HEX >= 0x030B0000
 #include "internal/pycore_frame.h"
 #include "internal/pycore_code.h"
+#if PY_VERSION_HEX >= 0x030E0000
+#include "internal/pycore_interpframe.h"
+#include "internal/pycore_stackref.h"
+#endif
 #else
 #include <frameobject.h>
 #endif
@@ -61,10 +65,16 @@ int main(void) {
   FIELD("code_firsttraceable", offsetof(PyCodeObject, _co_firsttraceable));
   FIELD("code_instructions", offsetof(PyCodeObject, co_code_adaptive));
   FIELD("owner_generator", FRAME_OWNED_BY_GENERATOR);
-#if PY_VERSION_HEX >= 0x030C0000
-  FIELD("owner_cstack", FRAME_OWNED_BY_CSTACK);
+  /* The lowest owner of the interpreter's own frames, and the tag bits of f_executable. */
+#if PY_VERSION_HEX >= 0x030E0000
+  FIELD("owner_entry", FRAME_OWNED_BY_INTERPRETER);
+  FIELD("code_tag_bits", Py_TAG_BITS);
+#elif PY_VERSION_HEX >= 0x030C0000
+  FIELD("owner_entry", FRAME_OWNED_BY_CSTACK);
+  FIELD("code_tag_bits", 0);
 #else
-  FIELD("owner_cstack", -1);
+  FIELD("owner_entry", -1);
+  FIELD("code_tag_bits", 0);
 #endif
 #else
   _Static_assert(sizeof(((PyFrameObject *)0)->f_lasti) == sizeof(int), "f_lasti is an int");
@@ -97,7 +107,8 @@ int main(void) {
 """
 
 # 3.13+: the byte positions, in _Py_DebugOffsets, of the values the shim reads
-# (kDebugOffsetsShapes), named as that table's fields.
+# (kDebugOffsetsShapes), named as that table's fields; the shape's two constants
+# (owner_entry, code_tag_bits) are checked by comparing the layout it gives with PROBE's.
 DEBUG_FIELDS = {
     "free_threaded": "free_threaded",
     "current_frame": "thread_state.current_frame",
@@ -124,6 +135,7 @@ DEBUG_PROBE = ("#define Py_BUILD_CORE 1\n#include <Python.h>\n#include <stddef.h
                + "".join(f"  printf(\"{k} %zu\\n\", offsetof(_Py_DebugOffsets, {v}));\n"
                          for k, v in DEBUG_FIELDS.items())
                + "  return 0;\n}\n")
+SHAPE_CONSTANTS = ("owner_entry", "code_tag_bits")
 INTERPRETERS = {0x030D: f"{PYENV}/3.13.0/bin/python3.13"}  # 3.13+ interpreters here
 
 # Reads _PyRuntime.debug_offsets in the running interpreter: the values at the positions
@@ -139,9 +151,10 @@ for name, pos in fields.items():
 """
 
 
-def layout_from_debug_offsets(d: dict[str, int]) -> dict[str, object]:
-    """What LayoutFromDebugOffsets in python_stack.cpp builds from the values d: the
-    debug offsets' own values, and those it keeps from 3.12-3.13."""
+def layout_from_debug_offsets(d: dict[str, int], shape: dict[str, object]) -> dict[str, object]:
+    """What LayoutFromDebugOffsets in python_stack.cpp builds from the values d read at
+    the shape's positions: the debug offsets' own values, the shape's constants, and what
+    it keeps from 3.12-3.15."""
     return {
         "kind": "FrameKind::kInterpreterFrame", "tstate_frame": d["current_frame"],
         "frame_in_tstate": 1, "cframe_current_frame": 0, "frame_code": d["frame_executable"],
@@ -152,7 +165,7 @@ def layout_from_debug_offsets(d: dict[str, int]) -> dict[str, object]:
         "code_firsttraceable": d["code_adaptive"] - 16, "code_instructions": d["code_adaptive"],
         "unicode_length": d["unicode_length"], "unicode_state": d["unicode_state"],
         "ascii_data": d["unicode_ascii"], "compact_data": d["unicode_ascii"] + 16,
-        "owner_generator": 1, "owner_cstack": 3,
+        "owner_generator": 1, "owner_entry": shape["owner_entry"], "code_tag_bits": shape["code_tag_bits"],
     }
 
 
@@ -183,11 +196,14 @@ def table_rows() -> dict[int, dict[str, object]]:
     return rows_of("kLayouts")
 
 
-def probe(inc: str, tmp: str, source: str = PROBE) -> dict[str, object]:
+def probe(inc: str, tmp: str, source: str = PROBE, extra: tuple[str, ...] = ()) -> dict[str, object]:
+    """PROBE (or source) compiled against the headers in inc (and the include folders in
+    extra: Debian's pyconfig.h is under its multiarch folder) and run."""
     src, exe = os.path.join(tmp, "probe.c"), os.path.join(tmp, "probe")
     with open(src, "w") as f:
         f.write(source)
-    c = subprocess.run(["cc", "-I" + inc, src, "-o", exe], capture_output=True, text=True)
+    c = subprocess.run(["cc", "-I" + inc, *("-I" + e for e in extra), src, "-o", exe], capture_output=True,
+                       text=True)
     assert c.returncode == 0, c.stderr[-2000:]
     out = subprocess.run([exe], capture_output=True, text=True, check=True).stdout
     got = {}
@@ -236,13 +252,15 @@ class LayoutTest(unittest.TestCase):
         if shutil.which("cc") is None:
             self.skipTest("no C compiler")
         shapes = rows_of("kDebugOffsetsShapes")
-        self.assertTrue(shapes)
+        self.assertEqual(sorted(shapes), [0x030D, 0x030E, 0x030F])
+        # 3.14 and 3.15 have no interpreter here: test_newest_pythons.py checks theirs.
         for version, shape in shapes.items():
-            inc = INCLUDES[version][-1]
-            if not os.path.exists(os.path.join(inc, "Python.h")):
+            if version not in INCLUDES or not os.path.exists(os.path.join(INCLUDES[version][-1], "Python.h")):
                 continue
+            inc = INCLUDES[version][-1]
             with self.subTest(include=inc), tempfile.TemporaryDirectory() as tmp:
-                self.assertEqual(shape, probe(inc, tmp, DEBUG_PROBE))
+                positions = {k: v for k, v in shape.items() if k not in SHAPE_CONSTANTS}
+                self.assertEqual(positions, probe(inc, tmp, DEBUG_PROBE))
 
     def test_debug_offsets_give_the_table_row(self):
         """On 3.13 the layout built from the running interpreter's debug offsets must be
@@ -262,7 +280,7 @@ class LayoutTest(unittest.TestCase):
                 # The checks LayoutFromDebugOffsets makes before it trusts the values.
                 self.assertEqual((d["free_threaded"], d["ob_type"], d["bytes_ob_size"], d["bytes_ob_sval"]),
                                  (0, 8, 16, 32))
-                self.assertEqual(layout_from_debug_offsets(d), rows[version])
+                self.assertEqual(layout_from_debug_offsets(d, shape), rows[version])
                 checked.append(exe)
         print("checked", checked, file=sys.stderr, flush=True)
         if not checked:

@@ -27,7 +27,7 @@ namespace colabtrace::format {
 
 inline constexpr char kFileMagic[8] = {'C', 'T', 'R', 'A', 'C', 'E', '\r', '\n'};
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 1;  // 1: RingSlot.py_stack
+inline constexpr uint16_t kVersionMinor = 2;  // 1: RingSlot.py_stack; 2: PythonLayoutBlock.code_tag_bits
 inline constexpr uint32_t kHeaderSize = 256;
 inline constexpr uint32_t kChunkSize = 32 * 1024;
 inline constexpr uint32_t kChunkMagic = 0x4b435443;  // "CTCK" little-endian
@@ -154,8 +154,12 @@ struct PythonLayoutBlock {
       frame_prev_instr, frame_owner, code_filename, code_name, code_linetable,
       code_firstlineno, code_instructions, unicode_length, unicode_state, ascii_data,
       compact_data;
-  int32_t owner_cstack;
-  uint64_t code_type;  // &PyCode_Type in the process
+  int32_t owner_entry;     // frames whose owner is at least this are the interpreter's own
+                           // (entry and base frames), skipped; -1: none (3.11). Before
+                           // 1.2 its name was owner_cstack, the one value 3.12 and 3.13 have.
+  uint64_t code_type;      // &PyCode_Type in the process
+  uint64_t code_tag_bits;  // 1.2: tag bits to clear in a frame's code reference (3.14+);
+                           // 0 in older traces, whose CPython had none
 };
 
 // The state chunk: ChunkHeader, then these blocks at fixed offsets, then ThreadNotes
