@@ -499,8 +499,16 @@ def compare_libraries(run: AuditRun) -> list:
         got = {p for p in by_pid.get(pid, set()) if p != shim and "/ld-linux" not in p}
         exe = [lib["path"] for lib in run.report["libraries"]
                if lib["pid"] == pid and lib.get("executable") and lib["image"] == last_image[pid]]
-        if [os.path.realpath(p) for p in exe] != [os.path.realpath(_interpreted(os.path.join(run.root, t.execs[-1]),
-                                                                                None)[0])]:
+        program = os.path.realpath(_interpreted(os.path.join(run.root, t.execs[-1]), None)[0])
+        if [os.path.realpath(p) for p in exe] != [program]:
+            if t.killed_by is not None and not any(
+                    lib["pid"] == pid and lib.get("executable") and os.path.realpath(lib["path"]) == program
+                    for lib in run.report["libraries"]):
+                # Killed between its last exec and the shim's constructor there (a spawn
+                # pool worker SIGTERMed as it starts, more likely under load): that image
+                # wrote nothing, so neither its executable nor its libraries are in the
+                # trace. Only a process that died of a signal may lack its last image.
+                continue
             diffs.append(f"pid {pid} ({t.execs[-1]}): executable rows of the last image: {exe}")
         if t.killed_by is not None and got <= want and any(
                 set(x.libs[len(x.libs) - len(want - got):]) == want - got for x in threads):
