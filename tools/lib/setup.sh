@@ -46,8 +46,11 @@ colabtrace_install() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing >&2
 }
 
-# Optional packages: a failure only means the tests that need them skip.
+# Optional packages: a failure only means the tests that need them skip. All in one
+# apt-get transaction (one database read, one run of each trigger) and, only if that
+# fails (a package this release lacks), one by one, so the others still install.
 colabtrace_install_optional() {
+  colabtrace_install "$@" && return 0
   local p
   for p in "$@"; do
     colabtrace_install "$p" || echo "colabtrace: could not install $p; tests that need it will skip" >&2
