@@ -117,7 +117,8 @@ constexpr Layout kLayouts[] = {
 // version; with it, a release needs no kLayouts row. A few facts the walk needs are not
 // among the values (enum constants and tag bits), so the shape carries them too.
 // Positions and constants are checked against each version's headers by
-// test_python_layouts.py.
+// test_python_layouts.py (3.13) and test_newest_pythons.py (3.14, 3.15, in a chroot of
+// Debian's builds of them).
 struct DebugOffsetsShape {
   uint32_t version;            // (major << 8) | minor
   uint32_t size;               // sizeof(_Py_DebugOffsets)
