@@ -245,11 +245,8 @@ class Wheel(unittest.TestCase):
         root, why = bullseye_root()
         if root is None:
             self.skipTest(why)
-        opt = os.path.join(root, "opt", "colabtrace")
-        shutil.rmtree(opt, ignore_errors=True)
-        shutil.copytree(os.path.join(self.unpacked, "colabtrace", "_lib"), opt)
-        for name in os.listdir(opt):
-            os.chmod(os.path.join(opt, name), 0o755)
+        lib = os.path.join(self.unpacked, "colabtrace", "_lib")
+        debroot.install_binaries(root, [os.path.join(lib, name) for name in os.listdir(lib)])
         out = "/tmp/ct-wheel-run"
         for d in (out, out + "-crash"):
             shutil.rmtree(root + d, ignore_errors=True)

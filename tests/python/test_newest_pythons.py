@@ -17,7 +17,6 @@ Skipped, saying why, where the packages cannot be had (no network, not root).
 from __future__ import annotations
 
 import glob
-import json
 import os
 import shutil
 import subprocess
@@ -32,7 +31,7 @@ import debroot
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "hang_run"))
 import test_thread_state_layout as tstate  # noqa: E402  (the outside reader's PyThreadState rows)
 from test_python_layouts import (DEBUG_FIELDS, DEBUG_PROBE, READ_DEBUG_OFFSETS, SHAPE_CONSTANTS,
-                                 layout_from_debug_offsets, probe, rows_of)
+                                 compile_and_run, layout_from_debug_offsets, probe, rows_of)
 import test_python_stacks as pystacks  # a module, so its TestCases do not run here
 
 # (major << 8) | minor -> the interpreter's name in the chroot.
@@ -118,13 +117,7 @@ class NewestPythonsTest(unittest.TestCase):
         for version, v in NEWEST.items():
             with self.subTest(python=v), tempfile.TemporaryDirectory() as tmp:
                 inc, extra = self.includes(v)
-                src, exe = os.path.join(tmp, "probe.c"), os.path.join(tmp, "probe")
-                with open(src, "w") as f:
-                    f.write(tstate.PROBE)
-                c = subprocess.run(["cc", "-I" + inc, *("-I" + e for e in extra), src, "-o", exe],
-                                   capture_output=True, text=True)
-                self.assertEqual(c.returncode, 0, c.stderr[-2000:])
-                seen, *offsets = [int(x) for x in subprocess.check_output([exe], text=True).split()]
+                seen, *offsets = [int(x) for x in compile_and_run(inc, tmp, tstate.PROBE, extra).split()]
                 self.assertEqual(seen, version)
                 self.assertEqual(rows[version], offsets)
 

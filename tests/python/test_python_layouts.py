@@ -196,18 +196,22 @@ def table_rows() -> dict[int, dict[str, object]]:
     return rows_of("kLayouts")
 
 
-def probe(inc: str, tmp: str, source: str = PROBE, extra: tuple[str, ...] = ()) -> dict[str, object]:
-    """PROBE (or source) compiled against the headers in inc (and the include folders in
-    extra: Debian's pyconfig.h is under its multiarch folder) and run."""
+def compile_and_run(inc: str, tmp: str, source: str, extra: tuple[str, ...] = ()) -> str:
+    """The output of source, compiled against the headers in inc (and the include folders
+    in extra: Debian's pyconfig.h is under its multiarch folder) and run."""
     src, exe = os.path.join(tmp, "probe.c"), os.path.join(tmp, "probe")
     with open(src, "w") as f:
         f.write(source)
     c = subprocess.run(["cc", "-I" + inc, *("-I" + e for e in extra), src, "-o", exe], capture_output=True,
                        text=True)
     assert c.returncode == 0, c.stderr[-2000:]
-    out = subprocess.run([exe], capture_output=True, text=True, check=True).stdout
+    return subprocess.run([exe], capture_output=True, text=True, check=True).stdout
+
+
+def probe(inc: str, tmp: str, source: str = PROBE, extra: tuple[str, ...] = ()) -> dict[str, object]:
+    """PROBE (or source) compiled against inc and run: its "name value" lines."""
     got = {}
-    for line in out.splitlines():
+    for line in compile_and_run(inc, tmp, source, extra).splitlines():
         name, value = line.split()
         got[name] = value if value.startswith("FrameKind") else int(value)
     return got
