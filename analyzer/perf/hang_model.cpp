@@ -103,13 +103,19 @@ MountFacts MountOf(const RunModel& run, const ProcessTrace& t, std::string_view 
   return best;
 }
 
-// A GPU synchronisation's kernels in flight: launches (the rings a killed trace left) on
-// its stream (every stream for a device-wide one) that returned before it began and had
-// not completed, newest first.
+// A GPU synchronisation's kernels in flight: launches on its stream (every stream for a
+// device-wide one) that returned before it began and had not completed, newest first.
+// They come from the rings as the process left them: those a SIGKILL left in the trace
+// (why 3), else those the shim wrote at the fatal signal that ended it (why 2: the
+// SIGTERM of `colabtrace run --hang-timeout`, a time limit's). The rings written at the
+// first sticky error (why 1) are an earlier moment's.
 Json KernelsInFlight(const RunModel& run, const ProcessTrace& t, const format::InFlight& r) {
+  const auto& rings = t.records.GpuLaunchRing;
+  const bool left = std::any_of(rings.begin(), rings.end(), [](const auto& k) { return k.why == 3; });
+  const uint64_t why = left ? 3 : 2;
   std::vector<const format::GpuLaunchRing*> in;
-  for (const auto& k : t.records.GpuLaunchRing) {
-    if (k.why != 3 || k.epoch < k.synced || k.epoch >= r.epoch) continue;
+  for (const auto& k : rings) {
+    if (k.why != why || k.epoch < k.synced || k.epoch >= r.epoch) continue;
     if (r.device_wide == 0 && k.stream != r.stream) continue;
     in.push_back(&k);
   }

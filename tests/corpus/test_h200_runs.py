@@ -4,41 +4,14 @@ data/h200-2026-11-27.tar.xz with each program's output (`NAME.out`). The library
 are not here: the file-based checks are skipped (and say so); every other verdict is each
 run's truth, with exact counts. docs/gpu-validation.md records the runs.
 """
-import json
-import os
-import tarfile
-import tempfile
 import unittest
 
 import ctharness as h
-
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "h200-2026-11-27.tar.xz")
-
-
-def serious(rep):
-    return sorted((f["id"], f["severity"]) for f in rep["findings"] if f["severity"] in ("error", "warning"))
+from h200traces import H200Traces, serious
 
 
-class H200Runs(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory(prefix="ct-h200-")
-        with tarfile.open(DATA) as t:
-            t.extractall(cls.tmp.name)
-        cls.reports = {}
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.tmp.cleanup()
-
-    def report(self, run):
-        if run not in self.reports:
-            self.reports[run] = h.report(os.path.join(self.tmp.name, "traces", run))
-        return self.reports[run]
-
-    def out(self, run):
-        with open(os.path.join(self.tmp.name, run + ".out"), encoding="utf-8") as f:
-            return f.read()
+class H200Runs(H200Traces):
+    DATA = "h200-2026-11-27.tar.xz"
 
     def fault(self, run):
         faults = h.findings(self.report(run), "gpu.device-fault")

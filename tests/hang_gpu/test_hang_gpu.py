@@ -99,16 +99,18 @@ class KernelThatNeverFinishes(unittest.TestCase):
         self.assertIn(pid, rows, sorted(rows))
         return rows[pid]
 
-    def assert_in_flight(self, proc: dict, pid: int, stream: int):
+    def assert_in_flight(self, proc: dict, pid: int, stream: int, read_from_outside: bool = False):
         """proc's one call in flight: cudaDeviceSynchronize, with the kernels launched on
-        stream since its last completed synchronisation, newest first."""
+        stream since its last completed synchronisation, newest first. read_from_outside:
+        `colabtrace run --hang-timeout` read the thread (its comm) before it ended the job."""
         self.assertEqual(len(proc["in_flight"]), 1, proc["in_flight"])
         (call,) = proc["in_flight"]
         self.assertEqual((call["tid"], call["call"], call["api"], call["level"], call["device_wide"]),
                          (pid, "gpu_sync", "cudaDeviceSynchronize", 0, True), call)
         self.assertEqual(call["stream"], "0x0", call)  # device-wide: no stream of its own
-        for none in ("path", "fd", "mount", "fs_type", "python_stack", "comm"):
+        for none in ("path", "fd", "mount", "fs_type", "python_stack"):
             self.assertIsNone(call[none], (none, call))
+        self.assertEqual(call["comm"], PROG_NAME if read_from_outside else None, call)
         kernels = call["kernels"]
         self.assertEqual([k["kernel"] for k in kernels], ["spin", "scale", "fill"], kernels)
         for k in kernels:
@@ -165,6 +167,27 @@ class KernelThatNeverFinishes(unittest.TestCase):
         self.assertIn("spin", hang["summary"])
         self.assertEqual([f for f in h.findings(rep, "proc.killed") if f.get("pid") == pid], [])
 
+    def test_hang_timeout_names_the_kernels_in_flight(self):
+        # `colabtrace run --hang-timeout` ends the job with SIGTERM: the shim writes the
+        # launch ring at that fatal signal (why 2), and the kernels still in flight come
+        # from it (found on the H200: they were left out, the rule read only a SIGKILL's).
+        p = self.start([h.CLI, "run", "-o", self.out, "--hang-timeout", "3", "--", PROG],
+                       h.clean_env(sim_env(HANG)))
+        stdout, stderr = p.communicate(timeout=120)
+        self.assertEqual(p.returncode, 124, stderr.decode(errors="replace"))
+        m = BLOCKED.search(stdout)
+        self.assertIsNotNone(m, stdout)
+        pid, stream = int(m.group(1)), int(m.group(2), 16)
+        rep = h.report(self.out)
+        proc = self.process(rep, pid)
+        self.assertEqual(proc["end"]["kind"], "signaled", proc["end"])
+        call = self.assert_in_flight(proc, pid, stream, read_from_outside=True)
+        self.assertGreaterEqual(call["blocked_ns"], 1_500_000_000, call)  # half the timeout, at least
+        (hang,) = h.findings(rep, "proc.hang")
+        self.assertEqual((hang["pid"], hang["evidence"]["ended_by"]), (pid, "hang-timeout"), hang)
+        self.assertIn("in cudaDeviceSynchronize() waiting for kernel spin (and 2 more launched before it)",
+                      hang["summary"])
+
     def test_plain_preload_names_the_sync_and_the_kernels_in_flight(self):
         env = h.clean_env(sim_env({**HANG, "LD_PRELOAD": h.SHIM, "COLABTRACE_OUT": self.out + "/"}))
         p = self.start([PROG], env)
@@ -176,6 +199,16 @@ class KernelThatNeverFinishes(unittest.TestCase):
 
         rep = h.report(self.out)
         self.assert_in_flight(self.process(rep, pid), pid, stream)
+        # Nothing saw when the kill came, so how long it sat there is unknown and the job is
+        # not called hung; but proc.killed says what it was killed in (found on the H200:
+        # the finding spoke of memory alone).
+        (killed,) = h.findings(rep, "proc.killed")
+        self.assertEqual(killed["pid"], pid)
+        self.assertIn("it was killed inside cudaDeviceSynchronize() waiting for kernel spin (and 2 more "
+                      "launched before it)", killed["summary"])
+        self.assertEqual([(c["api"], [k["kernel"] for k in c["kernels"]]) for c in killed["evidence"]["in_flight"]],
+                         [("cudaDeviceSynchronize", ["spin", "scale", "fill"])])
+        self.assertIn("--hang-timeout", killed["advice"])
 
     def test_kernel_names_travel_with_the_trace(self):
         # The program's file is gone when the report is made (a report on another machine):

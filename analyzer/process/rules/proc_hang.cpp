@@ -59,14 +59,12 @@ std::string Seconds(uint64_t ns) {
   return buf;
 }
 
-// "waited 14.2 s for the next batch at train.py:25 in main", "was blocked 14.0 s in
-// read() of /mnt/x.bin (fuse.slowfs)".
-std::string CallPhrase(const perf::InFlightCall& c) {
+}  // namespace
+
+std::string InFlightTarget(const perf::InFlightCall& c) {
   const auto call = static_cast<InFlightCall>(c.call);
-  if (call == InFlightCall::kBatchWait) {
-    return "waited " + Seconds(c.blocked_ns) + " for the next batch" + (c.where.empty() ? "" : " at " + c.where);
-  }
-  std::string s = "was blocked " + Seconds(c.blocked_ns) + " in " + c.api + "()";
+  if (call == InFlightCall::kBatchWait) return "the wait for the next batch" + (c.where.empty() ? "" : " at " + c.where);
+  std::string s = c.api + "()";
   if (call == InFlightCall::kGpuSync) {
     const auto& k = c.kernels.array();
     if (!k.empty()) {
@@ -87,9 +85,7 @@ std::string CallPhrase(const perf::InFlightCall& c) {
   return s;
 }
 
-// The call that tells what a stuck process was doing: its innermost call (level 0) that
-// blocked longest, else its longest wait.
-const perf::InFlightCall* Telling(const perf::ProcessHang& p) {
+const perf::InFlightCall* TellingCall(const perf::ProcessHang& p) {
   const perf::InFlightCall* best = nullptr;
   for (const perf::InFlightCall& c : p.calls) {
     if (best == nullptr || c.level < best->level || (c.level == best->level && c.blocked_ns > best->blocked_ns)) {
@@ -97,6 +93,17 @@ const perf::InFlightCall* Telling(const perf::ProcessHang& p) {
     }
   }
   return best;
+}
+
+namespace {
+
+// "waited 14.2 s for the next batch at train.py:25 in main", "was blocked 14.0 s in
+// read() of /mnt/x.bin (fuse.slowfs)".
+std::string CallPhrase(const perf::InFlightCall& c) {
+  if (static_cast<InFlightCall>(c.call) == InFlightCall::kBatchWait) {
+    return "waited " + Seconds(c.blocked_ns) + " for the next batch" + (c.where.empty() ? "" : " at " + c.where);
+  }
+  return "was blocked " + Seconds(c.blocked_ns) + " in " + InFlightTarget(c);
 }
 
 std::string AdviceFor(const perf::HangModel& m, const RunModel& run) {
@@ -180,7 +187,7 @@ void ProcHangRule(RuleContext& ctx) {
   std::vector<int64_t> stuck_pids;
   bool first = true;
   for (const perf::ProcessHang* p : chain) {
-    const perf::InFlightCall* c = Telling(*p);
+    const perf::InFlightCall* c = TellingCall(*p);
     if (c == nullptr) continue;
     summary += (first ? "" : "; ") + NameOf(run, m, *p) + " " + CallPhrase(*c);
     first = false;

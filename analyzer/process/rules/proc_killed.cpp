@@ -53,6 +53,31 @@ constexpr const char* kAdviceMemoryLow =
     "records and last_python_sample show what it was doing, and `colabtrace run` samples how "
     "long it sat there.";
 
+// SIGKILL from outside the job while memory was low and the process was inside a call
+// that had not returned (perf::HangModel's calls in flight): it may have hung there.
+std::string KilledInsideAdvice(const perf::InFlightCall& c) {
+  std::string a =
+      "Something outside the job sent SIGKILL (a job time limit, an idle timeout, a person, or the "
+      "notebook runtime restarting) while it was inside " + InFlightTarget(c) +
+      "; memory was not high (memory_high: false), so the OOM killer is unlikely. Nothing recorded "
+      "when the kill came, so how long it had sat in that call is unknown: if it sat there until "
+      "the kill, it hung";
+  switch (static_cast<format::InFlightCall>(c.call)) {
+    case format::InFlightCall::kGpuSync:
+      a += " on a GPU kernel that never finished (in_flight lists the kernels, newest first)";
+      break;
+    case format::InFlightCall::kBatchWait:
+      a += " waiting for a batch: see what its DataLoader workers were inside";
+      break;
+    default:
+      if (c.slow_fs) a += " on a network or FUSE mount that stopped answering";
+      break;
+  }
+  a += ". Run it under `colabtrace run --hang-timeout SECONDS`: run times the wait, reads every "
+       "thread's Python stack, and ends a job that makes no progress for that long.";
+  return a;
+}
+
 // The traced process that sent pid (on host) the SIGKILL that ended it: the last
 // successful kill() aimed at pid after since_ns and no later than until_ns; or pid's own
 // SIGKILL to a group it is in (target 0 or -1: coreutils timeout ends so).
@@ -196,6 +221,20 @@ void ProcKilledOf(RuleContext& ctx, const ProcessEnd& e) {
     ctx.Add(std::move(finding));
     return;  // not killed, and not signaled either
   }
+  // What it was inside when the kill came: the calls it had not returned from. Nothing saw
+  // when that was (or the job's hang would be proc.hang's), so how long it sat there is
+  // unknown; the summary names the telling call and when it entered it.
+  const perf::ProcessHang* in = hang.Of(static_cast<size_t>(&t - all.data()));
+  const perf::InFlightCall* inside = in != nullptr ? TellingCall(*in) : nullptr;
+  Json calls = Json::MakeArray();
+  if (in != nullptr) {
+    for (const perf::InFlightCall& c : in->calls) calls.Append(perf::InFlightJson(c));
+  }
+  ev["in_flight"] = std::move(calls);
+  const std::string inside_text =
+      inside == nullptr ? std::string()
+                        : "; it was killed inside " + InFlightTarget(*inside) + ", entered at +" +
+                              FormatDurationNs(inside->since_ns > t.start_ns() ? inside->since_ns - t.start_ns() : 0);
   if (f.reap) {
     finding.summary = who + " was killed by SIGKILL (its wait status, reaped by " +
                       (f.reap->by_run ? "colabtrace run" : "its parent") + ", pid " +
@@ -224,6 +263,7 @@ void ProcKilledOf(RuleContext& ctx, const ProcessEnd& e) {
         "A process of this job killed it on purpose (a subprocess timeout, Process.kill(), "
         "a pool or launcher shutting its workers down). If that was not expected, look at "
         "why the sender gave up on it: a timeout too short, or a worker that hung.";
+    finding.summary += inside_text;
     ctx.Add(std::move(finding));
     return;
   }
@@ -243,10 +283,13 @@ void ProcKilledOf(RuleContext& ctx, const ProcessEnd& e) {
           "Its parent reaped it after a SIGKILL: usually the parent (or a timeout "
           "it runs) killed it on purpose; otherwise check `dmesg` and the cgroup's "
           "memory.events for the OOM killer.";
+    } else if (memory == MemoryVerdict::kLow && inside != nullptr) {
+      finding.advice = KilledInsideAdvice(*inside);
     } else if (memory == MemoryVerdict::kLow) {  // else the catalogue's advice
       finding.advice = kAdviceMemoryLow;
     }
   }
+  finding.summary += inside_text;
   ctx.Add(std::move(finding));
 }
 

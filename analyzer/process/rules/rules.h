@@ -16,6 +16,11 @@
 #include "model/run_model.h"
 #include "report/rule_registry.h"
 
+namespace colabtrace::analyzer::perf {
+struct InFlightCall;
+struct ProcessHang;
+}  // namespace colabtrace::analyzer::perf
+
 namespace colabtrace::analyzer::rules {
 
 // One job process, as the proc.* rules read it; its facts and the lifecycle model come
@@ -74,6 +79,16 @@ struct HostMemory {
 // host.shm-small leaves a truncated file out (not a size problem).
 enum class ShmBusCause { kUnknown, kPastEnd, kFull };
 ShmBusCause ShmBusCauseOf(const format::Signal& s);
+
+// A call a process had not returned from (perf::HangModel), as summaries name it:
+// "read() of /mnt/x.bin (fuse.slowfs)", "cudaDeviceSynchronize() waiting for kernel spin
+// (and 2 more launched before it)", "the wait for the next batch at train.py:25 in main".
+// (proc_hang.cpp)
+std::string InFlightTarget(const perf::InFlightCall& c);
+
+// The call that tells what a process was doing: its innermost (level 0) that blocked
+// longest, else its longest wait; null when it was in none.
+const perf::InFlightCall* TellingCall(const perf::ProcessHang& p);
 
 // The hostname part of a host key.
 inline std::string HostName(const std::string& key) { return key.substr(0, key.find('/')); }

@@ -24,8 +24,9 @@ constexpr uint64_t kMs = 1'000'000;
 constexpr uint64_t kLoopStart = 10 * kMs;
 constexpr int kIterations = 11;
 
-// What the workers do: read 40 files each from the FUSE mount, or compute.
-enum class WorkerWork { kReadSlowFiles, kCompute };
+// What the workers do: read 40 files each from the FUSE mount, compute, or wait (5% on
+// the CPU, no file I/O: a lock, a queue, a remote service, a sleep).
+enum class WorkerWork { kReadSlowFiles, kCompute, kWait };
 
 // The main process: mounts, two forked workers, then the loop of 11 iterations
 // (wait_ms + compute_ms each). cpus: its affinity count (0: not recorded).
@@ -163,6 +164,20 @@ TEST(PerfInputBound, ComputingWorkersWithIdleCpusWantMoreWorkers) {
   EXPECT_DOUBLE_EQ(f[0].evidence["cpus_allowed"].number(), 8.0);
   EXPECT_EQ(f[0].evidence.Find("storage"), nullptr);
   EXPECT_NE(f[0].advice.find("raise num_workers"), std::string::npos);
+}
+
+// Found on an H200: workers that slept 96% of their time, 4% on the CPU and 0.2% in file
+// I/O, were called busy computing (the CPU beat the I/O) with advice to raise num_workers.
+TEST(PerfInputBound, WorkersThatMostlyWaitAreNotCalledBusy) {
+  auto traces = Job(40, 10, WorkerWork::kWait, 8);
+  const auto f = FindingsOf(traces, "perf.input-bound");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].evidence["cause"].str(), "workers-wait");
+  EXPECT_EQ(f[0].evidence["busy_workers"].as_int(), 0);
+  EXPECT_LT(f[0].evidence["workers_cpu_share"].number(), 0.06);
+  EXPECT_GT(f[0].evidence["workers_wait_share"].number(), 0.9);
+  EXPECT_NE(f[0].summary.find("of their time waiting"), std::string::npos) << f[0].summary;
+  EXPECT_NE(f[0].advice.find("mostly wait themselves"), std::string::npos) << f[0].advice;
 }
 
 TEST(PerfInputBound, ComputingWorkersOnEveryCpuWantLighterTransforms) {
