@@ -8,6 +8,7 @@
 // note half written, and a GPU synchronisation waiting for kernels that never finished.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -135,10 +136,25 @@ TEST(ProcHang, AWorkerStuckOnAFuseReadAndTheLoopWaitingForItsBatch) {
   EXPECT_TRUE(rows[2]["in_flight"].array().empty());
 }
 
+// Each killed process's proc.killed names the call it was killed inside (found on an
+// H200: a hung process killed under plain LD_PRELOAD was told of memory alone); one that
+// was in none says nothing of calls.
 TEST(ProcHang, KilledFiveSecondsInIsNoHangButAKill) {
   auto traces = Job(5'000);
   EXPECT_TRUE(FindingsOf(traces, "proc.hang").empty());
-  EXPECT_EQ(FindingsOf(traces, "proc.killed").size(), 3u);
+  const auto f = FindingsOf(traces, "proc.killed");
+  ASSERT_EQ(f.size(), 3u);
+  std::map<int64_t, const analyzer::Finding*> by_pid;
+  for (const auto& k : f) by_pid[k.pid] = &k;
+  const std::string main = by_pid.at(100)->summary, stuck = by_pid.at(101)->summary;
+  EXPECT_NE(main.find("; it was killed inside the wait for the next batch at train.py:25 in main, entered at +"),
+            std::string::npos) << main;
+  EXPECT_NE(stuck.find("; it was killed inside read() of /mnt/slow/train/f99.bin (fuse.slowfs), entered at +"),
+            std::string::npos) << stuck;
+  EXPECT_EQ(by_pid.at(102)->summary.find("killed inside"), std::string::npos) << by_pid.at(102)->summary;
+  ASSERT_EQ(by_pid.at(101)->evidence["in_flight"].array().size(), 1u);
+  EXPECT_EQ(by_pid.at(101)->evidence["in_flight"].array()[0]["call"].str(), "read");
+  EXPECT_TRUE(by_pid.at(102)->evidence["in_flight"].array().empty());
 }
 
 TEST(ProcHang, ALoopThatKeptSteppingIsNoHang) {
