@@ -168,14 +168,6 @@ void AfterForkInChild(LibcState libc) {
 
 namespace {
 
-// True on a signal handler's alternate stack (sigaltstack), which may be small: Rust's
-// stack-overflow handler gets 8 KiB, and a handler may _exit there.
-bool OnAlternateSignalStack() {
-  stack_t ss;
-  return raw::Syscall6(SYS_sigaltstack, 0, reinterpret_cast<long>(&ss)) == 0 &&
-         (ss.ss_flags & SS_ONSTACK) != 0;
-}
-
 void RecordExitHere(int64_t code, ExitHow how, bool finish);
 
 }  // namespace
@@ -187,7 +179,7 @@ void RecordExit(int64_t code, ExitHow how, bool finish) {
   if (raw::Getpid() != g_pid) return;
   // The exit's work (the modules' last records, a sample) needs several KiB of stack:
   // on an alternate signal stack it runs on the shim's own.
-  if (OnAlternateSignalStack()) {
+  if (raw::OnAlternateSignalStack()) {
     struct Args {
       int64_t code;
       ExitHow how;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -82,6 +83,13 @@ inline int Munmap(void* addr, size_t len) {
   return static_cast<int>(Syscall6(SYS_munmap, reinterpret_cast<long>(addr), static_cast<long>(len)));
 }
 inline int Getpid() { return static_cast<int>(Syscall6(SYS_getpid)); }
+
+// True on a signal handler's alternate stack (sigaltstack), which may be small: Rust's
+// stack-overflow handler gets 8 KiB, and a handler may write or _exit there.
+inline bool OnAlternateSignalStack() {
+  stack_t ss;
+  return Syscall6(SYS_sigaltstack, 0, reinterpret_cast<long>(&ss)) == 0 && (ss.ss_flags & SS_ONSTACK) != 0;
+}
 inline int Getppid() { return static_cast<int>(Syscall6(SYS_getppid)); }
 inline int Gettid() { return static_cast<int>(Syscall6(SYS_gettid)); }
 inline long Readlink(const char* path, char* buf, size_t n) {

@@ -70,6 +70,14 @@ void SampleIfDue(uint64_t now_ticks) {
   const uint64_t now_ns = MonotonicNs();
   const uint64_t due = __atomic_load_n(&g_due_ns, __ATOMIC_ACQUIRE);
   if (now_ns >= due) {
+    // The sample reads /proc and the cgroup with KiB-sized buffers: never on a signal
+    // handler's alternate stack, which may be small (Rust's stack-overflow report writes
+    // on 8 KiB, and a loaded machine made a sample due there: SIGSEGV). The gate stays
+    // open, so the next record off that stack takes it.
+    if (raw::OnAlternateSignalStack()) {
+      __atomic_store_n(&g_sample_due_ticks, gate, __ATOMIC_RELEASE);
+      return;
+    }
     TakeSample(SampleKind::kPeriodic);
     EmitClock();  // keeps the tick-to-ns fit exact even for a process that is killed
     RefineTickRate();

@@ -164,6 +164,25 @@ class FatalSignalTest(TempDirTest):
         self.assertEqual(proc["end"]["kind"], "exited")
         self.assertEqual(proc["end"]["code"], 43)
 
+    def test_a_periodic_sample_due_on_a_small_alternate_stack_waits(self):
+        # The same, with a periodic sample due when the handler's write() is recorded (a
+        # slow or loaded machine), and stdout a regular file (a write the shim records in
+        # full): the sample reads /proc and the cgroup with KiB-sized buffers, too much
+        # for 8 KiB. Found when Rust's stack-overflow report died of SIGSEGV under a
+        # loaded `./tools/test` (parity_runtimes_rust).
+        argv = [prog("ct_crash"), "overflow-late"]
+        for i in range(3):
+            out = os.path.join(self.tmp, f"run{i}")
+            os.makedirs(out)
+            with open(os.path.join(out, "stdout"), "w+b") as f:
+                p = subprocess.run(argv, env=shim_env(out, extra={"COLABTRACE_SAMPLE_MS": "1"}), stdout=f,
+                                   stderr=subprocess.PIPE, timeout=60)
+                f.seek(0)
+                self.assertEqual(f.read(), b"ready\nstack overflow\n")
+            self.assertEqual(p.returncode, 43, p.stderr)
+            (proc,) = report(glob.glob(os.path.join(out, "*.ctrace"))[0])["processes"]
+            self.assertEqual((proc["end"]["kind"], proc["end"]["code"]), ("exited", 43))
+
     def test_stack_overflow_handler_that_aborts_is_recorded_with_its_stack(self):
         traced, rep = self.overflow("overflow-abort")
         self.assertEqual(traced.returncode, -signal.SIGABRT)

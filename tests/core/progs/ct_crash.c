@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 volatile int g_zero = 0;
@@ -104,6 +105,15 @@ int main(int argc, char** argv) {
   printf("ready\n");
   fflush(stdout);
   if (overflow) {
+    // overflow-late: 30 ms without a traced call first, so that a periodic sample
+    // (COLABTRACE_SAMPLE_MS=1) is due when the crash and the handler's write() are
+    // recorded, on the 8 KiB alternate stack (a loaded machine's Rust overflow report).
+    if (strcmp(mode, "overflow-late") == 0) {
+      struct timespec t0, t;
+      clock_gettime(CLOCK_MONOTONIC, &t0);
+      do clock_gettime(CLOCK_MONOTONIC, &t);
+      while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 30000000L);
+    }
     char start = 0;
     return crash_overflow(&start);
   }
