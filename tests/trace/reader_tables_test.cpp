@@ -70,6 +70,38 @@ TEST(ReaderTables, ARunThatGoesBackInTimeIsSorted) {
   EXPECT_EQ(got, (std::vector<uint64_t>{1100, 1200, 1300, 1500, 1600, 1700}));
 }
 
+// Sorting a run that went back in time is stable: records of equal time keep the order
+// they were decoded in (thread 101's run first, then 102's), for a table kept as events
+// and for a packed one alike.
+TEST(ReaderTables, EqualTimesKeepTheirDecodeOrderWhenSorted) {
+  TraceBytesBuilder b(100, 1000);
+  b.NewChunk(101, 1000);
+  uint64_t n = 0;
+  for (uint64_t ts : {1500, 1200, 1200, 1100, 1200}) {
+    b.Append(StepAt(ts, n));
+    format::IoClose c{};
+    c.ts = ts;
+    c.fd = static_cast<int64_t>(n++);
+    b.Append(c);
+  }
+  b.NewChunk(102, 1000);
+  for (uint64_t ts : {1200, 1000}) {
+    b.Append(StepAt(ts, n));
+    format::IoClose c{};
+    c.ts = ts;
+    c.fd = static_cast<int64_t>(n++);
+    b.Append(c);
+  }
+  const analyzer::ProcessTrace t = b.Parse();
+  const std::vector<std::pair<uint64_t, uint64_t>> want = {{1000, 6}, {1100, 3}, {1200, 1}, {1200, 2},
+                                                           {1200, 4}, {1200, 5}, {1500, 0}};
+  std::vector<std::pair<uint64_t, uint64_t>> steps, closes;
+  for (const auto& s : t.records.Step) steps.emplace_back(s.ts, s.n);
+  for (const auto& c : t.records.IoClose) closes.emplace_back(c.ts, static_cast<uint64_t>(c.fd));
+  EXPECT_EQ(steps, want);
+  EXPECT_EQ(closes, want);
+}
+
 // Ids as the shim numbers them (1, 2, ...), a huge id (a hostile or damaged trace), and an
 // id written twice (the later record wins) all resolve; strings and stacks stay valid
 // after the bytes they were decoded from are gone.
