@@ -431,19 +431,18 @@ def compare_files(run: AuditRun, paths=None, fields=ALL_FIELDS) -> tuple[list, i
         s = run.strace.counts.get((pid, path), Counts()).as_dict(use)
         r = {k: row.get(k, 0) for k in use}
         compared += 1
-        if s != r and not _killed_inside_its_last_call(run, pid, path, s, r):
+        if s != r and not (procs[pid].killed_by and _lost_last_call(run, pid, path, s, r)):
             diffs.append(f"pid {pid} {path}: strace {s} report {r}")
     return diffs, compared
 
 
-def _killed_inside_its_last_call(run: AuditRun, pid: int, path: str, s: dict, r: dict) -> bool:
+def _lost_last_call(run: AuditRun, pid: int, path: str, s: dict, r: dict) -> bool:
     """A process a signal ended may have been ended inside a hooked call: its system call
     returned (strace saw it), the signal came before the hook recorded it, and the program
     never saw the call return, so the trace loses nothing it promises. Found under load:
     a multiprocessing pool worker's stat of its main script, then the pool's SIGTERM. True
-    when the report lacks exactly one of its threads' last call, on this path."""
-    if run.strace.processes()[pid].killed_by is None:
-        return False
+    when the report lacks exactly one of its threads' last call, on this path (the caller
+    checks that a signal ended it)."""
     for tid, group in run.strace.tgid.items():
         last = run.strace.last_call.get(tid)
         if group != pid or last is None or last[0] != (pid, path):

@@ -162,7 +162,8 @@ void ProcKilledOf(RuleContext& ctx, const ProcessEnd& e) {
   if (f.end_kind != EndKind::kKilled) return;
   // A process of a job that hung is proc.hang's (what it was blocked in), not a kill.
   const perf::HangModel& hang = ctx.run().Get<perf::HangModel>();
-  if (const perf::ProcessHang* p = hang.Of(static_cast<size_t>(&t - all.data())); hang.hung && p != nullptr) return;
+  const perf::ProcessHang* in = hang.Of(static_cast<size_t>(&t - all.data()));
+  if (hang.hung && in != nullptr) return;
   Finding finding = Finding::Of(FindingId::kProcKilled, t.pid());
   Json& ev = finding.evidence;
   // The last RSS: its own last sample, or colabtrace run's later one.
@@ -224,7 +225,6 @@ void ProcKilledOf(RuleContext& ctx, const ProcessEnd& e) {
   // What it was inside when the kill came: the calls it had not returned from. Nothing saw
   // when that was (or the job's hang would be proc.hang's), so how long it sat there is
   // unknown; the summary names the telling call and when it entered it.
-  const perf::ProcessHang* in = hang.Of(static_cast<size_t>(&t - all.data()));
   const perf::InFlightCall* inside = in != nullptr ? TellingCall(*in) : nullptr;
   Json calls = Json::MakeArray();
   if (in != nullptr) {
