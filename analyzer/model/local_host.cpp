@@ -70,6 +70,9 @@ bool StillRunningHere(const ProcessTrace& t, const LocalHost& local) {
   const std::optional<ProcStat> st = ReadProcStat(static_cast<pid_t>(t.pid()));
   const long hz = sysconf(_SC_CLK_TCK);
   if (!st || st->ended() || hz <= 0) return false;
+  // Dying already: a report made just after a kill, before the process got the CPU to
+  // exit, would call it running (timeout -s KILL on a loaded machine).
+  if (st->exiting() || SigkillPending(static_cast<pid_t>(t.pid()))) return false;
   // starttime is in clock ticks since boot; allow one tick and a little for rounding.
   const uint64_t tick_ns = 1000000000ull / static_cast<uint64_t>(hz);
   return st->start_ticks * tick_ns <= t.start_ns() + 2 * tick_ns;

@@ -20,12 +20,20 @@ struct ProcStat {
   uint64_t rss_pages = 0;
   uint64_t utime_ticks = 0;  // CPU time in user and kernel mode, all threads (clock ticks)
   uint64_t stime_ticks = 0;
+  uint64_t flags = 0;        // the kernel's PF_* flags of its main thread
 
   bool ended() const { return state == 'Z' || state == 'X' || state == 'x'; }
+  // Inside do_exit (PF_EXITING): it has started to die and runs no more of its own code.
+  bool exiting() const { return (flags & 0x4) != 0; }
 };
 
 // The stat line of pid, or nullopt when it is gone or unreadable. comm may hold blanks and
 // parentheses, so the fields are counted from the last ')'.
 std::optional<ProcStat> ReadProcStat(pid_t pid);
+
+// Whether pid has a SIGKILL pending (/proc/PID/status, SigPnd or ShdPnd): kill() queues it
+// at once, but a loaded machine may not run the process to its exit for a while. It will
+// die; it runs no more of its own code.
+bool SigkillPending(pid_t pid);
 
 }  // namespace colabtrace::analyzer
