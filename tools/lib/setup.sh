@@ -5,7 +5,7 @@
 # DataLoader; bindfs a real FUSE mount, python3-fusepy a slow one (tests/harness/slowfs.py);
 # strace/ltrace/heaptrack are benchmark peers.
 COLABTRACE_BUILD_PACKAGES=(cmake ninja-build g++ pkg-config python3 libunwind-dev libfmt-dev
-  libabsl-dev libgtest-dev libzstd-dev)
+  libabsl-dev libgtest-dev libgmock-dev libzstd-dev)
 # libpython3.11-testsuite, python3-pytest and python3-hypothesis: the real test suites
 # of tests/parity (CPython's own regression tests, numpy's tests). python3-setuptools,
 # -wheel, -venv and -pip: `pip install --no-build-isolation --no-index .` (tests/package);
