@@ -74,6 +74,20 @@ def run_python(test, argv, how: str, env=None, timeout=300) -> Run:
     return Run(p.returncode, p.stdout, stderr, traces)
 
 
+_SHARED: dict = {}
+
+
+def shared_run(test, argv, how: str, env=None) -> Run:
+    """run_python's Run for these arguments, made once per test process: two tests that
+    check the same traced run (its records, and its output against a bare run) share it
+    rather than each starting torch again (issue 30). Run parses every trace when it is
+    made, so the traces' folder may go with the first test's temporary files."""
+    key = (tuple(argv), how, tuple(sorted((env or {}).items())))
+    if key not in _SHARED:
+        _SHARED[key] = run_python(test, argv, how, env)
+    return _SHARED[key]
+
+
 def run_bare(argv, env=None, timeout=300) -> subprocess.CompletedProcess:
     e = h.clean_env({"PYTHONPATH": PACKAGE, "OMP_NUM_THREADS": "1", **(env or {})})
     return subprocess.run([h.SYSTEM_PYTHON, *argv], env=e, capture_output=True, text=True,

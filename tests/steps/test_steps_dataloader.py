@@ -9,7 +9,7 @@ import os
 import unittest
 
 import ctharness as h
-from stepstest import PY, run_bare, run_python, torch_missing
+from stepstest import PY, run_bare, shared_run, torch_missing
 
 LOADER = os.path.join(PY, "loader.py")
 BATCHES = 6  # 24 items in batches of 4
@@ -47,7 +47,7 @@ class DataLoaderWaits(h.TempDirTest):
             self.skipTest(why)
 
     def run_loader(self, method, workers, how):
-        run = run_python(self, [LOADER, method, str(workers), str(EPOCHS)], how)
+        run = shared_run(self, [LOADER, method, str(workers), str(EPOCHS)], how)
         self.assertEqual(run.returncode, 0, run.stderr[-3000:])
         self.assertEqual(run.stderr, "")
         out = json.loads(run.stdout)
@@ -103,7 +103,7 @@ class DataLoaderWaits(h.TempDirTest):
             with self.subTest(method=method):
                 bare = run_bare([LOADER, method, "2", str(EPOCHS)])
                 self.assertEqual(bare.returncode, 0, bare.stderr)
-                run = run_python(self, [LOADER, method, "2", str(EPOCHS)], "preload")
+                run = shared_run(self, [LOADER, method, "2", str(EPOCHS)], "preload")
                 self.assertEqual(without_tracker_race(run.stderr),
                                  without_tracker_race(bare.stderr))
                 strip = lambda s: {k: v for k, v in json.loads(s).items() if k != "pid"}  # noqa: E731

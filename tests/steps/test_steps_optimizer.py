@@ -11,7 +11,7 @@ import os
 import unittest
 
 import ctharness as h
-from stepstest import PY, run_bare, run_python, torch_missing
+from stepstest import PY, run_bare, run_python, shared_run, torch_missing
 
 TRAIN = os.path.join(PY, "train.py")
 N = 7
@@ -26,7 +26,7 @@ class OptimizerSteps(h.TempDirTest):
             self.skipTest(why)
 
     def steps(self, mode, how, n=N):
-        run = run_python(self, [TRAIN, mode, str(n)], how)
+        run = shared_run(self, [TRAIN, mode, str(n)], how)
         self.assertEqual(run.returncode, 0, run.stderr[-3000:])
         self.assertEqual(run.stderr, "")
         out = json.loads(run.stdout)
