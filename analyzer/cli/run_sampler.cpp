@@ -314,13 +314,11 @@ void TreeSampler::SampleRound() {
     const std::string rollup = ReadSmall(proc + "/smaps_rollup");
     if (rollup.empty()) {
       // Exiting (its memory already gone, or going while the stat read above still showed
-      // its RSS) or a zombie: no sample, rather than one that counts freed memory.
-      const std::string stat = ReadSmall(proc + "/stat");
-      const size_t close_paren = stat.rfind(')');
-      if (p.rss_pages == 0 || close_paren == std::string::npos || close_paren + 2 >= stat.size() ||
-          stat[close_paren + 2] == 'Z' || stat[close_paren + 2] == 'X') {
-        continue;
-      }
+      // its RSS) or a zombie: no sample, rather than one that counts freed memory. A
+      // process inside do_exit may still show R or D: PF_EXITING says it (a loaded
+      // machine gave a sample with RSS from stat and no PSS so).
+      const std::optional<analyzer::ProcStat> st = analyzer::ReadProcStat(p.pid);
+      if (p.rss_pages == 0 || !st || st->ended() || st->exiting()) continue;
     }
     auto kb = [&](const char* key) {
       const uint64_t v = FieldAfter(rollup, key);

@@ -149,7 +149,12 @@ class Run(TempDirTest):
             # The 64 MiB bytearray is private to each child (its pages are written by
             # bytearray's memset): resident or swapped out, it is the child's own.
             self.assertGreaterEqual(max(uss + swap for _, _, uss, swap in seen), 64 << 20, seen)
-            self.assertTrue(all(s["shim"] == "1" for s in by_pid[k]))
+            # The shim is seen from its first sample after the exec on. A sample taken
+            # between subprocess's vfork and the exec says 0: the child still shares its
+            # parent's memory, whose maps say nothing of what it will run (a loaded
+            # machine takes such samples now and then).
+            shims = "".join(s["shim"] for s in by_pid[k])
+            self.assertRegex(shims, r"^0*1+$")
             # The report's peak is the highest RSS seen, from outside or by the shim.
             own = [int(s["rss_bytes"]) for f in glob.glob(os.path.join(self.tmp, f"colabtrace.*.{k}.ctrace"))
                    for s in lt.records(f, "sample")]
