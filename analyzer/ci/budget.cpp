@@ -87,6 +87,11 @@ class BudgetParser {
       if (!v) return Fail("time_slack_ns must be a number >= 0");
       b.policy.time_slack_ns = *v;
     }
+    if (const Json* t = j.Find("rss_slack_bytes"); t && !t->is_null()) {
+      auto v = NonNegative(*t);
+      if (!v) return Fail("rss_slack_bytes must be a number >= 0");
+      b.policy.rss_slack_bytes = *v;
+    }
     if (const Json* a = j.Find("gpu_arch"); a && !a->is_null()) {
       if (!a->is_string()) return Fail("gpu_arch must be a string like \"sm_75\"");
       b.gpu_arch = a->str();
@@ -259,6 +264,9 @@ std::optional<uint64_t> DefaultLimit(const MetricSpec& spec, uint64_t value, con
   if (spec.rule == MetricLimitRule::kTimed) {
     limit = limit > UINT64_MAX - policy.time_slack_ns ? UINT64_MAX : limit + policy.time_slack_ns;
   }
+  if (spec.rule == MetricLimitRule::kResident) {
+    limit = limit > UINT64_MAX - policy.rss_slack_bytes ? UINT64_MAX : limit + policy.rss_slack_bytes;
+  }
   return limit;
 }
 
@@ -316,6 +324,7 @@ Json BudgetToJson(const Budget& b) {
   const double pct = b.policy.tolerance_percent;
   j["tolerance_percent"] = pct == std::floor(pct) && pct < 1e15 ? Json(static_cast<int64_t>(pct)) : Json(pct);
   j["time_slack_ns"] = b.policy.time_slack_ns;
+  j["rss_slack_bytes"] = b.policy.rss_slack_bytes;
   if (b.gpu_arch) j["gpu_arch"] = *b.gpu_arch;
   j["total"] = ScopeToJson(b.total);
   Json roles = Json::MakeObject();

@@ -29,6 +29,7 @@ enum class MetricLimitRule {
   kExact,      // must not grow at all (failures, leaks, process counts)
   kTolerance,  // value + tolerance percent, rounded down
   kTimed,      // value + tolerance percent + the time slack (timer and scheduler noise)
+  kResident,   // value + tolerance percent + the RSS slack (sampled RSS moves with timing)
   // Step time: twice the value plus 1 ms (perf.step-slowdown's own threshold), so timer
   // noise never fails a run but a run whose steps got twice as slow does.
   kTwiceAsSlow,
@@ -62,7 +63,7 @@ inline constexpr MetricSpec kMetrics[] = {
      "number of processes"},
     {"duration_ns", MetricUnit::kNanoseconds, MetricLimitRule::kTimed, MetricMerge::kMax,
      "wall time (the run's span; per role, its longest process)"},
-    {"peak_rss_bytes", MetricUnit::kBytes, MetricLimitRule::kTolerance, MetricMerge::kMax,
+    {"peak_rss_bytes", MetricUnit::kBytes, MetricLimitRule::kResident, MetricMerge::kMax,
      "highest RSS of any one process"},
     {"gpu.allocations", MetricUnit::kCount, MetricLimitRule::kTolerance, MetricMerge::kSum,
      "GPU allocations that succeeded"},

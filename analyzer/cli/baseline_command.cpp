@@ -29,6 +29,7 @@ std::string MetricTable() {
     const char* rule = m.rule == analyzer::MetricLimitRule::kExact          ? "exact"
                        : m.rule == analyzer::MetricLimitRule::kTolerance    ? "+tolerance"
                        : m.rule == analyzer::MetricLimitRule::kTimed        ? "+tolerance +slack"
+                       : m.rule == analyzer::MetricLimitRule::kResident     ? "+tolerance +rss"
                        : m.rule == analyzer::MetricLimitRule::kTwiceAsSlow  ? "x2 +1 ms"
                        : m.rule == analyzer::MetricLimitRule::kSharePoints  ? "+15 points"
                                                                             : "not checked";
@@ -59,6 +60,8 @@ class BaselineCommand final : public Command {
            "  +tolerance         value + 10% (--tolerance), rounded down: 10 reads allow 11\n"
            "  +tolerance +slack  durations also get 1 s (--time-slack) for timer and\n"
            "                     scheduler noise, so short runs do not flap\n"
+           "  +tolerance +rss    peak RSS also gets 1 MiB (--rss-slack): it is the highest\n"
+           "                     of the shim's samples, and what they find moves with timing\n"
            "Every finding present is recorded as allowed; `check` fails on new ones.\n\n"
            "budget.json is meant to be edited: raise a \"max\" to loosen a limit, set it to null\n"
            "to stop checking that metric, delete a role, or add a finding id to allow it.\n"
@@ -67,6 +70,7 @@ class BaselineCommand final : public Command {
            "  -o, --output FILE      where to write the budget, '-' for stdout (required)\n"
            "  --tolerance PCT        allowed growth of the +tolerance metrics (default 10)\n"
            "  --time-slack SECONDS   extra allowance on durations (default 1)\n"
+           "  --rss-slack MIB        extra allowance on peak RSS (default 1)\n"
            "  --gpu-arch sm_XY       analyse as `report --gpu-arch` does; check reuses it\n"
            "  --sysroot DIR          read library files under DIR first, as `report` does\n"
            "  -h, --help             show this help\n\n"
@@ -95,6 +99,11 @@ class BaselineCommand final : public Command {
         auto secs = v ? ParseAmount(*v, false) : std::nullopt;
         if (!secs || *secs > 1e9) return UsageError(name(), "--time-slack takes seconds >= 0, like 1 or 0.5");
         policy.time_slack_ns = static_cast<uint64_t>(std::llround(*secs * 1e9));
+      } else if (r.Is("--rss-slack")) {
+        auto v = r.Value();
+        auto mib = v ? ParseAmount(*v, false) : std::nullopt;
+        if (!mib || *mib > 1e9) return UsageError(name(), "--rss-slack takes MiB >= 0, like 1 or 0.5");
+        policy.rss_slack_bytes = static_cast<uint64_t>(std::llround(*mib * 1048576.0));
       } else if (auto bad = TakeReportFlag(r, options)) {
         if (!bad->empty()) return UsageError(name(), *bad);
       } else {

@@ -51,6 +51,7 @@ class BaselineTest(BudgetTest):
         self.assertEqual(b["schema"], "colabtrace.budget.v1")
         self.assertEqual(b["tolerance_percent"], 10)
         self.assertEqual(b["time_slack_ns"], SECOND)
+        self.assertEqual(b["rss_slack_bytes"], MIB)
         self.assertNotIn("gpu_arch", b)
         self.assertEqual(list(b["roles"]), [ROLE])
         # Every finding of the run, exactly as `report` has it; none above info here.
@@ -61,7 +62,8 @@ class BaselineTest(BudgetTest):
         for scope in (b["total"], b["roles"][ROLE]):
             self.assertEqual(list(scope), METRICS)
             self.assertEqual(scope["processes"], {"value": 1, "max": 1})
-            self.assertEqual(scope["peak_rss_bytes"], {"value": rss, "max": plus10(rss)})
+            # Sampled RSS moves with timing: 1 MiB more (rss_slack_bytes).
+            self.assertEqual(scope["peak_rss_bytes"], {"value": rss, "max": plus10(rss) + MIB})
             self.assertEqual(scope["duration_ns"], {"value": dur, "max": plus10(dur) + SECOND})
             # No GPU calls: zero, and exact limits stay zero.
             for m in ("gpu.allocations", "gpu.frees", "gpu.failed_allocations", "gpu.peak_bytes",
@@ -81,17 +83,20 @@ class BaselineTest(BudgetTest):
         run = workload(self.tmp, "good", reads=4)
         proc = h.report(run.out_dir)["processes"][0]
         rss, dur = proc["peak_rss_bytes"], proc["duration_ns"]
-        _, b = self.baseline(run.out_dir, extra=("--tolerance", "50", "--time-slack", "0"), name="b50.json")
+        _, b = self.baseline(run.out_dir, extra=("--tolerance", "50", "--time-slack", "0", "--rss-slack", "0"),
+                             name="b50.json")
         self.assertEqual(b["tolerance_percent"], 50)
-        self.assertEqual(b["time_slack_ns"], 0)
+        self.assertEqual((b["time_slack_ns"], b["rss_slack_bytes"]), (0, 0))
         self.assertEqual(b["total"]["peak_rss_bytes"], {"value": rss, "max": rss + rss // 2})
         self.assertEqual(b["total"]["duration_ns"], {"value": dur, "max": dur + dur // 2})
         self.assertEqual(b["total"]["processes"], {"value": 1, "max": 1})  # exact stays exact
         _, b = self.baseline(run.out_dir, extra=("--tolerance=12.5%",), name="b125.json")
         self.assertEqual(b["tolerance_percent"], 12.5)
-        self.assertEqual(b["total"]["peak_rss_bytes"]["max"], rss + rss * 125 // 1000)
-        _, b = self.baseline(run.out_dir, extra=("--tolerance", "0", "--time-slack", "0.5"), name="b0.json")
-        self.assertEqual(b["total"]["peak_rss_bytes"], {"value": rss, "max": rss})
+        self.assertEqual(b["total"]["peak_rss_bytes"]["max"], rss + rss * 125 // 1000 + MIB)
+        _, b = self.baseline(run.out_dir, extra=("--tolerance", "0", "--time-slack", "0.5", "--rss-slack", "0.5"),
+                             name="b0.json")
+        self.assertEqual(b["rss_slack_bytes"], MIB // 2)
+        self.assertEqual(b["total"]["peak_rss_bytes"], {"value": rss, "max": rss + MIB // 2})
         self.assertEqual(b["total"]["duration_ns"], {"value": dur, "max": dur + SECOND // 2})
 
     def test_forked_children_form_their_own_role(self):
@@ -415,6 +420,7 @@ class UsageTest(BudgetTest):
             ("baseline", "-o", out, "--tolerance", "ten", run.out_dir),
             ("baseline", "-o", out, "--tolerance", "-5", run.out_dir),
             ("baseline", "-o", out, "--time-slack", "soon", run.out_dir),
+            ("baseline", "-o", out, "--rss-slack", "-1", run.out_dir),
             ("baseline", "-o", out, "--gpu-arch", "volta", run.out_dir),
             ("baseline", "-o", out, "--frobnicate", run.out_dir),
         ]
@@ -482,7 +488,7 @@ class UsageTest(BudgetTest):
     def test_help(self):
         p = h.cli("baseline", "--help")
         self.assertEqual(p.returncode, 0)
-        for text in ("--tolerance PCT", "--time-slack SECONDS", "exact", "gpu.failed_allocations",
+        for text in ("--tolerance PCT", "--time-slack SECONDS", "--rss-slack MIB", "exact", "gpu.failed_allocations",
                      "set it to null"):
             self.assertIn(text, p.stdout)
         p = h.cli("check", "--help")

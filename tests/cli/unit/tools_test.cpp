@@ -75,10 +75,15 @@ TEST(DefaultLimit, ToleranceRoundsDownExactly) {
   EXPECT_EQ(DefaultLimit(Spec("gpu.leak_growth_bytes"), 4096, p), 4096u);
   EXPECT_EQ(DefaultLimit(Spec("processes"), 5, p), 5u);
   EXPECT_EQ(DefaultLimit(Spec("duration_ns"), 2000, p), 2200u + 1000000000u);
+  // Peak RSS: the tolerance plus 1 MiB (sampled RSS moves with timing).
+  EXPECT_EQ(DefaultLimit(Spec("peak_rss_bytes"), 2000000, p), 2200000u + (1u << 20));
   p.tolerance_percent = 12.5;
   p.time_slack_ns = 0;
+  p.rss_slack_bytes = 0;
   EXPECT_EQ(DefaultLimit(Spec("peak_rss_bytes"), 1000, p), 1125u);
   EXPECT_EQ(DefaultLimit(Spec("duration_ns"), 1000, p), 1125u);
+  p.rss_slack_bytes = 4096;
+  EXPECT_EQ(DefaultLimit(Spec("peak_rss_bytes"), 1000, p), 1125u + 4096u);
   EXPECT_EQ(DefaultLimit(Spec("peak_rss_bytes"), UINT64_MAX - 1, p), UINT64_MAX);
 }
 
