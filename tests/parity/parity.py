@@ -360,7 +360,7 @@ def main():
     # whatever it does bare. The bare side runs the tests that were not ok traced (a
     # handful: skips, known failures) and, only when one of those is ok bare there, the
     # whole unit as before, so every difference is judged against a full bare run in the
-    # same order. This halves the CPU of a suite (issue 30); the verdict is the same.
+    # same order. That cuts a suite's CPU by about a third (issue 30); the verdict is the same.
     results = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
         futures = {pool.submit(verify_unit, u, a.build, workdir, a.test_timeout): u
