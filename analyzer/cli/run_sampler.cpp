@@ -51,16 +51,6 @@ uint64_t ReadNumber(const std::string& path) {
 
 }  // namespace
 
-std::string ReadSmall(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
-  std::string out;
-  char buf[8192];
-  for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) out.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return out;
-}
-
 // ---- RunTraceWriter -------------------------------------------------------------------
 
 RunTraceWriter::RunTraceWriter(const std::string& dir)

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "colabtrace/format/codec.h"
+#include "model/proc_stat.h"
 
 namespace colabtrace::cli {
 
@@ -85,8 +86,8 @@ struct TreeProcess {
   uint64_t stime_ns = 0;
 };
 
-// A small /proc or /sys file, whole ("" when unreadable).
-std::string ReadSmall(const std::string& path);
+// A small /proc or /sys file, whole ("" when unreadable): model/proc_stat.h's.
+using analyzer::ReadSmall;
 
 // Every descendant of `root` (not root itself), from one scan of /proc/*/stat.
 std::vector<TreeProcess> DescendantsOf(pid_t root);

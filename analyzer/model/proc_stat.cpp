@@ -11,6 +11,16 @@
 
 namespace colabtrace::analyzer {
 
+std::string ReadSmall(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string out;
+  char buf[8192];
+  for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) out.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return out;
+}
+
 std::optional<ProcStat> ReadProcStat(pid_t pid) {
   const std::string path = "/proc/" + std::to_string(pid) + "/stat";
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -29,8 +39,8 @@ std::optional<ProcStat> ReadProcStat(pid_t pid) {
   std::vector<std::string> f;
   for (std::string field; f.size() < 22 && rest >> field;) f.push_back(field);
   if (f.size() < 22) return std::nullopt;
-  // After ")": state(0) ppid(1) ... flags(6) ... utime(11) stime(12) ... num_threads(17) ... starttime(19)
-  // ... rss(21).
+  // After ")": state(0) ppid(1) ... flags(6) ... utime(11) stime(12) ... num_threads(17)
+  // ... starttime(19) ... rss(21).
   ProcStat p;
   p.pid = pid;
   p.comm = stat.substr(open_paren + 1, close_paren - open_paren - 1);
@@ -46,13 +56,7 @@ std::optional<ProcStat> ReadProcStat(pid_t pid) {
 }
 
 bool SigkillPending(pid_t pid) {
-  const std::string path = "/proc/" + std::to_string(pid) + "/status";
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  std::string status;
-  char buf[4096];
-  for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) status.append(buf, static_cast<size_t>(n));
-  close(fd);
+  const std::string status = ReadSmall("/proc/" + std::to_string(pid) + "/status");
   // "SigPnd:\t0000000000000100\n": a hex mask, bit N-1 for signal N.
   constexpr uint64_t kSigkillBit = uint64_t{1} << (SIGKILL - 1);
   for (const char* key : {"\nSigPnd:", "\nShdPnd:"}) {

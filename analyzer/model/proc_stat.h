@@ -27,6 +27,9 @@ struct ProcStat {
   bool exiting() const { return (flags & 0x4) != 0; }
 };
 
+// A small /proc or /sys file, whole ("" when unreadable).
+std::string ReadSmall(const std::string& path);
+
 // The stat line of pid, or nullopt when it is gone or unreadable. comm may hold blanks and
 // parentheses, so the fields are counted from the last ')'.
 std::optional<ProcStat> ReadProcStat(pid_t pid);
