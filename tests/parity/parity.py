@@ -368,7 +368,7 @@ def main():
         for f in concurrent.futures.as_completed(futures):
             u = futures[f]
             bare, traced, full_bare = f.result()
-            results[u[0]] = (bare, traced, full_bare)
+            results[u[0]] = (bare, traced)
             print("parity: %-28s traced %4d tests in %5.1fs%s; bare %s %4d tests in %5.1fs%s" % (
                 u[0], len(traced.outcomes), traced.seconds,
                 "; " + "; ".join(traced.problems) if traced.problems else "",
@@ -378,7 +378,7 @@ def main():
     failed = False
     rows, summary, flakes, trace_problems = [], [], [], []
     for u in units:
-        bare, traced, full_bare = results[u[0]]
+        bare, traced = results[u[0]]
         diffs = compare(u, bare, traced)
         # Flaky-bare detection: each differing test runs alone, bare, once more.
         # For triage only, it is also run alone traced: "alone: ok" hints at an effect of

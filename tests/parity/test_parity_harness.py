@@ -18,7 +18,7 @@ BAD_SHIM = os.path.join(h.BUILD, "tests", "parity", "libparity_fsync_eio.so")
 
 class ParityHarness(unittest.TestCase):
     def setUp(self):
-        probe = subprocess.run(["/usr/bin/python3", "-c", "import test.test_os"], capture_output=True)
+        probe = subprocess.run([h.SYSTEM_PYTHON, "-c", "import test.test_os"], capture_output=True)
         if probe.returncode != 0:
             self.skipTest("CPython's test suite is not installed (libpython3.11-testsuite)")
 
