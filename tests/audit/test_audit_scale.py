@@ -1,14 +1,14 @@
 """Programs nobody here wrote, at the scale and in the modes the smaller audits leave out,
-each run once under strace -f with the shim preloaded (session 8's sweep): git over
-2,000 files with gc (pack-objects' threads, repack's children) and clone --local (hard
-links); sqlite3 in WAL mode (the -wal and -shm files, a shared-memory map, checkpoints)
-and with a rollback journal; perl's prove running a directory of Test::More tests
-(a perl per test, TAP over pipes); node reading 600 files with readFileSync/statSync,
-fs.promises and four worker_threads, and node's own test runner (a node child per test
-file); numpy's own tests that start processes. Per process and per file the report's
-counts equal strace's system calls; processes, exit codes, libraries; no warning or
-error finding; stdout and exit status equal a bare run's. Each class skips when its
-program or strace is missing (CI's machine need not have node or sqlite3)."""
+each run once under strace -f with the shim preloaded (the sweep of 2026-11-24, a11660b):
+git over 2,000 files with gc (pack-objects' threads, repack's children) and clone --local
+(hard links); sqlite3 in WAL mode (the -wal and -shm files, a shared-memory map,
+checkpoints) and with a rollback journal; perl's prove running a directory of Test::More
+tests (a perl per test, TAP over pipes); node reading 600 files with
+readFileSync/statSync, fs.promises and four worker_threads, and node's own test runner (a
+node child per test file); numpy's own tests that start processes. Per process and per
+file the report's counts equal strace's system calls; processes, exit codes, libraries;
+no warning or error finding; stdout and exit status equal a bare run's. Each class skips
+when its program or strace is missing (CI's machine need not have node or sqlite3)."""
 import copy
 import os
 import subprocess

@@ -90,7 +90,7 @@ SUITES = {
                                         "test_cmd_line_script", "test_runpy", "test_atexit",
                                         "test_importlib", "test_pkgutil", "test_zipimport",
                                         env={"COLABTRACE_PYTHON": "1"})},
-    # From the whole-suite sweep (session 7: 423 modules bare, traced and under
+    # From the whole-suite sweep (2026-11-24, fe6038c: 423 modules bare, traced and under
     # `colabtrace run`, no test id apart): the modules the groups above leave out that
     # touch the shim's hooks most, at about a minute a side: mkstemp and O_TMPFILE
     # (tempfile), open/read/close errno semantics (fileio, file), directories and stats
