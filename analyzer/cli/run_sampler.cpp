@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -162,7 +163,7 @@ void RunTraceWriter::Finish() {
 
 // ---- the tree -------------------------------------------------------------------------
 
-std::vector<TreeProcess> DescendantsOf(pid_t root) {
+std::vector<TreeProcess> DescendantsOf(pid_t root, std::set<pid_t>* outside) {
   std::vector<TreeProcess> all;
   static const uint64_t ns_per_tick = [] {
     const long hz = sysconf(_SC_CLK_TCK);
@@ -170,10 +171,15 @@ std::vector<TreeProcess> DescendantsOf(pid_t root) {
   }();
   DIR* d = opendir("/proc");
   if (d == nullptr) return {};
+  std::set<pid_t> live;
   while (const dirent* e = readdir(d)) {
     char* end = nullptr;
     const long pid = std::strtol(e->d_name, &end, 10);
     if (pid <= 0 || *end != '\0') continue;
+    if (outside != nullptr) {
+      live.insert(static_cast<pid_t>(pid));
+      if (outside->contains(static_cast<pid_t>(pid))) continue;
+    }
     const std::optional<analyzer::ProcStat> st = analyzer::ReadProcStat(static_cast<pid_t>(pid));
     if (!st) continue;
     TreeProcess p;
@@ -185,6 +191,7 @@ std::vector<TreeProcess> DescendantsOf(pid_t root) {
     p.rss_pages = st->rss_pages;
     p.utime_ns = st->utime_ticks * ns_per_tick;
     p.stime_ns = st->stime_ticks * ns_per_tick;
+    p.exiting = st->exiting();
     all.push_back(std::move(p));
   }
   closedir(d);
@@ -200,6 +207,12 @@ std::vector<TreeProcess> DescendantsOf(pid_t root) {
         p.pid = 0;
         added = true;
       }
+    }
+  }
+  if (outside != nullptr) {
+    std::erase_if(*outside, [&](pid_t pid) { return !live.contains(pid); });
+    for (const auto& p : all) {
+      if (p.pid != 0 && p.pid != root) outside->insert(p.pid);
     }
   }
   return out;
@@ -248,6 +261,7 @@ void TreeSampler::SampleCgroup(const std::string& dir, bool v2, uint64_t ts) {
   c.path = out_.Intern(dir);
   c.current = ReadNumber(dir + (v2 ? "/memory.current" : "/memory.usage_in_bytes"));
   c.max = ReadNumber(dir + (v2 ? "/memory.max" : "/memory.limit_in_bytes"));
+  cgroup_max_ = std::min(cgroup_max_, c.max);
   const std::string events = ReadSmall(dir + (v2 ? "/memory.events" : "/memory.oom_control"));
   c.oom_kill = FieldAfter(events, "oom_kill ");
   // Reclaimable page cache: a tree that streams a dataset fills its cgroup with it.
@@ -270,6 +284,12 @@ bool SharesParentMemory(const TreeProcess& p) {
 
 }  // namespace
 
+TreeSampler::TreeSampler(RunTraceWriter& out, pid_t root, uint64_t pss_interval_ns)
+    : out_(out), root_(root), schedule_(pss_interval_ns) {
+  const std::string meminfo = ReadSmall("/proc/meminfo");
+  if (const uint64_t kb = FieldAfter(meminfo, "MemTotal:"); kb != UINT64_MAX) mem_total_ = kb * 1024;
+}
+
 void TreeSampler::SampleRound() {
   page_size_ = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
   const uint64_t ts = NowNs(CLOCK_MONOTONIC);
@@ -286,9 +306,15 @@ void TreeSampler::SampleRound() {
     const std::string dir = CgroupMemoryDir(getpid(), &v2);
     if (!dir.empty()) cgroups[dir] = v2;
   }
-  std::set<pid_t> alive;
-  for (const TreeProcess& p : DescendantsOf(root_)) {
-    alive.insert(p.pid);
+  // The tree, every kFullScanRounds-th round from a scan of every process, between them
+  // reading only those not known to be outside it.
+  if (rounds_++ % kFullScanRounds == 0) outside_.clear();
+  std::vector<TreeProcess> tree = DescendantsOf(root_, &outside_);
+  std::vector<pid_t> alive;
+  std::vector<analyzer::PssSchedule::Candidate> candidates;
+  std::vector<const TreeProcess*> sampled;
+  for (const TreeProcess& p : tree) {
+    alive.push_back(p.pid);
     const std::string proc = "/proc/" + std::to_string(p.pid);
     Known& k = known_[p.pid];
     if (k.maps_checks == 0) k.cgroup_dir = CgroupMemoryDir(p.pid, &k.cgroup_v2);
@@ -301,31 +327,49 @@ void TreeSampler::SampleRound() {
     }
     ++k.maps_checks;
     if (!k.cgroup_dir.empty()) cgroups[k.cgroup_dir] = k.cgroup_v2;
-    const std::string rollup = ReadSmall(proc + "/smaps_rollup");
-    if (rollup.empty()) {
-      // Exiting (its memory already gone, or going while the stat read above still showed
-      // its RSS) or a zombie: no sample, rather than one that counts freed memory. A
-      // process inside do_exit may still show R or D: PF_EXITING says it (a loaded
-      // machine gave a sample with RSS from stat and no PSS so).
-      const std::optional<analyzer::ProcStat> st = analyzer::ReadProcStat(p.pid);
-      if (p.rss_pages == 0 || !st || st->ended() || st->exiting()) continue;
-    }
-    auto kb = [&](const char* key) {
-      const uint64_t v = FieldAfter(rollup, key);
-      return v == UINT64_MAX ? v : v * 1024;
-    };
+    // A zombie, or a process inside do_exit (its memory going while its state may still
+    // say R or D): no sample, rather than one that counts freed memory.
+    if (p.ended() || p.exiting || p.rss_pages == 0) continue;
+    candidates.push_back({p.pid, p.rss_pages * static_cast<uint64_t>(page_size_)});
+    sampled.push_back(&p);
+  }
+  const uint64_t limit = std::min(mem_total_, cgroup_max_);
+  std::vector<pid_t> chosen = schedule_.Choose(ts, candidates, limit);
+  const std::set<pid_t> read_pss(chosen.begin(), chosen.end());
+  for (const TreeProcess* pp : sampled) {
+    const TreeProcess& p = *pp;
+    const Known& k = known_[p.pid];
+    const std::string proc = "/proc/" + std::to_string(p.pid);
     format::ProcSample s;
     s.ts = ts;
     s.pid = static_cast<uint64_t>(p.pid);
     s.ppid = static_cast<uint64_t>(p.ppid);
-    // RSS, PSS and USS from the one smaps_rollup read, so that USS <= PSS <= RSS holds
-    // while the process grows; /proc/PID/stat's RSS (read earlier) only when it has none.
-    const uint64_t rollup_rss = kb("Rss:");
-    s.rss_bytes = rollup_rss != UINT64_MAX ? rollup_rss : p.rss_pages * static_cast<uint64_t>(page_size_);
-    s.pss_bytes = kb("Pss:");
-    const uint64_t clean = kb("Private_Clean:"), dirty = kb("Private_Dirty:");
-    s.uss_bytes = clean == UINT64_MAX || dirty == UINT64_MAX ? UINT64_MAX : clean + dirty;
-    s.swap_bytes = kb("Swap:");
+    s.rss_bytes = p.rss_pages * static_cast<uint64_t>(page_size_);
+    s.pss_bytes = s.uss_bytes = UINT64_MAX;  // unless read below
+    // Swap from status: a few microseconds at any size, unlike smaps_rollup.
+    const uint64_t swap_kb = FieldAfter(ReadSmall(proc + "/status"), "VmSwap:");
+    s.swap_bytes = swap_kb == UINT64_MAX ? UINT64_MAX : swap_kb * 1024;
+    if (read_pss.contains(p.pid)) {
+      // RSS, PSS and USS from the one smaps_rollup read, so that USS <= PSS <= RSS holds
+      // in the sample while the process grows. The read's wall time is how long it held
+      // the process's mmap lock, its CPU time what it cost the sampler: the schedule
+      // budgets both.
+      const uint64_t t0 = NowNs(CLOCK_MONOTONIC), cpu0 = NowNs(CLOCK_THREAD_CPUTIME_ID);
+      const std::string rollup = ReadSmall(proc + "/smaps_rollup");
+      const uint64_t wall = NowNs(CLOCK_MONOTONIC) - t0, cpu = NowNs(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+      auto kb = [&](const char* key) {
+        const uint64_t v = FieldAfter(rollup, key);
+        return v == UINT64_MAX ? v : v * 1024;
+      };
+      const uint64_t clean = kb("Private_Clean:"), dirty = kb("Private_Dirty:");
+      if (kb("Rss:") != UINT64_MAX && kb("Pss:") != UINT64_MAX && clean != UINT64_MAX && dirty != UINT64_MAX) {
+        s.rss_bytes = kb("Rss:");
+        s.pss_bytes = kb("Pss:");
+        s.uss_bytes = clean + dirty;
+        if (kb("Swap:") != UINT64_MAX) s.swap_bytes = kb("Swap:");
+      }
+      schedule_.Record(p.pid, ts, wall, cpu, s.rss_bytes, s.pss_bytes);
+    }
     s.threads = p.threads;
     s.cgroup = k.cgroup_dir.empty() ? 0 : out_.Intern(k.cgroup_dir);
     s.comm = out_.Intern(p.comm);
@@ -334,9 +378,11 @@ void TreeSampler::SampleRound() {
     s.stime_ns = p.stime_ns;
     out_.Append(s);
   }
+  schedule_.Retain(alive);
   for (auto it = known_.begin(); it != known_.end();) {
-    it = alive.contains(it->first) ? std::next(it) : known_.erase(it);
+    it = std::find(alive.begin(), alive.end(), it->first) != alive.end() ? std::next(it) : known_.erase(it);
   }
+  cgroup_max_ = UINT64_MAX;
   for (const auto& [dir, v2] : cgroups) SampleCgroup(dir, v2, ts);
   out_.Flush();
 }

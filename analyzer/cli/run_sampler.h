@@ -1,6 +1,8 @@
 // What `colabtrace run` records about the tree it runs, from outside: the shim runs no
 // thread of its own, so the wrapper samples every process of the command's tree (RSS,
-// PSS and USS from /proc/PID/smaps_rollup, threads, cgroup memory and oom_kill) and
+// CPU and threads from /proc/PID/stat and swap from /proc/PID/status every round; PSS and
+// USS from /proc/PID/smaps_rollup as model/pss_schedule.h's cost budget allows; cgroup
+// memory and oom_kill every round) and
 // knows each reaped child's exact wait status. It writes all of it into its own trace,
 // colabtrace.run.<pid>.ctrace, in the ordinary format (include/colabtrace/format/), with a
 // run_info record that tells the analyzer this trace is the wrapper, not a job process.
@@ -16,6 +18,7 @@
 
 #include "colabtrace/format/codec.h"
 #include "model/proc_stat.h"
+#include "model/pss_schedule.h"
 
 namespace colabtrace::cli {
 
@@ -84,21 +87,30 @@ struct TreeProcess {
   uint64_t rss_pages = 0;
   uint64_t utime_ns = 0;  // CPU time so far in user and kernel mode (/proc/PID/stat)
   uint64_t stime_ns = 0;
+  bool exiting = false;   // inside do_exit (PF_EXITING): its memory is going
+
+  bool ended() const { return state == 'Z' || state == 'X' || state == 'x'; }
 };
 
 // A small /proc or /sys file, whole ("" when unreadable): model/proc_stat.h's.
 using analyzer::ReadSmall;
 
-// Every descendant of `root` (not root itself), from one scan of /proc/*/stat.
-std::vector<TreeProcess> DescendantsOf(pid_t root);
+// Every descendant of `root` (not root itself), from one scan of /proc/*/stat. With
+// `outside`: the pids in it are not read (known to be outside the tree), and it gets
+// every pid read that is not in the tree, less those gone.
+std::vector<TreeProcess> DescendantsOf(pid_t root, std::set<pid_t>* outside = nullptr);
 
 // Samples the tree of `root` into a RunTraceWriter, round by round.
 class TreeSampler {
  public:
-  TreeSampler(RunTraceWriter& out, pid_t root) : out_(out), root_(root) {}
+  // pss_interval_ns: COLABTRACE_PSS_MS (0: PSS as the cost budget allows).
+  TreeSampler(RunTraceWriter& out, pid_t root, uint64_t pss_interval_ns = 0);
 
-  // One round: every descendant's memory, and each distinct cgroup's figures.
+  // One round: every descendant's RSS, CPU, threads and swap, the PSS and USS of those
+  // the schedule picks, and each distinct cgroup's figures.
   void SampleRound();
+  // The schedule of PSS reads (what they cost so far).
+  const analyzer::PssSchedule& pss_schedule() const { return schedule_; }
   // pids seen with libcolabtrace.so mapped (they should have written a trace), by comm.
   const std::map<pid_t, std::string>& shim_pids() const { return shim_pids_; }
 
@@ -116,6 +128,15 @@ class TreeSampler {
   std::map<pid_t, Known> known_;
   std::map<pid_t, std::string> shim_pids_;
   long page_size_ = 4096;
+  analyzer::PssSchedule schedule_;
+  uint64_t mem_total_ = UINT64_MAX;   // /proc/meminfo's MemTotal
+  uint64_t cgroup_max_ = UINT64_MAX;  // the lowest memory.max of the last round
+  // Processes outside the tree, not read again until the next full scan: a process never
+  // joins the tree from outside it (an orphan goes to its nearest subreaper ancestor or
+  // init), so only a pid reused by the tree within kFullScanRounds rounds waits that long.
+  static constexpr int kFullScanRounds = 10;
+  std::set<pid_t> outside_;
+  int rounds_ = 0;
 };
 
 // The memory-controller directory of a process's cgroup ("" if none), and whether it is

@@ -320,6 +320,21 @@ class RunWrapperAnalysis final : public Analysis {
       r["child_pid"] = info.child_pid;
       r["sample_ms"] = info.sample_ms;
       r["samples"] = static_cast<uint64_t>(t.records.ProcSample.size());
+      // How often PSS was read: its fixed period (COLABTRACE_PSS_MS), or 0 when it followed
+      // its cost budget; the samples that carry it; and the longest a process went
+      // without a reading (from its first sample, or between two readings).
+      r["pss_ms"] = info.pss_ms;
+      uint64_t with_pss = 0, max_gap = 0;
+      std::map<uint64_t, std::pair<uint64_t, bool>> since;  // pid -> (last reading or first sample, read)
+      for (const auto& s : t.records.ProcSample) {
+        auto [it, first] = since.try_emplace(s.pid, s.ts, false);
+        if (s.pss_bytes == UINT64_MAX) continue;
+        ++with_pss;
+        if (!first || it->second.second) max_gap = std::max(max_gap, s.ts - std::min(s.ts, it->second.first));
+        it->second = {s.ts, true};
+      }
+      r["pss_samples"] = with_pss;
+      r["pss_max_gap_ms"] = max_gap / 1000000;
       r["processes_sampled"] = static_cast<uint64_t>(pids.size());
       r["trace_file"] = t.file;
       runs.Append(std::move(r));

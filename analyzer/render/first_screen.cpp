@@ -157,7 +157,14 @@ void HostVitals(const Json& root, const Json* rows, std::vector<VitalSign>& out)
     if (limit == 0) continue;
     const double f = static_cast<double>(peak) / static_cast<double>(limit);
     std::string v = FormatBytes(peak) + " peak";
-    if (const Json* b = h.Find("basis"); b != nullptr && b->is_string()) v += " (" + BasisText(b->str()) + ")";
+    if (const Json* b = h.Find("basis"); b != nullptr && b->is_string()) {
+      v += " (" + BasisText(b->str());
+      // The tree's summed RSS never came near the limit: PSS (at most RSS) was not needed.
+      if (const Json* needed = h.Find("pss_needed"); b->str() == "pss" && needed != nullptr && !needed->boolean()) {
+        v += "; the summed RSS, " + FormatBytes(U64(h.Find("rss_sum_peak_bytes"))) + " at most, stayed below 90%";
+      }
+      v += ")";
+    }
     v += " of " + FormatBytes(limit);
     if (const Json* s = h.Find("limit_source"); s != nullptr && s->is_string()) v += " " + s->str();
     v += " (" + Percent(f) + ")";

@@ -50,6 +50,28 @@ class Run(TempDirTest):
         (info,) = lt.records(lt.run_trace(self.tmp), "run_info")
         self.assertEqual(info["sample_ms"], "100")
 
+    def test_pss_period_is_recorded_and_a_bad_one_says_so(self):
+        # COLABTRACE_PSS_MS=50: every sample of the 64 MiB child reads its PSS (rounds every
+        # 50 ms); a bad value says so in one line and leaves the cost budget on (pss_ms 0).
+        r = lt.colabtrace_run(self.tmp, [lt.PYTHON, "-c", "x = bytearray(64 << 20); import time; time.sleep(0.6)"],
+                              env={"COLABTRACE_SAMPLE_MS": "50", "COLABTRACE_PSS_MS": "50"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        trace = lt.run_trace(self.tmp)
+        (info,) = lt.records(trace, "run_info")
+        self.assertEqual(info["pss_ms"], "50")
+        samples = lt.records(trace, "proc_sample")
+        self.assertGreaterEqual(len(samples), 5)
+        self.assertEqual([s for s in samples if int(s["pss_bytes"]) >= 1 << 62], [])
+        (run,) = lt.report(self.tmp)["run"]
+        self.assertEqual((run["pss_ms"], run["pss_samples"]), (50, run["samples"]))
+        bad = os.path.join(self.tmp, "bad")
+        os.mkdir(bad)
+        r = lt.colabtrace_run(bad, ["/bin/sh", "-c", "sleep 0.3"], env={"COLABTRACE_PSS_MS": "often"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr.count("COLABTRACE_PSS_MS=often is not a period in milliseconds"), 1, r.stderr)
+        (info,) = lt.records(lt.run_trace(bad), "run_info")
+        self.assertEqual(info["pss_ms"], "0")
+
     def run_python_with_a_straggler(self, script: str, stdout: str) -> dict:
         """Runs `python3 -c script` under run, whose second process outlives it briefly;
         checks the summary saw both ended cleanly, and returns the report."""
@@ -141,8 +163,11 @@ class Run(TempDirTest):
         rep = lt.report(self.tmp)
         for k in kids:
             self.assertIn(k, by_pid)
+            # The samples that read smaps_rollup (as the PSS budget allows; at least the
+            # first one of a new process).
             seen = [(int(s["rss_bytes"]), int(s["pss_bytes"]), int(s["uss_bytes"]), int(s["swap_bytes"]))
-                    for s in by_pid[k]]
+                    for s in by_pid[k] if int(s["pss_bytes"]) < (1 << 62)]
+            self.assertTrue(seen, by_pid[k])
             for rss, pss, uss, _ in seen:
                 self.assertLessEqual(uss, pss, seen)
                 self.assertLessEqual(pss, rss, seen)

@@ -3,7 +3,8 @@
 // Rule: the process tree's memory on one host, counted without double-counting shared
 // pages, reached at least 90% of the cgroup limit (memory.max, when below MemTotal) or of
 // MemTotal. The basis, best first:
-// 1. PSS summed per round of `colabtrace run`'s samples;
+// 1. PSS summed per round of `colabtrace run`'s samples (each process's latest PSS
+//    carried forward: the sampler reads it as its cost allows);
 // 2. with a cgroup limit, the cgroup's working set (memory.current less inactive page
 //    cache), else memory.current capped at the processes' summed RSS;
 // 3. the processes' own RSS samples summed over time, fork children that never exec'd
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <map>
 
+#include "model/pss_schedule.h"
 #include "process/rules/rules.h"
 
 namespace colabtrace::analyzer::rules {
@@ -78,29 +80,38 @@ Json HostMemoryFigures(const RunModel& run, const HostMembers& h, std::optional<
   if (limit == UINT64_MAX || limit == 0) return Json();
 
   // 1. The tree's PSS, per round of colabtrace run's samples: shared pages counted once.
+  //    The sampler reads a process's PSS as its cost budget allows (model/pss_schedule.h),
+  //    not in every round, so each round sums each process's latest PSS (CarriedPss:
+  //    capped at the RSS beside it); near the threshold the sampler reads every process
+  //    as often as its lock budget allows, so those readings are recent where it matters.
+  //    A process none of whose samples carries PSS yet (permissions, or too short-lived
+  //    for the budget) counts its RSS: PSS is at most RSS, and a tree whose summed RSS
+  //    stays below the threshold needs no PSS at all ("pss_needed": false).
   struct Round {
-    uint64_t pss = 0;
+    uint64_t pss = 0, rss = 0;
     std::vector<std::pair<uint32_t, const OutsideSample*>> procs;
   };
   std::map<std::pair<uint32_t, uint64_t>, Round> rounds;  // (wrapper, ts)
   const auto& outside = model.OutsideSamples(host);
   for (const auto& [pid, v] : outside) {
-    // RSS stands in for PSS only for a process whose PSS could never be read
-    // (permissions); otherwise a sample without PSS is one taken as it exited.
-    const bool pss_readable =
-        std::any_of(v.begin(), v.end(), [](const OutsideSample& s) { return s.pss != UINT64_MAX; });
+    std::map<uint32_t, const OutsideSample*> last_pss;  // wrapper -> its latest sample with PSS
     for (const OutsideSample& s : v) {
-      const uint64_t m = s.pss != UINT64_MAX ? s.pss : pss_readable ? UINT64_MAX : s.rss;
-      if (m == UINT64_MAX) continue;
+      if (s.rss == UINT64_MAX && s.pss == UINT64_MAX) continue;
+      if (s.pss != UINT64_MAX) last_pss[s.wrapper] = &s;
+      const auto it = last_pss.find(s.wrapper);
+      const uint64_t rss = s.rss != UINT64_MAX ? s.rss : s.pss;
+      const uint64_t m = it == last_pss.end() ? rss : CarriedPss(it->second->pss, rss);
       Round& r = rounds[{s.wrapper, s.ts}];
       r.pss += m;
+      r.rss += rss;
       r.procs.emplace_back(pid, &s);
     }
   }
-  uint64_t peak = 0, peak_ts = 0;
+  uint64_t peak = 0, peak_ts = 0, rss_sum_peak = 0;
   const Round* peak_round = nullptr;
   for (const auto& [key, r] : rounds) {
     if (r.pss > peak) peak = r.pss, peak_ts = key.second, peak_round = &r;
+    rss_sum_peak = std::max(rss_sum_peak, r.rss);
   }
   std::string basis = "pss";
   // The processes' own RSS samples summed over time (each process counted from its
@@ -214,12 +225,17 @@ Json HostMemoryFigures(const RunModel& run, const HostMembers& h, std::optional<
   if (peak_round != nullptr) {
     // What a sum of RSS would have said at the same moment (shared pages counted once
     // per process): the figure never to judge by.
-    uint64_t rss_sum = 0;
-    for (const auto& [pid, smp] : peak_round->procs) rss_sum += smp->rss == UINT64_MAX ? 0 : smp->rss;
-    summary["rss_sum_at_peak_bytes"] = rss_sum;
+    summary["rss_sum_at_peak_bytes"] = peak_round->rss;
     summary["processes_at_peak"] = static_cast<uint64_t>(peak_round->procs.size());
   }
-  if (peak == 0 || percent < 90.0) return summary;
+  if (!rounds.empty()) {
+    // The highest RSS sum of any round, and whether it ever reached the threshold: below
+    // it the PSS sum (at most the RSS sum) cannot, and the verdict needed no PSS.
+    summary["rss_sum_peak_bytes"] = rss_sum_peak;
+    summary["pss_needed"] =
+        static_cast<double>(rss_sum_peak) >= PssSchedule::kPressureShare * static_cast<double>(limit);
+  }
+  if (peak == 0 || percent < 100.0 * PssSchedule::kPressureShare) return summary;
   Finding finding = Finding::Of(FindingId::kHostMemoryPressure, 0);
   finding.evidence = summary;  // the figures, then what the finding adds
   Json& ev = finding.evidence;

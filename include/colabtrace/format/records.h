@@ -225,8 +225,10 @@ namespace colabtrace::format {
 // process; before the first step, since the job started), steps the steps seen.
 #define CT_FIELDS_HangStop(F) F(Dur, timeout) F(Dur, idle) F(U, steps)
 // The role marker of a `colabtrace run` wrapper's own trace (never a job process):
-// child_pid is the command it ran, sample_ms its sampling period.
-#define CT_FIELDS_RunInfo(F) F(U, child_pid) F(U, sample_ms)
+// child_pid is the command it ran, sample_ms its sampling period. pss_ms (appended):
+// COLABTRACE_PSS_MS, the fixed period of its PSS reads; 0: as their cost budget allows
+// (analyzer/model/pss_schedule.h; 0 in older traces, which read PSS at every sample).
+#define CT_FIELDS_RunInfo(F) F(U, child_pid) F(U, sample_ms) F(U, pss_ms)
 // Written by `colabtrace run`: one cgroup v2 (or v1 memory controller) reading.
 // current/max/oom_kill: memory.current, memory.max (UINT64_MAX: no limit) and
 // memory.events oom_kill; UINT64_MAX when unknown. inactive_file: memory.stat's
