@@ -12,6 +12,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
+// The targets' custom mutators call libFuzzer's; a replay never mutates, but links them.
+extern "C" __attribute__((weak)) size_t LLVMFuzzerMutate(uint8_t*, size_t size, size_t) { return size; }
+
 // The time one input may take before it counts as a hang. ASan+UBSan (COLABTRACE_SANITIZE,
 // build-asan/) run the reader 3 to 4 times slower: shape-dup-stem takes 0.6 s of CPU in
 // the normal build and 2 s sanitized, 6 s of wall time on a loaded machine.
