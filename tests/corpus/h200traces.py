@@ -1,5 +1,6 @@
 """The runs an H200 recorded under this shim (`tools/gpu_validate`), kept in data/ as one
-tarball per session: traces/NAME/ and NAME.out (the program's output and exit status).
+tarball per validation run, named by its date: traces/NAME/ and NAME.out (the program's
+output and exit status).
 H200Traces unpacks one (DATA) once per test class and reports each run once."""
 import os
 import tarfile
