@@ -16,6 +16,7 @@
 #include "modules.h"
 #include "raw.h"
 #include "sampling.h"
+#include "state.h"
 #include "text.h"
 #include "writer.h"
 
@@ -151,6 +152,7 @@ void BeginTrace(format::ProcessOrigin origin, uint32_t parent_tid, char** envp, 
 
 void AfterForkInChild(LibcState libc) {
   const int parent_tid = static_cast<int>(t_thread.tid);
+  ResetStateLockInChild();
   g_pid = raw::Getpid();
   t_thread.vfork_pending = 0;
   t_thread.batch_wait_since = 0;  // the parent's wait is not the child's

@@ -85,6 +85,8 @@ uint8_t* FirstChunk(ImageState& s) {
 
 }  // namespace
 
+void ResetStateLockInChild() { __atomic_store_n(&g_lock, 0, __ATOMIC_RELEASE); }
+
 format::ThreadNotes* ClaimNotes(ThreadState& t) {
   const int busy = t.busy;
   t.busy = 1;  // a signal handler on this thread now passes through every hook

@@ -91,6 +91,12 @@ class NoteScope {
   format::CallNote* n_;
 };
 
+// In a fork child, first of all: the lock that guards claiming notes and rings is free.
+// The fork may have caught another thread of the parent holding it (claiming its notes,
+// taking a launch ring); that thread does not exist in the child, which would otherwise
+// spin forever at its first note.
+void ResetStateLockInChild();
+
 // Progress: a step record was written at `ticks` (shim/steps.cpp).
 void NoteStep(uint64_t ticks);
 
