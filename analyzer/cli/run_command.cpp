@@ -268,7 +268,7 @@ class RunCommand final : public Command {
            "OOM kills, into DIR/colabtrace.run.<pid>.ctrace. PSS and private memory (USS) are\n"
            "read as their cost allows: each read walks the process's pages under its mmap\n"
            "lock, so a process is read at most 2% of its time, all reads together take at\n"
-           "most 0.6% of a core, and each process is read at least every 30 s where that fits;\n"
+           "most 0.4% of a core, and each process is read at least every 30 s where that fits;\n"
            "while the tree's memory is near 90% of the limit, every process the lock budget\n"
            "allows. COLABTRACE_PSS_MS=N reads every process's PSS every N ms instead.\n";
   }

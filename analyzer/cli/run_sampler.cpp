@@ -112,6 +112,7 @@ void RunTraceWriter::StartChunk(uint64_t ts) {
   ch.seq = seq_++;
   std::memcpy(chunk_.data(), &ch, sizeof(ch));
   used_ = sizeof(ch);
+  flushed_ = 0;
   last_ts_ = ts;
 }
 
@@ -146,9 +147,14 @@ void RunTraceWriter::Flush() {
   h.next_chunk_offset = chunk_offset_ + format::kChunkSize;
   h.next_string_id = next_string_;
   std::memcpy(header_.data(), &h, sizeof(h));
-  // The whole chunk first (its records end at a zero byte; readers expect whole chunks),
-  // then the header that covers it.
-  WriteAt(chunk_.data(), chunk_.size(), chunk_offset_);
+  // The whole chunk the first time (its records end at a zero byte; readers expect whole
+  // chunks), then only what was appended since; then the header that covers it.
+  if (flushed_ == 0) {
+    WriteAt(chunk_.data(), chunk_.size(), chunk_offset_);
+  } else if (used_ > flushed_) {
+    WriteAt(chunk_.data() + flushed_, used_ - flushed_, chunk_offset_ + flushed_);
+  }
+  flushed_ = used_;
   WriteAt(header_.data(), sizeof(h), 0);
 }
 
@@ -301,14 +307,12 @@ void TreeSampler::SampleRound() {
   std::map<std::string, bool> cgroups;  // dir -> v2
   // The wrapper's own cgroup too: it outlives the tree, so its oom_kill count after a
   // death is the evidence proc.killed cites.
-  {
-    bool v2 = false;
-    const std::string dir = CgroupMemoryDir(getpid(), &v2);
-    if (!dir.empty()) cgroups[dir] = v2;
-  }
+  if (rounds_ == 0) own_cgroup_ = CgroupMemoryDir(getpid(), &own_cgroup_v2_);
+  if (!own_cgroup_.empty()) cgroups[own_cgroup_] = own_cgroup_v2_;
   // The tree, every kFullScanRounds-th round from a scan of every process, between them
   // reading only those not known to be outside it.
-  if (rounds_++ % kFullScanRounds == 0) outside_.clear();
+  const bool full_round = rounds_++ % kFullScanRounds == 0;
+  if (full_round) outside_.clear();
   std::vector<TreeProcess> tree = DescendantsOf(root_, &outside_);
   std::vector<pid_t> alive;
   std::vector<analyzer::PssSchedule::Candidate> candidates;
@@ -345,10 +349,13 @@ void TreeSampler::SampleRound() {
     s.pid = static_cast<uint64_t>(p.pid);
     s.ppid = static_cast<uint64_t>(p.ppid);
     s.rss_bytes = p.rss_pages * static_cast<uint64_t>(page_size_);
-    s.pss_bytes = s.uss_bytes = UINT64_MAX;  // unless read below
-    // Swap from status: a few microseconds at any size, unlike smaps_rollup.
-    const uint64_t swap_kb = FieldAfter(ReadSmall(proc + "/status"), "VmSwap:");
-    s.swap_bytes = swap_kb == UINT64_MAX ? UINT64_MAX : swap_kb * 1024;
+    s.pss_bytes = s.uss_bytes = s.swap_bytes = UINT64_MAX;  // unless read below
+    // Swap from status (a few microseconds at any size, unlike smaps_rollup), once a
+    // second: the sampler's whole round stays within its CPU budget.
+    if (full_round) {
+      const uint64_t swap_kb = FieldAfter(ReadSmall(proc + "/status"), "VmSwap:");
+      s.swap_bytes = swap_kb == UINT64_MAX ? UINT64_MAX : swap_kb * 1024;
+    }
     if (read_pss.contains(p.pid)) {
       // RSS, PSS and USS from the one smaps_rollup read, so that USS <= PSS <= RSS holds
       // in the sample while the process grows. The read's wall time is how long it held

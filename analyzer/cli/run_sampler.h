@@ -1,6 +1,7 @@
 // What `colabtrace run` records about the tree it runs, from outside: the shim runs no
 // thread of its own, so the wrapper samples every process of the command's tree (RSS,
-// CPU and threads from /proc/PID/stat and swap from /proc/PID/status every round; PSS and
+// CPU and threads from /proc/PID/stat every round and swap from /proc/PID/status every
+// tenth; PSS and
 // USS from /proc/PID/smaps_rollup as model/pss_schedule.h's cost budget allows; cgroup
 // memory and oom_kill every round) and
 // knows each reaped child's exact wait status. It writes all of it into its own trace,
@@ -59,6 +60,7 @@ class RunTraceWriter {
   std::vector<uint8_t> header_;
   std::vector<uint8_t> chunk_;
   size_t used_ = 0;          // bytes of chunk_ in use (header included)
+  size_t flushed_ = 0;       // bytes of chunk_ already in the file (0: none of it yet)
   uint64_t chunk_offset_ = 0;
   uint32_t seq_ = 0;
   uint64_t last_ts_ = 0;
@@ -134,9 +136,12 @@ class TreeSampler {
   // Processes outside the tree, not read again until the next full scan: a process never
   // joins the tree from outside it (an orphan goes to its nearest subreaper ancestor or
   // init), so only a pid reused by the tree within kFullScanRounds rounds waits that long.
+  // Every kFullScanRounds-th round also reads each process's swap (/proc/PID/status).
   static constexpr int kFullScanRounds = 10;
   std::set<pid_t> outside_;
   int rounds_ = 0;
+  std::string own_cgroup_;  // the wrapper's own memory cgroup (read once)
+  bool own_cgroup_v2_ = false;
 };
 
 // The memory-controller directory of a process's cgroup ("" if none), and whether it is

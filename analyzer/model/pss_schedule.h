@@ -45,7 +45,7 @@ uint64_t CarriedPss(uint64_t pss_then, uint64_t rss_now);
 class PssSchedule {
  public:
   static constexpr double kLockShare = 0.02;       // of one process's time, in smaps reads
-  static constexpr double kCpuShare = 0.006;       // of one core, for every read together
+  static constexpr double kCpuShare = 0.004;       // of one core, for every read together
   static constexpr uint64_t kFloorNs = 30'000'000'000ull;
   static constexpr double kPressureShare = 0.9;    // host.memory-pressure's threshold
   static constexpr uint64_t kVerdictRefreshNs = 5'000'000'000ull;

@@ -167,7 +167,9 @@ namespace colabtrace::format {
 // a failure then adds a second record with the same ts and -errno.
 #define CT_FIELDS_KillSent(F) F(I, target) F(U, signo) F(U, api) F(I, result)
 // Written by `colabtrace run` only: one process of the traced tree sampled from outside
-// (/proc/PID/status and smaps_rollup). Bytes; UINT64_MAX when unknown. cgroup: the
+// (/proc/PID/stat every round, status (swap) every tenth, smaps_rollup when the PSS
+// schedule picks the process: then rss, pss and uss all come from that one read; pss and
+// uss are UINT64_MAX in every other sample). Bytes; UINT64_MAX when unknown. cgroup: the
 // process's cgroup path (a CgroupSample of the same round carries its figures).
 // shim: 1 when libcolabtrace.so is mapped in the process (it should write a trace).
 // utime_ns / stime_ns: its CPU time so far (/proc/PID/stat), 0 in older traces.
