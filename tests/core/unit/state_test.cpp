@@ -132,13 +132,14 @@ TEST_F(StateTest, StepsAreCountedOnceEachFromEveryThread) {
 }
 
 TEST_F(StateTest, AForkWhileOtherThreadsTakeTheLockNeverHangsTheChild) {
-  // Four threads take launch rings (the state lock) as fast as they can while the main
-  // thread forks 40 times. A child's first note claims its notes under that lock: had
-  // the fork caught another thread holding it, the child (where that thread does not
-  // exist) would spin forever, unless the lock is freed in the child first, as
-  // AfterForkInChild does (ResetStateLockInChild).
-  WriterSession s(TracePath());
-  ASSERT_TRUE(s.Begin());
+  // Four threads ask for launch rings (each ask takes the state lock) as fast as they can
+  // while the main thread forks 40 times. A child's first note claims its notes under
+  // that lock: had the fork caught another thread holding it, the child (where that
+  // thread does not exist) would spin forever, unless the lock is freed in the child
+  // first, as AfterForkInChild does (ResetStateLockInChild). No trace is recording, so
+  // the asks take the lock and allocate nothing (a recording trace would grow by a chunk
+  // every 15 rings: tens of GiB in a second).
+  shim::g_recording = false;
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
   for (int i = 0; i < 4; ++i) {
@@ -155,7 +156,6 @@ TEST_F(StateTest, AForkWhileOtherThreadsTakeTheLockNeverHangsTheChild) {
       shim::ResetStateLockInChild();
       __atomic_add_fetch(&shim::g_generation, 1, __ATOMIC_ACQ_REL);
       shim::g_pid = getpid();
-      shim::g_recording = false;  // the child writes nothing into the parent's trace
       shim::ThreadState& t = shim::t_thread;
       fmt::ThreadNotes* tn = shim::ThreadNotesOf(t);
       _exit(tn != nullptr && t.notes_gen == shim::g_generation ? 0 : 1);
@@ -172,7 +172,6 @@ TEST_F(StateTest, AForkWhileOtherThreadsTakeTheLockNeverHangsTheChild) {
   }
   stop.store(true);
   for (auto& th : threads) th.join();
-  s.End();
 }
 
 }  // namespace
