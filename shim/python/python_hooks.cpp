@@ -14,6 +14,11 @@
 //   int colabtrace_trace_path(char* buf, size_t n)   the trace file's path; its length
 //                                                   or -1 (no trace).
 //   int colabtrace_python_package(name, version, modules)   a PyPackage record; 0 or -1.
+//   int colabtrace_python_exception(how, type, message, message_bytes, py_stack, frames)
+//                                         a PyException record (how: PyExceptionHow;
+//                                         message: message_bytes bytes, any bytes, cut
+//                                         here to kPyExceptionMessageMax at a UTF-8
+//                                         character boundary); 0 or -1.
 //   int colabtrace_python_quiet(int on)   on=1: the calling thread's calls are not
 //                                         recorded (the hook's own work: scanning the
 //                                         installed distributions at exit); on=0: again.
@@ -172,6 +177,31 @@ int colabtrace_python_package(const char* name, const char* version, const char*
   r.name = InternCString(name);
   r.version = InternCString(version);
   r.modules = InternCString(modules);
+  Emit(r);
+  return 0;
+}
+
+int colabtrace_python_exception(int how, const char* type, const char* message, int message_bytes,
+                                 const char* py_stack, int frames) {
+  if (type == nullptr || !Recording()) return -1;
+  ShimScope scope;
+  if (!scope.entered()) return -1;
+  const size_t whole = message != nullptr && message_bytes > 0 ? static_cast<size_t>(message_bytes) : 0;
+  size_t kept = whole;
+  if (kept > colabtrace::format::kPyExceptionMessageMax) {
+    kept = colabtrace::format::kPyExceptionMessageMax;
+    // Never half a character: back off over UTF-8 continuation bytes (10xxxxxx) to the
+    // start of the character the cap fell into.
+    while (kept > 0 && (static_cast<uint8_t>(message[kept]) & 0xC0) == 0x80) --kept;
+  }
+  colabtrace::format::PyException r;
+  r.ts = Ticks();
+  r.how = how > 0 ? static_cast<uint64_t>(how) : 0;
+  r.type = InternCString(type);
+  r.message = InternString(std::string_view(message != nullptr ? message : "", kept));
+  r.message_bytes = whole;
+  r.py_stack = InternCString(py_stack);
+  r.frames = frames > 0 ? static_cast<uint64_t>(frames) : 0;
   Emit(r);
   return 0;
 }

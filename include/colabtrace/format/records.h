@@ -91,6 +91,7 @@ namespace colabtrace::format {
   X(98, LibCheck, "lib_check")              \
   X(99, PyPackage, "py_package")            \
   X(100, PySample, "py_sample")             \
+  X(101, PyException, "py_exception")       \
   X(112, GpuActivity, "gpu_activity")      \
   X(113, CuptiState, "cupti_state")         \
   X(114, CuptiMemory, "cupti_memory")       \
@@ -497,6 +498,16 @@ constexpr const char* IoApiName(uint64_t code) {
 // PySample: a thread's Python position, taken with each periodic resource sample on the
 // thread that took it (for processes that end killed). tid: that thread.
 #define CT_FIELDS_PySample(F) F(U, tid) F(Str, py_stack)
+// PyException: an uncaught Python exception, written by the start-up hook on the thread
+// that raised it (the chunk gives the thread) before the interpreter's own hook prints it.
+// how: PyExceptionHow. type: the class as Python's traceback names it ("ValueError",
+// "mypkg.errors.BadBatch"). message: str(exc), its first kPyExceptionMessageMax bytes (cut
+// at a UTF-8 character boundary); message_bytes: its whole length (more than the cap: it
+// was cut). py_stack: its traceback, innermost frame first, one "path:line in function"
+// per line (at most kPyExceptionFrames frames, the innermost); frames: the traceback's
+// whole depth. SystemExit is never recorded (an exit, not an exception).
+#define CT_FIELDS_PyException(F) \
+  F(U, how) F(Str, type) F(Str, message) F(U, message_bytes) F(Str, py_stack) F(U, frames)
 
 // ---- CUPTI ----
 #define CT_FIELDS_GpuActivity(F)                                               \
@@ -554,6 +565,18 @@ enum class StepSource : uint8_t { kMarker = 0, kOptimizer = 1 };
 enum class BatchWaitKind : uint8_t { kDataLoader = 1 };
 // ProcessRole.role.
 enum class ProcessRoleKind : uint8_t { kDataLoaderWorker = 1 };
+// PyException.how: which hook saw it.
+enum class PyExceptionHow : uint8_t {
+  kMainThread = 1,  // sys.excepthook: the main thread's exception ends the process
+  kThread = 2,      // threading.excepthook: a thread other than the main one ended on it
+                    // (the process may live on)
+  kPassedOn = 3,    // a DataLoader worker caught it and passes it to the main process
+                    // (torch's ExceptionWrapper), which re-raises it there
+};
+// PyException.message keeps at most this many bytes of str(exc).
+constexpr uint64_t kPyExceptionMessageMax = 512;
+// PyException.py_stack keeps at most this many frames (the innermost).
+constexpr uint64_t kPyExceptionFrames = 64;
 // InFlight.call: what a thread was blocked in.
 enum class InFlightCall : uint8_t {
   kOpen = 1, kRead = 2, kStat = 3, kGpuSync = 4, kDlopen = 5, kWait = 6, kBatchWait = 7,
