@@ -13,6 +13,10 @@ puts this folder in front of PYTHONPATH. This module then
   allocator history and attaches an out-of-memory observer that writes
   ``torch.cuda.memory._snapshot()`` as JSON next to the trace
   (``colabtrace.<prog>.<pid>.torch-snapshot.json``; never pickle);
+* records an uncaught exception (type, message, traceback) into the trace before
+  Python's own hook prints it: the main thread's (``sys.excepthook``), another
+  thread's (``threading.excepthook``, once ``threading`` is imported), and one that a
+  DataLoader worker catches and passes to the main process (see "uncaught exceptions");
 * at exit, records the distribution and version behind each imported top-level module
   that is not in the standard library into the trace (a PyPackage record, through the
   shim's ``colabtrace_python_package``), from the *.dist-info/*.egg-info folders on
@@ -404,6 +408,7 @@ def _hook_workers(worker_module):
             process_role(_ROLE_DATALOADER_WORKER, int(worker_id))
         except Exception:  # noqa: BLE001
             pass
+        _hook_safely(_hook_worker_exceptions, sys.modules.get("torch._utils"))
         return real_loop(*args, **kwargs)
 
     # Same __module__ and __qualname__: a spawn or forkserver start pickles the Process's
@@ -491,6 +496,179 @@ def _on_oom(torch, device, alloc, device_alloc, device_free):
         pass
 
 
+# ---- uncaught exceptions ------------------------------------------------------------------
+# The shim's colabtrace_python_exception writes a PyException record (shim/python,
+# include/colabtrace/format/records.h): how (below), the type as Python's traceback names
+# it, str(exc) (the shim keeps its first 512 bytes), the traceback innermost frame first
+# ("path:line in function", the innermost _EXCEPTION_FRAMES frames, at most
+# _EXCEPTION_STACK_BYTES bytes, cut at a frame boundary) and the traceback's depth. Each
+# hook records, then calls the hook it replaced and returns what that returned, with the
+# frames of this module's own wrappers taken out of the traceback (a bare run has none):
+# what the program prints and how it exits stay the same. SystemExit is an exit, not an
+# exception, and is never recorded. A program that installs its own sys.excepthook later
+# replaces ours (and whatever it chains to).
+
+_EXCEPTION_MAIN_THREAD = 1  # format::PyExceptionHow::kMainThread
+_EXCEPTION_THREAD = 2       # kThread
+_EXCEPTION_PASSED_ON = 3    # kPassedOn: a DataLoader worker's, re-raised by the main process
+_EXCEPTION_FRAMES = 64      # format::kPyExceptionFrames
+_EXCEPTION_STACK_BYTES = 4000  # under the shim's longest interned string (4096)
+
+_THIS_FILE = __file__  # the frames of this module's wrappers
+_record_exception_fn = None  # the shim's entry point, bound at the first exception (False: none)
+
+
+def _exception_type_name(exc_type):
+    """The class as Python's traceback prints it: "ValueError", "pkg.mod.Error"."""
+    name = getattr(exc_type, "__qualname__", None) or getattr(exc_type, "__name__", "<unknown>")
+    module = getattr(exc_type, "__module__", None)
+    if not isinstance(module, str):
+        return "<unknown>." + str(name)
+    if module in ("builtins", "__main__"):
+        return str(name)
+    return module + "." + str(name)
+
+
+def _exception_stack(tb):
+    """(text, depth): the traceback's frames innermost first, one per line."""
+    frames = []
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        line = tb.tb_lineno
+        if code.co_filename != _THIS_FILE:  # our own wrappers (the DataLoader's __next__)
+            frames.append((code.co_filename, line if line is not None else 0, code.co_name))
+        tb = tb.tb_next
+    depth = len(frames)
+    lines, size = [], 0
+    for filename, line, function in reversed(frames[-_EXCEPTION_FRAMES:]):
+        text = "%s:%d in %s" % (filename, line, function)
+        size += len(text.encode("utf-8", "backslashreplace")) + 1
+        if size > _EXCEPTION_STACK_BYTES:
+            break
+        lines.append(text)
+    return "\n".join(lines), depth
+
+
+def _record_exception(how, exc_type, value, tb):
+    """Writes one PyException record. Never raises."""
+    global _record_exception_fn
+    try:
+        # Only an exception class (a program may call the hook with anything: CPython's
+        # test_sys does), and never SystemExit.
+        if not (isinstance(exc_type, type) and issubclass(exc_type, BaseException)) or \
+                issubclass(exc_type, SystemExit):
+            return
+        if _record_exception_fn is None:  # bound late: _ctypes costs about 1 ms to import
+            _record_exception_fn = _shim_function("colabtrace_python_exception") or False
+        if not _record_exception_fn:
+            return
+        try:
+            message = str(value)
+        except BaseException:  # noqa: BLE001 - what Python prints then
+            message = "<exception str() failed>"
+        raw = message.encode("utf-8", "backslashreplace")
+        stack, depth = _exception_stack(tb)
+        _record_exception_fn(how, _exception_type_name(exc_type).encode("utf-8", "backslashreplace"),
+                             raw, len(raw), stack.encode("utf-8", "backslashreplace"), depth)
+    except BaseException:  # noqa: BLE001 - never in the program's way
+        pass
+
+
+def _without_own_frames(tb):
+    """(True, tb less the frames of this module's wrappers: the DataLoader iterator's
+    __next__), or (False, None) when it holds none."""
+    kept, own = [], False
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == _THIS_FILE:
+            own = True
+        else:
+            kept.append(tb)
+        tb = tb.tb_next
+    if not own:
+        return False, None
+    out = None
+    for t in reversed(kept):
+        out = type(t)(out, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return True, out
+
+
+def _hide_own_frames(value, tb):
+    """The traceback Python's hook prints without our wrappers' frames, as a bare run
+    prints it: value's and its chained exceptions' tracebacks are replaced (Python prints
+    value.__traceback__ over the tb it is given). Returns the tb to pass on."""
+    try:
+        seen, todo = set(), [value]
+        while todo and len(seen) < 16:
+            exc = todo.pop()
+            if not isinstance(exc, BaseException) or id(exc) in seen:
+                continue
+            seen.add(id(exc))
+            own, stripped = _without_own_frames(exc.__traceback__)
+            if own:
+                exc.__traceback__ = stripped
+            todo += [exc.__cause__, exc.__context__]
+        if tb is not None and isinstance(value, BaseException):
+            own, stripped = _without_own_frames(tb)
+            return stripped if own else tb
+        return tb
+    except Exception:  # noqa: BLE001
+        return tb
+
+
+def _install_excepthook():
+    previous = sys.excepthook
+
+    def excepthook(exc_type, value, tb):
+        _record_exception(_EXCEPTION_MAIN_THREAD, exc_type, value, tb)
+        return previous(exc_type, value, _hide_own_frames(value, tb))
+
+    sys.excepthook = excepthook
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        _hook_safely(_hook_threading, threading)
+    else:
+        _watcher.watch("threading", lambda module: _hook_safely(_hook_threading, module))
+
+
+def _hook_threading(threading):
+    previous = getattr(threading, "excepthook", None)
+    if previous is None:  # before 3.8
+        return
+
+    def excepthook(args):
+        _record_exception(_EXCEPTION_THREAD, args.exc_type, args.exc_value, args.exc_traceback)
+        _hide_own_frames(args.exc_value, args.exc_traceback)  # printed from exc_value
+        return previous(args)
+
+    threading.excepthook = excepthook
+
+
+def _hook_worker_exceptions(utils):
+    """In a DataLoader worker: torch's worker loop catches the dataset's exception and
+    wraps it (torch._utils.ExceptionWrapper: its type and formatted traceback) for the
+    main process, which raises it again. Records it there, as passed on."""
+    wrapper_class = getattr(utils, "ExceptionWrapper", None)
+    real_init = getattr(wrapper_class, "__init__", None)
+    if real_init is None or getattr(real_init, "_colabtrace_records", False):
+        return
+
+    def __init__(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        try:
+            info = args[0] if args else kwargs.get("exc_info")
+            if info is None:
+                info = sys.exc_info()
+            _record_exception(_EXCEPTION_PASSED_ON, *info)
+        except Exception:  # noqa: BLE001
+            pass
+
+    import functools  # loaded by torch already
+
+    functools.update_wrapper(__init__, real_init)
+    __init__._colabtrace_records = True
+    wrapper_class.__init__ = __init__
+
+
 # ---- package versions at exit -------------------------------------------------------------
 
 def _third_party_modules():
@@ -566,6 +744,10 @@ def _record_packages():
 def _install():
     try:
         _restore_environment()
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        _install_excepthook()
     except Exception:  # noqa: BLE001
         pass
     if "torch" not in sys.modules:
