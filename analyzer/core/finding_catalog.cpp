@@ -27,6 +27,12 @@ constexpr std::array<FindingSpec, kFindingIdCount> kCatalog = {{
     {kProcFatalSignal, "proc.fatal-signal", A::kProcess, S::kError, false, "Process crashed",
      "A native crash. The stack names the library that crashed; a mismatched "
      "extension or CUDA library build is a common cause (see abi.* findings)."},
+    {kProcPythonException, "proc.python-exception", A::kProcess, S::kError, true,
+     "Uncaught Python exception",
+     "The process ended on a Python exception nobody caught: python_stack starts at the "
+     "innermost line of the program's own code (raised_in: the library frames inside it). "
+     "Fix the cause the message names, or catch the exception where the program can go "
+     "on."},
     {kHostMemoryPressure, "host.memory-pressure", A::kHost, S::kWarning, false,
      "Host memory nearly exhausted",
      "Host memory is nearly exhausted, so the OOM killer is next. Use fewer DataLoader "

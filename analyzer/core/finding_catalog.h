@@ -23,6 +23,7 @@ enum class FindingId : uint8_t {
   kProcKilled,
   kProcHang,
   kProcFatalSignal,
+  kProcPythonException,
   kHostMemoryPressure,
   kHostShmSmall,
   kGpuOom,

@@ -79,6 +79,10 @@ class ProcessAnalysis final : public Analysis {
                           "); events after that point are missing");
       }
       if (f.run_wrapper) continue;
+      // Only a process that ended on an uncaught Python exception has one.
+      if (const auto* e = report.run().Get<rules::PythonExceptions>().Of(t)) {
+        p["exception"] = rules::PythonExceptions::ToJson(*e);
+      }
       jobs.push_back(i);
     }
     RunRules(report, FindingArea::kProcess);

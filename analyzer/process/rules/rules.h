@@ -73,6 +73,41 @@ struct HostMemory {
   static HostMemory Build(const RunModel& run);
 };
 
+// The uncaught Python exception each job process ended on, from the start-up hook's
+// PyException records (proc_python_exception.cpp has the rule that picks it), computed
+// once: proc.python-exception's evidence and processes[].exception are the same facts.
+struct PythonExceptions {
+  struct Exception {
+    std::string type, message;      // message: as recorded (at most 512 bytes)
+    uint64_t message_bytes = 0;     // str(exc)'s whole length
+    // The traceback innermost first, from the innermost frame of the program's own code
+    // (IsProgramFrame; the whole traceback when none is); raised_in: the frames inside
+    // it (the library code that raised), innermost first.
+    std::vector<std::string> python_stack, raised_in;
+    uint64_t frames = 0;            // the traceback's whole depth
+    bool thread = false;            // a thread other than the main one raised it
+    bool interrupt = false;         // KeyboardInterrupt: a person's stop
+    uint64_t ts = 0;
+    // A DataLoader worker's exception that this process raised again: the worker's own
+    // record (its pid, and the same fields as above). pid 0: none.
+    struct Worker {
+      int64_t pid = 0;
+      std::string type, message;
+      std::vector<std::string> python_stack, raised_in;
+    } worker;
+  };
+  std::map<const ProcessTrace*, Exception> by_trace;  // job processes that ended on one
+
+  const Exception* Of(const ProcessTrace& t) const {
+    auto it = by_trace.find(&t);
+    return it == by_trace.end() ? nullptr : &it->second;
+  }
+  // {type, message, python_stack} (and, where they apply, message_bytes, frames,
+  // raised_in, thread, worker): the finding's evidence and processes[].exception.
+  static Json ToJson(const Exception& e);
+  static PythonExceptions Build(const RunModel& run);
+};
+
 // Why a SIGBUS in a /dev/shm mapping happened, from the facts the shim read in its
 // handler. tmpfs raises it for a store past the file's end (the page holding the end is
 // still the file's) and when it has no page left to give. proc.fatal-signal names it;
