@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "io/file_stats.h"
 #include "perf/rules/rules.h"
@@ -78,6 +79,29 @@ void ProcessVitals(const Json* rows, std::vector<VitalSign>& out) {
     return e.first != "exited 0";
   });
   out.push_back({"processes", v, failed});
+}
+
+// The rows whose parent is no row (the job's main processes) that exited non-zero.
+std::vector<std::pair<int64_t, int64_t>> FailedMainProcesses(const Json* rows) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  if (rows == nullptr || !rows->is_array()) return out;
+  std::set<int64_t> pids;
+  for (const Json& p : rows->array()) {
+    if (const Json* pid = p.Find("pid"); pid != nullptr && pid->is_number()) pids.insert(pid->as_int());
+  }
+  for (const Json& p : rows->array()) {
+    const Json* pid = p.Find("pid");
+    const Json* ppid = p.Find("ppid");
+    const Json* end = p.Find("end");
+    if (pid == nullptr || !pid->is_number() || end == nullptr || !end->is_object()) continue;
+    if (ppid != nullptr && ppid->is_number() && pids.count(ppid->as_int()) > 0) continue;
+    const Json* kind = end->Find("kind");
+    const Json* code = end->Find("code");
+    if (kind == nullptr || !kind->is_string() || kind->str() != "exited") continue;
+    if (code == nullptr || !code->is_number() || code->as_int() == 0) continue;
+    out.emplace_back(pid->as_int(), code->as_int());
+  }
+  return out;
 }
 
 void StepVitals(const Json* rows, std::vector<VitalSign>& out) {
@@ -240,8 +264,13 @@ std::vector<FindingFold> FoldFindings(const std::vector<Finding>& findings) {
 std::string FirstScreen::VerdictLine() const {
   const std::string in =
       " in " + (processes == 0 ? std::string("no processes") : Plural(processes, "process", "processes"));
-  if (healthy()) {
-    return "Healthy: no errors or warnings" + in + (infos > 0 ? " (" + std::to_string(infos) + " info)" : "");
+  const std::string info = infos > 0 ? " (" + std::to_string(infos) + " info)" : "";
+  if (healthy()) return "Healthy: no errors or warnings" + in + info;
+  if (errors == 0 && warnings == 0) {
+    const auto& [pid, code] = failed_main.front();
+    std::string s = "Failed: the main process (pid " + std::to_string(pid) + ") exited " + std::to_string(code);
+    if (failed_main.size() > 1) s += " (and " + Plural(failed_main.size() - 1, "other", "others") + ")";
+    return s + ", and no finding says why" + info;
   }
   std::string s;
   if (errors > 0) s += Plural(errors, "error", "errors");
@@ -270,6 +299,7 @@ FirstScreen FirstScreen::Of(const ReportBuilder& report) {
     }
     if (f->severity != Severity::kInfo && out.worst.size() < kVerdictFindings) out.worst.push_back(f);
   }
+  out.failed_main = FailedMainProcesses(rows);
   ProcessVitals(rows, out.vitals);
   uint64_t start = UINT64_MAX, end = 0;
   for (const ProcessTrace& t : report.traces()) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "report/report.h"
@@ -45,8 +46,15 @@ struct FirstScreen {
   std::vector<const Finding*> worst;
   std::vector<VitalSign> vitals;
 
-  bool healthy() const { return errors == 0 && warnings == 0; }
+  // The main processes (processes[] rows whose parent is no row: the job's roots) that
+  // exited with a non-zero code, as (pid, code). Such a job is never healthy, even when no
+  // finding explains why.
+  std::vector<std::pair<int64_t, int64_t>> failed_main;
+
+  bool healthy() const { return errors == 0 && warnings == 0 && failed_main.empty(); }
   // "Healthy: no errors or warnings in 3 processes", or
+  // "Failed: the main process (pid 42) exited 1, and no finding says why"
+  // (no error or warning, but a failed main process), or
   // "2 errors, 1 warning in 3 processes: gpu.oom, abi.duplicate-library" (the distinct ids
   // of the errors and warnings, worst first, at most kVerdictFindings, then "+N more").
   std::string VerdictLine() const;

@@ -21,7 +21,7 @@ const char* SeverityColor(Severity s) {
 // The first screen: the verdict line, the worst findings, the vital signs.
 std::string FirstScreenText(const FirstScreen& screen, bool color) {
   const char* reset = color ? "\033[0m" : "";
-  const Severity worst = screen.errors > 0 ? Severity::kError : Severity::kWarning;
+  const Severity worst = screen.errors > 0 || !screen.failed_main.empty() ? Severity::kError : Severity::kWarning;
   std::string out = std::string(color ? (screen.healthy() ? "\033[1;32m" : SeverityColor(worst)) : "") +
                     EscapeForTerminal(screen.VerdictLine()) + reset + "\n";
   for (const Finding* f : screen.worst) {

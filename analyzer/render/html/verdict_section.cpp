@@ -10,7 +10,7 @@ namespace colabtrace::analyzer::html {
 
 std::string VerdictSection(const PageContext& ctx) {
   const FirstScreen screen = FirstScreen::Of(ctx.report);
-  const std::string state = screen.healthy() ? "healthy" : screen.errors > 0 ? "error" : "warning";
+  const std::string state = screen.healthy() ? "healthy" : screen.errors > 0 || !screen.failed_main.empty() ? "error" : "warning";
   std::string s = "<section id=\"verdict\" class=\"verdict " + state + "\" data-errors=\"" +
                   std::to_string(screen.errors) + "\" data-warnings=\"" + std::to_string(screen.warnings) +
                   "\" data-info=\"" + std::to_string(screen.infos) + "\">\n<p class=\"verdict-line\">" +

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "abi_trace_builder.h"
+#include "host_traces.h"
 #include "render/first_screen.h"
 #include "render/render.h"
 #include "report/report.h"
@@ -111,6 +112,38 @@ TEST(FirstScreen, AHealthyRunSaysSoInOneLine) {
   EXPECT_EQ(html.find("<section id=\"steps\">"), std::string::npos);  // nothing stepped
   // The verdict comes first on the page.
   EXPECT_LT(html.find("id=\"verdict\""), html.find("id=\"findings\""));
+}
+
+// A python3 process (pid, ppid) that exited with `code` and recorded nothing else.
+ProcessTrace ExitedWith(uint32_t pid, uint32_t ppid, int64_t code) {
+  TraceBytesBuilder b(pid, hosttest::kStart, /*ended=*/true);
+  hosttest::ProcessStartRecords(b, pid, ppid, {"python3", "job.py"});
+  format::Exit e;
+  e.ts = hosttest::kStart + 1000;
+  e.code = code;
+  b.Append(e);
+  return b.Parse();
+}
+
+// A job whose main process exits non-zero is never headlined healthy, even with no
+// finding (SystemExit(3), sys.exit("usage: ...")); a child's non-zero exit that its
+// parent handled does not fail the job.
+TEST(FirstScreen, AMainProcessThatExitedNonZeroIsNeverHealthy) {
+  auto traces = RunOf(ExitedWith(10, 1, 3));
+  auto report = BuildReport(traces, {});
+  ASSERT_TRUE(report->findings().empty());
+  const std::vector<std::string> screen = FirstScreenLines(RenderText(*report, false));
+  ASSERT_FALSE(screen.empty());
+  EXPECT_EQ(screen[0], "Failed: the main process (pid 10) exited 3, and no finding says why");
+  const std::string html = RenderHtml(*report);
+  EXPECT_NE(html.find("<section id=\"verdict\" class=\"verdict error\""), std::string::npos);
+
+  std::vector<ProcessTrace> tree;
+  tree.push_back(ExitedWith(10, 1, 0));
+  tree.push_back(ExitedWith(11, 10, 2));  // its child, e.g. a probe that failed
+  auto ok = BuildReport(tree, {});
+  ASSERT_TRUE(ok->findings().empty());
+  EXPECT_EQ(FirstScreenLines(RenderText(*ok, false))[0], "Healthy: no errors or warnings in 2 processes");
 }
 
 constexpr char kGraph0[] = "libcudnn_graph.so.9.19.0: cannot open shared object file: No such file or directory";
