@@ -31,6 +31,13 @@ def test_bin(area: str, name: str) -> str:
     return os.path.join(BUILD, "tests", area, name)
 
 
+def torch_missing() -> str:
+    """Why Debian's torch cannot be imported by SYSTEM_PYTHON ("" when it can)."""
+    p = subprocess.run([SYSTEM_PYTHON, "-c", "import torch"], capture_output=True, text=True)
+    return "" if p.returncode == 0 else ("import torch failed in " + SYSTEM_PYTHON + ": "
+                                         + p.stderr.strip()[-200:])
+
+
 def clean_env(extra=None) -> dict:
     """The environment for a run without the shim: no LD_PRELOAD, no COLABTRACE_*."""
     e = {k: v for k, v in os.environ.items()
