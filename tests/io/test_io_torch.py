@@ -3,18 +3,12 @@ small files. Every file is read by a worker process, exactly once, and the repor
 charges each read to that worker."""
 import json
 import os
-import subprocess
 import unittest
 
-from ctharness import SYSTEM_PYTHON, TempDirTest, by_pid, report, run_traced
+from ctharness import SYSTEM_PYTHON, TempDirTest, by_pid, report, run_traced, torch_missing
 from iotest import file_rows, make_files
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def torch_missing() -> str:
-    p = subprocess.run([SYSTEM_PYTHON, "-c", "import torch"], capture_output=True, text=True)
-    return "" if p.returncode == 0 else "import torch failed in " + SYSTEM_PYTHON + ": " + p.stderr.strip()[-200:]
 
 
 class TorchDataLoaderTest(TempDirTest):

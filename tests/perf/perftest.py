@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import unittest
 from dataclasses import dataclass
 
-from ctharness import BUILD, SYSTEM_PYTHON, by_pid, colabtrace_run, report, run_traced
+from ctharness import BUILD, SYSTEM_PYTHON, by_pid, colabtrace_run, report, run_traced, torch_missing  # noqa: F401
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRAIN = os.path.join(HERE, "py", "train_loop.py")
@@ -29,13 +28,6 @@ NEXT_BATCH_LINE = _line_of(TRAIN, "x, who = next(it)")
 # perf.input-bound's thresholds (PRODUCT.md): a warning from 20% of step time waiting
 # for input, an info from 5%.
 INPUT_BOUND_WARNING, INPUT_BOUND_INFO = 0.20, 0.05
-
-
-def torch_missing() -> str:
-    """Why Debian's torch cannot be imported ("" when it can)."""
-    p = subprocess.run([SYSTEM_PYTHON, "-c", "import torch"], capture_output=True, text=True)
-    return "" if p.returncode == 0 else ("import torch failed in " + SYSTEM_PYTHON + ": "
-                                         + p.stderr.strip()[-200:])
 
 
 def make_samples(directory: str, n: int) -> list[str]:

@@ -15,9 +15,7 @@ PACKAGE = os.path.join(h.BUILD, "python")  # the build tree's colabtrace package
 SUMMARY = re.compile(r"colabtrace: |  (error|warning|info) [a-z]+\.[a-z-]+: ")
 
 
-def torch_missing() -> str:
-    p = subprocess.run([h.SYSTEM_PYTHON, "-c", "import torch"], capture_output=True, text=True)
-    return "" if p.returncode == 0 else "import torch failed in " + h.SYSTEM_PYTHON + ": " + p.stderr.strip()[-200:]
+torch_missing = h.torch_missing
 
 
 class Trace:
