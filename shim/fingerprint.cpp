@@ -59,10 +59,22 @@ bool LooksSecret(const char* name, size_t len) {
 bool IsRecordedEnvName(const char* name, size_t len) {
   static const char* const kPrefixes[] = {"CUDA_", "LD_",    "PYTORCH_", "XLA_",
                                           "TF_",   "NCCL_",  "NVIDIA_",  "CUBLAS_",
-                                          "CUDNN_", "COLABTRACE_", "JAX_"};
+                                          "CUDNN_", "COLABTRACE_", "JAX_",
+                                          // torchrun's run id and restart count, Open MPI's ranks
+                                          "TORCHELASTIC_", "OMPI_COMM_WORLD_"};
   for (const char* p : kPrefixes) {
     const size_t pl = std::strlen(p);
     if (len >= pl && std::strncmp(name, p, pl) == 0) return true;
+  }
+  // A launcher's identity of the process (the analyzer's job model, analyzer/dist/):
+  // torchrun's, then Slurm's and PMI's where torchrun's are absent.
+  static const char* const kNames[] = {
+      "RANK",          "LOCAL_RANK",     "WORLD_SIZE",    "LOCAL_WORLD_SIZE", "GROUP_RANK",
+      "GROUP_WORLD_SIZE", "ROLE_RANK",   "ROLE_WORLD_SIZE", "MASTER_ADDR",    "MASTER_PORT",
+      "SLURM_PROCID",  "SLURM_LOCALID",  "SLURM_NTASKS",  "SLURM_NODEID",     "SLURM_JOB_ID",
+      "SLURM_STEP_ID", "PMI_RANK",       "PMI_SIZE"};
+  for (const char* n : kNames) {
+    if (std::strlen(n) == len && std::strncmp(name, n, len) == 0) return true;
   }
   return false;
 }
