@@ -36,6 +36,13 @@ void ReportBuilder::AddFinding(Finding f) {
   findings_.push_back(std::move(f));
 }
 
+std::vector<Finding> ReportBuilder::TakeFindings(const std::function<bool(const Finding&)>& which) {
+  std::vector<Finding> taken, kept;
+  for (Finding& f : findings_) (which(f) ? taken : kept).push_back(std::move(f));
+  findings_ = std::move(kept);
+  return taken;
+}
+
 void ReportBuilder::AddWarning(std::string w) {
   if (finished_) root_["warnings"].Append(w);
   warnings_.push_back(std::move(w));

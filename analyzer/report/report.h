@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,6 +53,10 @@ class ReportBuilder {
   // (core/finding_catalog.h). Rules add theirs through RuleContext::Add
   // (report/rule_registry.h).
   void AddFinding(Finding f);
+  // Takes the findings `which` selects out of the report and returns them, in the order
+  // they were added: a finding that explains others (dist.first-failure: a consequence's
+  // proc.killed) lists them in its evidence instead. Rules fold through RuleContext::Fold.
+  std::vector<Finding> TakeFindings(const std::function<bool(const Finding&)>& which);
   // Notes for the reader of the report (e.g. where reading stopped). Also after Finish
   // (the CLI adds the inputs it skipped): they reach the JSON document too.
   void AddWarning(std::string w);

@@ -31,6 +31,13 @@ void RuleContext::Add(Finding finding) {
   report_.AddFinding(std::move(finding));
 }
 
+std::vector<Finding> RuleContext::Fold(const std::function<bool(const Finding&)>& which) {
+  return report_.TakeFindings([&](const Finding& f) {
+    const FindingSpec* spec = FindFindingSpec(f.id);
+    return spec != nullptr && std::find(ids_.begin(), ids_.end(), spec->id) == ids_.end() && which(f);
+  });
+}
+
 RuleRegistration::RuleRegistration(Rule rule, std::initializer_list<FindingId> ids) {
   Registry().push_back(RegisteredRule{rule, std::vector<FindingId>(ids)});
 }

@@ -13,6 +13,7 @@
 // of an area run in catalogue order of their first id.
 #pragma once
 
+#include <functional>
 #include <initializer_list>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,11 @@ class RuleContext {
   // register, or a severity other than the catalogue's default for an id whose severity
   // does not vary (FindingSpec::severity_varies).
   void Add(Finding finding);
+  // Takes out of the report the findings of other rules (already run) that `which`
+  // selects, and returns them: the findings this rule's finding explains, which it lists
+  // in its evidence instead (dist.first-failure folds its consequences' proc.* errors).
+  // A rule may fold only findings of areas below its own (their rules ran first).
+  std::vector<Finding> Fold(const std::function<bool(const Finding&)>& which);
 
  private:
   ReportBuilder& report_;
