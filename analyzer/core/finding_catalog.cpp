@@ -189,6 +189,15 @@ constexpr std::array<FindingSpec, kFindingIdCount> kCatalog = {{
      "a slow fallback that looks correct. Install the framework's CUDA build (not a +cpu "
      "wheel), leave CUDA_VISIBLE_DEVICES unset or non-empty, unset JAX_PLATFORMS=cpu, and "
      "move the model and batches to the GPU (.to(\"cuda\"))."},
+
+    // ---- multi-rank jobs (dist/rules/) ----
+    {kDistFirstFailure, "dist.first-failure", A::kDist, S::kError, false,
+     "One rank broke the job",
+     "Look at this rank first: its own finding (proc.killed, proc.fatal-signal, or its exit) "
+     "says why it stopped. The other ranks' ends (a lost connection, a collective timeout, "
+     "the launcher's SIGTERM) followed from it and are listed as its consequences; "
+     "torchrun's \"Root Cause (first observed failure)\" names the first exit the launcher "
+     "saw, which is often one of them."},
 }};
 
 constexpr bool InIdOrder() {
@@ -209,6 +218,7 @@ std::string_view FindingAreaName(FindingArea a) {
     case FindingArea::kAbi: return "abi";
     case FindingArea::kIo: return "io";
     case FindingArea::kPerf: return "perf";
+    case FindingArea::kDist: return "dist";
   }
   return "";
 }

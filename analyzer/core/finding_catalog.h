@@ -52,12 +52,14 @@ enum class FindingId : uint8_t {
   kPerfInputBound,
   kPerfStepSlowdown,
   kPerfGpuUnused,
+  kDistFirstFailure,
 };
-inline constexpr size_t kFindingIdCount = static_cast<size_t>(FindingId::kPerfGpuUnused) + 1;  // the last one's + 1
+inline constexpr size_t kFindingIdCount = static_cast<size_t>(FindingId::kDistFirstFailure) + 1;  // the last one's + 1
 
 // The part of the analyzer whose rules decide a finding: the prefix of its id.
-enum class FindingArea { kProcess, kHost, kGpu, kAbi, kIo, kPerf };
-std::string_view FindingAreaName(FindingArea a);  // "proc", "host", "gpu", "abi", "io", "perf"
+enum class FindingArea { kProcess, kHost, kGpu, kAbi, kIo, kPerf, kDist };
+// "proc", "host", "gpu", "abi", "io", "perf", "dist"
+std::string_view FindingAreaName(FindingArea a);
 
 struct FindingSpec {
   FindingId id;

@@ -9,7 +9,7 @@ std::vector<std::unique_ptr<Analysis>> MakeAllAnalyses() {
   std::vector<std::unique_ptr<Analysis>> all;
   all.push_back(MakeProcessAnalysis());
   for (auto factory : {&MakeIoAnalysis, &MakeGpuAnalysis, &MakeLibraryAnalysis, &MakePythonAnalysis,
-                       &MakePerfAnalysis}) {
+                       &MakePerfAnalysis, &MakeDistAnalysis}) {
     if (factory != nullptr) all.push_back(factory());
   }
   all.push_back(MakeHostAnalysis());

@@ -20,6 +20,9 @@ std::unique_ptr<Analysis> MakeLibraryAnalysis() __attribute__((weak));
 std::unique_ptr<Analysis> MakePythonAnalysis() __attribute__((weak));
 // analyzer/perf/: processes[].steps and processes[].workers, and the perf.* findings.
 std::unique_ptr<Analysis> MakePerfAnalysis() __attribute__((weak));
+// analyzer/dist/: processes[].dist, the jobs of ranks ("dist") and the dist.* findings.
+// Runs after the process and perf analyses, whose findings it may fold.
+std::unique_ptr<Analysis> MakeDistAnalysis() __attribute__((weak));
 // Whole-run host findings that need every process (host.memory-pressure, host.shm-small),
 // per host. Runs after the area analyses.
 std::unique_ptr<Analysis> MakeHostAnalysis();

@@ -1,0 +1,359 @@
+#include "dist/job_model.h"
+
+#include <algorithm>
+#include <csignal>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "core/format.h"
+#include "perf/step_model.h"
+
+namespace colabtrace::analyzer::dist {
+namespace {
+
+std::string HostNameOf(const std::string& key) { return key.substr(0, key.find('/')); }
+
+bool SameIdentity(const LauncherIdentity& a, const LauncherIdentity& b) {
+  return a.launcher == b.launcher && a.variables == b.variables;
+}
+
+// The traced process that sent `signo` to pid on host at or after since_ns (kill() to
+// that pid, result 0), and the time it sent it; {0, 0} when none did.
+std::pair<int64_t, uint64_t> SenderOf(const RunModel& run, const std::string& host, int64_t pid, int64_t signo,
+                                      uint64_t since_ns) {
+  for (const ProcessTrace& o : run.traces()) {
+    if (o.records.KillSent.empty() || run.lifecycle().HostOf(o) != host) continue;
+    for (const auto& k : o.records.KillSent) {
+      if (k.target == pid && static_cast<int64_t>(k.signo) == signo && k.result == 0 && k.ts >= since_ns) {
+        return {static_cast<int64_t>(o.pid()), k.ts};
+      }
+    }
+  }
+  return {0, 0};
+}
+
+bool IsFatalSignal(int64_t s) {
+  return s == SIGSEGV || s == SIGBUS || s == SIGABRT || s == SIGILL || s == SIGFPE;
+}
+
+// Wall time minus CLOCK_MONOTONIC for t at mono time ns: from its last Clock record at
+// or before ns (the first after it when none is), else from its header; nullopt when the
+// trace has no wall-clock reading at all.
+std::optional<int64_t> WallOffset(const ProcessTrace& t, uint64_t ns) {
+  const auto& clocks = t.records.Clock;
+  const format::Clock* best = nullptr;
+  for (const auto& c : clocks) {
+    if (c.realtime_ns == 0) continue;
+    if (best == nullptr || c.ts <= ns) best = &c;
+    if (c.ts > ns) break;
+  }
+  if (best != nullptr) return static_cast<int64_t>(best->realtime_ns) - static_cast<int64_t>(best->mono_ns);
+  if (t.start_realtime_ns() != 0) {
+    return static_cast<int64_t>(t.start_realtime_ns()) - static_cast<int64_t>(t.start_ns());
+  }
+  return std::nullopt;
+}
+
+std::string JoinRanks(const std::vector<int64_t>& ranks) {
+  std::string s;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    s += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[i]);
+  }
+  return s;
+}
+
+class Builder {
+ public:
+  explicit Builder(const RunModel& run) : run_(run), life_(run.lifecycle()) {}
+
+  JobModel Build() {
+    const auto& traces = run_.traces();
+    index_.assign(traces.size(), -1);
+    for (size_t i = 0; i < traces.size(); ++i) {
+      const ProcessTrace& t = traces[i];
+      by_host_pid_[{life_.HostOf(t), t.pid()}].push_back(i);
+      if (run_.facts(t).run_wrapper) continue;
+      LauncherIdentity id = IdentityOf(LauncherEnvOf(t));
+      if (!id.present()) continue;
+      RankProcess p;
+      p.trace = i;
+      p.identity = std::move(id);
+      p.host_key = life_.HostOf(t);
+      p.host = HostNameOf(p.host_key);
+      index_[i] = static_cast<int64_t>(model_.processes.size());
+      model_.processes.push_back(std::move(p));
+    }
+    for (auto& [key, list] : by_host_pid_) {
+      std::sort(list.begin(), list.end(),
+                [&](size_t a, size_t b) { return traces[a].start_ns() < traces[b].start_ns(); });
+    }
+    for (RankProcess& p : model_.processes) Place(p);
+    GroupJobs();
+    model_.by_trace = index_;
+    return std::move(model_);
+  }
+
+ private:
+  // The traced parent of trace i: the trace of its parent pid on its host that began
+  // before it (the latest such); nullopt when the parent left no trace.
+  std::optional<size_t> ParentOf(size_t i) const {
+    const ProcessTrace& t = run_.traces()[i];
+    const int64_t ppid = life_.ParentPidOf(t);
+    if (ppid <= 0) return std::nullopt;
+    auto it = by_host_pid_.find({life_.HostOf(t), static_cast<uint32_t>(ppid)});
+    if (it == by_host_pid_.end()) return std::nullopt;
+    std::optional<size_t> best;
+    for (size_t j : it->second) {
+      if (j != i && run_.traces()[j].start_ns() <= t.start_ns()) best = j;
+    }
+    return best;
+  }
+
+  // Decides p's role: a worker when its parent carries the same launcher variables (its
+  // rank is then its parent's rank, or the rank its parent works for).
+  void Place(RankProcess& p) {
+    p.role = Role::kRank;
+    p.rank_trace = p.trace;
+    std::set<size_t> seen{p.trace};
+    std::optional<size_t> parent = ParentOf(p.trace);
+    while (parent && seen.insert(*parent).second && index_[*parent] >= 0) {
+      const RankProcess& q = model_.processes[static_cast<size_t>(index_[*parent])];
+      if (!SameIdentity(q.identity, p.identity)) break;
+      p.role = Role::kWorker;
+      p.rank_trace = *parent;
+      parent = ParentOf(*parent);
+    }
+  }
+
+  void GroupJobs() {
+    using Key = std::tuple<std::string, int64_t>;
+    std::map<Key, std::vector<const RankProcess*>> groups;
+    std::set<std::string> names;
+    for (const RankProcess& p : model_.processes) {
+      if (p.role != Role::kRank) continue;
+      groups[{p.identity.job, p.identity.restart.value_or(-1)}].push_back(&p);
+      names.insert(p.identity.job);
+    }
+    if (names.size() > 1) {
+      std::string list;
+      for (const std::string& n : names) list += (list.empty() ? "" : ", ") + (n.empty() ? "(no job id)" : n);
+      model_.notes.push_back(std::to_string(names.size()) + " jobs in these traces (" + list +
+                             "): each is judged on its own");
+    }
+    for (auto& [key, members] : groups) model_.jobs.push_back(MakeJob(members));
+  }
+
+  Job MakeJob(const std::vector<const RankProcess*>& members) {
+    Job job;
+    const RankProcess& first = *members.front();
+    job.job = first.identity.job;
+    job.launcher = first.identity.launcher;
+    job.restart = first.identity.restart;
+    std::set<std::string> hosts, host_keys;
+    std::map<int64_t, std::vector<const RankProcess*>> by_rank;
+    std::set<int64_t> sizes;
+    for (const RankProcess* p : members) {
+      const ProcessTrace& t = run_.traces()[p->trace];
+      for (const std::string& problem : p->identity.problems) {
+        job.problems.push_back("pid " + std::to_string(t.pid()) + " on " + p->host + ": " + problem);
+      }
+      if (p->identity.world_size) sizes.insert(*p->identity.world_size);
+      if (p->identity.rank && p->identity.problems.empty()) by_rank[*p->identity.rank].push_back(p);
+      hosts.insert(p->host);
+      host_keys.insert(p->host_key);
+    }
+    job.hosts.assign(hosts.begin(), hosts.end());
+    job.wall_clock = host_keys.size() > 1;
+    if (sizes.size() > 1) {
+      std::string list;
+      for (int64_t s : sizes) list += (list.empty() ? "" : ", ") + std::to_string(s);
+      job.problems.push_back("its ranks disagree on the world size (" + list + ")");
+    } else if (sizes.size() == 1) {
+      job.world_size = *sizes.begin();
+    }
+    for (const auto& [rank, procs] : by_rank) {
+      if (procs.size() > 1) {
+        std::string pids;
+        for (const RankProcess* p : procs) {
+          pids += (pids.empty() ? "" : ", ") + std::to_string(run_.traces()[p->trace].pid()) + " on " + p->host;
+        }
+        job.problems.push_back("rank " + std::to_string(rank) + " appears in " + std::to_string(procs.size()) +
+                               " processes (pids " + pids +
+                               "): two runs with one job id in these traces, or a launcher that gave one rank twice");
+      }
+      job.ranks.push_back(MakeRank(*procs.front(), rank));
+    }
+    if (job.world_size) {
+      for (int64_t r = 0; r < *job.world_size; ++r) {
+        if (!by_rank.count(r)) job.missing.push_back(r);
+      }
+      if (!job.missing.empty()) {
+        job.problems.push_back(std::string(job.missing.size() == 1 ? "rank " : "ranks ") + JoinRanks(job.missing) +
+                               " of " + std::to_string(*job.world_size) +
+                               (job.missing.size() == 1 ? " has" : " have") +
+                               " no trace here (a host's folder left out, or a trace lost): the rank that failed "
+                               "first cannot be told");
+      }
+    }
+    for (const RankProcess& w : model_.processes) {
+      if (w.role != Role::kWorker) continue;
+      for (JobRank& r : job.ranks) {
+        if (r.trace == w.rank_trace) r.workers.push_back(w.trace);
+      }
+    }
+    std::set<size_t> launchers;
+    for (const JobRank& r : job.ranks) {
+      const std::optional<size_t> parent = ParentOf(r.trace);
+      if (parent && index_[*parent] < 0 && !run_.facts(run_.traces()[*parent]).run_wrapper) launchers.insert(*parent);
+    }
+    job.launchers.assign(launchers.begin(), launchers.end());
+    Align(job);
+    Judge(job);
+    return job;
+  }
+
+  JobRank MakeRank(const RankProcess& p, int64_t rank) {
+    const ProcessTrace& t = run_.traces()[p.trace];
+    const ProcessFacts& f = run_.facts(t);
+    JobRank r;
+    r.trace = p.trace;
+    r.rank = rank;
+    r.pid = t.pid();
+    r.host = p.host;
+    r.host_key = p.host_key;
+    if (const perf::ProcessSteps* s = run_.Get<perf::StepModels>().Of(p.trace)) r.steps = s->count;
+    r.end_kind = f.end_kind;
+    r.code = f.exit_code;
+    r.signal = f.end_signal;
+    r.stop_ns = t.end_ns();
+    switch (f.end_kind) {
+      case EndKind::kExited:
+        r.blame = f.exit_code && *f.exit_code != 0 ? Blame::kExit : Blame::kNone;
+        break;
+      case EndKind::kExecUntraced:
+        r.blame = Blame::kNone;
+        break;
+      case EndKind::kSignaled: {
+        const int64_t signo = f.end_signal.value_or(0);
+        if (IsFatalSignal(signo) && f.signal != nullptr) {
+          r.blame = Blame::kOwn;
+          break;
+        }
+        const auto [sender, at] = SenderOf(run_, p.host_key, r.pid, signo, t.start_ns());
+        r.blame = sender != 0 ? Blame::kSent : IsFatalSignal(signo) ? Blame::kOwn : Blame::kExit;
+        r.sender_pid = sender;
+        break;
+      }
+      case EndKind::kKilled: {
+        // Its last sign of life: its own last record, or `colabtrace run`'s last sample.
+        for (const OutsideSample* s : life_.SamplesOf(t)) r.stop_ns = std::max(r.stop_ns, s->ts);
+        const auto [sender, at] = SenderOf(run_, p.host_key, r.pid, SIGKILL, t.start_ns());
+        r.blame = sender != 0 ? Blame::kSent : Blame::kOwn;
+        r.sender_pid = sender;
+        if (sender != 0) r.stop_ns = std::max(r.stop_ns, at);
+        break;
+      }
+    }
+    return r;
+  }
+
+  // Puts every rank's stop on the job's axis: ns from the job's first start.
+  void Align(Job& job) {
+    std::vector<int64_t> offset(job.ranks.size(), 0);
+    for (size_t i = 0; i < job.ranks.size(); ++i) {
+      if (!job.wall_clock) continue;
+      const ProcessTrace& t = run_.traces()[job.ranks[i].trace];
+      const std::optional<int64_t> o = WallOffset(t, job.ranks[i].stop_ns);
+      if (!o) {
+        job.problems.push_back("rank " + std::to_string(job.ranks[i].rank) + "'s trace (pid " +
+                               std::to_string(t.pid()) + " on " + job.ranks[i].host +
+                               ") has no wall-clock reading to align it with the other hosts");
+        continue;
+      }
+      offset[i] = *o;
+    }
+    int64_t origin = INT64_MAX;
+    for (size_t i = 0; i < job.ranks.size(); ++i) {
+      origin = std::min(origin, static_cast<int64_t>(run_.traces()[job.ranks[i].trace].start_ns()) + offset[i]);
+    }
+    for (size_t i = 0; i < job.ranks.size(); ++i) {
+      job.ranks[i].at_ns = static_cast<int64_t>(job.ranks[i].stop_ns) + offset[i] - origin;
+    }
+  }
+
+  void Judge(Job& job) {
+    if (!job.problems.empty() || !job.failed()) return;
+    // A trace that stopped early (disk full, size limit) or could be read only in part
+    // does not say when its process stopped.
+    for (const JobRank& r : job.ranks) {
+      const ProcessTrace& t = run_.traces()[r.trace];
+      if (!t.truncated && t.warnings.empty()) continue;
+      job.problems.push_back("rank " + std::to_string(r.rank) + "'s trace (pid " + std::to_string(r.pid) + " on " +
+                             r.host + ") " +
+                             (t.truncated ? "stopped early (tracing stopped: a full disk or a size limit)"
+                                          : "could be read only in part") +
+                             ": when it stopped is unknown, so the rank that failed first cannot be told");
+    }
+    if (!job.problems.empty()) return;
+    std::vector<size_t> failed, own;
+    for (size_t i = 0; i < job.ranks.size(); ++i) {
+      if (!job.ranks[i].failed()) continue;
+      failed.push_back(i);
+      if (job.ranks[i].blame != Blame::kSent) own.push_back(i);
+    }
+    if (failed.empty()) return;
+    if (own.empty()) {
+      job.stopped_from_outside = true;
+      return;
+    }
+    const auto earlier = [&](size_t a, size_t b) {
+      const JobRank &ra = job.ranks[a], &rb = job.ranks[b];
+      if (ra.at_ns != rb.at_ns) return ra.at_ns < rb.at_ns;
+      if (ra.blame != rb.blame) return ra.blame > rb.blame;
+      return ra.rank < rb.rank;
+    };
+    std::sort(own.begin(), own.end(), earlier);
+    const JobRank& first = job.ranks[own.front()];
+    for (size_t k = 1; k < own.size() && job.wall_clock; ++k) {
+      const JobRank& other = job.ranks[own[k]];
+      if (other.host_key == first.host_key) continue;
+      if (static_cast<uint64_t>(other.at_ns - first.at_ns) >= kCrossHostClockUncertaintyNs) continue;
+      // A non-zero exit just after a rank died on its own is the usual consequence.
+      if (first.blame == Blame::kOwn && other.blame == Blame::kExit) continue;
+      job.problems.push_back("ranks " + std::to_string(first.rank) + " (" + first.host + ") and " +
+                             std::to_string(other.rank) + " (" + other.host + ") failed " +
+                             FormatDurationNs(static_cast<uint64_t>(other.at_ns - first.at_ns)) +
+                             " apart, closer than two hosts' wall clocks can order: the rank that failed first "
+                             "cannot be told");
+      return;
+    }
+    job.first_failure = own.front();
+    std::sort(failed.begin(), failed.end(), earlier);
+    for (size_t i : failed) {
+      if (i != own.front()) job.consequences.push_back(i);
+    }
+  }
+
+  const RunModel& run_;
+  const LifecycleModel& life_;
+  JobModel model_;
+  std::vector<int64_t> index_;  // per trace: its index in model_.processes, -1 none
+  std::map<std::pair<std::string, uint32_t>, std::vector<size_t>> by_host_pid_;
+};
+
+}  // namespace
+
+std::string_view RoleName(Role r) { return r == Role::kRank ? "rank" : "worker"; }
+
+bool Job::failed() const {
+  return std::any_of(ranks.begin(), ranks.end(), [](const JobRank& r) { return r.failed(); });
+}
+
+const RankProcess* JobModel::Of(size_t trace) const {
+  return trace < by_trace.size() && by_trace[trace] >= 0 ? &processes[static_cast<size_t>(by_trace[trace])] : nullptr;
+}
+
+JobModel JobModel::Build(const RunModel& run) { return Builder(run).Build(); }
+
+}  // namespace colabtrace::analyzer::dist

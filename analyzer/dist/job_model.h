@@ -1,0 +1,117 @@
+// JobModel: the multi-rank jobs of a run (torchrun, Slurm, MPI), built once from the
+// process facts, the lifecycle model and the step model (run.Get<dist::JobModel>()).
+//
+// A process that carries a launcher's rank variables (LauncherIdentity) is a rank when
+// the launcher started it, and a worker of that rank when its parent carries the same
+// variables (DataLoader workers and subprocesses inherit RANK). Ranks are grouped into
+// jobs by the launcher's job string (run id, master address and port) and restart count;
+// each job is judged on its own.
+//
+// How each rank ended, and when it stopped: its exit or signal; a killed trace (SIGKILL,
+// the OOM killer) stopped at its last sign of life (its last record, or `colabtrace
+// run`'s last sample of it). Times are on one axis per job: CLOCK_MONOTONIC when all its
+// ranks ran on one host (one boot), else wall time from each trace's Clock records.
+//
+// The first failure is the rank that stopped first among those that failed (a fatal
+// signal, a kill, a non-zero exit), never one whose end a traced process sent it (the
+// launcher's SIGTERM or SIGKILL). Where the input cannot support a verdict (rank
+// variables that are garbage or contradict each other, a rank with no trace, one rank
+// twice, a failed job with a rank whose trace stopped early or is damaged, failures on
+// two hosts closer than their clocks can order), the job has no verdict and `problems`
+// says why.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dist/launcher_identity.h"
+#include "model/process_facts.h"
+#include "model/run_model.h"
+
+namespace colabtrace::analyzer::dist {
+
+enum class Role { kRank, kWorker };
+std::string_view RoleName(Role r);  // "rank", "worker"
+
+// How strongly an end points at the rank itself.
+enum class Blame {
+  kNone,     // it did not fail (exited 0, or exec'd into an untraced program)
+  kSent,     // a traced process sent the signal that ended it (the launcher's teardown)
+  kExit,     // a non-zero exit, or a termination signal from outside the job
+  kOwn,      // a fatal signal of its own, or SIGKILL no traced process sent (OOM killer)
+};
+
+// One traced process that carries a launcher's identity.
+struct RankProcess {
+  size_t trace = 0;          // index into run.traces()
+  LauncherIdentity identity;
+  Role role = Role::kRank;
+  std::string host_key;      // LifecycleModel::HostOf: hostname/boot_id
+  std::string host;          // the host name
+  size_t rank_trace = 0;     // a worker's rank (its nearest ancestor that is a rank)
+};
+
+// One rank of a job and how it ended.
+struct JobRank {
+  size_t trace = 0;
+  int64_t rank = 0;
+  int64_t pid = 0;
+  std::string host, host_key;
+  size_t steps = 0;                 // perf::StepModels' count (0: it did not step)
+  EndKind end_kind = EndKind::kKilled;
+  std::optional<int64_t> code, signal;
+  Blame blame = Blame::kNone;
+  int64_t sender_pid = 0;           // kSent: who sent it (0: none)
+  uint64_t stop_ns = 0;             // when it stopped, on its own host's CLOCK_MONOTONIC
+  int64_t at_ns = 0;                // the same on the job's axis, from the job's start
+  std::vector<size_t> workers;      // traces of its workers
+
+  bool failed() const { return blame != Blame::kNone; }
+};
+
+struct Job {
+  std::string job;                  // LauncherIdentity::job
+  std::string launcher;             // "torchrun", "slurm", "mpi", "pmi"
+  std::optional<int64_t> restart;
+  std::optional<int64_t> world_size;
+  std::vector<JobRank> ranks;       // by rank
+  std::vector<int64_t> missing;     // ranks below world_size with no trace
+  std::vector<std::string> hosts;   // host names, sorted
+  bool wall_clock = false;          // ranks on several hosts: aligned by wall time
+  // The processes that started its ranks and carry no rank themselves (torchrun's
+  // agents), traces; their own failure follows the ranks'.
+  std::vector<size_t> launchers;
+  // Why no verdict can be given (each one sentence); empty when the input supports one.
+  std::vector<std::string> problems;
+  // The verdict: index into ranks of the first failure, and the others' failures that
+  // followed it (indexes into ranks), in the order they stopped.
+  std::optional<size_t> first_failure;
+  std::vector<size_t> consequences;
+  // Ranks that failed but whose end a traced process sent, when no rank failed on its own:
+  // the job was stopped from outside (no first failure to name).
+  bool stopped_from_outside = false;
+
+  bool failed() const;
+};
+
+struct JobModel {
+  std::vector<RankProcess> processes;  // every process with a launcher identity, trace order
+  std::vector<Job> jobs;               // by job string, then restart
+  // Statements about the run as a whole (several jobs in one report).
+  std::vector<std::string> notes;
+
+  std::vector<int64_t> by_trace;       // per trace: its index in processes, -1 none
+
+  // The entry of trace index i, or nullptr.
+  const RankProcess* Of(size_t trace) const;
+  static JobModel Build(const RunModel& run);
+};
+
+// Two hosts' wall clocks are trusted to agree to within this: failures on two hosts
+// closer than this are not ordered by their clocks.
+inline constexpr uint64_t kCrossHostClockUncertaintyNs = 100'000'000;
+
+}  // namespace colabtrace::analyzer::dist
