@@ -91,7 +91,7 @@ constexpr const char* kStyle = R"css(
 .ctr .sw.step-interrupted{background:#fff;border:1px dashed #cf222e}
 )css";
 
-std::string Header(const PageContext& ctx, bool steps) {
+std::string Header(const PageContext& ctx, bool steps, bool ranks) {
   const Json* procs = ctx.root.Find("processes");
   const size_t n = procs != nullptr && procs->is_array() ? procs->array().size() : 0;
   char span[48];
@@ -101,7 +101,8 @@ std::string Header(const PageContext& ctx, bool steps) {
          " traced. Plots are down-sampled and tables capped; <code>colabtrace report --format json</code> has "
          "every record.</p></header>\n<nav><a href=\"#verdict\">Verdict</a>" +
          (steps ? "<a href=\"#steps\">Steps</a>" : "") +
-         "<a href=\"#findings\">Findings</a><a href=\"#gpu\">GPU memory</a>"
+         "<a href=\"#findings\">Findings</a>" + (ranks ? "<a href=\"#ranks\">Ranks</a>" : "") +
+         "<a href=\"#gpu\">GPU memory</a>"
          "<a href=\"#host\">Host memory</a><a href=\"#io\">File I/O</a><a href=\"#libraries\">Libraries</a>"
          "<a href=\"#processes\">Processes</a><a href=\"#text\">Text report</a></nav>\n";
 }
@@ -178,7 +179,9 @@ std::string RenderHtml(const ReportBuilder& report) {
       "<title>colabtrace report</title>\n<style>";
   out += html::kStyle;
   const std::string steps = html::StepsSection(ctx);
-  out += "</style></head><body style=\"margin:0\">\n<div class=\"ctr\">\n" + html::Header(ctx, !steps.empty()) +
+  const std::string ranks = html::RanksSection(ctx);
+  out += "</style></head><body style=\"margin:0\">\n<div class=\"ctr\">\n" +
+         html::Header(ctx, !steps.empty(), !ranks.empty()) +
          "<main>\n";
   if (!report.warnings().empty()) {
     out += "<div class=\"warnings\">";
@@ -188,6 +191,7 @@ std::string RenderHtml(const ReportBuilder& report) {
   out += html::VerdictSection(ctx);
   out += steps;
   out += html::FindingsSection(ctx);
+  out += ranks;
   out += html::GpuMemorySection(ctx);
   out += html::HostMemorySection(ctx);
   out += html::IoSection(ctx);

@@ -54,6 +54,8 @@ std::string HostMemorySection(const PageContext& ctx);
 std::string IoSection(const PageContext& ctx);
 std::string LibrariesSection(const PageContext& ctx);
 std::string ProcessesSection(const PageContext& ctx);
+// Each multi-rank job's ranks (the report's "dist"); "" when there is none.
+std::string RanksSection(const PageContext& ctx);
 
 // "<p class="more">N more WHAT: see colabtrace report --format json</p>", or "" for 0.
 std::string MoreNote(size_t omitted, std::string_view what);

@@ -17,6 +17,7 @@ std::vector<const Json*> RowsOfTraces(const ReportBuilder& report) {
 
 std::vector<TextSection> TextSections(const ReportBuilder& report) {
   std::vector<TextSection> out;
+  RanksSection(report, out);
   ProcessesSection(report, out);
   IoSections(report, out);
   GpuMemorySection(report, out);

@@ -22,7 +22,7 @@ struct TextSection {
 
 namespace colabtrace::analyzer::text {
 
-// Every section, in the report's order: Processes, the File I/O sections, GPU memory,
+// Every section, in the report's order: Ranks, Processes, the File I/O sections, GPU memory,
 // Libraries, the Python sections, Sampled from outside.
 std::vector<TextSection> TextSections(const ReportBuilder& report);
 
@@ -35,6 +35,8 @@ std::vector<const Json*> RowsOfTraces(const ReportBuilder& report);
 std::string EndSummary(const Json& end);
 
 // The sections, each appended to `out` when the report has something to say.
+// Ranks: the table of each multi-rank job's ranks (the report's "dist"), before Processes.
+void RanksSection(const ReportBuilder& report, std::vector<TextSection>& out);
 void ProcessesSection(const ReportBuilder& report, std::vector<TextSection>& out);
 void IoSections(const ReportBuilder& report, std::vector<TextSection>& out);
 void GpuMemorySection(const ReportBuilder& report, std::vector<TextSection>& out);
