@@ -37,10 +37,11 @@ bool IsFatalSignal(int64_t s) {
   return s == SIGSEGV || s == SIGBUS || s == SIGABRT || s == SIGILL || s == SIGFPE;
 }
 
-// Wall time minus CLOCK_MONOTONIC for t at mono time ns: from its last Clock record at
-// or before ns (the first after it when none is), else from its header; nullopt when the
-// trace has no wall-clock reading at all.
-std::optional<int64_t> WallOffset(const ProcessTrace& t, uint64_t ns) {
+// Wall time minus CLOCK_MONOTONIC for t at mono time ns, modulo 2^64 (trace values are
+// untrusted: unsigned arithmetic wraps where signed would overflow): from its last Clock
+// record at or before ns (the first after it when none is), else from its header;
+// nullopt when the trace has no wall-clock reading at all.
+std::optional<uint64_t> WallOffset(const ProcessTrace& t, uint64_t ns) {
   const auto& clocks = t.records.Clock;
   const format::Clock* best = nullptr;
   for (const auto& c : clocks) {
@@ -48,10 +49,8 @@ std::optional<int64_t> WallOffset(const ProcessTrace& t, uint64_t ns) {
     if (best == nullptr || c.ts <= ns) best = &c;
     if (c.ts > ns) break;
   }
-  if (best != nullptr) return static_cast<int64_t>(best->realtime_ns) - static_cast<int64_t>(best->mono_ns);
-  if (t.start_realtime_ns() != 0) {
-    return static_cast<int64_t>(t.start_realtime_ns()) - static_cast<int64_t>(t.start_ns());
-  }
+  if (best != nullptr) return best->realtime_ns - best->mono_ns;
+  if (t.start_realtime_ns() != 0) return t.start_realtime_ns() - t.start_ns();
   return std::nullopt;
 }
 
@@ -258,13 +257,14 @@ class Builder {
     return r;
   }
 
-  // Puts every rank's stop on the job's axis: ns from the job's first start.
+  // Puts every rank's stop on the job's axis: ns from the job's first start (in unsigned
+  // arithmetic, which wraps on hostile values where signed would overflow).
   void Align(Job& job) {
-    std::vector<int64_t> offset(job.ranks.size(), 0);
+    std::vector<uint64_t> offset(job.ranks.size(), 0);
     for (size_t i = 0; i < job.ranks.size(); ++i) {
       if (!job.wall_clock) continue;
       const ProcessTrace& t = run_.traces()[job.ranks[i].trace];
-      const std::optional<int64_t> o = WallOffset(t, job.ranks[i].stop_ns);
+      const std::optional<uint64_t> o = WallOffset(t, job.ranks[i].stop_ns);
       if (!o) {
         job.problems.push_back("rank " + std::to_string(job.ranks[i].rank) + "'s trace (pid " +
                                std::to_string(t.pid()) + " on " + job.ranks[i].host +
@@ -273,12 +273,12 @@ class Builder {
       }
       offset[i] = *o;
     }
-    int64_t origin = INT64_MAX;
+    uint64_t origin = UINT64_MAX;
     for (size_t i = 0; i < job.ranks.size(); ++i) {
-      origin = std::min(origin, static_cast<int64_t>(run_.traces()[job.ranks[i].trace].start_ns()) + offset[i]);
+      origin = std::min(origin, run_.traces()[job.ranks[i].trace].start_ns() + offset[i]);
     }
     for (size_t i = 0; i < job.ranks.size(); ++i) {
-      job.ranks[i].at_ns = static_cast<int64_t>(job.ranks[i].stop_ns) + offset[i] - origin;
+      job.ranks[i].at_ns = static_cast<int64_t>(job.ranks[i].stop_ns + offset[i] - origin);
     }
   }
 
@@ -318,12 +318,13 @@ class Builder {
     for (size_t k = 1; k < own.size() && job.wall_clock; ++k) {
       const JobRank& other = job.ranks[own[k]];
       if (other.host_key == first.host_key) continue;
-      if (static_cast<uint64_t>(other.at_ns - first.at_ns) >= kCrossHostClockUncertaintyNs) continue;
+      const uint64_t apart = static_cast<uint64_t>(other.at_ns) - static_cast<uint64_t>(first.at_ns);
+      if (apart >= kCrossHostClockUncertaintyNs) continue;
       // A non-zero exit just after a rank died on its own is the usual consequence.
       if (first.blame == Blame::kOwn && other.blame == Blame::kExit) continue;
       job.problems.push_back("ranks " + std::to_string(first.rank) + " (" + first.host + ") and " +
                              std::to_string(other.rank) + " (" + other.host + ") failed " +
-                             FormatDurationNs(static_cast<uint64_t>(other.at_ns - first.at_ns)) +
+                             FormatDurationNs(apart) +
                              " apart, closer than two hosts' wall clocks can order: the rank that failed first "
                              "cannot be told");
       return;

@@ -91,7 +91,8 @@ void FirstFailureRule(RuleContext& ctx) {
       one["pid"] = r.pid;
       one["end"] = EndJson(r);
       one["role"] = "rank";
-      one["after_ns"] = r.at_ns - c.at_ns;
+      // at_ns values come from untrusted traces: subtracted without signed overflow.
+      one["after_ns"] = static_cast<int64_t>(static_cast<uint64_t>(r.at_ns) - static_cast<uint64_t>(c.at_ns));
       std::vector<int64_t> pids{r.pid};
       for (size_t w : r.workers) pids.push_back(run.traces()[w].pid());
       one["folded"] = fold(pids);

@@ -298,6 +298,7 @@ TEST(JobModel, ClocksThatDisagreeBySecondsAreAlignedByWallTime) {
   EXPECT_EQ(f[0].evidence["consequences"].array()[0]["host"].str(), "b");
   EXPECT_EQ(f[0].evidence["consequences"].array()[0]["after_ns"].as_int(), 500'000'000);
   EXPECT_EQ(b.report->document()["dist"]["jobs"].array()[0]["clock"].str(), "wall");
+  EXPECT_EQ(b.report->document()["dist"]["jobs"].array()[0]["clock_uncertainty_ns"].as_int(), 100'000'000);
 
   // Both killed 40 ms apart on two hosts: closer than their clocks can order.
   r1.end = End::kKilled;
