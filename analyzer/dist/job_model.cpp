@@ -62,6 +62,18 @@ std::string JoinRanks(const std::vector<int64_t>& ranks) {
   return s;
 }
 
+// A program that only starts the real one: a shell running a launch script, or a
+// command prefix (env, timeout, numactl...). One that carries the rank variables and
+// starts a child that carries them too is part of the launch, not the rank.
+bool IsWrapperProgram(std::string_view exe) {
+  const std::string_view base = exe.substr(exe.rfind('/') + 1);
+  for (std::string_view w : {"sh", "bash", "dash", "zsh", "ksh", "env", "timeout", "nice", "nohup", "numactl",
+                             "taskset", "stdbuf", "srun", "mpirun", "mpiexec", "orted", "prted"}) {
+    if (base == w) return true;
+  }
+  return false;
+}
+
 class Builder {
  public:
   explicit Builder(const RunModel& run) : run_(run), life_(run.lifecycle()) {}
@@ -69,23 +81,35 @@ class Builder {
   JobModel Build() {
     const auto& traces = run_.traces();
     index_.assign(traces.size(), -1);
+    std::vector<LauncherIdentity> ids(traces.size());
     for (size_t i = 0; i < traces.size(); ++i) {
       const ProcessTrace& t = traces[i];
       by_host_pid_[{life_.HostOf(t), t.pid()}].push_back(i);
-      if (run_.facts(t).run_wrapper) continue;
-      LauncherIdentity id = IdentityOf(LauncherEnvOf(t));
-      if (!id.present()) continue;
-      RankProcess p;
-      p.trace = i;
-      p.identity = std::move(id);
-      p.host_key = life_.HostOf(t);
-      p.host = HostNameOf(p.host_key);
-      index_[i] = static_cast<int64_t>(model_.processes.size());
-      model_.processes.push_back(std::move(p));
+      if (!run_.facts(t).run_wrapper) ids[i] = IdentityOf(LauncherEnvOf(t));
     }
     for (auto& [key, list] : by_host_pid_) {
       std::sort(list.begin(), list.end(),
                 [&](size_t a, size_t b) { return traces[a].start_ns() < traces[b].start_ns(); });
+    }
+    // A wrapper (a launch script's shell, a command prefix) whose child carries the same
+    // variables is no rank: it reads as part of the launch (a launcher of its rank).
+    std::vector<bool> wrapper(traces.size(), false);
+    for (size_t i = 0; i < traces.size(); ++i) {
+      const std::optional<size_t> parent = ids[i].present() ? ParentOf(i) : std::nullopt;
+      if (parent && SameIdentity(ids[*parent], ids[i]) &&
+          IsWrapperProgram(run_.facts(traces[*parent]).JobExe(traces[*parent]))) {
+        wrapper[*parent] = true;
+      }
+    }
+    for (size_t i = 0; i < traces.size(); ++i) {
+      if (!ids[i].present() || wrapper[i]) continue;
+      RankProcess p;
+      p.trace = i;
+      p.identity = std::move(ids[i]);
+      p.host_key = life_.HostOf(traces[i]);
+      p.host = HostNameOf(p.host_key);
+      index_[i] = static_cast<int64_t>(model_.processes.size());
+      model_.processes.push_back(std::move(p));
     }
     for (RankProcess& p : model_.processes) Place(p);
     GroupJobs();

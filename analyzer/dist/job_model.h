@@ -3,7 +3,9 @@
 //
 // A process that carries a launcher's rank variables (LauncherIdentity) is a rank when
 // the launcher started it, and a worker of that rank when its parent carries the same
-// variables (DataLoader workers and subprocesses inherit RANK). Ranks are grouped into
+// variables (DataLoader workers and subprocesses inherit RANK); a launch script's shell
+// or a command prefix (env, numactl...) that starts such a child is part of the launch,
+// no rank. Ranks are grouped into
 // jobs by the launcher's job string (run id, master address and port) and restart count;
 // each job is judged on its own.
 //

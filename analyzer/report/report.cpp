@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <csignal>
 #include <cstring>
+#include <map>
+#include <set>
 #include <stdexcept>
 
 namespace colabtrace::analyzer {
@@ -48,8 +50,42 @@ void ReportBuilder::AddWarning(std::string w) {
   warnings_.push_back(std::move(w));
 }
 
+namespace {
+
+// Where the traces come from several hosts, the host of each job process's pid when only
+// one host has a process of that pid ({hostname, boot_id}); pids repeat across hosts and
+// containers, so a finding names (host, pid). Empty for a report of one host.
+std::map<int64_t, Json> HostsOfPids(const RunModel& run) {
+  std::map<int64_t, std::set<std::string>> keys;
+  std::set<std::string> hosts;
+  for (const ProcessTrace& t : run.traces()) {
+    if (IsRunWrapper(t)) continue;
+    const std::string key = run.lifecycle().HostOf(t);
+    hosts.insert(key);
+    keys[t.pid()].insert(key);
+  }
+  std::map<int64_t, Json> out;
+  if (hosts.size() < 2) return out;
+  for (const auto& [pid, of] : keys) {
+    Json host;  // null: the pid is on several hosts
+    if (of.size() == 1) {
+      const std::string& key = *of.begin();
+      const size_t slash = key.find('/');
+      host = Json::MakeObject();
+      host["hostname"] = key.substr(0, slash);
+      host["boot_id"] = slash == std::string::npos ? std::string() : key.substr(slash + 1);
+    }
+    out.emplace(pid, std::move(host));
+  }
+  return out;
+}
+
+}  // namespace
+
 const Json& ReportBuilder::Finish() {
   finished_ = true;
+  // A report of several hosts gives each finding about a process its host.
+  const std::map<int64_t, Json> hosts = HostsOfPids(run_);
   std::stable_sort(findings_.begin(), findings_.end(), [](const Finding& a, const Finding& b) {
     if (a.severity != b.severity) return a.severity > b.severity;
     if (a.id != b.id) return a.id < b.id;
@@ -62,6 +98,10 @@ const Json& ReportBuilder::Finish() {
     j["id"] = f.id;
     j["severity"] = std::string(SeverityName(f.severity));
     j["pid"] = f.pid;
+    if (!hosts.empty()) {
+      const auto it = hosts.find(f.pid);
+      j["host"] = f.pid != 0 && it != hosts.end() ? it->second : Json();
+    }
     j["summary"] = f.summary;
     j["evidence"] = f.evidence;
     j["advice"] = f.advice;

@@ -28,6 +28,7 @@ enum class End { kExit, kSignal, kKilled };
 
 struct Proc {
   uint32_t pid = 0, ppid = 1;
+  std::string exe = "/usr/bin/python3";
   std::string host = "a";
   std::vector<std::pair<std::string, std::string>> env;  // the launcher variables
   uint64_t start_ns = 10 * kSec;  // CLOCK_MONOTONIC of its host
@@ -65,7 +66,7 @@ inline ProcessTrace Build(const Proc& p) {
   ps.ts = t0;
   ps.pid = p.pid;
   ps.ppid = p.ppid;
-  ps.exe = b.AppendString("/usr/bin/python3", t0);
+  ps.exe = b.AppendString(p.exe, t0);
   b.Append(ps);
   format::Argv a;
   a.ts = t0;

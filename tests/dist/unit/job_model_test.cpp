@@ -155,6 +155,31 @@ TEST(JobModel, ARankAndTheWorkerThatInheritedItsVariables) {
   EXPECT_TRUE(b.report->warnings().empty()) << b.Warnings();
 }
 
+// torchrun started a launch script (bash, with the rank variables) that started python:
+// the script is part of the launch, python is the rank.
+TEST(JobModel, ALaunchScriptIsNoRank) {
+  Proc script = Rank(0, 1), python = Rank(0, 1);
+  script.exe = "/usr/bin/bash";
+  script.steps = 0;
+  script.code = 1;
+  script.stop_ns = 21 * kSec;
+  python.pid = 300;
+  python.ppid = 100;
+  python.end = End::kSignal;  // SIGSEGV
+  const Built b = Report({Launcher(), script, python});
+  const JobModel& m = b.model();
+  ASSERT_EQ(m.processes.size(), 1u);
+  EXPECT_EQ(m.processes[0].trace, 2u);
+  EXPECT_EQ(m.processes[0].role, Role::kRank);
+  ASSERT_EQ(m.jobs.size(), 1u);
+  EXPECT_EQ(m.jobs[0].launchers, std::vector<size_t>{1});
+  const auto f = b.Findings("dist.first-failure");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].pid, 300);
+  EXPECT_EQ(f[0].evidence["consequences"].array()[0]["role"].str(), "launcher");
+  EXPECT_EQ(f[0].evidence["consequences"].array()[0]["pid"].as_int(), 100);
+}
+
 // Rank 1 SIGKILLed at 15 s (its last record); ranks 0 and 2 exit 1 at 15.2 s, having
 // lost their peer: rank 1 stopped first, though it was not the first to exit (its
 // trace has no exit at all).
@@ -299,6 +324,11 @@ TEST(JobModel, ClocksThatDisagreeBySecondsAreAlignedByWallTime) {
   EXPECT_EQ(f[0].evidence["consequences"].array()[0]["after_ns"].as_int(), 500'000'000);
   EXPECT_EQ(b.report->document()["dist"]["jobs"].array()[0]["clock"].str(), "wall");
   EXPECT_EQ(b.report->document()["dist"]["jobs"].array()[0]["clock_uncertainty_ns"].as_int(), 100'000'000);
+  // A report of two hosts gives each finding its process's host (pids repeat across hosts).
+  for (const Json& g : b.report->document()["findings"].array()) {
+    EXPECT_EQ(g["host"]["hostname"].str(), g["pid"].as_int() == 100 ? "a" : "b") << g["id"].str();
+    EXPECT_EQ(g["host"]["boot_id"].str(), g["pid"].as_int() == 100 ? "boot-a" : "boot-b");
+  }
 
   // Both killed 40 ms apart on two hosts: closer than their clocks can order.
   r1.end = End::kKilled;
