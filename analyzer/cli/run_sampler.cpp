@@ -298,7 +298,8 @@ TreeSampler::TreeSampler(RunTraceWriter& out, pid_t root, uint64_t pss_interval_
 
 void TreeSampler::SampleRound() {
   page_size_ = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
-  const uint64_t ts = NowNs(CLOCK_MONOTONIC);
+  const uint64_t ts = NowNs(CLOCK_MONOTONIC), round_cpu0 = NowNs(CLOCK_THREAD_CPUTIME_ID);
+  uint64_t reads_cpu = 0;  // the smaps reads' share of this round's CPU
   format::Clock clock;
   clock.ts = ts;
   clock.mono_ns = ts;
@@ -376,6 +377,7 @@ void TreeSampler::SampleRound() {
         if (kb("Swap:") != UINT64_MAX) s.swap_bytes = kb("Swap:");
       }
       schedule_.Record(p.pid, ts, wall, cpu, s.rss_bytes, s.pss_bytes);
+      reads_cpu += cpu;
     }
     s.threads = p.threads;
     s.cgroup = k.cgroup_dir.empty() ? 0 : out_.Intern(k.cgroup_dir);
@@ -392,6 +394,9 @@ void TreeSampler::SampleRound() {
   cgroup_max_ = UINT64_MAX;
   for (const auto& [dir, v2] : cgroups) SampleCgroup(dir, v2, ts);
   out_.Flush();
+  // The round's own work is paid from the same CPU budget as the reads.
+  const uint64_t round_cpu = NowNs(CLOCK_THREAD_CPUTIME_ID) - round_cpu0;
+  schedule_.ChargeRound(round_cpu - std::min(round_cpu, reads_cpu));
 }
 
 }  // namespace colabtrace::cli

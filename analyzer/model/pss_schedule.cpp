@@ -40,7 +40,8 @@ uint64_t PssSchedule::PredictedCostNs(pid_t pid, uint64_t rss) const {
 uint64_t PssSchedule::LockIntervalNs(pid_t pid) const {
   const auto it = procs_.find(pid);
   if (it == procs_.end() || !it->second.read) return 0;
-  return std::min(kFloorNs, static_cast<uint64_t>(static_cast<double>(it->second.wall_ns) / kLockShare));
+  const double held = std::min(static_cast<double>(it->second.wall_ns), kModelSlack * static_cast<double>(it->second.cpu_ns));
+  return std::min(kFloorNs, static_cast<uint64_t>(std::max(held, 1.0) / kLockShare));
 }
 
 uint64_t PssSchedule::EstimatedTreePss(const std::vector<Candidate>& round) const {

@@ -7,10 +7,14 @@
 // size); PSS only as this schedule allows:
 //   - the lock: after a read that held a process's mmap lock C ns, the next waits at
 //     least C / kLockShare (2 ms -> 100 ms, 40 ms -> 2 s), so reads hold it at most
-//     kLockShare of the time;
-//   - the sampler's CPU: each read is paid from a bucket that fills at kCpuShare of one
-//     core (a predicted cost when it is chosen, settled with the CPU it took), so a job
-//     of 16 processes keeps the sampler within 1% of a core;
+//     kLockShare of the time. C is the read's wall time, but at most kModelSlack times
+//     its CPU time: on a busy machine the sampler waits for a CPU in mid-walk, and one
+//     such read would otherwise keep a growing worker unread for seconds;
+//   - the sampler's CPU: a bucket fills at kCpuShare of one core (1%), the sampler's whole
+//     budget. Each round's own work (/proc/PID/stat, the cgroup, the trace) is paid from
+//     it (ChargeRound), and each read too (a predicted cost when it is chosen, settled
+//     with the CPU it took): PSS gets what the rounds leave, most of it in a small job,
+//     nothing in a job so big that its rounds alone use the budget;
 //   - order: a process never read first (read at first sight, whatever the bucket holds:
 //     its first reading anchors the verdict's sum and its growth), then one past the
 //     floor (kFloorNs since its last reading), then the one most overdue against its own
@@ -45,7 +49,7 @@ uint64_t CarriedPss(uint64_t pss_then, uint64_t rss_now);
 class PssSchedule {
  public:
   static constexpr double kLockShare = 0.02;       // of one process's time, in smaps reads
-  static constexpr double kCpuShare = 0.004;       // of one core, for every read together
+  static constexpr double kCpuShare = 0.01;        // of one core: the sampler's rounds and reads
   static constexpr uint64_t kFloorNs = 30'000'000'000ull;
   static constexpr double kPressureShare = 0.9;    // host.memory-pressure's threshold
   static constexpr uint64_t kVerdictRefreshNs = 5'000'000'000ull;
@@ -68,6 +72,8 @@ class PssSchedule {
   // A read of pid, done at now_ns, held its lock wall_ns (the read's wall time), cost the
   // sampler cpu_ns and gave pss (UINT64_MAX: unreadable) at rss.
   void Record(pid_t pid, uint64_t now_ns, uint64_t wall_ns, uint64_t cpu_ns, uint64_t rss, uint64_t pss);
+  // A round's own work (everything but the reads) took cpu_ns of the sampler's CPU.
+  void ChargeRound(uint64_t cpu_ns) { bucket_ns_ -= static_cast<int64_t>(cpu_ns); }
   // Drops the processes not in `alive`.
   void Retain(const std::vector<pid_t>& alive);
 
