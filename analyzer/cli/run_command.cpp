@@ -267,10 +267,10 @@ class RunCommand final : public Command {
            "COLABTRACE_SAMPLE_MS (default 100; 0: off) ms: RSS, CPU, swap, cgroup memory and\n"
            "OOM kills, into DIR/colabtrace.run.<pid>.ctrace. PSS and private memory (USS) are\n"
            "read as their cost allows: each read walks the process's pages under its mmap\n"
-           "lock, so a process is read at most 2% of its time, all reads together take at\n"
-           "most 0.4% of a core, and each process is read at least every 30 s where that fits;\n"
-           "while the tree's memory is near 90% of the limit, every process the lock budget\n"
-           "allows. COLABTRACE_PSS_MS=N reads every process's PSS every N ms instead.\n";
+           "lock, so a process is read at most 2% of its time; the sampling, reads included,\n"
+           "takes at most 1% of a core; each process is read at least every 30 s where that\n"
+           "fits, and while the tree's summed RSS is over 90% of the limit as often as the\n"
+           "lock allows. COLABTRACE_PSS_MS=N reads every process's PSS every N ms instead.\n";
   }
 
   int Run(const std::vector<std::string>& args) override {
