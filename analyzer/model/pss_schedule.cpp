@@ -85,9 +85,10 @@ std::vector<pid_t> PssSchedule::Choose(uint64_t now_ns, const std::vector<Candid
   for (const Candidate& c : round) rss_sum += c.rss;
   const bool verdict_needs_pss =
       limit != UINT64_MAX && static_cast<double>(rss_sum) >= kPressureShare * static_cast<double>(limit);
-  // Classes, best first: 0 never read, 1 wanted by the verdict, 2 past the floor, 3 the
-  // rest, by how overdue each is against its own lock interval. 0 and 1 go whatever the
-  // bucket holds.
+  // Classes, best first: 0 never read, 1 wanted by the verdict, 2 moved since its reading
+  // (a growing worker needs readings over time to be named), 3 past the floor, 4 the
+  // rest; within a class by how overdue each is against its own lock interval. 0 and 1
+  // go whatever the bucket holds.
   std::vector<std::tuple<int, double, pid_t, uint64_t>> ready;
   for (const Candidate& c : round) {
     const auto it = procs_.find(c.pid);
@@ -102,20 +103,22 @@ std::vector<pid_t> PssSchedule::Choose(uint64_t now_ns, const std::vector<Candid
     // A process whose smaps could not be read (permissions) is tried again at the floor.
     if (p.pss == UINT64_MAX && age < kFloorNs) continue;
     const double overdue = static_cast<double>(age) / static_cast<double>(std::max<uint64_t>(lock, 1));
-    if (verdict_needs_pss && (Moved(p, c.rss) || age >= kVerdictRefreshNs)) {
+    const bool moved = Moved(p, c.rss);
+    if (verdict_needs_pss && (moved || age >= kVerdictRefreshNs)) {
       ready.emplace_back(1, -overdue, c.pid, c.rss);
+    } else if (moved) {
+      ready.emplace_back(2, -overdue, c.pid, c.rss);  // growing: a worker to name
     } else {
-      ready.emplace_back(age >= kFloorNs ? 2 : 3, -overdue, c.pid, c.rss);
+      ready.emplace_back(age >= kFloorNs ? 3 : 4, -overdue, c.pid, c.rss);
     }
   }
   std::sort(ready.begin(), ready.end());
-  // In that order, while the bucket pays for the next read (a read dearer than the bucket
-  // holds goes when it is full, into debt). The first it cannot pay for ends the round,
-  // so that each waits its turn and the reads settle where every process is about
-  // equally overdue.
+  // In that order, while the bucket holds anything (the last read may take it into
+  // debt, which the next rounds repay). An empty bucket ends the round, and the most
+  // overdue go first in the next.
   for (const auto& [cls, overdue, pid, rss] : ready) {
     const auto cost = static_cast<int64_t>(PredictedCostNs(pid, rss));
-    if (cls > 1 && bucket_ns_ < cost && bucket_ns_ < kBucketCapNs) break;
+    if (cls > 1 && bucket_ns_ <= 0) break;
     bucket_ns_ -= cost;  // Record settles it with what the read really took
     procs_[pid].charged_ns = cost;
     out.push_back(pid);

@@ -16,11 +16,12 @@
 //     with the CPU it took): PSS gets what the rounds leave, most of it in a small job,
 //     nothing in a job so big that its rounds alone use the budget;
 //   - order: a process never read first (read at first sight, whatever the bucket holds:
-//     its first reading anchors the verdict's sum and its growth), then one past the
-//     floor (kFloorNs since its last reading), then the one most overdue against its own
-//     lock interval, each in turn as the bucket pays for it: small processes are read
-//     often and big ones seldom, and a cheap one read every round cannot starve a dear
-//     one. When the bucket cannot pay for every floor (many big processes) the floor
+//     its first reading anchors the verdict's sum and its growth), then one whose RSS
+//     moved since its reading (a growing worker is named from readings over time), then
+//     one past the floor (kFloorNs since its last reading), then the one most overdue
+//     against its own lock interval, each in turn while the bucket holds anything (the
+//     last read may take it into debt): small processes are read often and big ones
+//     seldom. When the bucket cannot pay for every floor (many big processes) the floor
 //     gives way, and the report says how often PSS was read;
 //   - the pressure verdict: PSS is at most RSS, so while the tree's summed RSS stays
 //     below kPressureShare of the limit the verdict needs no PSS. Above it the verdict

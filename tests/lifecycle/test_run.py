@@ -184,7 +184,7 @@ class Run(TempDirTest):
             own = [int(s["rss_bytes"]) for f in glob.glob(os.path.join(self.tmp, f"colabtrace.*.{k}.ctrace"))
                    for s in lt.records(f, "sample")]
             self.assertTrue(own)
-            self.assertEqual(lt.by_pid(rep)[k]["peak_rss_bytes"], max(own + [rss for rss, _, _, _ in seen]))
+            self.assertEqual(lt.by_pid(rep)[k]["peak_rss_bytes"], max(own + [int(s["rss_bytes"]) for s in by_pid[k]]))
         self.assertGreaterEqual(len(lt.records(trace, "cgroup_sample")), 1)
 
     def test_says_when_a_process_could_not_write_its_trace(self):

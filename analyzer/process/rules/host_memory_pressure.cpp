@@ -25,6 +25,10 @@ namespace {
 constexpr uint64_t kGrowthBytes = 64ull << 20;
 constexpr double kRisingShare = 0.7;
 constexpr size_t kMinSamples = 5;
+// USS is read as the sampler's cost budget allows (model/pss_schedule.h), not with every
+// sample: a worker that grows for a second or two gets a few readings, its first at
+// first sight.
+constexpr size_t kMinUssReadings = 3;
 
 
 // Workers (processes whose parent is sampled too) whose USS keeps growing.
@@ -38,7 +42,7 @@ Json GrowingWorkers(const std::map<uint32_t, std::vector<OutsideSample>>& sample
     for (const auto& s : v) {
       if (s.uss != UINT64_MAX) known.push_back(&s);
     }
-    if (known.size() < kMinSamples) continue;
+    if (known.size() < kMinUssReadings) continue;
     const uint64_t first = known.front()->uss, last = known.back()->uss;
     if (last < first + kGrowthBytes) continue;
     size_t rising = 0;

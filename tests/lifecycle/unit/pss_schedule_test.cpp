@@ -102,8 +102,8 @@ TEST(PssSchedule, TheFloorGivesWayWhenTheBudgetCannotPayForIt) {
 }
 
 TEST(PssSchedule, EveryProcessAtLeastEveryThirtySecondsWhereTheBudgetAllows) {
-  // Four processes of 1 GiB (10 ms a read) and one small one: the small one takes most of
-  // the reads, and each big one is still read at least every 30 s.
+  // Four processes of 1 GiB (10 ms a read) and one small one: the small one is read more
+  // than twice as often as each big one, and each big one at least every 30 s.
   PssSchedule sched;
   std::map<pid_t, SimProcess> procs;
   for (pid_t p = 100; p < 104; ++p) procs[p] = {1 * kGiB, 10 * kMs, 512 * kMiB};
@@ -113,7 +113,7 @@ TEST(PssSchedule, EveryProcessAtLeastEveryThirtySecondsWhereTheBudgetAllows) {
   for (pid_t p = 100; p < 104; ++p) {
     EXPECT_LE(MaxGap(reads.at(p), kS, kS + seconds * kS), PssSchedule::kFloorNs + kS) << p;
   }
-  EXPECT_GT(reads.at(200).size(), 4 * reads.at(100).size());
+  EXPECT_GT(reads.at(200).size(), 2 * reads.at(100).size());
 }
 
 TEST(PssSchedule, NoProcessHoldsItsLockMoreThanTwoPercentOfTheTime) {
