@@ -9,6 +9,8 @@
 #include <set>
 #include <map>
 
+#include "core/format.h"
+
 namespace colabtrace::analyzer {
 
 std::string_view EndKindName(EndKind k) {
@@ -19,6 +21,15 @@ std::string_view EndKindName(EndKind k) {
     case EndKind::kKilled: return "killed";
   }
   return "killed";
+}
+
+Json EndJson(EndKind kind, std::optional<int64_t> code, std::optional<int64_t> signal) {
+  Json end = Json::MakeObject();
+  end["kind"] = std::string(EndKindName(kind));
+  end["code"] = code ? Json(*code) : Json();
+  end["signal"] = signal ? Json(*signal) : Json();
+  if (signal) end["signal_name"] = SignalName(static_cast<int>(*signal));
+  return end;
 }
 
 std::string_view UntracedWhyName(uint64_t why) {

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/json.h"
 #include "trace/process_trace.h"
 
 namespace colabtrace::analyzer {
@@ -20,6 +21,9 @@ enum class EndKind { kExited, kSignaled, kKilled, kExecUntraced };
 // The JSON name of an end kind (shared/PRODUCT.md): exited, signaled or killed. An exec
 // into a program the shim could not follow is reported as "exited" with no code.
 std::string_view EndKindName(EndKind k);
+// How an end reads in the report: {kind, code, signal, signal_name}, as processes[].end
+// gives it (which adds who reaped it) and the dist.* findings quote it.
+Json EndJson(EndKind kind, std::optional<int64_t> code, std::optional<int64_t> signal);
 
 // The JSON name of an ExecUntraced.why: "no-preload", "static", "secure-exec" or
 // "exec-failed".

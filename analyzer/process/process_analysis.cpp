@@ -107,11 +107,7 @@ class ProcessAnalysis final : public Analysis {
   // The end object of a process: kind, code, signal (and its name), reaped_by.
   static Json EndObject(EndKind kind, std::optional<int64_t> code, std::optional<int64_t> signal,
                         const std::optional<Reap>& reap) {
-    Json end = Json::MakeObject();
-    end["kind"] = std::string(EndKindName(kind));
-    end["code"] = code ? Json(*code) : Json();
-    end["signal"] = signal ? Json(*signal) : Json();
-    if (signal) end["signal_name"] = SignalName(static_cast<int>(*signal));
+    Json end = EndJson(kind, code, signal);
     end["reaped_by"] = reap ? Json(static_cast<int64_t>(reap->reaper_pid)) : Json();
     if (reap) end["reaped_by_run"] = reap->by_run;
     return end;

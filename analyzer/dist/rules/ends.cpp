@@ -4,15 +4,6 @@
 
 namespace colabtrace::analyzer::dist {
 
-Json EndJson(EndKind kind, std::optional<int64_t> code, std::optional<int64_t> signal) {
-  Json end = Json::MakeObject();
-  end["kind"] = std::string(EndKindName(kind));
-  end["code"] = code ? Json(*code) : Json();
-  end["signal"] = signal ? Json(*signal) : Json();
-  if (signal) end["signal_name"] = SignalName(static_cast<int>(*signal));
-  return end;
-}
-
 std::string EndText(const JobRank& r) {
   switch (r.end_kind) {
     case EndKind::kExited:

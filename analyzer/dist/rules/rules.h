@@ -12,8 +12,8 @@
 
 namespace colabtrace::analyzer::dist {
 
-// {kind, code, signal, signal_name}: as processes[].end gives it.
-Json EndJson(EndKind kind, std::optional<int64_t> code, std::optional<int64_t> signal);
+// {kind, code, signal, signal_name}: as processes[].end gives it (model's EndJson).
+using analyzer::EndJson;
 inline Json EndJson(const JobRank& r) { return EndJson(r.end_kind, r.code, r.signal); }
 
 // How a rank's end reads in a sentence or a table: "exited 1", "killed by SIGKILL",
