@@ -156,6 +156,7 @@ void AfterForkInChild(LibcState libc) {
   g_pid = raw::Getpid();
   t_thread.vfork_pending = 0;
   t_thread.batch_wait_since = 0;  // the parent's wait is not the child's
+  t_thread.collective.since = 0;  // nor its collective
   ForgetVforkNote();
   if (!g_trace.is_open()) return;
   g_recording = false;

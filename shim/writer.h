@@ -62,6 +62,11 @@ struct ThreadState {
   // notes_gen == g_generation.
   format::ThreadNotes* notes = nullptr;
   uint32_t notes_gen = 0;
+  // The torch.distributed collective this thread is in (shim/python/collectives.cpp), as
+  // its begin said; since == 0: none.
+  struct Collective {
+    uint64_t since, op, group, seq, count, dtype, where;
+  } collective = {};
 };
 
 // constinit: constant-initialised, so no TLS wrapper call on access. The vfork stub in

@@ -198,6 +198,20 @@ constexpr std::array<FindingSpec, kFindingIdCount> kCatalog = {{
      "the launcher's SIGTERM) followed from it and are listed as its consequences; "
      "torchrun's \"Root Cause (first observed failure)\" names the first exit the launcher "
      "saw, which is often one of them."},
+    {kDistHang, "dist.hang", A::kDist, S::kError, false,
+     "One rank never entered the collective the others waited in",
+     "The ranks named here stopped making progress (blocked in the call named, or gone) "
+     "while the others waited for them in a collective; the waiting ranks' timeouts and "
+     "exits followed and are listed as its consequences. Fix what the blocked rank was "
+     "inside (a dead mount, a stuck read, a data loader that never returns); a rank that "
+     "left its loop early (uneven data) needs every rank to run the same number of steps "
+     "(torch's Join, or drop_last)."},
+    {kDistCollectiveMismatch, "dist.collective-mismatch", A::kDist, S::kError, false,
+     "Ranks called different collectives at one point",
+     "At the sequence number named, the odd ranks called another collective (or another "
+     "size or dtype) than the rest: gloo and NCCL match collectives by order, so the job "
+     "hangs or mixes data. Call collectives on every rank in the same order: a metric "
+     "all_reduce inside `if rank == 0:` is the usual cause."},
 }};
 
 constexpr bool InIdOrder() {

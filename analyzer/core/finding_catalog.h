@@ -53,8 +53,10 @@ enum class FindingId : uint8_t {
   kPerfStepSlowdown,
   kPerfGpuUnused,
   kDistFirstFailure,
+  kDistHang,
+  kDistCollectiveMismatch,
 };
-inline constexpr size_t kFindingIdCount = static_cast<size_t>(FindingId::kDistFirstFailure) + 1;  // the last one's + 1
+inline constexpr size_t kFindingIdCount = static_cast<size_t>(FindingId::kDistCollectiveMismatch) + 1;  // the last one's + 1
 
 // The part of the analyzer whose rules decide a finding: the prefix of its id.
 enum class FindingArea { kProcess, kHost, kGpu, kAbi, kIo, kPerf, kDist };

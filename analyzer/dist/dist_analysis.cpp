@@ -3,6 +3,8 @@
 // none), the statements of bad input as report warnings, and the dist.* rules
 // (dist/rules/). It runs after the process and perf analyses: dist.first-failure folds
 // the proc.* errors of a failure's consequences.
+#include <algorithm>
+
 #include "dist/job_model.h"
 #include "dist/rules/rules.h"
 #include "report/analyses.h"
@@ -94,6 +96,18 @@ class DistAnalysis final : public Analysis {
       row["stopped_at_ns"] = r.at_ns;
       row["workers"] = static_cast<uint64_t>(r.workers.size());
       row["first_failure"] = job.first_failure && *job.first_failure == i;
+      row["never_entered"] = std::find(job.hung.begin(), job.hung.end(), i) != job.hung.end();
+      if (r.waiting) {
+        Json w = Json::MakeObject();
+        w["op"] = r.waiting->op;
+        w["seq"] = r.waiting->seq != 0 ? Json(r.waiting->seq) : Json();
+        w["where"] = r.waiting->where.empty() ? Json() : Json(r.waiting->where);
+        w["waited_ns"] = r.waiting->waited_ns;
+        w["raised"] = r.waiting->raised;
+        row["waiting"] = std::move(w);
+      } else {
+        row["waiting"] = Json();
+      }
       ranks.Append(std::move(row));
     }
     j["ranks"] = std::move(ranks);
@@ -108,6 +122,10 @@ class DistAnalysis final : public Analysis {
     j["launcher_pids"] = std::move(launchers);
     j["first_failure_rank"] = job.first_failure ? Json(job.ranks[*job.first_failure].rank) : Json();
     j["stopped_from_outside"] = job.stopped_from_outside;
+    Json hung = Json::MakeArray();
+    for (size_t i : job.hung) hung.Append(job.ranks[i].rank);
+    j["never_entered_ranks"] = std::move(hung);
+    j["all_waiting"] = job.all_waiting;
     return j;
   }
 };

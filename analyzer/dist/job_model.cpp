@@ -6,7 +6,9 @@
 #include <set>
 #include <tuple>
 
+#include "colabtrace/format/records.h"
 #include "core/format.h"
+#include "perf/hang_model.h"
 #include "perf/step_model.h"
 
 namespace colabtrace::analyzer::dist {
@@ -32,6 +34,62 @@ std::pair<int64_t, uint64_t> SenderOf(const RunModel& run, const std::string& ho
   }
   return {0, 0};
 }
+
+// What rank trace t was waiting in when it stopped at stop_ns: a collective in flight
+// (level 1 note), else its last Collective record when that one raised and no step
+// followed it; and the highest sequence number it entered in each group.
+void FindWait(const ProcessTrace& t, uint64_t stop_ns, JobRank& r) {
+  using format::InFlightCall;
+  for (const auto& c : t.records.Collective) {
+    if (c.seq == 0) continue;
+    uint64_t& e = r.entered[c.group];
+    e = std::max(e, c.seq + (c.seqs > 0 ? c.seqs - 1 : 0));
+  }
+  const auto text = [&](uint64_t id) { return id != 0 ? std::string(t.Str(id)) : std::string(); };
+  const auto name = [](uint64_t op) {
+    const char* n = format::CollectiveOpName(op);
+    return std::string(n != nullptr ? n : "collective");
+  };
+  // A RankWait from a record's fields (an in_flight note's or a collective's).
+  const auto make = [&](const auto& rec, uint64_t op, uint64_t waited_ns, bool raised) {
+    RankWait w;
+    w.op = name(op);
+    w.group = rec.group;
+    w.seq = rec.seq;
+    w.count = rec.count;
+    w.dtype = text(rec.dtype);
+    w.where = text(rec.where);
+    w.tid = static_cast<uint32_t>(rec.tid);
+    w.since_ns = rec.ts;
+    w.waited_ns = waited_ns;
+    w.raised = raised;
+    return w;
+  };
+  for (const auto& n : t.records.InFlight) {
+    if (n.call != static_cast<uint64_t>(InFlightCall::kCollective)) continue;
+    if (r.waiting && r.waiting->since_ns <= n.ts) continue;  // the thread that waited longest
+    r.waiting = make(n, n.api, stop_ns > n.ts ? stop_ns - n.ts : 0, false);
+  }
+  if (r.waiting) {
+    if (r.waiting->seq != 0) {
+      uint64_t& e = r.entered[r.waiting->group];
+      e = std::max(e, r.waiting->seq);
+    }
+    return;
+  }
+  if (t.records.Collective.empty()) return;
+  const auto& last = t.records.Collective.back();
+  if (last.status != static_cast<uint64_t>(format::CollectiveStatus::kRaised)) return;
+  const uint64_t ended = last.ts + last.dur;
+  for (const auto& st : t.records.Step) {
+    if (st.ts >= ended) return;  // it went on stepping: the error was caught
+  }
+  r.waiting = make(last, last.op, last.dur, true);
+}
+
+// A rank killed in a call it began no later than this after the waiters entered, and
+// stayed in at least this long, was stuck there (JudgeHang).
+constexpr uint64_t kBlockedSlackNs = 1'000'000'000;
 
 bool IsFatalSignal(int64_t s) {
   return s == SIGSEGV || s == SIGBUS || s == SIGABRT || s == SIGILL || s == SIGFPE;
@@ -278,6 +336,14 @@ class Builder {
         break;
       }
     }
+    FindWait(t, r.stop_ns, r);
+    for (const auto& e : t.records.PyException) {
+      if (e.how != static_cast<uint64_t>(format::PyExceptionHow::kMainThread)) continue;
+      r.exception = std::string(t.Str(e.type));
+      // Its first line, as the summary quotes it.
+      const std::string_view m = e.message != 0 ? t.Str(e.message) : std::string_view();
+      if (!m.empty()) r.exception += ": " + std::string(m.substr(0, std::min<size_t>(m.find('\n'), 200)));
+    }
     return r;
   }
 
@@ -302,12 +368,85 @@ class Builder {
       origin = std::min(origin, run_.traces()[job.ranks[i].trace].start_ns() + offset[i]);
     }
     for (size_t i = 0; i < job.ranks.size(); ++i) {
-      job.ranks[i].at_ns = static_cast<int64_t>(job.ranks[i].stop_ns + offset[i] - origin);
+      job.ranks[i].axis_base = offset[i] - origin;
+      job.ranks[i].at_ns = static_cast<int64_t>(job.ranks[i].stop_ns + job.ranks[i].axis_base);
     }
   }
 
+  // dist.hang: ranks ended waiting in a collective that others never entered, while those
+  // were alive (blocked elsewhere, or still going when they were stopped) or missing. True
+  // when the job's verdict is made here (a hang, or every rank waiting): then no rank
+  // failed first. A rank that failed on its own before the waiters gave up is the first
+  // failure instead, and the waiters its consequences (false).
+  bool JudgeHang(Job& job) {
+    for (size_t i = 0; i < job.ranks.size(); ++i) {
+      if (job.ranks[i].waiting) job.waiters.push_back(i);
+    }
+    if (job.waiters.empty()) return false;
+    // The collective they wait in: the lowest sequence number, else the first entered.
+    size_t in = job.waiters.front();
+    for (size_t i : job.waiters) {
+      const RankWait &a = *job.ranks[i].waiting, &b = *job.ranks[in].waiting;
+      const bool lower = a.seq != 0 && b.seq != 0 && a.group == b.group ? a.seq < b.seq
+                                                                          : a.since_ns + job.ranks[i].axis_base <
+                                                                                b.since_ns + job.ranks[in].axis_base;
+      if (lower) in = i;
+    }
+    const RankWait& w = *job.ranks[in].waiting;
+    uint64_t entered_last = 0;  // the last waiter to enter did so then (the job's axis)
+    for (size_t i : job.waiters) {
+      entered_last = std::max(entered_last, job.ranks[i].waiting->since_ns + job.ranks[i].axis_base);
+    }
+    const perf::HangModel& hangs = run_.Get<perf::HangModel>();
+    // The waiters gave up (or were stopped) no earlier than this.
+    uint64_t gave_up = UINT64_MAX;
+    for (size_t i : job.waiters) gave_up = std::min(gave_up, static_cast<uint64_t>(job.ranks[i].at_ns));
+    std::vector<size_t> never;
+    for (size_t i = 0; i < job.ranks.size(); ++i) {
+      const JobRank& r = job.ranks[i];
+      if (r.waiting) continue;
+      if (w.seq != 0) {
+        const auto e = r.entered.find(w.group);
+        if (e != r.entered.end() && e->second >= w.seq) continue;  // it entered it, and left
+      }
+      // Killed (SIGKILL) while blocked in a call it had begun by the time the waiters
+      // entered, and stayed in for a while: stuck, not failed (a kill of the whole job).
+      // An OOM-killed rank dies while the others have already entered, in whatever call
+      // it was just then.
+      bool blocked_before = false;
+      if (const perf::ProcessHang* h = hangs.Of(r.trace); h != nullptr && r.end_kind == EndKind::kKilled) {
+        for (const perf::InFlightCall& c : h->calls) {
+          blocked_before |= c.since_ns + r.axis_base <= entered_last + kBlockedSlackNs && c.blocked_ns >= kBlockedSlackNs;
+        }
+      }
+      const bool own = (r.blame == Blame::kOwn || r.blame == Blame::kExit) && !blocked_before;
+      if (own && static_cast<uint64_t>(r.at_ns) <= gave_up) return false;  // it failed first
+      // Blocked elsewhere, stopped from outside while they waited, or gone (exited 0,
+      // before or after they entered): it never entered.
+      never.push_back(i);
+    }
+    if (never.empty() && job.missing.empty()) {
+      job.all_waiting = job.waiters.size() == job.ranks.size();
+      return job.all_waiting;
+    }
+    job.hung = std::move(never);
+    job.waited_in = in;
+    std::vector<size_t> failed;
+    for (size_t i : job.waiters) {
+      if (job.ranks[i].failed()) failed.push_back(i);
+    }
+    std::sort(failed.begin(), failed.end(),
+              [&](size_t a, size_t b) { return job.ranks[a].at_ns < job.ranks[b].at_ns; });
+    job.consequences = std::move(failed);
+    return true;
+  }
+
   void Judge(Job& job) {
-    if (!job.problems.empty() || !job.failed()) return;
+    // A missing rank leaves the hang verdict standing (it may be the rank that never
+    // entered); any other problem leaves no verdict at all.
+    const bool only_missing = !job.missing.empty() && job.problems.size() == 1;
+    if (!job.problems.empty() && !only_missing) return;
+    if (JudgeHang(job) || !job.problems.empty() || !job.failed()) return;
     // A trace that stopped early (disk full, size limit) or could be read only in part
     // does not say when its process stopped.
     for (const JobRank& r : job.ranks) {
@@ -326,6 +465,13 @@ class Builder {
       failed.push_back(i);
       if (job.ranks[i].blame != Blame::kSent) own.push_back(i);
     }
+    // A rank that gave up waiting in a collective (a timeout, a lost peer) failed because
+    // of another that did not wait there.
+    std::vector<size_t> own_outside;
+    for (size_t i : own) {
+      if (!job.ranks[i].waiting) own_outside.push_back(i);
+    }
+    if (!own_outside.empty()) own = std::move(own_outside);
     if (failed.empty()) return;
     if (own.empty()) {
       job.stopped_from_outside = true;

@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,6 +57,21 @@ struct RankProcess {
   size_t rank_trace = 0;     // a worker's rank (its nearest ancestor that is a rank)
 };
 
+// A collective a rank was in when it stopped waiting for good (the Python start-up hook's
+// notes and records, format::Collective): one in flight when the rank stopped, or its
+// last one when that one raised (a timeout, a lost peer) and no step followed.
+struct RankWait {
+  std::string op;          // "all_reduce", "ddp_all_reduce"...
+  uint64_t group = 0;      // the hook's id of the process group (1 the default one)
+  uint64_t seq = 0;        // its sequence number in the group (0: unknown)
+  uint64_t count = 0;
+  std::string dtype, where;
+  uint32_t tid = 0;
+  uint64_t since_ns = 0;   // when it entered, on the rank's host's CLOCK_MONOTONIC
+  uint64_t waited_ns = 0;  // how long it waited (until it raised, or the rank stopped)
+  bool raised = false;
+};
+
 // One rank of a job and how it ended.
 struct JobRank {
   size_t trace = 0;
@@ -67,9 +83,16 @@ struct JobRank {
   std::optional<int64_t> code, signal;
   Blame blame = Blame::kNone;
   int64_t sender_pid = 0;           // kSent: who sent it (0: none)
+  std::string exception;            // its uncaught Python exception ("ValueError: bad
+                                    // sample"), "" none
   uint64_t stop_ns = 0;             // when it stopped, on its own host's CLOCK_MONOTONIC
   int64_t at_ns = 0;                // the same on the job's axis, from the job's start
   std::vector<size_t> workers;      // traces of its workers
+  uint64_t axis_base = 0;           // host CLOCK_MONOTONIC + this = the job's axis (wraps)
+  std::optional<RankWait> waiting;  // the collective it waited in at its end
+  // Per process group (the hook's id): the highest sequence number it entered (0: none
+  // known), from its Collective records and the one in flight.
+  std::map<uint64_t, uint64_t> entered;
 
   bool failed() const { return blame != Blame::kNone; }
 };
@@ -95,6 +118,18 @@ struct Job {
   // Ranks that failed but whose end a traced process sent, when no rank failed on its own:
   // the job was stopped from outside (no first failure to name).
   bool stopped_from_outside = false;
+  // Collectives: the ranks that ended waiting in one (indexes into ranks, by rank).
+  std::vector<size_t> waiters;
+  // dist.hang's verdict: the ranks that never entered the collective the waiters waited
+  // in, and were alive, stopped or blocked elsewhere while they waited (indexes into
+  // ranks; the missing ranks are named in `missing`); `waited_in` indexes the waiter whose
+  // collective it is (the lowest sequence number, else the first to enter). The waiters'
+  // failures are its consequences, and there is then no first failure.
+  std::vector<size_t> hung;
+  std::optional<size_t> waited_in;
+  // Every rank ended waiting in a collective: none stopped first (dist.collective-mismatch
+  // says why where it can), and there is no first failure to name.
+  bool all_waiting = false;
 
   bool failed() const;
 };

@@ -25,6 +25,8 @@ bool IsProgramFrame(std::string_view frame) {
   if (path.find("/site-packages/") != std::string_view::npos || path.find("/dist-packages/") != std::string_view::npos) {
     return false;
   }
+  // colabtrace's own start-up hook (python/colabtrace/_startup/), wherever it is installed.
+  if (path.find("/colabtrace/_startup/") != std::string_view::npos) return false;
   // The standard library: …/lib/python3.11/x.py or …/lib64/python3.11/x.py, any prefix.
   for (size_t at = path.find("/python"); at != std::string_view::npos; at = path.find("/python", at + 1)) {
     const std::string_view before = path.substr(0, at);

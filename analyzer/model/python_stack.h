@@ -20,8 +20,9 @@ std::vector<std::string> PythonStackFrames(const ProcessTrace& t, uint64_t id);
 
 // Whether a "path:line in function" frame is the program's own code: not the
 // interpreter's standard library (…/lib/python3.N/…), not an installed package
-// (…/site-packages/…, …/dist-packages/…), not code without a file ("<frozen …>",
-// "<string>", a generated launcher).
+// (…/site-packages/…, …/dist-packages/…), not colabtrace's own start-up hook
+// (…/colabtrace/_startup/…), not code without a file ("<frozen …>", "<string>", a
+// generated launcher).
 bool IsProgramFrame(std::string_view frame);
 
 // The frame that tells where in the program something happened: the innermost of the

@@ -32,6 +32,10 @@ std::string ApiName(const format::InFlight& r) {
       return r.api == static_cast<uint64_t>(format::LibApi::kDlmopen) ? "dlmopen" : "dlopen";
     case Call::kBatchWait:
       return "DataLoader.__next__";
+    case Call::kCollective: {
+      const char* n = format::CollectiveOpName(r.api);
+      return n != nullptr ? n : "collective";
+    }
     default: {
       const char* n = format::IoApiName(r.api);
       return n != nullptr ? n : format::InFlightCallName(r.call);
@@ -238,7 +242,15 @@ HangModel HangModel::Build(const RunModel& run) {
         c.device_wide = r.device_wide != 0;
         c.kernels = KernelsInFlight(run, t, r);
       }
-      if (call == Call::kBatchWait && r.where != 0) c.where = std::string(t.Str(r.where));
+      if ((call == Call::kBatchWait || call == Call::kCollective) && r.where != 0) {
+        c.where = std::string(t.Str(r.where));
+      }
+      if (call == Call::kCollective) {
+        c.seq = r.seq;
+        c.count = r.count;
+        c.group = r.group;
+        if (r.dtype != 0) c.dtype = std::string(t.Str(r.dtype));
+      }
       if (call == Call::kWait) c.pid = r.pid;
       if (auto o = outside.find({host, t.pid(), r.tid}); o != outside.end()) {
         c.python_stack = o->second.python_stack;
@@ -324,8 +336,14 @@ Json InFlightJson(const InFlightCall& c) {
     j["device_wide"] = c.device_wide;
     j["kernels"] = c.kernels.is_array() ? c.kernels : Json::MakeArray();
   }
-  if (c.call == static_cast<uint64_t>(Call::kBatchWait)) {
+  if (c.call == static_cast<uint64_t>(Call::kBatchWait) || c.call == static_cast<uint64_t>(Call::kCollective)) {
     j["where"] = c.where.empty() ? Json() : Json(c.where);
+  }
+  if (c.call == static_cast<uint64_t>(Call::kCollective)) {
+    j["seq"] = c.seq != 0 ? Json(c.seq) : Json();
+    j["count"] = c.count;
+    j["dtype"] = c.dtype.empty() ? Json() : Json(c.dtype);
+    j["group"] = c.group;
   }
   if (c.pid) j["pid"] = *c.pid;
   if (c.python_stack.empty()) {

@@ -55,7 +55,11 @@ struct InFlightCall {
   std::optional<uint64_t> stream;  // a GPU sync's stream
   bool device_wide = false;
   Json kernels;                // a GPU sync's kernels in flight, newest first (array)
-  std::string where;           // a batch wait's asking line
+  std::string where;           // a batch wait's asking line, a collective's calling line
+  // A collective (call kCollective; api is its op name, "all_reduce"): its sequence
+  // number in its process group (0: unknown), element count, dtype and group id.
+  uint64_t seq = 0, count = 0, group = 0;
+  std::string dtype;
   std::optional<int64_t> pid;  // a wait's child (-1: any)
   std::vector<std::string> python_stack;  // innermost first, when known
   std::string comm;            // the thread's name, when `colabtrace run` read it

@@ -322,6 +322,13 @@ class TraceDecoder {
       case InFlightCall::kBatchWait:
         ev.where = n.where;
         break;
+      case InFlightCall::kCollective:
+        ev.where = n.where;
+        ev.seq = n.object;
+        ev.count = n.epoch;
+        ev.group = n.synced;
+        ev.dtype = n.detail;
+        break;
     }
     ev.image = image;
     ++run_;

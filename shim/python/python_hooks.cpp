@@ -1,7 +1,8 @@
 // The Python module's start-up and the entry points the Python start-up hook calls.
 //
 // Start-up (after the core opened the trace): find the interpreter for Python stacks,
-// and, with COLABTRACE_PYTHON=1 in a Python process, put the start-up hook's directory
+// and, with COLABTRACE_PYTHON=1 in a Python process (or with it unset in a process that
+// carries a launcher's rank variables), put the start-up hook's directory
 // in front of PYTHONPATH so that Python imports its sitecustomize. That is the only
 // change the shim makes to a program's environment, and the hook undoes it as soon as
 // it runs (os.environ and sys.path are restored to what they would have been), so the
@@ -22,6 +23,7 @@
 //   int colabtrace_python_quiet(int on)   on=1: the calling thread's calls are not
 //                                         recorded (the hook's own work: scanning the
 //                                         installed distributions at exit); on=0: again.
+// and torch.distributed's collectives (shim/python/collectives.cpp).
 #include <dlfcn.h>
 #include <limits.h>
 #include <sys/stat.h>
@@ -96,9 +98,23 @@ bool CommandLineSkipsTheHook() {
   return false;
 }
 
+// Whether this process carries a launcher's rank variables (torchrun's RANK, Slurm's,
+// Open MPI's, PMI's): a rank of a multi-rank job, where the hook is on by default.
+bool CarriesRankVariables() {
+  static constexpr const char* kRankVariables[] = {"RANK", "TORCHELASTIC_RUN_ID", "SLURM_PROCID",
+                                                   "OMPI_COMM_WORLD_RANK", "PMI_RANK"};
+  for (const char* name : kRankVariables) {
+    if (getenv(name) != nullptr) return true;
+  }
+  return false;
+}
+
 void InstallStartupHook() {
+  // COLABTRACE_PYTHON=1 turns the hook on, =0 off; unset, it is on in a rank (so that a
+  // multi-rank job's collectives are seen with no change to how it is launched).
   const char* flag = getenv("COLABTRACE_PYTHON");
-  if (flag == nullptr || std::strcmp(flag, "1") != 0) return;
+  const bool on = flag != nullptr ? std::strcmp(flag, "1") == 0 : CarriesRankVariables();
+  if (!on) return;
   if (CommandLineSkipsTheHook()) return;
   if (RealDlsym()(RTLD_DEFAULT, "Py_Initialize") == nullptr) {  // not a Python process
     dlerror();
@@ -106,7 +122,7 @@ void InstallStartupHook() {
   }
   char dir[1024];
   if (!FindHookDir(dir, sizeof(dir))) {
-    Say("COLABTRACE_PYTHON=1 but the Python start-up hook was not found next to the shim");
+    if (flag != nullptr) Say("COLABTRACE_PYTHON=1 but the Python start-up hook was not found next to the shim");
     return;
   }
   // The hook removes exactly this prefix again: "DIR" alone means PYTHONPATH was unset,

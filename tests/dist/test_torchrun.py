@@ -26,6 +26,9 @@ TORCHRUN = "/usr/bin/torchrun"
 NPROC = 3
 
 
+marked_line = h.marked_line
+
+
 def torch_missing() -> str:
     if not os.path.exists(TORCHRUN):
         return TORCHRUN + " is not installed (Debian's python3-torch)"
@@ -43,7 +46,7 @@ class Job:
     """One torchrun job of NPROC ranks under `colabtrace run`: its output, its JSON and
     text reports, and the job string its ranks carry."""
 
-    def __init__(self, tmp: str, mode: str):
+    def __init__(self, tmp: str, mode: str, env: dict | None = None, run_args=(), timeout: float = 240):
         self.out = os.path.join(tmp, mode)
         port = free_port()
         self.run_id = "ct-" + mode
@@ -55,7 +58,9 @@ class Job:
         argv = [TORCHRUN, "--nnodes", "1", "--nproc_per_node", str(NPROC), "--redirects", "2", "--tee", "2",
                 "--master_addr", "127.0.0.1", "--master_port", str(port), "--rdzv_id", self.run_id,
                 TRAIN, mode]
-        self.proc = h.colabtrace_run(self.out, argv, env={"OMP_NUM_THREADS": "1"}, timeout=240)
+        self.proc = subprocess.run([h.CLI, "run", "-o", self.out, *run_args, "--", *argv],
+                                   env=h.clean_env({"OMP_NUM_THREADS": "1", **(env or {})}),
+                                   capture_output=True, text=True, timeout=timeout)
         self.job = f"{self.run_id}@127.0.0.1:{port}"
         self.report = h.report(self.out)
         self.text = h.cli("report", self.out).stdout
@@ -75,6 +80,7 @@ class Job:
 
 class TorchrunJob(unittest.TestCase):
     MODE = ""
+    RUN_ARGS: tuple = ()  # `colabtrace run`'s own options
     job: Job
 
     @classmethod
@@ -83,7 +89,12 @@ class TorchrunJob(unittest.TestCase):
         if why:
             raise unittest.SkipTest(why)
         cls.tmp = tempfile.mkdtemp(prefix="ct-dist-")
-        cls.job = Job(cls.tmp, cls.MODE)
+        cls.job = Job(cls.tmp, cls.MODE, env=cls.job_env(), run_args=cls.RUN_ARGS, timeout=300)
+
+    @classmethod
+    def job_env(cls) -> dict:
+        """The job's environment beyond the test's own."""
+        return {}
 
     @classmethod
     def tearDownClass(cls):
@@ -202,7 +213,7 @@ class RankRaises(TorchrunJob):
         f = j.findings("dist.")
         self.assertEqual([x["id"] for x in f], ["dist.first-failure"], j.context())
         ev = f[0]["evidence"]
-        self.assertEqual((ev["rank"], ev["pid"], ev["cause"], ev["steps"]), (1, j.rank_pid(1), "exit", 5))
+        self.assertEqual((ev["rank"], ev["pid"], ev["cause"], ev["steps"]), (1, j.rank_pid(1), "exception", 5))
         self.assertEqual(ev["end"], {"kind": "exited", "code": 1, "signal": None})
         # The others lost their peer (gloo: exit 1), or the launcher ended them first
         # (SIGTERM from its pid), whichever came first: either way, consequences.
@@ -210,8 +221,12 @@ class RankRaises(TorchrunJob):
         self.assertEqual(sorted(c["rank"] for c in ranks), [0, 2])
         for c in ranks:
             self.assert_consequence_end(c)
-        self.assertIn("rank 1 (host " + socket.gethostname() + f", pid {j.rank_pid(1)}) failed first: it exited 1 "
-                      "after 5 steps", f[0]["summary"])
+        self.assertIn("rank 1 (host " + socket.gethostname() + f", pid {j.rank_pid(1)}) failed first: it raised "
+                      "ValueError: bad sample at step 6 (exited 1) after 5 steps", f[0]["summary"])
+        # Its exception, message and line, as processes[].exception has them.
+        p = next(p for p in j.ranks if p["dist"]["rank"] == 1)
+        self.assertEqual((p["exception"]["type"], p["exception"]["message"]), ("ValueError", "bad sample at step 6"))
+        self.assertIn(f"ddp_train.py:{marked_line(TRAIN, 'raise')} in main", p["exception"]["python_stack"][0])
 
 
 if __name__ == "__main__":

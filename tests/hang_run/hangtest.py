@@ -27,13 +27,7 @@ def interpreters() -> dict[str, str]:
     return found
 
 
-def marked_line(prog: str, marker: str) -> int:
-    """The 1-based line of prog that carries the comment `# <marker>`."""
-    with open(prog, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if re.search(r"#\s*" + re.escape(marker) + r"\b", line):
-                return n
-    raise AssertionError(f"no line marked {marker} in {prog}")
+marked_line = h.marked_line  # the 1-based line of a program that carries `# <marker>`
 
 
 class HangRun:

@@ -201,6 +201,15 @@ def parse_dump_line(line: str) -> tuple[str, dict] | None:
     return parts[2], fields
 
 
+def marked_line(path: str, marker: str) -> int:
+    """The 1-based line of the file at path that carries the comment `# <marker>`."""
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if re.search(r"#\s*" + re.escape(marker) + r"\b", line):
+                return n
+    raise AssertionError(f"no line marked {marker} in {path}")
+
+
 def records(trace: str, name: str) -> list[dict]:
     """Records of one type from `colabtrace dump`, as dicts of field -> raw text value
     (strings keep their JSON quotes removed)."""

@@ -156,6 +156,32 @@ class UncaughtExceptions(h.TempDirTest):
         self.assertEqual((run.returncode, run.stderr), (bare.returncode, bare.stderr))
 
 
+class HookDefaultInRanks(h.TempDirTest):
+    """Under plain LD_PRELOAD the start-up hook is on by default in a process that carries
+    a launcher's rank variables (so a multi-rank job needs no change to be diagnosed), off
+    in any other unless COLABTRACE_PYTHON=1, and COLABTRACE_PYTHON=0 turns it off in a rank
+    too. The hook's py_exception record tells whether it ran."""
+
+    def exceptions(self, env_extra):
+        out = tempfile.mkdtemp(prefix="rank-", dir=self.tmp)
+        env = {"PYTHONPATH": PACKAGE, "OMP_NUM_THREADS": "1", **env_extra}
+        r = h.run_traced([h.SYSTEM_PYTHON, RAISES, "value"], env=env, out_dir=out)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        return Run(r.returncode, r.stdout, r.stderr, out).records("py_exception")
+
+    def test_on_in_a_torchrun_rank(self):
+        self.assertEqual([e["type"] for e in self.exceptions({"RANK": "1", "WORLD_SIZE": "3"})], ["ValueError"])
+
+    def test_on_in_slurm_and_mpi_ranks(self):
+        for var in ("SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
+            with self.subTest(var=var):
+                self.assertEqual(len(self.exceptions({var: "0"})), 1)
+
+    def test_off_elsewhere_and_when_asked(self):
+        self.assertEqual(self.exceptions({}), [])
+        self.assertEqual(self.exceptions({"RANK": "1", "COLABTRACE_PYTHON": "0"}), [])
+
+
 class DataLoaderWorkerException(h.TempDirTest):
     def setUp(self):
         super().setUp()

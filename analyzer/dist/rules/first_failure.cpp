@@ -15,7 +15,6 @@
 // folded}]}. A job with no verdict (the job model's problems) gets no finding: the report
 // states why instead.
 #include <algorithm>
-#include <map>
 
 #include "core/format.h"
 #include "dist/rules/rules.h"
@@ -23,30 +22,18 @@
 namespace colabtrace::analyzer::dist {
 namespace {
 
-std::string RankList(const std::vector<int64_t>& ranks) {
-  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    s += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[i]);
-  }
-  return s;
-}
-
 std::string CauseText(const JobRank& r) {
   const std::string cause = CauseOf(r);
   if (cause == "killed") return "was killed by SIGKILL with no exit record (the OOM killer, or a kill from outside the job)";
   if (cause == "fatal-signal") return "crashed with " + EndText(r);
   if (cause == "signal") return "was ended by " + EndText(r) + " from outside the job";
+  if (cause == "exception") return "raised " + r.exception + " (" + EndText(r) + ")";
   return EndText(r);
 }
 
 void FirstFailureRule(RuleContext& ctx) {
   const RunModel& run = ctx.run();
   const JobModel& jobs = run.Get<JobModel>();
-  // How many job processes share each pid (across hosts): only a unique pid names one.
-  std::map<int64_t, size_t> pid_count;
-  for (const ProcessTrace& t : run.traces()) {
-    if (!run.facts(t).run_wrapper) ++pid_count[t.pid()];
-  }
   for (const Job& job : jobs.jobs) {
     if (!job.first_failure) continue;
     const JobRank& c = job.ranks[*job.first_failure];
@@ -63,62 +50,18 @@ void FirstFailureRule(RuleContext& ctx) {
     ev["restart"] = job.restart ? Json(*job.restart) : Json();
     ev["world_size"] = job.world_size ? Json(*job.world_size) : Json();
 
-    // Folds the proc.* errors of these pids into `folded`.
-    const auto fold = [&](std::vector<int64_t> pids) {
-      pids.erase(std::remove_if(pids.begin(), pids.end(), [&](int64_t p) { return pid_count[p] != 1; }), pids.end());
-      Json ids = Json::MakeArray();
-      for (const Finding& taken : ctx.Fold([&](const Finding& g) {
-             return g.severity == Severity::kError && g.id.rfind("proc.", 0) == 0 &&
-                    std::find(pids.begin(), pids.end(), g.pid) != pids.end();
-           })) {
-        Json one = Json::MakeObject();
-        one["id"] = taken.id;
-        one["pid"] = taken.pid;
-        one["summary"] = taken.summary;
-        ids.Append(std::move(one));
-      }
-      return ids;
-    };
-
     Json consequences = Json::MakeArray();
     std::vector<int64_t> consequence_ranks;
     std::string ends;
     for (size_t i : job.consequences) {
       const JobRank& r = job.ranks[i];
-      Json one = Json::MakeObject();
-      one["host"] = r.host;
-      one["rank"] = r.rank;
-      one["pid"] = r.pid;
-      one["end"] = EndJson(r);
-      one["role"] = "rank";
-      // at_ns values come from untrusted traces: subtracted without signed overflow.
-      one["after_ns"] = static_cast<int64_t>(static_cast<uint64_t>(r.at_ns) - static_cast<uint64_t>(c.at_ns));
-      std::vector<int64_t> pids{r.pid};
-      for (size_t w : r.workers) pids.push_back(run.traces()[w].pid());
-      one["folded"] = fold(pids);
-      consequences.Append(std::move(one));
+      consequences.Append(ConsequenceJson(ctx, r, c.at_ns));
       consequence_ranks.push_back(r.rank);
       const std::string e = EndText(r);
       if (ends.find(e) == std::string::npos) ends += (ends.empty() ? "" : ", ") + e;
     }
     // The launcher's own failure (torchrun's ChildFailedError: exit 1) followed too.
-    for (size_t l : job.launchers) {
-      const ProcessTrace& t = run.traces()[l];
-      const ProcessFacts& lf = run.facts(t);
-      const bool failed = lf.end_kind == EndKind::kKilled || lf.end_kind == EndKind::kSignaled ||
-                          (lf.end_kind == EndKind::kExited && lf.exit_code && *lf.exit_code != 0);
-      if (!failed) continue;
-      const std::string host = run.lifecycle().HostOf(t);
-      Json one = Json::MakeObject();
-      one["host"] = host.substr(0, host.find('/'));
-      one["rank"] = Json();
-      one["pid"] = t.pid();
-      one["end"] = EndJson(lf.end_kind, lf.exit_code, lf.end_signal);
-      one["role"] = "launcher";
-      one["after_ns"] = Json();
-      one["folded"] = fold({static_cast<int64_t>(t.pid())});
-      consequences.Append(std::move(one));
-    }
+    AppendLauncherConsequences(ctx, job, consequences);
     ev["consequences"] = std::move(consequences);
 
     f.summary = "rank " + std::to_string(c.rank) + " (host " + c.host + ", pid " + std::to_string(c.pid) +

@@ -30,7 +30,8 @@ std::string RanksSection(const PageContext& ctx) {
       s += std::string("<tr") + (first ? " class=\"first-failure\"" : "") + "><td>" +
            std::to_string(r["rank"].as_int()) + "</td><td>" + Text(r["host"].str()) + "</td><td>" +
            std::to_string(r["pid"].as_int()) + "</td><td>" + std::to_string(r["steps"].as_int()) + "</td><td>" +
-           Text(r["end_text"].str()) + (first ? " <strong>(failed first)</strong>" : "") + "</td></tr>\n";
+           Text(r["end_text"].str()) + (first ? " <strong>(failed first)</strong>"
+                  : r["never_entered"].boolean() ? " <strong>(never entered the collective)</strong>" : "") + "</td></tr>\n";
     }
     s += "</tbody></table>\n" + MoreNote(ranks.size() - shown, "ranks");
     if (!job["missing_ranks"].array().empty()) {

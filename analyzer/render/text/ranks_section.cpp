@@ -36,7 +36,10 @@ void RanksSection(const ReportBuilder& report, std::vector<TextSection>& out) {
       std::snprintf(line, sizeof(line), "  %-6lld %-16s %-8lld %-6llu %s%s\n",
                     static_cast<long long>(r["rank"].as_int()), r["host"].str().c_str(),
                     static_cast<long long>(r["pid"].as_int()), static_cast<unsigned long long>(r["steps"].as_int()),
-                    r["end_text"].str().c_str(), r["first_failure"].boolean() ? "   <- failed first" : "");
+                    r["end_text"].str().c_str(),
+                    r["first_failure"].boolean()   ? "   <- failed first"
+                    : r["never_entered"].boolean() ? "   <- never entered the collective"
+                                                   : "");
       body += line;
     }
     for (const auto& [end, n] : rest) body += "  (" + std::to_string(n) + " more ranks " + end + ")\n";

@@ -16,7 +16,7 @@
 // writer did not write with zero and ignores trailing fields it does not know.
 //
 // Type code ranges: 1-31 process and core, 32-63 file I/O, 64-95 GPU memory,
-// 96-111 libraries and ABI, 112-127 CUPTI activity. Codes stay below 128: the type
+// 96-111 libraries, ABI and the Python start-up hook's records, 112-127 CUPTI activity. Codes stay below 128: the type
 // byte's high bit is kTypeTsBack (see codec.h).
 #pragma once
 
@@ -92,6 +92,8 @@ namespace colabtrace::format {
   X(99, PyPackage, "py_package")            \
   X(100, PySample, "py_sample")             \
   X(101, PyException, "py_exception")       \
+  X(102, Collective, "collective")          \
+  X(103, DistGroup, "dist_group")           \
   X(112, GpuActivity, "gpu_activity")      \
   X(113, CuptiState, "cupti_state")         \
   X(114, CuptiMemory, "cupti_memory")       \
@@ -208,11 +210,14 @@ namespace colabtrace::format {
 // names it). fd: the descriptor of a read, write, fsync or fstat (-1: none). stream, device_wide: what a GPU sync waited on; epoch: the
 // synchronisation epoch it covers launches below (gpu_launch_ring's epoch); synced: the
 // epoch below which launches on that stream had already completed. pid: what wait waited
-// for. where: a batch wait's asking line ("train.py:25 in main"). Made only for the last
-// exec image's threads.
+// for. where: a batch wait's asking line ("train.py:25 in main"), a collective's calling
+// line. A collective (level 1, the Python start-up hook's; api: CollectiveOp): seq, count,
+// dtype and group as Collective has them (appended fields; 0 for other calls). Made only
+// for the last exec image's threads.
 #define CT_FIELDS_InFlight(F)                                                           \
   F(U, tid) F(U, call) F(U, level) F(U, api) F(Str, path) F(I, fd) F(Hex, stream)       \
-  F(U, device_wide) F(U, epoch) F(U, synced) F(I, pid) F(Str, where)
+  F(U, device_wide) F(U, epoch) F(U, synced) F(I, pid) F(Str, where) F(U, seq)          \
+  F(U, count) F(Str, dtype) F(U, group)
 // Written by `colabtrace run --hang-timeout` into its own trace when the job made no
 // progress for the timeout, one per thread of each traced process, read from outside:
 // pid, tid, comm (/proc/PID/task/TID/comm), kernel_state (the state letter of its stat:
@@ -508,6 +513,26 @@ constexpr const char* IoApiName(uint64_t code) {
 // whole depth. SystemExit is never recorded (an exit, not an exception).
 #define CT_FIELDS_PyException(F) \
   F(U, how) F(Str, type) F(Str, message) F(U, message_bytes) F(Str, py_stack) F(U, frames)
+// Collective: a torch.distributed collective that the Python start-up hook saw, on any
+// backend (gloo, NCCL, MPI), written when the call returned or raised. ts: when it was
+// called; dur: how long the call took (an async_op call: until it returned its Work).
+// op: CollectiveOp. group: the hook's id of the process group (DistGroup.group; 0:
+// unknown). seq: the group's sequence number of the first collective the call issued,
+// counted from 1 at the group's creation (torch's own per-group counter, which DDP's
+// gradient all-reduces advance too; 0: unknown), seqs: how many it issued (0: unknown).
+// count, dtype: the first tensor's element count and dtype ("torch.float32"; 0: none).
+// where: the Python line that called it ("train.py:73 in main"); for kDdpAllReduce, the
+// line that called backward(). status: CollectiveStatus.
+#define CT_FIELDS_Collective(F) \
+  F(Dur, dur) F(U, op) F(U, group) F(U, seq) F(U, seqs) F(U, count) F(Str, dtype) F(Str, where) F(U, status)
+// DistGroup: a process group came to be (init_process_group, or new_group), as the
+// Python start-up hook saw it return: group its id in this process (1 the default group,
+// then each new group in creation order, which every rank shares); rank and world_size
+// this process's place in it; backend ("gloo", "nccl"); base_seq torch's sequence number
+// of the group at creation (Collective.seq counts from it; 0: unknown); how:
+// DistGroupHow.
+#define CT_FIELDS_DistGroup(F) \
+  F(U, group) F(I, rank) F(U, world_size) F(Str, backend) F(U, base_seq) F(U, how)
 
 // ---- CUPTI ----
 #define CT_FIELDS_GpuActivity(F)                                               \
@@ -573,6 +598,52 @@ enum class PyExceptionHow : uint8_t {
   kPassedOn = 3,    // a DataLoader worker caught it and passes it to the main process
                     // (torch's ExceptionWrapper), which re-raises it there
 };
+// Collective.op: the torch.distributed call. Several entry points share one op:
+// all_gather_into_tensor and _all_gather_base are kAllGather, reduce_scatter_tensor and
+// _reduce_scatter_base kReduceScatter, all_to_all_single kAllToAll, isend kSend, irecv kRecv.
+#define COLABTRACE_COLLECTIVE_OPS(X)                 \
+  X(1, kAllReduce, "all_reduce")                    \
+  X(2, kBroadcast, "broadcast")                     \
+  X(3, kAllGather, "all_gather")                    \
+  X(4, kReduceScatter, "reduce_scatter")            \
+  X(5, kReduce, "reduce")                           \
+  X(6, kGather, "gather")                           \
+  X(7, kScatter, "scatter")                         \
+  X(8, kAllToAll, "all_to_all")                     \
+  X(9, kBarrier, "barrier")                         \
+  X(10, kSend, "send")                              \
+  X(11, kRecv, "recv")                              \
+  X(12, kAllGatherObject, "all_gather_object")      \
+  X(13, kBroadcastObjectList, "broadcast_object_list") \
+  X(14, kGatherObject, "gather_object")             \
+  X(15, kScatterObjectList, "scatter_object_list")  \
+  X(16, kMonitoredBarrier, "monitored_barrier")     \
+  X(17, kWorkWait, "wait")                          \
+  X(18, kDdpAllReduce, "ddp_all_reduce")
+enum class CollectiveOp : uint8_t {
+#define CT_COLLECTIVE_OP_ENUM(code, id, name) id = code,
+  COLABTRACE_COLLECTIVE_OPS(CT_COLLECTIVE_OP_ENUM)
+#undef CT_COLLECTIVE_OP_ENUM
+};
+// "all_reduce"..., nullptr for an unknown code. kWorkWait: Work.wait() on an async_op
+// call's Work; kDdpAllReduce: DistributedDataParallel's gradient all-reduce inside
+// backward() (issued from C++, one per gradient bucket: seqs counts them).
+constexpr const char* CollectiveOpName(uint64_t op) {
+  switch (op) {
+#define CT_COLLECTIVE_OP_NAME(code, id, name) case code: return name;
+    COLABTRACE_COLLECTIVE_OPS(CT_COLLECTIVE_OP_NAME)
+#undef CT_COLLECTIVE_OP_NAME
+    default: return nullptr;
+  }
+}
+// Collective.status.
+enum class CollectiveStatus : uint8_t {
+  kReturned = 0,  // the call returned (a blocking collective completed)
+  kRaised = 1,    // it raised (gloo's timeout, a lost peer, NCCL's watchdog...)
+  kIssued = 2,    // async_op=True: it returned a Work; Work.wait() is a kWorkWait of its own
+};
+// DistGroup.how.
+enum class DistGroupHow : uint8_t { kInitProcessGroup = 1, kNewGroup = 2 };
 // PyException.message keeps at most this many bytes of str(exc).
 constexpr uint64_t kPyExceptionMessageMax = 512;
 // PyException.py_stack keeps at most this many frames (the innermost).
@@ -580,7 +651,7 @@ constexpr uint64_t kPyExceptionFrames = 64;
 // InFlight.call: what a thread was blocked in.
 enum class InFlightCall : uint8_t {
   kOpen = 1, kRead = 2, kStat = 3, kGpuSync = 4, kDlopen = 5, kWait = 6, kBatchWait = 7,
-  kWrite = 8, kFsync = 9, kFstat = 10
+  kWrite = 8, kFsync = 9, kFstat = 10, kCollective = 11
 };
 constexpr const char* InFlightCallName(uint64_t call) {
   switch (call) {
@@ -594,6 +665,7 @@ constexpr const char* InFlightCallName(uint64_t call) {
     case 8: return "write";
     case 9: return "fsync";
     case 10: return "fstat";
+    case 11: return "collective";
     default: return nullptr;
   }
 }

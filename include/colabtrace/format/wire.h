@@ -107,13 +107,14 @@ struct CallNote {
   uint32_t api;     // the entry point (IoApi, GpuApi, WaitApi, LibApi by call)
   uint64_t since;   // ticks when the call began
   uint64_t object;  // open/stat/dlopen: the path's String id; read: the fd; GPU sync: the
-                    // stream; wait: the pid argument (as int64)
-  uint64_t epoch;   // GPU sync: the epoch it covers (launches below it)
-  uint64_t synced;  // GPU sync: the stream's (or device's) completed epoch at the call
-  uint64_t where;   // batch wait: the asking line's String id
+                    // stream; wait: the pid argument (as int64); collective: its seq
+  uint64_t epoch;   // GPU sync: the epoch it covers (launches below it); collective: count
+  uint64_t synced;  // GPU sync: the stream's (or device's) completed epoch at the call;
+                    // collective: its process group's id
+  uint64_t where;   // batch wait, collective: the asking line's String id
   uint32_t flags;   // kNoteDeviceWide
   uint32_t reserved0;
-  uint64_t reserved1;
+  uint64_t detail;  // collective: its dtype's String id; 0 otherwise (reserved before)
 };
 static_assert(sizeof(CallNote) == 64);
 enum CallNoteFlag : uint32_t { kNoteDeviceWide = 1u << 0 };

@@ -418,10 +418,425 @@ def _hook_workers(worker_module):
     worker_module._worker_loop = _worker_loop
 
 
+# ---- torch.distributed ------------------------------------------------------------------
+# The collective each thread waits in, on any backend (gloo, NCCL, MPI), so that the
+# analyzer can say which rank of a multi-rank job the others waited for
+# (shim/python/collectives.cpp has the records):
+#
+# * each torch.distributed collective (all_reduce, broadcast, barrier, send...; the
+#   *_object ones once, not their inner calls) is colabtrace_collective_begin(op | group
+#   << 8, seq, count, dtype, where) before the real call and colabtrace_collective_end(
+#   status, seqs) after it: the shim notes it in flight meanwhile and then writes a
+#   Collective record. Only C ints cross (the fastest ctypes call): 64-bit values in
+#   31-bit halves, strings as the String ids colabtrace_intern gave them, kept per call
+#   site and dtype (and forgotten in a fork child, whose trace is its own). seq is the process group's own sequence number (torch's, which every rank
+#   of the group shares) of the first collective the call issues, counted from 1 at the
+#   group's creation; seqs how many it issued. An async_op call ends when it returns its
+#   Work, and Work.wait() is a collective of its own (op "wait");
+# * DistributedDataParallel's gradient all-reduce runs inside backward(), issued from
+#   C++ one bucket at a time: a backward() after a DDP forward that will sync its
+#   gradients is one collective "ddp_all_reduce" at the line that called backward(), its
+#   count the model's gradient elements, its seqs the buckets' all-reduces;
+# * init_process_group and new_group write a DistGroup record: the group's id (1 the
+#   default group, then new groups in creation order, which every rank shares), this
+#   rank, the world size, the backend and the group's sequence number at creation.
+#
+# Each costs about 1-2 us per collective (two calls into the shim and torch's sequence
+# counter; tools/bench --suite dist measures it), and never changes what the program
+# computes: its own failures are swallowed.
+
+_COLLECTIVE_OPS = {  # entry point -> format::CollectiveOp
+    "all_reduce": 1, "broadcast": 2, "all_gather": 3, "all_gather_into_tensor": 3,
+    "_all_gather_base": 3, "reduce_scatter": 4, "reduce_scatter_tensor": 4,
+    "_reduce_scatter_base": 4, "reduce": 5, "gather": 6, "scatter": 7, "all_to_all": 8,
+    "all_to_all_single": 8, "barrier": 9, "send": 10, "recv": 11, "isend": 10, "irecv": 11,
+    "all_gather_object": 12, "broadcast_object_list": 13, "gather_object": 14,
+    "scatter_object_list": 15, "monitored_barrier": 16,
+}
+_OP_WORK_WAIT = 17
+_OP_DDP_ALL_REDUCE = 18
+_STATUS_RETURNED, _STATUS_RAISED, _STATUS_ISSUED = 0, 1, 2
+_GROUP_INIT, _GROUP_NEW = 1, 2
+
+_collective_begin = None  # the shim's entry points, resolved once
+_collective_end = None
+_intern = None
+_groups = {}              # id(process group) -> [group, id, base_seq or None]
+_default_entry = None     # _groups' entry of the default group, once known
+_in_collective = None     # a thread-local: set while this thread is inside a collective
+_ddp_pending = None       # (process group, count, dtype) of the last DDP forward that syncs
+_ddp_grads = {}           # id(DDP module) -> (its gradient elements, their dtype)
+_string_ids = {}          # bytes -> its String id in this process's trace
+_dtype_ids = {}           # torch dtype -> its name's String id
+_where_ids = {}           # (id(code), instruction) -> (code, the line's String id)
+_torch_dir = ""
+_LOW31 = 0x7FFFFFFF       # the shim takes 64-bit values as two 31-bit C ints
+
+
+def _forget_string_ids():
+    """In a fork child: its trace is its own, and the parent's String ids mean nothing."""
+    _string_ids.clear()
+    _dtype_ids.clear()
+    _where_ids.clear()
+
+
+def _string_id(text):
+    sid = _string_ids.get(text)
+    if sid is None:
+        sid = _string_ids[text] = _intern(text) if text is not None else 0
+    return sid
+
+
+def _dtype_id(dtype):
+    sid = _dtype_ids.get(dtype)
+    if sid is None:
+        sid = _dtype_ids[dtype] = _string_id(str(dtype).encode())
+    return sid
+
+
+def _where_id(frame):
+    """The String id of the frame's line, made once per call site (see _where)."""
+    if frame is None:
+        return 0
+    code = frame.f_code
+    key = (id(code), frame.f_lasti)
+    hit = _where_ids.get(key)
+    if hit is not None and hit[0] is code:
+        return hit[1]
+    sid = _string_id(_where(frame))
+    _where_ids[key] = (code, sid)
+    return sid
+
+
+def _shim_function_typed(name, argtypes):
+    """_shim_function with its arguments typed ("Q" u64, "q" i64, "z" char*), so that
+    64-bit values pass whole (for calls made once per group, not per collective)."""
+    function = _shim_function(name)
+    if function is None:
+        return None
+    import _ctypes
+
+    types = []
+    for code in argtypes:
+        class _Arg(_ctypes._SimpleCData):
+            _type_ = code
+        types.append(_Arg)
+    function.argtypes = tuple(types)
+    return function
+
+
+def _group_entry(c10d, group):
+    """[group, id, base_seq] of a process group (None: the default one); a group first seen
+    here, made before the hook, gets the next id."""
+    global _default_entry
+    default = group is None or group is getattr(getattr(c10d, "GroupMember", None), "WORLD", None)
+    if default:
+        group = c10d._get_default_group()
+    entry = _groups.get(id(group))
+    if entry is None or entry[0] is not group:
+        entry = [group, len(_groups) + 1, _sequence(group)]
+        _groups[id(group)] = entry
+    if default:
+        _default_entry = entry
+    return entry
+
+
+def _sequence(group):
+    """The group's sequence number, or None where torch has none for it."""
+    try:
+        return int(group._get_sequence_number_for_group())
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _tensor_facts(value):
+    """(element count, dtype's String id) of the first tensor in an argument (a tensor, or
+    a list of them); (0, 0) for none."""
+    try:
+        return value.numel(), _dtype_id(value.dtype)
+    except AttributeError:
+        pass
+    if isinstance(value, (list, tuple)) and value:
+        return _tensor_facts(value[0])
+    return 0, 0
+
+
+def _program_frame(frame):
+    """The innermost frame outside torch's own files (the line that called backward())."""
+    while frame is not None and frame.f_code.co_filename.startswith(_torch_dir):
+        frame = frame.f_back
+    return frame
+
+
+def _record_group(c10d, group, how):
+    global _default_entry
+    try:
+        record = _shim_function_typed("colabtrace_dist_group", "QqQzQQ")
+        if record is None:
+            return
+        if group is None:
+            group = c10d._get_default_group()
+        entry = [group, len(_groups) + 1, _sequence(group)]
+        _groups[id(group)] = entry
+        if how == _GROUP_INIT:
+            _default_entry = entry
+        rank = c10d.get_rank(group) if how == _GROUP_NEW else c10d.get_rank()
+        backend = str(c10d.get_backend(group)).encode()
+        record(entry[1], int(rank), int(c10d.get_world_size(group) if rank >= 0 else 0), backend,
+               entry[2] or 0, how)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _begin(begin, op, entry, seq, facts, where):
+    """colabtrace_collective_begin with its 64-bit values in halves."""
+    count, dtype = facts
+    begin(op | entry[1] << 8, seq & _LOW31, seq >> 31, count & _LOW31, count >> 31, dtype, where)
+
+
+# Entry points that issue exactly one collective on their group (the others, the *_object
+# ones, issue several: their count is read back from torch at the end).
+_ISSUES_ONE = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 16}
+
+
+def _wrap_collective(c10d, name, real, op):
+    import inspect
+
+    try:
+        params = list(inspect.signature(real).parameters)
+    except (TypeError, ValueError):
+        return None
+    group_at = params.index("group") if "group" in params else -1
+    async_at = params.index("async_op") if "async_op" in params else -1
+    is_async = name in ("isend", "irecv")
+    issues_one = op in _ISSUES_ONE
+    begin, end, getframe = _collective_begin, _collective_end, sys._getframe
+    local = _in_collective
+
+    def collective(*args, **kwargs):
+        if getattr(local, "on", False):
+            return real(*args, **kwargs)  # inside another collective (an *_object one)
+        try:
+            if kwargs:
+                group = kwargs.get("group", args[group_at] if 0 <= group_at < len(args) else None)
+                facts = _tensor_facts(args[0] if args else next(iter(kwargs.values())))
+            else:
+                group = args[group_at] if 0 <= group_at < len(args) else None
+                facts = _tensor_facts(args[0]) if args else (0, 0)
+            entry = _default_entry if group is None and _default_entry is not None else _group_entry(c10d, group)
+            base = entry[2]
+            seq = entry[0]._get_sequence_number_for_group() - base + 1 if base is not None else 0
+            _begin(begin, op, entry, seq, facts, _where_id(getframe(1)))
+        except Exception:  # noqa: BLE001
+            return real(*args, **kwargs)
+        local.on = True
+        try:
+            result = real(*args, **kwargs)
+        except BaseException:
+            local.on = False
+            _end_collective(end, _STATUS_RAISED, entry, seq, issues_one)
+            raise
+        local.on = False
+        if is_async or (kwargs.get("async_op") if "async_op" in kwargs else
+                        0 <= async_at < len(args) and args[async_at]):
+            _end_collective(end, _STATUS_ISSUED, entry, seq, issues_one)
+        elif issues_one:
+            end(_STATUS_RETURNED, 1 if seq else 0)
+        else:
+            _end_collective(end, _STATUS_RETURNED, entry, seq, issues_one)
+        return result
+
+    import functools
+
+    functools.update_wrapper(collective, real)
+    collective._colabtrace_collective = True
+    return collective
+
+
+def _end_collective(end, status, entry, seq, issues_one=False):
+    try:
+        if not seq:
+            seqs = 0
+        elif issues_one:
+            seqs = 1
+        else:
+            seqs = _sequence(entry[0]) - entry[2] + 1 - seq
+        end(status, seqs)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _hook_distributed(c10d):
+    global _collective_begin, _collective_end, _intern, _in_collective
+    if getattr(c10d, "_colabtrace_collectives", False):
+        return
+    _collective_begin = _shim_function("colabtrace_collective_begin")
+    _collective_end = _shim_function("colabtrace_collective_end")
+    _intern = _shim_function("colabtrace_intern")
+    if _collective_begin is None or _collective_end is None or _intern is None:
+        return
+    import _thread
+
+    _in_collective = _thread._local()
+    os.register_at_fork(after_in_child=_forget_string_ids)
+    c10d._colabtrace_collectives = True
+    for name, op in _COLLECTIVE_OPS.items():
+        real = getattr(c10d, name, None)
+        if real is None or getattr(real, "_colabtrace_collective", False):
+            continue
+        wrapped = _wrap_collective(c10d, name, real, op)
+        if wrapped is None:
+            continue
+        setattr(c10d, name, wrapped)
+        package = sys.modules.get("torch.distributed")  # re-exported there: dist.all_reduce
+        if package is not None and getattr(package, name, None) is real:
+            setattr(package, name, wrapped)
+    _hook_group_creation(c10d)
+    _hook_work_wait(c10d)
+
+
+def _hook_group_creation(c10d):
+    import functools
+
+    real_init = getattr(c10d, "init_process_group", None)
+    real_new = getattr(c10d, "new_group", None)
+    package = sys.modules.get("torch.distributed")
+    if real_init is not None:
+        def init_process_group(*args, **kwargs):
+            result = real_init(*args, **kwargs)
+            _record_group(c10d, None, _GROUP_INIT)
+            return result
+        functools.update_wrapper(init_process_group, real_init)
+        c10d.init_process_group = init_process_group
+        if package is not None and getattr(package, "init_process_group", None) is real_init:
+            package.init_process_group = init_process_group
+    real_destroy = getattr(c10d, "destroy_process_group", None)
+    if real_destroy is not None:
+        def destroy_process_group(*args, **kwargs):
+            global _default_entry
+            _default_entry = None
+            _groups.clear()
+            return real_destroy(*args, **kwargs)
+        functools.update_wrapper(destroy_process_group, real_destroy)
+        c10d.destroy_process_group = destroy_process_group
+        if package is not None and getattr(package, "destroy_process_group", None) is real_destroy:
+            package.destroy_process_group = destroy_process_group
+    if real_new is not None:
+        def new_group(*args, **kwargs):
+            group = real_new(*args, **kwargs)
+            if group is not None and getattr(c10d, "GroupMember", None) is not None and \
+                    group is not c10d.GroupMember.NON_GROUP_MEMBER:
+                _record_group(c10d, group, _GROUP_NEW)
+            return group
+        functools.update_wrapper(new_group, real_new)
+        c10d.new_group = new_group
+        if package is not None and getattr(package, "new_group", None) is real_new:
+            package.new_group = new_group
+
+
+def _hook_work_wait(c10d):
+    work = getattr(c10d, "Work", None)
+    real_wait = getattr(work, "wait", None)
+    if real_wait is None or getattr(real_wait, "_colabtrace_collective", False):
+        return
+    begin, end, getframe, local = _collective_begin, _collective_end, sys._getframe, _in_collective
+
+    def wait(self, *args, **kwargs):
+        if getattr(local, "on", False):
+            return real_wait(self, *args, **kwargs)
+        try:
+            begin(_OP_WORK_WAIT, 0, 0, 0, 0, 0, _where_id(getframe(1)))
+        except Exception:  # noqa: BLE001
+            return real_wait(self, *args, **kwargs)
+        local.on = True
+        try:
+            result = real_wait(self, *args, **kwargs)
+        except BaseException:
+            local.on = False
+            end(_STATUS_RAISED, 0)
+            raise
+        local.on = False
+        end(_STATUS_RETURNED, 0)
+        return result
+
+    wait._colabtrace_collective = True
+    try:
+        work.wait = wait
+    except (AttributeError, TypeError):
+        pass
+
+
+def _hook_ddp(ddp_module):
+    global _torch_dir
+    ddp = getattr(ddp_module, "DistributedDataParallel", None)
+    real_forward = getattr(ddp, "forward", None)
+    torch = sys.modules.get("torch")
+    c10d = sys.modules.get("torch.distributed.distributed_c10d")
+    if real_forward is None or torch is None or c10d is None or _collective_begin is None or \
+            getattr(real_forward, "_colabtrace_ddp", False):
+        return
+    autograd = torch.autograd
+    real_backward = getattr(autograd, "backward", None)
+    if real_backward is None:
+        return
+    import functools
+
+    _torch_dir = os.path.dirname(torch.__file__) + os.sep
+    is_grad_enabled = torch.is_grad_enabled
+
+    def forward(self, *args, **kwargs):
+        global _ddp_pending
+        try:
+            if is_grad_enabled() and getattr(self, "require_backward_grad_sync", True):
+                grads = _ddp_grads.get(id(self))
+                if grads is None:
+                    params = [p for p in self.module.parameters() if p.requires_grad]
+                    grads = _ddp_grads[id(self)] = (
+                        sum(p.numel() for p in params), params[0].dtype if params else None)
+                _ddp_pending = (getattr(self, "process_group", None), grads[0], grads[1])
+        except Exception:  # noqa: BLE001
+            pass
+        return real_forward(self, *args, **kwargs)
+
+    begin, end, getframe, local = _collective_begin, _collective_end, sys._getframe, _in_collective
+
+    def backward(*args, **kwargs):
+        global _ddp_pending
+        pending = _ddp_pending
+        if pending is None or getattr(local, "on", False):
+            return real_backward(*args, **kwargs)
+        _ddp_pending = None
+        try:
+            entry = _group_entry(c10d, pending[0])
+            seq = _sequence(entry[0]) - entry[2] + 1 if entry[2] is not None else 0
+            facts = (pending[1], _dtype_id(pending[2]) if pending[2] is not None else 0)
+            _begin(begin, _OP_DDP_ALL_REDUCE, entry, seq, facts, _where_id(_program_frame(getframe(1))))
+        except Exception:  # noqa: BLE001
+            return real_backward(*args, **kwargs)
+        local.on = True
+        try:
+            result = real_backward(*args, **kwargs)
+        except BaseException:
+            local.on = False
+            _end_collective(end, _STATUS_RAISED, entry, seq)
+            raise
+        local.on = False
+        _end_collective(end, _STATUS_RETURNED, entry, seq)
+        return result
+
+    functools.update_wrapper(forward, real_forward)
+    forward._colabtrace_ddp = True
+    functools.update_wrapper(backward, real_backward)
+    ddp.forward = forward
+    autograd.backward = backward
+
+
 _STEP_HOOKS = (
     ("torch.optim.optimizer", _hook_optimizers),
     ("torch.utils.data.dataloader", _hook_dataloader),
     ("torch.utils.data._utils.worker", _hook_workers),
+    ("torch.distributed.distributed_c10d", _hook_distributed),
+    ("torch.nn.parallel.distributed", _hook_ddp),
 )
 
 

@@ -1,0 +1,136 @@
+// torch.distributed's collectives and process groups, as the Python start-up hook
+// (python/colabtrace/_startup/sitecustomize.py) sees them, on any backend (gloo, NCCL,
+// MPI). Entry points (python_hooks.def), called through ctypes. The per-collective ones
+// take C ints only (ctypes converts a Python int to one fastest, about twice as fast as
+// a typed 64-bit argument), so a 64-bit value comes in two 31-bit halves (lo, hi), and a
+// string as the String id colabtrace_intern gave it (the hook keeps one per call site
+// and dtype; a fork child's trace starts afresh, and the hook forgets them there):
+//
+//   int colabtrace_intern(const char* s)
+//        the String id of s in this process's trace (0: not recording).
+//   void colabtrace_collective_begin(int op_group, int seq_lo, int seq_hi, int count_lo,
+//                                    int count_hi, int dtype, int where)
+//        the calling thread enters a collective: op_group is op (CollectiveOp) | group
+//        << 8; seq, count, dtype and where as the Collective record has them. It is
+//        noted in flight (level 1 of the thread's notes, state.h) until its end, so that
+//        a rank killed or stopped while it waits says in which collective, at which line.
+//   void colabtrace_collective_end(int status, int seqs)
+//        the call returned (status: CollectiveStatus) after issuing `seqs` collectives on
+//        its group (0: unknown): one Collective record, ts the begin.
+//   void colabtrace_dist_group(uint64_t group, int64_t rank, uint64_t world_size,
+//                              const char* backend, uint64_t base_seq, uint64_t how)
+//        a DistGroup record: a process group came to be (typed arguments: once per
+//        group).
+//
+// The begin's fields live in the calling thread's ThreadState (collective), so the end
+// writes the record from them; the note is the copy a SIGKILL cannot lose. A begin while
+// the thread's level-1 note holds another wait (a batch wait around the collective) is
+// recorded at its end all the same, but not noted: the outer wait is what the thread is
+// in. A begin inside a begin takes the first one over (the hook never nests them). Like
+// the step entry points (shim/steps.cpp): async-signal-safe, lock-free, errno preserved,
+// nothing done while nothing is recorded or when reached from inside the shim.
+#include <cstdint>
+
+#include "clock.h"
+#include "state.h"
+#include "writer.h"
+
+namespace colabtrace::shim {
+
+#pragma GCC visibility push(default)
+extern "C" {
+
+int colabtrace_intern(const char* s) {
+  if (s == nullptr || !Recording()) return 0;
+  ShimScope scope;
+  if (!scope.entered()) return 0;
+  const uint64_t id = InternCString(s);
+  return id <= 0x7fffffff ? static_cast<int>(id) : 0;
+}
+
+void colabtrace_collective_begin(int op_group, int seq_lo, int seq_hi, int count_lo, int count_hi, int dtype,
+                                 int where) {
+  if (!Recording()) return;
+  ShimScope scope;
+  if (!scope.entered()) return;
+  ThreadState& t = t_thread;
+  format::ThreadNotes* tn = ThreadNotesOf(t);
+  if (t.collective.since != 0 && t.notes_gen == g_generation &&
+      tn->wait.call == static_cast<uint32_t>(format::InFlightCall::kCollective)) {
+    EndNote(&tn->wait);  // a begin inside a begin: the first one's note goes too
+  }
+  // Ticks() is never 0, so since == 0 can mean "in no collective".
+  const auto whole = [](int lo, int hi) {
+    return static_cast<uint64_t>(static_cast<uint32_t>(lo)) | static_cast<uint64_t>(static_cast<uint32_t>(hi)) << 31;
+  };
+  ThreadState::Collective& c = t.collective;
+  c.since = Ticks();
+  c.op = static_cast<uint32_t>(op_group) & 0xff;
+  c.group = static_cast<uint32_t>(op_group) >> 8;
+  c.seq = whole(seq_lo, seq_hi);
+  c.count = whole(count_lo, count_hi);
+  c.dtype = static_cast<uint32_t>(dtype);
+  c.where = static_cast<uint32_t>(where);
+  const uint64_t op = c.op, group = c.group, seq = c.seq, count = c.count;
+  format::CallNote* n = FreeNote(&format::ThreadNotes::wait);
+  if (n == nullptr) return;  // a batch wait holds the level: it is what the thread is in
+  n->epoch = count;
+  n->synced = group;
+  n->detail = c.dtype;
+  n->flags = 0;
+  n->where = c.where;
+  n->api = static_cast<uint32_t>(op);
+  n->since = c.since;
+  n->object = seq;
+  __atomic_store_n(&n->call, static_cast<uint32_t>(format::InFlightCall::kCollective), __ATOMIC_RELEASE);
+  NotePythonThread(tn);
+}
+
+void colabtrace_collective_end(int status, int seqs) {
+  ThreadState& t = t_thread;
+  ThreadState::Collective c = t.collective;
+  if (c.since == 0) return;
+  t.collective.since = 0;
+  if (t.notes_gen == g_generation &&
+      t.notes->wait.call == static_cast<uint32_t>(format::InFlightCall::kCollective) &&
+      t.notes->wait.since == c.since) {
+    EndNote(&t.notes->wait);
+  }
+  if (!Recording()) return;
+  ShimScope scope;
+  if (!scope.entered()) return;
+  format::Collective r;
+  const uint64_t now = Ticks();
+  r.ts = c.since;
+  r.dur = now > c.since ? now - c.since : 0;
+  r.op = c.op;
+  r.group = c.group;
+  r.seq = c.seq;
+  r.seqs = static_cast<uint32_t>(seqs);
+  r.count = c.count;
+  r.dtype = c.dtype;
+  r.where = c.where;
+  r.status = static_cast<uint32_t>(status);
+  Emit(r);
+}
+
+void colabtrace_dist_group(uint64_t group, int64_t rank, uint64_t world_size, const char* backend,
+                           uint64_t base_seq, uint64_t how) {
+  if (!Recording()) return;
+  ShimScope scope;
+  if (!scope.entered()) return;
+  format::DistGroup r;
+  r.ts = Ticks();
+  r.group = group;
+  r.rank = rank;
+  r.world_size = world_size;
+  r.backend = backend != nullptr ? InternCString(backend) : 0;
+  r.base_seq = base_seq;
+  r.how = how;
+  Emit(r);
+}
+
+}  // extern "C"
+#pragma GCC visibility pop
+
+}  // namespace colabtrace::shim
