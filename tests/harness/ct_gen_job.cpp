@@ -141,6 +141,17 @@ void Start(TraceBytesBuilder& b, const Place& p, uint64_t t, const std::vector<s
   }
 }
 
+// The trace's bytes with the header's start wall time set, as the shim writes it (the
+// builder leaves it 0).
+std::vector<uint8_t> WithStartWall(const TraceBytesBuilder& b, uint64_t wall_ns) {
+  std::vector<uint8_t> bytes = b.bytes();
+  ctf::FileHeader h;
+  std::memcpy(&h, bytes.data(), sizeof(h));
+  h.start_realtime_ns = wall_ns;
+  std::memcpy(bytes.data(), &h, sizeof(h));
+  return bytes;
+}
+
 void Exit(TraceBytesBuilder& b, uint64_t t, int64_t code) {
   ctf::Exit e;
   e.ts = t;
@@ -385,7 +396,7 @@ std::vector<uint8_t> RankTrace(const Options& o, int rank) {
     b.Append(x);
   }
   if (!end.killed) Exit(b, at, end.code);
-  return b.bytes();
+  return WithStartWall(b, p.Wall(RankStart(o, rank)));
 }
 
 // The trace of host `host`'s torchrun agent: it forks the host's ranks and exits when they
@@ -432,7 +443,7 @@ std::vector<uint8_t> AgentTrace(const Options& o, int host) {
   }
   for (; next_reap < reaps.size(); ++next_reap) b.Append(reaps[next_reap].second);
   Exit(b, p.Mono(last_end + kSec), failed ? 1 : 0);
-  return b.bytes();
+  return WithStartWall(b, p.Wall(0));
 }
 
 std::string TraceFile(uint32_t pid) { return "colabtrace.python3.11." + std::to_string(pid) + ".ctrace"; }
