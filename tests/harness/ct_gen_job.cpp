@@ -26,7 +26,10 @@
 //   "Connection closed by peer": a RuntimeError) and exit 1 30-80 ms later; every agent
 //   exits 1 (torchrun's ChildFailedError) 5 s after.
 // - raise: rank R raises ValueError("bad sample at step S + 1") in step S + 1 and exits
-//   1; the others and the agents follow as for kill.
+//   1; the others and the agents follow as for kill. Across hosts the others' exits come
+//   30-80 ms after it, closer than the job model trusts two hosts' wall clocks to order
+//   (dist::kCrossHostClockUncertaintyNs), so that job gets no verdict, as documented;
+//   with every rank on one host (--per-host N) it names rank R.
 //
 // Prints a manifest on stdout (JSON): the job string, and per trace its file, pid, host,
 // role and rank. Exit 0, or 2 with one line on stderr for a bad argument or a failed write.
