@@ -435,7 +435,9 @@ std::vector<uint8_t> AgentTrace(const Options& o, int host) {
   std::sort(reaps.begin(), reaps.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   size_t next_reap = 0;
   for (uint64_t at = 5 * kSec; at < last_end; at += 5 * kSec) {
-    for (; next_reap < reaps.size() && reaps[next_reap].first < p.Mono(at); ++next_reap) b.Append(reaps[next_reap].second);
+    for (; next_reap < reaps.size() && reaps[next_reap].first < p.Mono(at); ++next_reap) {
+      b.Append(reaps[next_reap].second);
+    }
     ctf::Sample s;
     s.ts = p.Mono(at);
     s.rss_bytes = 180 * kMiB;

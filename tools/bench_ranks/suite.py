@@ -76,5 +76,5 @@ def run(ctx):
         [[f"{ranks:,} ({ranks // 8})", f"{len(files):,}", f"{size / MIB:,.0f} MiB", f"{gen_s:.1f} s",
           f"{wall:.2f} s", f"{cpu:.2f} s", f"{peak / MIB:,.0f} MiB", f"{over:+.0f} MiB"]],
         "ct_gen_job's kill shape (rank N / 2 + 5 SIGKILLed after 5 steps), whose dist.first-failure "
-        "named it. Output to /dev/null. Traces read from the page cache. Budgets: <= 10 s on one 2-core machine for 1,024 "
-        "ranks; peak RSS <= trace size + 64 MiB.")]
+        "named it. Output to /dev/null. Traces read from the page cache. Budgets: <= 10 s on one 2-core "
+        "machine for 1,024 ranks; peak RSS <= trace size + 64 MiB.")]
