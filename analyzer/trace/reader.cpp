@@ -4,19 +4,18 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cerrno>
 #include <functional>
 #include <numeric>
 #include <queue>
 #include <span>
-#include <thread>
 #include <cstring>
 #include <filesystem>
 #include <cstdio>
 
 #include "colabtrace/format/codec.h"
 #include "colabtrace/format/launch_ring.h"
+#include "trace/parallel_for.h"
 #include "trace/process_trace.h"
 
 namespace colabtrace::analyzer {
@@ -816,18 +815,9 @@ TraceSet LoadTraces(const std::vector<std::string>& paths) {
   // threads, each taking the next file; results keep the input order.
   std::vector<std::optional<ProcessTrace>> read(inputs.size());
   std::vector<std::string> errors(inputs.size());
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < inputs.size();) {
-      if (inputs[i].error.empty()) read[i] = ReadTraceFile(inputs[i].path, &errors[i]);
-    }
-  };
-  const size_t threads = std::min<size_t>(
-      {inputs.size() / 8 + 1, std::max(1u, std::thread::hardware_concurrency()), 8});
-  std::vector<std::thread> pool;
-  for (size_t k = 1; k < threads; ++k) pool.emplace_back(worker);
-  worker();
-  for (auto& th : pool) th.join();
+  ParallelFor(inputs.size(), 8, [&](size_t i) {
+    if (inputs[i].error.empty()) read[i] = ReadTraceFile(inputs[i].path, &errors[i]);
+  });
   set.traces.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (read[i]) {

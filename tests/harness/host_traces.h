@@ -20,21 +20,22 @@ using testing::TraceBytesBuilder;
 inline constexpr uint64_t kStart = 1'000'000'000;
 inline constexpr uint64_t kSampleNs = 100'000'000;
 
-// The records a process's trace starts with: process_start (pid, ppid, exe
-// /usr/bin/python3) and its argv, at kStart.
+// The records a process's trace starts with: process_start (pid, ppid, exe) and its argv,
+// at ts (kStart unless given).
 inline void ProcessStartRecords(TraceBytesBuilder& b, uint32_t pid, uint32_t ppid,
-                                const std::vector<std::string>& argv) {
+                                const std::vector<std::string>& argv, uint64_t ts = kStart,
+                                const std::string& exe = "/usr/bin/python3") {
   format::ProcessStart ps;
-  ps.ts = kStart;
+  ps.ts = ts;
   ps.pid = pid;
   ps.ppid = ppid;
-  ps.exe = b.AppendString("/usr/bin/python3", kStart);
+  ps.exe = b.AppendString(exe, ts);
   b.Append(ps);
   for (size_t i = 0; i < argv.size(); ++i) {
     format::Argv a;
-    a.ts = kStart;
+    a.ts = ts;
     a.index = i;
-    a.value = b.AppendString(argv[i], kStart);
+    a.value = b.AppendString(argv[i], ts);
     b.Append(a);
   }
 }
