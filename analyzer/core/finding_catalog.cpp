@@ -212,6 +212,13 @@ constexpr std::array<FindingSpec, kFindingIdCount> kCatalog = {{
      "size or dtype) than the rest: gloo and NCCL match collectives by order, so the job "
      "hangs or mixes data. Call collectives on every rank in the same order: a metric "
      "all_reduce inside `if rank == 0:` is the usual cause."},
+    {kDistStraggler, "dist.straggler", A::kDist, S::kWarning, false,
+     "One rank makes every step slow",
+     "The other ranks spend much of each step waiting for this one in their collectives, so "
+     "the whole job runs at its pace. Its split says where its time goes: file I/O on a slow "
+     "mount (stage its data locally, as the others read theirs), input wait (more DataLoader "
+     "workers on it), GPU synchronisation or compute (a slower GPU or a busier host). The "
+     "waiting ranks are not input-bound: they wait for this rank."},
 }};
 
 constexpr bool InIdOrder() {

@@ -55,8 +55,9 @@ enum class FindingId : uint8_t {
   kDistFirstFailure,
   kDistHang,
   kDistCollectiveMismatch,
+  kDistStraggler,
 };
-inline constexpr size_t kFindingIdCount = static_cast<size_t>(FindingId::kDistCollectiveMismatch) + 1;  // the last one's + 1
+inline constexpr size_t kFindingIdCount = static_cast<size_t>(FindingId::kDistStraggler) + 1;  // the last one's + 1
 
 // The part of the analyzer whose rules decide a finding: the prefix of its id.
 enum class FindingArea { kProcess, kHost, kGpu, kAbi, kIo, kPerf, kDist };

@@ -71,13 +71,8 @@ std::string FdPath(const ProcessTrace& t, int64_t fd, uint64_t at) {
   return std::string(t.Str(open->path));
 }
 
-struct MountFacts {
-  std::string mountpoint, fstype;
-  bool slow = false;
-};
+}  // namespace
 
-// The mount holding an absolute path: the longest mount point that prefixes it among the
-// Mount records of t, else of the other traces of its host.
 MountFacts MountOf(const RunModel& run, const ProcessTrace& t, std::string_view path) {
   MountFacts best;
   if (path.empty() || path.front() != '/') return best;
@@ -106,6 +101,8 @@ MountFacts MountOf(const RunModel& run, const ProcessTrace& t, std::string_view 
   }
   return best;
 }
+
+namespace {
 
 // A GPU synchronisation's kernels in flight: launches on its stream (every stream for a
 // device-wide one) that returned before it began and had not completed, newest first.

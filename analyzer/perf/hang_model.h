@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/json.h"
@@ -99,6 +100,14 @@ struct HangModel {
   const ProcessHang* Of(size_t trace) const;
   static HangModel Build(const RunModel& run);
 };
+
+// The mount holding an absolute path: the longest mount point that prefixes it among the
+// Mount records of t, else of the other traces of its host; empty when none does.
+struct MountFacts {
+  std::string mountpoint, fstype;
+  bool slow = false;  // a network, FUSE or VM-shared filesystem
+};
+MountFacts MountOf(const RunModel& run, const ProcessTrace& t, std::string_view path);
 
 // The JSON of one call in flight (processes[].in_flight[], proc.hang's evidence).
 Json InFlightJson(const InFlightCall& c);

@@ -99,13 +99,15 @@ class RankStallsPastTheTimeout(HangJob):
     def test_the_others_ends_are_its_consequences(self):
         j = self.job
         ev = self.finding("dist.hang")["evidence"]
-        ranks = sorted((c["rank"], c["end"]["kind"], c["end"]["code"]) for c in ev["consequences"]
-                       if c["role"] == "rank")
-        self.assertEqual(ranks, [(0, "exited", 1), (2, "exited", 1)])
-        for c in ev["consequences"]:
-            if c["role"] == "rank":  # their timeout's RuntimeError folds in
+        ranks = [c for c in ev["consequences"] if c["role"] == "rank"]
+        self.assertEqual(sorted(c["rank"] for c in ranks), [0, 2])
+        for c in ranks:
+            # gloo's timeout ends it (exit 1), unless torchrun, seeing the first of them
+            # fail, sent it SIGTERM first: a race the test does not fix.
+            self.assert_consequence_end(c)
+            if c["end"]["kind"] == "exited":  # its timeout's RuntimeError folds in
                 self.assertEqual([x["id"] for x in c["folded"]], ["proc.python-exception"], c)
-                self.assertGreater(c["after_ns"], 0)
+            self.assertGreater(c["after_ns"], 0)
         self.assertEqual(len([c for c in ev["consequences"] if c["role"] == "launcher"]), 1)
         # Only the stalled rank keeps errors of its own.
         self.assertEqual({pid for _, pid in self.errors()}, {j.rank_pid(1)}, self.errors())
@@ -117,7 +119,7 @@ class RankStallsPastTheTimeout(HangJob):
         self.assertRegex(s, rf"^rank 1 \(host {HOST}, pid {j.rank_pid(1)}\) never entered DDP's gradient "
                             rf"all-reduce #\d+ in backward\(\) at {BACKWARD}: it was blocked \d+\.\d s in read\(\) of "
                             rf".*x\.bin \(fuse\.slowfs\) at step 6; ranks 0 and 2 waited in it up to \d+\.\d s and "
-                            rf"gave up \(exited 1\)$")
+                            rf"gave up \((exited 1|SIGTERM from pid \d+)(, (exited 1|SIGTERM from pid \d+))?\)$")
         self.assertRegex(j.text, rf"\n  1 +\S+ +{j.rank_pid(1)} +5 +SIGTERM from pid \d+   <- never entered the "
                                  rf"collective\n")
         self.assertEqual(j.report["dist"]["jobs"][0]["never_entered_ranks"], [1])
@@ -152,6 +154,42 @@ class RankStallsUnderHangTimeout(HangJob):
             # run read their stacks: torch's backward() frames, then the program's line.
             self.assertIn(f"{TRAIN}:{marked_line(TRAIN, 'backward')} in main", w["python_stack"], w)
             self.assertGreaterEqual(w["waited_ns"], 20 * 10**9)
+
+
+class RankStraggles(HangJob):
+    MODE = "straggle"
+    # Each of rank 1's reads takes 150 ms: the page cache never has it (the daemon sleeps
+    # in every read it answers).
+    MOUNT = {"open_ms": 0, "read_ms": 150}
+
+    def test_straggler_named_with_its_split(self):
+        j = self.job
+        self.assertEqual(j.proc.returncode, 0, j.context())
+        f = self.finding("dist.straggler")
+        self.assertEqual(f["severity"], "warning")
+        ev = f["evidence"]
+        self.assertEqual((f["pid"], ev["rank"], ev["ranks"], ev["host"]), (j.rank_pid(1), 1, [1], HOST))
+        self.assertEqual(ev["steps_analysed"], 9)  # 10 optimizer steps, the first is warm-up
+        # Its step goes to file I/O on the slow mount, where the others wait in all-reduce.
+        self.assertGreaterEqual(ev["split"]["io_ns"], 140 * 10**6)
+        self.assertGreater(ev["split"]["io_ns"], ev["split"]["other_ns"])
+        self.assertEqual((ev["io"][0]["mount"], ev["io"][0]["fs_type"], ev["io"][0]["slow"]),
+                         (self.mount.path, "fuse.slowfs", True))
+        w = ev["waiting"]
+        self.assertEqual((w["ranks"], w["collective"], w["where"]), ([0, 2], "ddp_all_reduce", BACKWARD))
+        self.assertGreaterEqual(w["wait_ns"], 100 * 10**6)
+        self.assertGreaterEqual(w["wait_fraction"], 0.5)
+
+    def test_nothing_else_blamed(self):
+        j = self.job
+        self.assertEqual([x["id"] for x in j.findings("dist.")], ["dist.straggler"])
+        # The waiting ranks are not input-bound: they have no batches to wait for.
+        self.assertEqual([x["pid"] for x in j.findings("perf.input-bound")], [])
+        self.assertRegex(self.finding("dist.straggler")["summary"],
+                         rf"^rank 1 \(host {HOST}, pid {j.rank_pid(1)}\) makes every step slow: its steps take "
+                         rf"\d+ ms, \d+ ms of them in file I/O on {self.mount.path} \(fuse\.slowfs\); ranks 0 and 2 "
+                         rf"spend \d+% of each step \(\d+ ms\) waiting for it in DDP's gradient all-reduce at "
+                         rf"{BACKWARD}$")
 
 
 class MetricAllReduceOnOneRank(HangJob):

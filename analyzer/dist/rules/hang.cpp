@@ -104,7 +104,9 @@ void HangRule(RuleContext& ctx) {
       blocked["end"] = Json();
       blocked["steps"] = Json();
       blocked["python_stack"] = Json();
-      blocked_text = "has no trace (its host's folder is missing, or it was never traced)";
+      // "it has no trace", "rank 2 has no trace", "none of them has a trace".
+      blocked_text = std::string(c == nullptr && ranks.size() > 1 ? "has a trace" : "has no trace") +
+                     " (its host's folder is missing, or it was never traced)";
       ev["pid"] = Json();
       ev["host"] = Json();
     } else {
@@ -184,11 +186,15 @@ void HangRule(RuleContext& ctx) {
     AppendLauncherConsequences(ctx, job, consequences);
     ev["consequences"] = std::move(consequences);
 
+    // Who the blocked text is about: the one rank, the lowest with a trace, or all of
+    // them when none has one.
+    const std::string subject = ranks.size() == 1 ? "it "
+                                : c == nullptr    ? "none of them "
+                                                  : "rank " + std::to_string(ranks.front()) + " ";
     const bool timed_out = std::any_of(job.waiters.begin(), job.waiters.end(),
                                        [&](size_t i) { return job.ranks[i].waiting->raised; });
     f.summary = RankList(ranks) + (c != nullptr ? " (host " + c->host + ", pid " + std::to_string(c->pid) + ")" : "") +
-                " never entered " + CollectiveName(w) + ": " + (ranks.size() == 1 ? "it " : "rank " +
-                std::to_string(ranks.front()) + " ") + blocked_text + "; " + RankList(waiter_ranks) +
+                " never entered " + CollectiveName(w) + ": " + subject + blocked_text + "; " + RankList(waiter_ranks) +
                 " waited in it up to " + Seconds(longest) +
                 (timed_out ? " and gave up (" + ends + ")" : "");
     ctx.Add(std::move(f));
