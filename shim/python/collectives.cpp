@@ -14,6 +14,8 @@
 //        << 8; seq, count, dtype and where as the Collective record has them. It is
 //        noted in flight (level 1 of the thread's notes, state.h) until its end, so that
 //        a rank killed or stopped while it waits says in which collective, at which line.
+//   void colabtrace_collective_enter(int op_group, int seq, int count, int dtype, int where)
+//        the same, for a seq and count below 2^31 (the usual case: two arguments fewer).
 //   void colabtrace_collective_end(int status, int seqs)
 //        the call returned (status: CollectiveStatus) after issuing `seqs` collectives on
 //        its group (0: unknown): one Collective record, ts the begin.
@@ -37,6 +39,44 @@
 
 namespace colabtrace::shim {
 
+namespace {
+
+// What colabtrace_collective_begin and _enter share: op_group is op | group << 8.
+void BeginCollective(uint32_t op_group, uint64_t seq, uint64_t count, uint64_t dtype, uint64_t where) {
+  if (!Recording()) return;
+  ShimScope scope;
+  if (!scope.entered()) return;
+  ThreadState& t = t_thread;
+  format::ThreadNotes* tn = ThreadNotesOf(t);
+  if (t.collective.since != 0 && t.notes_gen == g_generation &&
+      tn->wait.call == static_cast<uint32_t>(format::InFlightCall::kCollective)) {
+    EndNote(&tn->wait);  // a begin inside a begin: the first one's note goes too
+  }
+  // Ticks() is never 0, so since == 0 can mean "in no collective".
+  ThreadState::Collective& c = t.collective;
+  c.since = Ticks();
+  c.op = op_group & 0xff;
+  c.group = op_group >> 8;
+  c.seq = seq;
+  c.count = count;
+  c.dtype = dtype;
+  c.where = where;
+  format::CallNote* n = FreeNote(&format::ThreadNotes::wait);
+  if (n == nullptr) return;  // a batch wait holds the level: it is what the thread is in
+  n->epoch = count;
+  n->synced = c.group;
+  n->detail = dtype;
+  n->flags = 0;
+  n->where = where;
+  n->api = static_cast<uint32_t>(c.op);
+  n->since = c.since;
+  n->object = seq;
+  __atomic_store_n(&n->call, static_cast<uint32_t>(format::InFlightCall::kCollective), __ATOMIC_RELEASE);
+  NotePythonThread(tn);
+}
+
+}  // namespace
+
 #pragma GCC visibility push(default)
 extern "C" {
 
@@ -50,40 +90,16 @@ int colabtrace_intern(const char* s) {
 
 void colabtrace_collective_begin(int op_group, int seq_lo, int seq_hi, int count_lo, int count_hi, int dtype,
                                  int where) {
-  if (!Recording()) return;
-  ShimScope scope;
-  if (!scope.entered()) return;
-  ThreadState& t = t_thread;
-  format::ThreadNotes* tn = ThreadNotesOf(t);
-  if (t.collective.since != 0 && t.notes_gen == g_generation &&
-      tn->wait.call == static_cast<uint32_t>(format::InFlightCall::kCollective)) {
-    EndNote(&tn->wait);  // a begin inside a begin: the first one's note goes too
-  }
-  // Ticks() is never 0, so since == 0 can mean "in no collective".
   const auto whole = [](int lo, int hi) {
     return static_cast<uint64_t>(static_cast<uint32_t>(lo)) | static_cast<uint64_t>(static_cast<uint32_t>(hi)) << 31;
   };
-  ThreadState::Collective& c = t.collective;
-  c.since = Ticks();
-  c.op = static_cast<uint32_t>(op_group) & 0xff;
-  c.group = static_cast<uint32_t>(op_group) >> 8;
-  c.seq = whole(seq_lo, seq_hi);
-  c.count = whole(count_lo, count_hi);
-  c.dtype = static_cast<uint32_t>(dtype);
-  c.where = static_cast<uint32_t>(where);
-  const uint64_t op = c.op, group = c.group, seq = c.seq, count = c.count;
-  format::CallNote* n = FreeNote(&format::ThreadNotes::wait);
-  if (n == nullptr) return;  // a batch wait holds the level: it is what the thread is in
-  n->epoch = count;
-  n->synced = group;
-  n->detail = c.dtype;
-  n->flags = 0;
-  n->where = c.where;
-  n->api = static_cast<uint32_t>(op);
-  n->since = c.since;
-  n->object = seq;
-  __atomic_store_n(&n->call, static_cast<uint32_t>(format::InFlightCall::kCollective), __ATOMIC_RELEASE);
-  NotePythonThread(tn);
+  BeginCollective(static_cast<uint32_t>(op_group), whole(seq_lo, seq_hi), whole(count_lo, count_hi),
+                  static_cast<uint32_t>(dtype), static_cast<uint32_t>(where));
+}
+
+void colabtrace_collective_enter(int op_group, int seq, int count, int dtype, int where) {
+  BeginCollective(static_cast<uint32_t>(op_group), static_cast<uint32_t>(seq), static_cast<uint32_t>(count),
+                  static_cast<uint32_t>(dtype), static_cast<uint32_t>(where));
 }
 
 void colabtrace_collective_end(int status, int seqs) {
