@@ -143,7 +143,10 @@ class Builder {
     for (size_t i = 0; i < traces.size(); ++i) {
       const ProcessTrace& t = traces[i];
       by_host_pid_[{life_.HostOf(t), t.pid()}].push_back(i);
-      if (!run_.facts(t).run_wrapper) ids[i] = IdentityOf(LauncherEnvOf(t));
+      if (run_.facts(t).run_wrapper) continue;
+      const auto env = LauncherEnvOf(t);
+      ids[i] = IdentityOf(env);
+      if (!ids[i].present()) ids[i] = IdentityOfGroup(t, env, life_.ParentPidOf(t));
     }
     for (auto& [key, list] : by_host_pid_) {
       std::sort(list.begin(), list.end(),

@@ -114,6 +114,28 @@ LauncherIdentity IdentityOf(const std::unordered_map<std::string, std::string>& 
   return id;
 }
 
+LauncherIdentity IdentityOfGroup(const ProcessTrace& t, const std::unordered_map<std::string, std::string>& env,
+                                 int64_t ppid) {
+  LauncherIdentity id;
+  const format::DistGroup* init = nullptr;
+  for (const auto& g : t.records.DistGroup) {
+    if (g.how == static_cast<uint64_t>(format::DistGroupHow::kInitProcessGroup)) init = &g;
+  }
+  if (init == nullptr || init->world_size < 2 || init->rank < 0 ||
+      static_cast<uint64_t>(init->rank) >= init->world_size) {
+    return id;
+  }
+  id.launcher = "init_process_group";
+  id.rank = init->rank;
+  id.world_size = static_cast<int64_t>(init->world_size);
+  const auto addr = env.find("MASTER_ADDR"), port = env.find("MASTER_PORT");
+  id.job = addr != env.end() && port != env.end() ? "init_process_group@" + addr->second + ":" + port->second
+                                                  : "init_process_group@ppid:" + std::to_string(ppid);
+  id.variables = {"init_process_group(rank=" + std::to_string(init->rank) +
+                  ", world_size=" + std::to_string(init->world_size) + ")"};
+  return id;
+}
+
 std::unordered_map<std::string, std::string> LauncherEnvOf(const ProcessTrace& t) {
   std::unordered_map<std::string, std::string> env;
   for (const auto& e : t.records.EnvVar) {

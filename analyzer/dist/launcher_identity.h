@@ -23,7 +23,7 @@ namespace colabtrace::analyzer::dist {
 
 struct LauncherIdentity {
   // "torchrun" (RANK and its companions, also a hand-made env:// launch), "slurm", "mpi",
-  // "pmi"; "" when the process carries no launcher's rank variables.
+  // "pmi", "init_process_group" (IdentityOfGroup); "" when the process carries none.
   std::string launcher;
   std::optional<int64_t> rank, local_rank, world_size, local_world_size, group_rank;
   std::optional<int64_t> restart;  // TORCHELASTIC_RESTART_COUNT
@@ -42,6 +42,14 @@ struct LauncherIdentity {
 
 // The identity the variables give (name -> value, the start-up environment).
 LauncherIdentity IdentityOf(const std::unordered_map<std::string, std::string>& env);
+
+// Where t carries no launcher's variables: the identity its own init_process_group call
+// gave it (the Python start-up hook's dist_group record: rank=..., world_size=...; the
+// processes mp.spawn starts), launcher "init_process_group", for a world of 2 or more.
+// The job string is "init_process_group@MASTER_ADDR:MASTER_PORT" from env when set, else
+// "init_process_group@ppid:PPID" (the ranks one process spawned). Not present otherwise.
+LauncherIdentity IdentityOfGroup(const ProcessTrace& t, const std::unordered_map<std::string, std::string>& env,
+                                 int64_t ppid);
 
 // The start-up environment of t's last image as recorded (EnvVar records of source
 // start-up; a redacted value reads as ""), the launcher variables only.
