@@ -80,8 +80,8 @@ class DistAnalysis final : public Analysis {
     for (const std::string& h : job.hosts) hosts.Append(h);
     j["hosts"] = std::move(hosts);
     // Which clock ordered the ranks' stops, and how far two hosts' may disagree.
-    j["clock"] = job.wall_clock ? "wall" : "monotonic";
-    j["clock_uncertainty_ns"] = job.wall_clock ? dist::kCrossHostClockUncertaintyNs : uint64_t{0};
+    j["clock"] = job.clock;
+    j["clock_uncertainty_ns"] = job.clock_uncertainty_ns;
     Json ranks = Json::MakeArray();
     for (size_t i = 0; i < job.ranks.size(); ++i) {
       const dist::JobRank& r = job.ranks[i];

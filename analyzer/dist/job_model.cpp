@@ -366,6 +366,11 @@ class Builder {
       }
       offset[i] = *o;
     }
+    if (job.wall_clock) {
+      job.clock = "wall";
+      job.clock_uncertainty_ns = kCrossHostClockUncertaintyNs;
+      RefineByCollectives(job, offset);
+    }
     uint64_t origin = UINT64_MAX;
     for (size_t i = 0; i < job.ranks.size(); ++i) {
       origin = std::min(origin, run_.traces()[job.ranks[i].trace].start_ns() + offset[i]);
@@ -374,6 +379,58 @@ class Builder {
       job.ranks[i].axis_base = offset[i] - origin;
       job.ranks[i].at_ns = static_cast<int64_t>(job.ranks[i].stop_ns + job.ranks[i].axis_base);
     }
+  }
+
+  // Corrects each host's offset (wall minus monotonic) by the collectives its ranks left
+  // with the first host's: a blocking collective (seq known, returned) ends on every rank
+  // at nearly the same moment. All hosts or none: a host with too few shared collectives
+  // leaves the wall clocks as they are.
+  void RefineByCollectives(Job& job, std::vector<uint64_t>& offset) {
+    using Key = std::pair<uint64_t, uint64_t>;  // (group, seq)
+    std::map<std::string, std::map<Key, uint64_t>> ends;  // host -> collective -> end (wall)
+    for (size_t i = 0; i < job.ranks.size(); ++i) {
+      const ProcessTrace& t = run_.traces()[job.ranks[i].trace];
+      for (const auto& c : t.records.Collective) {
+        if (c.seq == 0 || c.group == 0 || c.status != static_cast<uint64_t>(format::CollectiveStatus::kReturned) ||
+            c.op == static_cast<uint64_t>(format::CollectiveOp::kSend) ||
+            c.op == static_cast<uint64_t>(format::CollectiveOp::kRecv)) {
+          continue;
+        }
+        ends[job.ranks[i].host_key].emplace(Key{c.group, c.seq}, c.ts + c.dur + offset[i]);
+      }
+    }
+    const std::string& reference = job.ranks.front().host_key;
+    const auto ref = ends.find(reference);
+    if (ref == ends.end() || ends.size() < 2) return;
+    std::map<std::string, int64_t> shift;
+    uint64_t spread = 0;
+    for (const auto& [host, mine] : ends) {
+      if (host == reference) continue;
+      std::vector<int64_t> d;
+      for (const auto& [key, end] : mine) {
+        if (auto r = ref->second.find(key); r != ref->second.end()) {
+          d.push_back(static_cast<int64_t>(end - r->second));
+        }
+      }
+      if (d.size() < kMinClockCollectives) return;
+      std::sort(d.begin(), d.end());
+      const int64_t median = d[d.size() / 2];
+      std::vector<uint64_t> off;
+      for (int64_t x : d) off.push_back(static_cast<uint64_t>(x > median ? x - median : median - x));
+      std::sort(off.begin(), off.end());
+      spread = std::max(spread, off[off.size() * 9 / 10]);  // the 90th percentile
+      shift[host] = median;
+    }
+    for (const JobRank& r : job.ranks) {
+      if (r.host_key != reference && !shift.count(r.host_key)) return;  // a host without collectives
+    }
+    for (size_t i = 0; i < job.ranks.size(); ++i) {
+      if (auto sh = shift.find(job.ranks[i].host_key); sh != shift.end()) {
+        offset[i] -= static_cast<uint64_t>(sh->second);
+      }
+    }
+    job.clock = "collectives";
+    job.clock_uncertainty_ns = std::max(spread, kMinCollectiveUncertaintyNs);
   }
 
   // dist.hang: ranks ended waiting in a collective that others never entered, while those
@@ -492,7 +549,7 @@ class Builder {
       const JobRank& other = job.ranks[own[k]];
       if (other.host_key == first.host_key) continue;
       const uint64_t apart = static_cast<uint64_t>(other.at_ns) - static_cast<uint64_t>(first.at_ns);
-      if (apart >= kCrossHostClockUncertaintyNs) continue;
+      if (apart >= job.clock_uncertainty_ns) continue;
       // A non-zero exit just after a rank died on its own is the usual consequence.
       if (first.blame == Blame::kOwn && other.blame == Blame::kExit) continue;
       job.problems.push_back("ranks " + std::to_string(first.rank) + " (" + first.host + ") and " +

@@ -12,7 +12,11 @@
 // How each rank ended, and when it stopped: its exit or signal; a killed trace (SIGKILL,
 // the OOM killer) stopped at its last sign of life (its last record, or `colabtrace
 // run`'s last sample of it). Times are on one axis per job: CLOCK_MONOTONIC when all its
-// ranks ran on one host (one boot), else wall time from each trace's Clock records.
+// ranks ran on one host (one boot), else wall time from each trace's Clock records,
+// refined where every host's ranks left at least kMinClockCollectives collectives with
+// another host's (the Python start-up hook's collective records: a blocking collective
+// returns on every rank within the network's latency), each host's offset corrected by
+// the median difference and the uncertainty the spread that remains.
 //
 // The first failure is the rank that stopped first among those that failed (a fatal
 // signal, a kill, a non-zero exit), never one whose end a traced process sent it (the
@@ -106,6 +110,11 @@ struct Job {
   std::vector<int64_t> missing;     // ranks below world_size with no trace
   std::vector<std::string> hosts;   // host names, sorted
   bool wall_clock = false;          // ranks on several hosts: aligned by wall time
+  // How the ranks' times were put on one axis: "monotonic" (one host), "wall" (each
+  // host's wall clock), "collectives" (wall time, then refined by the collectives every
+  // host's ranks left together); and how far two hosts' times may still disagree.
+  std::string clock = "monotonic";
+  uint64_t clock_uncertainty_ns = 0;
   // The processes that started its ranks and carry no rank themselves (torchrun's
   // agents), traces; their own failure follows the ranks'.
   std::vector<size_t> launchers;
@@ -148,7 +157,11 @@ struct JobModel {
 };
 
 // Two hosts' wall clocks are trusted to agree to within this: failures on two hosts
-// closer than this are not ordered by their clocks.
+// closer than this are not ordered by their clocks (unless collectives refined them).
 inline constexpr uint64_t kCrossHostClockUncertaintyNs = 100'000'000;
+// Refining two hosts' clocks by collectives needs at least this many that ranks of both
+// left; the uncertainty that remains is never taken below kMinCollectiveUncertaintyNs.
+inline constexpr size_t kMinClockCollectives = 3;
+inline constexpr uint64_t kMinCollectiveUncertaintyNs = 1'000'000;
 
 }  // namespace colabtrace::analyzer::dist

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "render/html/escape.h"
+#include "render/ranks_clock.h"
 #include "render/html/sections.h"
 
 namespace colabtrace::analyzer::html {
@@ -18,7 +19,7 @@ std::string RanksSection(const PageContext& ctx) {
                         job["launcher"].str();
     if (job["restart"].is_number()) title += ", restart " + std::to_string(job["restart"].as_int());
     if (job["world_size"].is_number()) title += ", world size " + std::to_string(job["world_size"].as_int());
-    title += std::string(", ") + (job["clock"].str() == "wall" ? "clocks aligned by wall time" : "one host") + ")";
+    title += std::string(", ") + ClockText(job) + ")";
     s += "<h3>" + Text(title) + "</h3>\n";
     s += "<table class=\"ranks\"><thead><tr><th>rank</th><th>host</th><th>pid</th><th>steps</th><th>end</th>"
          "</tr></thead><tbody>\n";

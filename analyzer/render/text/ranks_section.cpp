@@ -5,6 +5,7 @@
 #include <map>
 
 #include "model/process_role.h"
+#include "render/ranks_clock.h"
 #include "render/text/sections.h"
 
 namespace colabtrace::analyzer::text {
@@ -22,7 +23,7 @@ void RanksSection(const ReportBuilder& report, std::vector<TextSection>& out) {
             job["launcher"].str();
     if (job["restart"].is_number()) body += ", restart " + std::to_string(job["restart"].as_int());
     if (job["world_size"].is_number()) body += ", world size " + std::to_string(job["world_size"].as_int());
-    body += std::string(", ") + (job["clock"].str() == "wall" ? "clocks aligned by wall time" : "one host") + ")\n";
+    body += std::string(", ") + ClockText(job) + ")\n";
     std::snprintf(line, sizeof(line), "  %-6s %-16s %-8s %-6s %s\n", "rank", "host", "pid", "steps", "end");
     body += line;
     const auto& ranks = job["ranks"].array();
