@@ -2,6 +2,7 @@
 // golden tests that assert them (tests/libs, tests/findings).
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -27,6 +28,17 @@ inline std::vector<analyzer::Finding> FindingsOf(std::vector<analyzer::ProcessTr
   std::vector<analyzer::Finding> out;
   for (const analyzer::Finding& f : report->findings()) {
     if (f.id == id) out.push_back(f);
+  }
+  return out;
+}
+
+// The "id pid" of every error finding of the report over traces, in the report's order.
+inline std::vector<std::string> ErrorsOf(std::vector<analyzer::ProcessTrace>& traces,
+                                         analyzer::ReportOptions options = {}) {
+  auto report = analyzer::BuildReport(traces, options);
+  std::vector<std::string> out;
+  for (const analyzer::Finding& f : report->findings()) {
+    if (f.severity == analyzer::Severity::kError) out.push_back(f.id + " " + std::to_string(f.pid));
   }
   return out;
 }

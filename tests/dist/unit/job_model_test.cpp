@@ -3,16 +3,19 @@
 // Slurm, Open MPI, PMI) and refused when they are garbage or contradict each other;
 // workers that inherit RANK; jobs told apart; a missing rank; clocks of two hosts that
 // disagree by seconds, aligned by wall time; the launcher's teardown never the culprit.
-// Each bad input gets a statement in the report and no culprit.
+// Each bad input gets a statement in the report and no culprit. The hang verdict over
+// collectives (tests/harness/collective_jobs.h): who waited, in what, and who never entered.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "collective_jobs.h"
 #include "dist/job_model.h"
 #include "dist/launcher_identity.h"
-#include "rank_traces.h"
 #include "report/report.h"
 
 namespace colabtrace::analyzer::dist {
@@ -20,20 +23,13 @@ namespace {
 
 using ranktest::Build;
 using ranktest::End;
+using ranktest::HangJob;
+using ranktest::HangShape;
+using ranktest::kMs;
 using ranktest::kSec;
 using ranktest::Proc;
+using ranktest::Rank;
 using ranktest::TorchrunEnv;
-
-// A healthy-looking rank of a 3-rank torchrun job started by launcher pid 50 on host a:
-// 5 steps, exit 0 at 20 s.
-Proc Rank(int rank, int world = 3) {
-  Proc p;
-  p.pid = static_cast<uint32_t>(100 + rank);
-  p.ppid = 50;
-  p.env = TorchrunEnv(rank, world);
-  p.steps = 5;
-  return p;
-}
 
 Proc Launcher() {
   Proc p;
@@ -379,6 +375,92 @@ TEST(JobModel, AnEndTheLauncherSentIsNeverTheCulprit) {
   EXPECT_TRUE(outside.Findings("dist.first-failure").empty());
   EXPECT_TRUE(outside.model().jobs.at(0).stopped_from_outside);
   EXPECT_TRUE(outside.Warns("the job was stopped from outside")) << outside.Warnings();
+}
+
+// Ranks 0 and 2 timed out in DDP's all-reduce #11 and exited 1 first; rank 1, blocked in
+// a read, was then sent SIGTERM by the launcher: rank 1 never entered, the waiters' exits
+// are consequences, and no rank failed first.
+TEST(JobModel, TheRankThatNeverEnteredTheCollectiveTheOthersTimedOutIn) {
+  const Built b = Report(HangJob(HangShape::kTimedOut));
+  const Job& job = b.model().jobs.at(0);
+  EXPECT_EQ(job.waiters, (std::vector<size_t>{0, 2}));
+  EXPECT_EQ(job.hung, std::vector<size_t>{1});
+  EXPECT_EQ(job.waited_in, std::optional<size_t>(0));
+  EXPECT_FALSE(job.all_waiting);
+  EXPECT_FALSE(job.first_failure.has_value());
+  EXPECT_EQ(job.consequences, (std::vector<size_t>{0, 2}));
+  const RankWait& w = job.ranks[0].waiting.value();
+  EXPECT_EQ(w.op, "ddp_all_reduce");
+  EXPECT_EQ(w.group, 1u);
+  EXPECT_EQ(w.seq, 11u);
+  EXPECT_EQ(w.count, 9u);
+  EXPECT_EQ(w.dtype, "torch.float32");
+  EXPECT_EQ(w.where, "train.py:20 in main");
+  EXPECT_EQ(w.tid, 100u);
+  EXPECT_EQ(w.since_ns, 16 * kSec);
+  EXPECT_EQ(w.waited_ns, 10 * kSec);
+  EXPECT_TRUE(w.raised);
+  EXPECT_FALSE(job.ranks[1].waiting.has_value());
+  EXPECT_EQ(job.ranks[1].entered, (std::map<uint64_t, uint64_t>{{1, 10}}));
+  EXPECT_EQ(job.ranks[1].blame, Blame::kSent);
+  EXPECT_EQ(job.ranks[1].sender_pid, 50);
+  EXPECT_EQ(job.ranks[2].entered, (std::map<uint64_t, uint64_t>{{1, 11}}));
+  const Json& row = b.report->document()["dist"]["jobs"].array()[0];
+  EXPECT_EQ(row["never_entered_ranks"].Dump(-1), "[1]");
+  EXPECT_FALSE(row["all_waiting"].boolean());
+}
+
+// Everything SIGKILLed with no sender, the waiters still in #11: rank 1's last record
+// (15.5 s) is the earliest and its kill its own, but it had been blocked since before
+// they entered. The OOM shape instead: killed 100 ms into a read begun after they
+// entered, it failed first.
+TEST(JobModel, AKillOfTheWholeJobAgainstAnOomKill) {
+  const Built killed = Report(HangJob(HangShape::kKilledInFlight));
+  const Job& job = killed.model().jobs.at(0);
+  EXPECT_EQ(job.ranks[1].blame, Blame::kOwn);
+  EXPECT_EQ(job.waiters, (std::vector<size_t>{0, 2}));
+  EXPECT_EQ(job.hung, std::vector<size_t>{1});
+  EXPECT_EQ(job.waited_in, std::optional<size_t>(0));
+  EXPECT_FALSE(job.first_failure.has_value());
+  EXPECT_EQ(job.consequences, (std::vector<size_t>{0, 2}));
+  EXPECT_FALSE(job.ranks[2].waiting.value().raised);
+  EXPECT_EQ(job.ranks[2].waiting.value().waited_ns, 24 * kSec + 200 * kMs);
+
+  const Built oom = Report(HangJob(HangShape::kOomKilled));
+  const Job& o = oom.model().jobs.at(0);
+  EXPECT_EQ(o.waiters, (std::vector<size_t>{0, 2}));
+  EXPECT_TRUE(o.hung.empty());
+  EXPECT_FALSE(o.waited_in.has_value());
+  EXPECT_FALSE(o.all_waiting);
+  EXPECT_EQ(o.first_failure, std::optional<size_t>(1));
+  EXPECT_EQ(o.consequences, (std::vector<size_t>{0, 2}));
+}
+
+// A missing rank leaves the hang verdict standing: the waiters' collective, no rank with a
+// trace that never entered, the missing one named by `missing`.
+TEST(JobModel, AMissingRankAndRanksWaitingForIt) {
+  const Built b = Report(HangJob(HangShape::kMissingRank));
+  const Job& job = b.model().jobs.at(0);
+  EXPECT_EQ(job.missing, std::vector<int64_t>{2});
+  EXPECT_EQ(job.waiters, (std::vector<size_t>{0, 1}));
+  EXPECT_TRUE(job.hung.empty());
+  EXPECT_EQ(job.waited_in, std::optional<size_t>(0));
+  EXPECT_FALSE(job.first_failure.has_value());
+  EXPECT_EQ(job.consequences, (std::vector<size_t>{0, 1}));
+}
+
+// Every rank timed out in #11 after rank 0's metric all-reduce: all waiting, no rank to
+// blame for stopping first, none that never entered.
+TEST(JobModel, EveryRankWaiting) {
+  const Built b = Report(ranktest::MetricJob());
+  const Job& job = b.model().jobs.at(0);
+  EXPECT_EQ(job.waiters, (std::vector<size_t>{0, 1, 2}));
+  EXPECT_TRUE(job.all_waiting);
+  EXPECT_TRUE(job.hung.empty());
+  EXPECT_FALSE(job.waited_in.has_value());
+  EXPECT_FALSE(job.first_failure.has_value());
+  EXPECT_TRUE(job.consequences.empty());
+  EXPECT_TRUE(b.report->document()["dist"]["jobs"].array()[0]["all_waiting"].boolean());
 }
 
 }  // namespace
