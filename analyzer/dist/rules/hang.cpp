@@ -9,8 +9,9 @@
 // (proc.python-exception for the timeout, proc.hang, proc.killed) fold into it; the
 // ranks at fault keep theirs.
 //
-// Evidence: {rank (the lowest that never entered), ranks, missing_ranks, pid, host,
-// blocked_in, collective: {op, seq, comm, count, dtype, where}, waiting: [{host, rank,
+// Evidence: {rank (the lowest that never entered), ranks, missing_ranks, pid, host (of
+// the lowest that never entered and has a trace; null when none has), blocked_in (that
+// one's), collective: {op, seq, comm, count, dtype, where}, waiting: [{host, rank,
 // pid, waited_ns, raised, python_stack}], consequences: [{host, rank, pid, end, role,
 // after_ns, folded}], job}. blocked_in: {state ("blocked": in a call that had not
 // returned; "stopped": ended from outside, in no call the shim notes; "exited": gone
@@ -98,7 +99,7 @@ void HangRule(RuleContext& ctx) {
 
     std::string blocked_text;
     Json blocked = Json::MakeObject();
-    if (c == nullptr || (!job.missing.empty() && job.missing.front() < c->rank)) {
+    if (c == nullptr) {
       blocked["state"] = "missing";
       blocked["call"] = Json();
       blocked["end"] = Json();
@@ -133,11 +134,12 @@ void HangRule(RuleContext& ctx) {
         const std::vector<std::string> stack = ThreadStack(t, p, static_cast<uint32_t>(c->pid), 0);
         blocked["python_stack"] = StackJson(stack);
         const std::string line = ProgramFrame(stack);
-        blocked_text = exited ? EndText(*c) + " without entering it"
+        blocked_text = exited ? EndText(*c) + " after " + std::to_string(c->steps) + " step" +
+                                    (c->steps == 1 ? "" : "s") + " without entering it"
                               : "was in no call the shim notes" + (line.empty() ? "" : " (last seen at " + line + ")") +
                                     " until it was stopped (" + EndText(*c) + ")";
       }
-      if (c->steps > 0) blocked_text += " at step " + std::to_string(c->steps + 1);
+      if (c->steps > 0 && c->end_kind != EndKind::kExited) blocked_text += " at step " + std::to_string(c->steps + 1);
     }
     ev["blocked_in"] = std::move(blocked);
 
@@ -190,7 +192,7 @@ void HangRule(RuleContext& ctx) {
     // them when none has one.
     const std::string subject = ranks.size() == 1 ? "it "
                                 : c == nullptr    ? "none of them "
-                                                  : "rank " + std::to_string(ranks.front()) + " ";
+                                                  : "rank " + std::to_string(c->rank) + " ";
     const bool timed_out = std::any_of(job.waiters.begin(), job.waiters.end(),
                                        [&](size_t i) { return job.ranks[i].waiting->raised; });
     f.summary = RankList(ranks) + (c != nullptr ? " (host " + c->host + ", pid " + std::to_string(c->pid) + ")" : "") +

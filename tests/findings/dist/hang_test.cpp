@@ -191,6 +191,31 @@ TEST(DistHang, AnOomKillWhileTheOthersWaitedIsTheFirstFailure) {
   EXPECT_EQ(ErrorsOf(traces), (std::vector<std::string>{"dist.first-failure 101", "proc.killed 101"}));
 }
 
+// The OOM shape, but the launcher, seeing rank 1 die, ends ranks 0 and 2 with SIGTERM
+// while they are still in #11 (torchrun's teardown): rank 1's death is what it reacted
+// to, so it failed first, however long its read seems to have lasted (a killed trace's
+// calls run to the host's last record).
+TEST(DistHang, AnOomKillTheLauncherToreTheJobDownAfterIsTheFirstFailure) {
+  std::vector<ranktest::Proc> job = HangJob(HangShape::kOomKilled);
+  job[0].kills = {{100, 15}, {102, 15}};
+  job[0].stop_ns = 21 * kSec + 500 * kMs;
+  for (size_t i : {1u, 3u}) {  // ranks 0 and 2: in #11 until the SIGTERM at 21 s
+    ranktest::Proc& r = job[i];
+    r.collectives.back() = ranktest::Step6AllReduce(0);
+    r.exception.clear();
+    r.end = ranktest::End::kSignal;
+    r.signo = 15;
+    r.stop_ns = 21 * kSec;
+  }
+  auto traces = ranktest::Build(job);
+  EXPECT_TRUE(FindingsOf(traces, "dist.hang").empty());
+  const auto f = FindingsOf(traces, "dist.first-failure");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].pid, 101);
+  EXPECT_EQ(f[0].evidence["cause"].str(), "killed");
+  EXPECT_EQ(f[0].evidence["consequences"].array().size(), 3u);  // ranks 0 and 2, the launcher
+}
+
 // Rank 2 has no trace: the finding is on the first waiter's pid, and says nothing of rank
 // 2 but that it is missing.
 TEST(DistHang, AMissingRankNeverEntered) {
@@ -211,8 +236,8 @@ TEST(DistHang, ARankThatExitedBeforeTheCollective) {
              Evidence(Culprit(2), BlockedIn(R"({"kind":"exited","code":0,"signal":null})", "exited"),
                       Join({Waiting(0, 10 * kSec, true), Waiting(1, 10 * kSec, true)}), TimedOutEnds(0, 1)),
              "rank 2 (host a, pid 102) never entered DDP's gradient all-reduce #11 in backward() at train.py:20 in "
-             "main: it exited 0 without entering it at step 6; ranks 0 and 1 waited in it up to 10.0 s and gave up "
-             "(exited 1)",
+             "main: it exited 0 after 5 steps without entering it; ranks 0 and 1 waited in it up to 10.0 s and gave "
+             "up (exited 1)",
              {"dist.hang 102"});
 }
 
