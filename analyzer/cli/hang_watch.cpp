@@ -176,7 +176,12 @@ bool HangWatch::Refresh(Traced& t, format::FileHeader* h) {
   for (uint64_t off = from; off + sizeof(format::ChunkHeader) <= end; off += chunk) {
     format::ChunkHeader ch = {};
     if (!PreadAll(fd, &ch, sizeof(ch), off)) break;
-    if (ch.magic != format::kStateChunkMagic || ch.image < t.image) continue;
+    if (ch.magic != format::kStateChunkMagic) continue;
+    // The shim stores the magic after the other fields, but a copy made while it stored
+    // them may hold the magic and not yet its seq or image; once the magic was seen, a
+    // second copy holds them all (nothing in a chunk header changes after the magic).
+    if (!PreadAll(fd, &ch, sizeof(ch), off)) break;
+    if (ch.image < t.image) continue;
     if (ch.image > t.image) {  // an exec the header did not show yet when it was read
       t.image = ch.image;
       t.state_chunks.clear();
