@@ -115,7 +115,7 @@ class SamplingGateTest : public ::testing::Test {
 };
 
 TEST_F(SamplingGateTest, EachDueSampleIsTakenByOneThreadOnly) {
-  // Ticks are CLOCK_MONOTONIC nanoseconds here (the writer session never calls
+  // Ticks are CLOCK_MONOTONIC nanoseconds here (WriterSession never calls
   // InitTicks), so a sample's ts is the time it was taken.
   ASSERT_FALSE(shim::g_ticks_are_tsc);
   constexpr uint32_t kPeriodMs = 10;
