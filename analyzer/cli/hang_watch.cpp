@@ -14,6 +14,7 @@
 
 #include "cli/python_remote.h"
 #include "colabtrace/format/records.h"
+#include "trace/live_state.h"
 
 namespace colabtrace::cli {
 namespace {
@@ -36,16 +37,7 @@ uint64_t NowNs(clockid_t clock) {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-bool PreadAll(int fd, void* dst, size_t n, uint64_t offset) {
-  auto* p = static_cast<uint8_t*>(dst);
-  while (n > 0) {
-    const ssize_t r = pread(fd, p, n, static_cast<off_t>(offset));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r, n -= static_cast<size_t>(r), offset += static_cast<uint64_t>(r);
-  }
-  return true;
-}
+using analyzer::PreadAll;
 
 // A trace's tick count as CLOCK_MONOTONIC nanoseconds (its header's clock anchor).
 uint64_t TicksToMonoNs(const format::FileHeader& h, uint64_t ticks) {
@@ -184,7 +176,12 @@ bool HangWatch::Refresh(Traced& t, format::FileHeader* h) {
   for (uint64_t off = from; off + sizeof(format::ChunkHeader) <= end; off += chunk) {
     format::ChunkHeader ch = {};
     if (!PreadAll(fd, &ch, sizeof(ch), off)) break;
-    if (ch.magic != format::kStateChunkMagic || ch.image < t.image) continue;
+    if (ch.magic != format::kStateChunkMagic) continue;
+    // The shim stores the magic after the other fields, but a copy made while it stored
+    // them may hold the magic and not yet its seq or image; once the magic was seen, a
+    // second copy holds them all (nothing in a chunk header changes after the magic).
+    if (!PreadAll(fd, &ch, sizeof(ch), off)) break;
+    if (ch.image < t.image) continue;
     if (ch.image > t.image) {  // an exec the header did not show yet when it was read
       t.image = ch.image;
       t.state_chunks.clear();
@@ -206,12 +203,18 @@ void HangWatch::ReadProgress(Traced& t, uint64_t now_ns) {
     t.read_ns = now_ns;
     return;
   }
-  format::ProgressBlock p = {};
   const int fd = open(t.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return;
-  const bool ok = PreadAll(fd, &p, sizeof(p), first->second + format::kProgressOffset);
+  const analyzer::LiveProgress live = analyzer::ReadLiveProgress(analyzer::PreadStateChunk(fd, first->second));
   close(fd);
-  if (!ok) return;
+  if (!live.read) return;
+  if (!live.settled) {
+    // It changed under every copy: the process is counting a step right now.
+    progress_ns_ = std::max(progress_ns_, now_ns);
+    t.read_ns = now_ns;
+    return;
+  }
+  const format::ProgressBlock& p = live.block;
   if (p.steps > t.steps && p.last_step_ticks != 0) {
     // The step came after the last read that did not see it (else after the job began):
     // a tick count that converts outside that window (a rough ticks-per-second estimate
@@ -256,16 +259,14 @@ HangWatch::Recorded HangWatch::RecordThreads(RunTraceWriter& out, uint64_t now_n
     std::map<uint32_t, uint64_t> python_thread;
     format::PythonLayoutBlock layout = {};
     if (const int fd = open(t->path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW); fd >= 0) {
-      std::vector<uint8_t> chunk(format::kChunkSize);
       for (const auto& [seq, off] : t->state_chunks) {
-        if (!PreadAll(fd, chunk.data(), chunk.size(), off)) continue;
-        if (seq == 0) {
-          std::memcpy(&layout, chunk.data() + format::kPythonLayoutOffset, sizeof(layout));
-          if (layout.version == 0) layout = {};
+        // The layout is written once, before the chunk's magic; the notes change as the
+        // process runs.
+        if (seq == 0 && (!PreadAll(fd, &layout, sizeof(layout), off + format::kPythonLayoutOffset) ||
+                         layout.version == 0)) {
+          layout = {};
         }
-        for (uint32_t k = 0; k < format::kNotesPerChunk; ++k) {
-          format::ThreadNotes n;
-          std::memcpy(&n, chunk.data() + format::kNotesOffset + k * sizeof(n), sizeof(n));
+        for (const format::ThreadNotes& n : analyzer::ReadLiveNotes(analyzer::PreadStateChunk(fd, off)).notes) {
           if (n.tid != 0) python_thread[n.tid] = n.python_thread;
         }
       }

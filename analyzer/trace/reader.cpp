@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <cstddef>
 #include <cerrno>
 #include <functional>
 #include <numeric>
@@ -15,6 +17,7 @@
 
 #include "colabtrace/format/codec.h"
 #include "colabtrace/format/launch_ring.h"
+#include "trace/live_state.h"
 #include "trace/parallel_for.h"
 #include "trace/process_trace.h"
 
@@ -84,6 +87,8 @@ class TraceBytes {
   virtual uint64_t size() const = 0;
   // Up to `len` bytes at `off` (fewer where the data ends); valid until the next Read.
   virtual std::span<const uint8_t> Read(uint64_t off, uint64_t len) = 0;
+  // Whether the bytes may change while they are read (a file its process still writes).
+  virtual bool may_change() const { return false; }
 };
 
 class MemoryBytes final : public TraceBytes {
@@ -106,6 +111,7 @@ class FileBytes final : public TraceBytes {
   FileBytes(int fd, uint64_t size) : fd_(fd), size_(size) {}
   uint64_t size() const override { return size_; }
   const std::string& error() const { return error_; }
+  bool may_change() const override { return true; }
   std::span<const uint8_t> Read(uint64_t off, uint64_t len) override {
     if (off >= size_) return {};
     len = std::min<uint64_t>(len, size_ - off);
@@ -254,9 +260,20 @@ class TraceDecoder {
         continue;
       }
       if (c.magic == format::kStateChunkMagic) {
-        for (uint32_t k = 0; k < format::kNotesPerChunk; ++k) {
-          format::ThreadNotes tn;
-          std::memcpy(&tn, chunk.data() + format::kNotesOffset + k * sizeof(tn), sizeof(tn));
+        // A file's process may still be rewriting its notes: read as live_state.h says.
+        std::vector<format::ThreadNotes> notes(format::kNotesPerChunk);
+        if (b_.may_change()) {
+          notes = ReadLiveNotes([&](uint64_t at, size_t n, uint8_t* dst) {
+                    const std::span<const uint8_t> got = b_.Read(c.offset + at, n);
+                    if (got.size() < n) return false;
+                    std::memcpy(dst, got.data(), n);
+                    return true;
+                  }).notes;
+        } else {
+          std::memcpy(static_cast<void*>(notes.data()), chunk.data() + format::kNotesOffset,
+                      notes.size() * sizeof(format::ThreadNotes));
+        }
+        for (const format::ThreadNotes& tn : notes) {
           if (tn.tid == 0) continue;
           AddInFlight(tn, tn.call, 0, image, completed);
           AddInFlight(tn, tn.wait, 1, image, completed);
@@ -829,6 +846,107 @@ TraceSet LoadTraces(const std::vector<std::string>& paths) {
     }
   }
   return set;
+}
+
+// ---- live state chunks (live_state.h) ----------------------------------------------
+
+bool PreadAll(int fd, void* dst, size_t n, uint64_t offset) {
+  auto* p = static_cast<uint8_t*>(dst);
+  while (n > 0) {
+    const ssize_t r = pread(fd, p, n, static_cast<off_t>(offset));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r, n -= static_cast<size_t>(r), offset += static_cast<uint64_t>(r);
+  }
+  return true;
+}
+
+StateChunkRead PreadStateChunk(int fd, uint64_t chunk_offset) {
+  return [fd, chunk_offset](uint64_t at, size_t n, uint8_t* dst) { return PreadAll(fd, dst, n, chunk_offset + at); };
+}
+
+namespace {
+
+// Copies of a live state chunk's bytes taken one after another, and attempts at copies
+// that agree (live_state.h).
+constexpr int kLiveCopies = 5;
+constexpr int kLiveAttempts = 4;
+
+// Whether every copy of T at `at` within each copy of `stride` bytes agrees.
+template <class T> bool CopiesAgree(const uint8_t* copies, size_t stride, size_t at) {
+  for (int c = 1; c < kLiveCopies; ++c) {
+    if (std::memcmp(copies + at, copies + c * stride + at, sizeof(T)) != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+LiveProgress ReadLiveProgress(const StateChunkRead& read) {
+  LiveProgress p;
+  constexpr size_t kSize = sizeof(format::ProgressBlock);
+  uint8_t copies[kLiveCopies * kSize];
+  for (int attempt = 0; attempt < kLiveAttempts && !p.settled; ++attempt) {
+    for (int c = 0; c < kLiveCopies; ++c) {
+      if (!read(format::kProgressOffset, kSize, copies + c * kSize)) return LiveProgress{};
+    }
+    p.read = true;
+    p.settled = CopiesAgree<format::ProgressBlock>(copies, kSize, 0);
+  }
+  if (p.settled) std::memcpy(&p.block, copies, kSize);
+  return p;
+}
+
+LiveNotes ReadLiveNotes(const StateChunkRead& read) {
+  LiveNotes out;
+  constexpr size_t kEntry = sizeof(format::ThreadNotes);
+  constexpr size_t kBytes = format::kNotesPerChunk * kEntry;
+  std::vector<uint8_t> copies(kLiveCopies * kBytes);
+  out.notes.resize(format::kNotesPerChunk);
+  // What is settled so far: per entry its tid word (with python_thread), and each level.
+  std::vector<uint8_t> settled(format::kNotesPerChunk * 3, 0);
+  auto settle_level = [&](size_t i, size_t level_at, format::CallNote format::ThreadNotes::*level) {
+    const size_t at = i * kEntry + level_at;
+    bool no_call = false;
+    for (int c = 0; c < kLiveCopies; ++c) {
+      uint32_t call;
+      std::memcpy(&call, copies.data() + c * kBytes + at, sizeof(call));
+      no_call |= call == 0;
+    }
+    if (no_call) {
+      out.notes[i].*level = {};  // no call at that moment
+      return true;
+    }
+    if (!CopiesAgree<format::CallNote>(copies.data(), kBytes, at)) return false;
+    std::memcpy(&(out.notes[i].*level), copies.data() + 2 * kBytes + at, sizeof(format::CallNote));
+    return true;
+  };
+  bool all = false;
+  for (int attempt = 0; attempt < kLiveAttempts && !all; ++attempt) {
+    for (int c = 0; c < kLiveCopies; ++c) {
+      if (!read(format::kNotesOffset, kBytes, copies.data() + c * kBytes)) return LiveNotes{};
+    }
+    out.read = true;
+    all = true;
+    for (size_t i = 0; i < format::kNotesPerChunk; ++i) {
+      uint8_t* done = &settled[i * 3];
+      if (!done[0] && CopiesAgree<uint64_t[2]>(copies.data(), kBytes, i * kEntry)) {
+        // tid and python_thread: each stored once, so copies that agree hold them whole.
+        std::memcpy(&out.notes[i], copies.data() + i * kEntry, 2 * sizeof(uint64_t));
+        done[0] = 1;
+      }
+      if (!done[1]) done[1] = settle_level(i, offsetof(format::ThreadNotes, call), &format::ThreadNotes::call);
+      if (!done[2]) done[2] = settle_level(i, offsetof(format::ThreadNotes, wait), &format::ThreadNotes::wait);
+      all &= done[0] && done[1] && done[2];
+    }
+  }
+  // What never held still reads as absent: an entry without its tid, a note without a call.
+  for (size_t i = 0; i < format::kNotesPerChunk; ++i) {
+    const uint8_t* done = &settled[i * 3];
+    if (!done[0]) out.notes[i] = {};
+    out.rejected += (done[1] ? 0 : 1) + (done[2] ? 0 : 1);
+  }
+  return out;
 }
 
 }  // namespace colabtrace::analyzer
