@@ -647,16 +647,16 @@ def _wrap_collective(c10d, name, real, op):
                 _begin(begin, op, entry, seq, (count, dtype), where)
         except Exception:  # noqa: BLE001
             return real(*args, **kwargs)
-        if not issues_one:  # an *_object one calls the others: they are part of it
-            local.on = True
+        # Inside it, torch's own calls are part of it: the *_object ones call the other
+        # collectives, and a blocking one calls Work.wait().
+        local.on = True
         try:
             result = real(*args, **kwargs)
         except BaseException:
             local.on = False
             _end_collective(end, _STATUS_RAISED, entry, seq, issues_one)
             raise
-        if not issues_one:
-            local.on = False
+        local.on = False
         if is_async or (kwargs.get("async_op") if "async_op" in kwargs else
                         0 <= async_at < len(args) and args[async_at]):
             _end_collective(end, _STATUS_ISSUED, entry, seq, issues_one)
