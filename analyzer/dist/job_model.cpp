@@ -458,9 +458,14 @@ class Builder {
       entered_last = std::max(entered_last, job.ranks[i].waiting->since_ns + job.ranks[i].axis_base);
     }
     const perf::HangModel& hangs = run_.Get<perf::HangModel>();
-    // The launcher (a traced process) ended waiters: it saw a rank fail.
-    const bool torn_down = std::any_of(job.waiters.begin(), job.waiters.end(),
-                                       [&](size_t i) { return job.ranks[i].blame == Blame::kSent; });
+    // The launcher (a traced process) ended waiters after rank r had stopped: it saw r
+    // fail. Never when `colabtrace run` ended the job for a hang (it ends everything).
+    const bool run_ended_hang = hangs.hang_timeout_ns.has_value();
+    const auto torn_down_after = [&](const JobRank& r) {
+      return !run_ended_hang && std::any_of(job.waiters.begin(), job.waiters.end(), [&](size_t i) {
+               return job.ranks[i].blame == Blame::kSent && job.ranks[i].at_ns >= r.at_ns;
+             });
+    };
     // The waiters gave up (or were stopped) no earlier than this.
     uint64_t gave_up = UINT64_MAX;
     for (size_t i : job.waiters) gave_up = std::min(gave_up, static_cast<uint64_t>(job.ranks[i].at_ns));
@@ -475,11 +480,11 @@ class Builder {
       // Killed (SIGKILL) while blocked in a call it had begun by the time the waiters
       // entered, and stayed in for a while: stuck, not failed (a kill of the whole job).
       // An OOM-killed rank dies while the others have already entered, in whatever call
-      // it was just then; and when the launcher then ended the waiters, its death is what
-      // the launcher reacted to: a failure.
+      // it was just then; and when the launcher ended the waiters after it died, its
+      // death is what the launcher reacted to: a failure.
       bool blocked_before = false;
       if (const perf::ProcessHang* h = hangs.Of(r.trace);
-          h != nullptr && r.end_kind == EndKind::kKilled && !torn_down) {
+          h != nullptr && r.end_kind == EndKind::kKilled && !torn_down_after(r)) {
         for (const perf::InFlightCall& c : h->calls) {
           blocked_before |= c.since_ns + r.axis_base <= entered_last + kBlockedSlackNs && c.blocked_ns >= kBlockedSlackNs;
         }
