@@ -53,6 +53,7 @@ void FindWait(const ProcessTrace& t, uint64_t stop_ns, JobRank& r) {
   // A RankWait from a record's fields (an in_flight note's or a collective's).
   const auto make = [&](const auto& rec, uint64_t op, uint64_t waited_ns, bool raised) {
     RankWait w;
+    w.op_code = op;
     w.op = name(op);
     w.group = rec.group;
     w.seq = rec.seq;

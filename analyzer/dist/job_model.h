@@ -65,7 +65,8 @@ struct RankProcess {
 // notes and records, format::Collective): one in flight when the rank stopped, or its
 // last one when that one raised (a timeout, a lost peer) and no step followed.
 struct RankWait {
-  std::string op;          // "all_reduce", "ddp_all_reduce"...
+  uint64_t op_code = 0;    // format::CollectiveOp
+  std::string op;          // its name: "all_reduce", "ddp_all_reduce"...
   uint64_t group = 0;      // the hook's id of the process group (1 the default one)
   uint64_t seq = 0;        // its sequence number in the group (0: unknown)
   uint64_t count = 0;

@@ -20,6 +20,7 @@
 #include <tuple>
 
 #include "dist/rules/rules.h"
+#include "process/rules/rules.h"
 
 namespace colabtrace::analyzer::dist {
 namespace {
@@ -43,13 +44,6 @@ using Calls = std::map<uint64_t, std::map<uint64_t, std::vector<Call>>>;
 
 Calls CollectCalls(const RunModel& run, const Job& job, std::map<uint64_t, bool>& p2p) {
   Calls calls;
-  const auto op_code = [](const std::string& name) -> uint64_t {
-    for (uint64_t op = 1; op < 64; ++op) {
-      const char* n = format::CollectiveOpName(op);
-      if (n != nullptr && name == n) return op;
-    }
-    return 0;
-  };
   for (size_t i = 0; i < job.ranks.size(); ++i) {
     const JobRank& r = job.ranks[i];
     const ProcessTrace& t = run.traces()[r.trace];
@@ -69,7 +63,7 @@ Calls CollectCalls(const RunModel& run, const Job& job, std::map<uint64_t, bool>
     if (r.waiting && r.waiting->seq != 0 && r.waiting->group != 0 && !r.waiting->raised) {
       Call call;
       call.rank_index = i;
-      call.op = op_code(r.waiting->op);
+      call.op = r.waiting->op_code;
       call.count = r.waiting->count;
       call.op_name = r.waiting->op;
       call.dtype = r.waiting->dtype;
@@ -163,9 +157,7 @@ void CollectiveMismatchRule(RuleContext& ctx) {
         std::vector<int64_t> usual_ranks;
         for (size_t i : *majority) usual_ranks.push_back(job.ranks[i].rank);
         const auto describe = [](const Call& c) {
-          std::string s = c.op == static_cast<uint64_t>(format::CollectiveOp::kDdpAllReduce)
-                              ? "DDP's gradient all-reduce" + std::string(c.where.empty() ? "" : " in backward() at " + c.where)
-                              : c.op_name + (c.where.empty() ? "" : " at " + c.where);
+          std::string s = rules::CollectiveText(c.op_name, 0, c.where);
           s += " (" + std::to_string(c.count) + (c.count == 1 ? " element" : " elements") + (c.dtype.empty() ? "" : " of " + c.dtype) + ")";
           return s;
         };

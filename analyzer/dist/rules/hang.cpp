@@ -60,14 +60,6 @@ std::string Seconds(uint64_t ns) {
   return buf;
 }
 
-std::string CollectiveName(const RankWait& w) {
-  perf::InFlightCall c;
-  c.api = w.op;
-  c.seq = w.seq;
-  c.where = w.where;
-  return rules::CollectiveText(c);
-}
-
 void HangRule(RuleContext& ctx) {
   const RunModel& run = ctx.run();
   const JobModel& jobs = run.Get<JobModel>();
@@ -196,7 +188,7 @@ void HangRule(RuleContext& ctx) {
     const bool timed_out = std::any_of(job.waiters.begin(), job.waiters.end(),
                                        [&](size_t i) { return job.ranks[i].waiting->raised; });
     f.summary = RankList(ranks) + (c != nullptr ? " (host " + c->host + ", pid " + std::to_string(c->pid) + ")" : "") +
-                " never entered " + CollectiveName(w) + ": " + subject + blocked_text + "; " + RankList(waiter_ranks) +
+                " never entered " + rules::CollectiveText(w.op, w.seq, w.where) + ": " + subject + blocked_text + "; " + RankList(waiter_ranks) +
                 " waited in it up to " + Seconds(longest) +
                 (timed_out ? " and gave up (" + ends + ")" : "");
     ctx.Add(std::move(f));

@@ -61,17 +61,17 @@ std::string Seconds(uint64_t ns) {
 
 }  // namespace
 
-std::string CollectiveText(const perf::InFlightCall& c) {
-  std::string s = c.api == "ddp_all_reduce" ? "DDP's gradient all-reduce" : c.api;
-  if (c.seq != 0) s += " #" + std::to_string(c.seq);
-  if (!c.where.empty()) s += (c.api == "ddp_all_reduce" ? " in backward() at " : " at ") + c.where;
+std::string CollectiveText(const std::string& op, uint64_t seq, const std::string& where) {
+  std::string s = op == "ddp_all_reduce" ? "DDP's gradient all-reduce" : op;
+  if (seq != 0) s += " #" + std::to_string(seq);
+  if (!where.empty()) s += (op == "ddp_all_reduce" ? " in backward() at " : " at ") + where;
   return s;
 }
 
 std::string InFlightTarget(const perf::InFlightCall& c) {
   const auto call = static_cast<InFlightCall>(c.call);
   if (call == InFlightCall::kBatchWait) return "the wait for the next batch" + (c.where.empty() ? "" : " at " + c.where);
-  if (call == InFlightCall::kCollective) return CollectiveText(c);
+  if (call == InFlightCall::kCollective) return CollectiveText(c.api, c.seq, c.where);
   std::string s = c.api + "()";
   if (call == InFlightCall::kGpuSync) {
     const auto& k = c.kernels.array();

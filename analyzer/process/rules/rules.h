@@ -119,9 +119,10 @@ ShmBusCause ShmBusCauseOf(const format::Signal& s);
 // "read() of /mnt/x.bin (fuse.slowfs)", "cudaDeviceSynchronize() waiting for kernel spin
 // (and 2 more launched before it)", "the wait for the next batch at train.py:25 in main".
 // (proc_hang.cpp)
-// A collective in flight as a sentence's object: "all_reduce #57 at train.py:73 in main",
+// A collective as a sentence's object, from its op name ("all_reduce", "ddp_all_reduce"),
+// sequence number (0: unknown) and calling line: "all_reduce #57 at train.py:73 in main",
 // "DDP's gradient all-reduce in backward() at train.py:40 in main".
-std::string CollectiveText(const perf::InFlightCall& c);
+std::string CollectiveText(const std::string& op, uint64_t seq, const std::string& where);
 std::string InFlightTarget(const perf::InFlightCall& c);
 
 // The call that tells what a process was doing: its innermost (level 0) that blocked
