@@ -15,6 +15,9 @@
 //   exception carries torch's "Original Traceback", the worker that passed it on (a child
 //   of the main process, the latest record at or before the main one's, of the same type
 //   where one is) is its `worker` evidence: one finding, on the main process.
+// - A torch.multiprocessing.spawn process's (spawned: torch's wrapper caught the
+//   function's exception, passed its traceback to the parent and exited 1) counts as the
+//   main thread's: the process ended on it. Its evidence says `spawned`.
 // SystemExit is an exit and is never recorded. KeyboardInterrupt is a person's stop: info.
 // The evidence is {type, message, python_stack} plus message_bytes, frames, raised_in,
 // thread and worker (PythonExceptions::ToJson); processes[].exception holds the same.
@@ -107,6 +110,7 @@ Json PythonExceptions::ToJson(const Exception& e) {
   j["frames"] = e.frames;
   j["raised_in"] = StringArray(e.raised_in);
   j["thread"] = e.thread;
+  if (e.spawned) j["spawned"] = true;
   if (e.worker.pid != 0) {
     Json w = Json::MakeObject();
     w["pid"] = e.worker.pid;
@@ -133,7 +137,7 @@ PythonExceptions PythonExceptions::Build(const RunModel& run) {
     const Event<format::PyException>* thread = nullptr;
     for (const auto& r : t.records.PyException) {
       if (r.ts < since) continue;
-      if (Is(r, format::PyExceptionHow::kMainThread)) main = &r;
+      if (Is(r, format::PyExceptionHow::kMainThread) || Is(r, format::PyExceptionHow::kSpawned)) main = &r;
       if (Is(r, format::PyExceptionHow::kThread)) thread = &r;
     }
     const Event<format::PyException>* r = main != nullptr ? main : thread;
@@ -144,6 +148,7 @@ PythonExceptions PythonExceptions::Build(const RunModel& run) {
     e.message_bytes = r->message_bytes;
     e.frames = r->frames;
     e.thread = r == thread;
+    e.spawned = Is(*r, format::PyExceptionHow::kSpawned);
     e.interrupt = e.type == "KeyboardInterrupt";
     e.ts = r->ts;
     SplitAtProgramFrame(PythonStackFrames(t, r->py_stack), &e.python_stack, &e.raised_in);
@@ -160,10 +165,14 @@ void ProcPythonExceptionOf(RuleContext& ctx, const ProcessEnd& p) {
   if (e == nullptr) return;
   Finding finding = Finding::Of(FindingId::kProcPythonException, p.t.pid());
   finding.evidence = PythonExceptions::ToJson(*e);
-  std::string summary = p.who + " ended on an uncaught " + e->type;
+  std::string summary = p.who + (e->spawned ? " ended on " : " ended on an uncaught ") + e->type;
   if (!e->message.empty()) summary += ": " + FirstLine(e->message);
   if (!e->python_stack.empty()) summary += " at " + e->python_stack.front();
   if (e->thread) summary += " (in a thread other than the main one)";
+  if (e->spawned) {
+    summary += " (raised in the function torch.multiprocessing.spawn ran: torch's wrapper "
+               "passed it to the parent and exited 1)";
+  }
   if (e->worker.pid != 0) {
     summary += "; raised in DataLoader worker pid " + std::to_string(e->worker.pid);
     if (!e->worker.python_stack.empty()) summary += " at " + e->worker.python_stack.front();

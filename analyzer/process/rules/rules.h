@@ -87,6 +87,9 @@ struct PythonExceptions {
     uint64_t frames = 0;            // the traceback's whole depth
     bool thread = false;            // a thread other than the main one raised it
     bool interrupt = false;         // KeyboardInterrupt: a person's stop
+    // A torch.multiprocessing.spawn process's function raised it: torch's wrapper caught
+    // it, handed its traceback to the parent and exited 1 (PyExceptionHow::kSpawned).
+    bool spawned = false;
     uint64_t ts = 0;
     // A DataLoader worker's exception that this process raised again: the worker's own
     // record (its pid, and the same fields as above). pid 0: none.

@@ -597,6 +597,9 @@ enum class PyExceptionHow : uint8_t {
                     // (the process may live on)
   kPassedOn = 3,    // a DataLoader worker caught it and passes it to the main process
                     // (torch's ExceptionWrapper), which re-raises it there
+  kSpawned = 4,     // a torch.multiprocessing.spawn process's function raised it: torch's
+                    // wrapper caught it, passed its traceback to the parent and exited 1.
+                    // The process ended on it, as on kMainThread
 };
 // Collective.op: the torch.distributed call. Several entry points share one op:
 // all_gather_into_tensor and _all_gather_base are kAllGather, reduce_scatter_tensor and

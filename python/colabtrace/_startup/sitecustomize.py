@@ -175,6 +175,10 @@ def _on_torch_imported(torch):
     except Exception:  # noqa: BLE001 - never break the program's import of torch
         pass
     try:
+        _install_spawn_hook()
+    except Exception:  # noqa: BLE001
+        pass
+    try:
         if not hasattr(torch._C, "_cuda_attach_out_of_memory_observer"):
             return  # a build without CUDA
         torch.cuda._lazy_call(lambda: _on_cuda_initialized(torch))
@@ -947,6 +951,7 @@ def _on_oom(torch, device, alloc, device_alloc, device_free):
 _EXCEPTION_MAIN_THREAD = 1  # format::PyExceptionHow::kMainThread
 _EXCEPTION_THREAD = 2       # kThread
 _EXCEPTION_PASSED_ON = 3    # kPassedOn: a DataLoader worker's, re-raised by the main process
+_EXCEPTION_SPAWNED = 4      # kSpawned: a torch.multiprocessing.spawn process's function's
 _EXCEPTION_FRAMES = 64      # format::kPyExceptionFrames
 _EXCEPTION_STACK_BYTES = 4000  # under the shim's longest interned string (4096)
 
@@ -1103,6 +1108,43 @@ def _hook_worker_exceptions(utils):
     functools.update_wrapper(__init__, real_init)
     __init__._colabtrace_records = True
     wrapper_class.__init__ = __init__
+
+
+def _hook_spawn(spawn):
+    """In a process torch.multiprocessing.spawn started: torch's _wrap(fn, i, args, ...)
+    catches fn's exception, hands the formatted traceback to the parent and calls
+    sys.exit(1), so neither excepthook sees it. Records it, as spawned, from the SystemExit
+    leaving _wrap: its __context__ is the exception torch caught, with the traceback torch
+    printed (our frame is above it, and SystemExit is never printed). The spawn start
+    method pickles _wrap by name: the wrapper takes its name and module, so the parent
+    pickles it and the child finds it (this module hooks torch there too, before the
+    unpickling looks it up)."""
+    real_wrap = getattr(spawn, "_wrap", None)
+    if real_wrap is None or getattr(real_wrap, "_colabtrace_records", False):
+        return
+
+    def _wrap(*args, **kwargs):
+        try:
+            return real_wrap(*args, **kwargs)
+        except SystemExit as stop:
+            caught = stop.__context__
+            if isinstance(caught, Exception) and stop.code not in (None, 0):
+                _record_exception(_EXCEPTION_SPAWNED, type(caught), caught, caught.__traceback__)
+            raise
+
+    import functools  # loaded by torch already
+
+    functools.update_wrapper(_wrap, real_wrap)
+    _wrap._colabtrace_records = True
+    spawn._wrap = _wrap
+
+
+def _install_spawn_hook():
+    spawn = sys.modules.get("torch.multiprocessing.spawn")
+    if spawn is not None:
+        _hook_safely(_hook_spawn, spawn)
+    else:
+        _watcher.watch("torch.multiprocessing.spawn", lambda module: _hook_safely(_hook_spawn, module))
 
 
 # ---- package versions at exit -------------------------------------------------------------

@@ -5,7 +5,8 @@
 // that then exited 1 (and one that exited 0: none), a KeyboardInterrupt (info), a
 // main-thread record in a process that exited 0 (a REPL: none), and a DataLoader worker's
 // exception that the main process re-raised (one finding, on the main process, with the
-// worker's record; the worker's own record makes none). Also processes[].exception.
+// worker's record; the worker's own record makes none), and a torch.multiprocessing.spawn
+// process's function's exception (spawned). Also processes[].exception.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -144,6 +145,32 @@ TEST(ProcPythonException, AThreadsExceptionInAProcessThatThenExitedNonZero) {
   EXPECT_EQ(f[0].summary,
             "pid 4242 (python3 train.py) ended on an uncaught RuntimeError: second at /home/u/w.py:9 in run "
             "(in a thread other than the main one)");
+}
+
+// A torch.multiprocessing.spawn process: torch's wrapper caught the function's exception,
+// passed it to the parent and exited 1. The process ended on it: the finding says so and
+// is marked spawned; an exit 0 after one (never torch's path) ends on nothing.
+TEST(ProcPythonException, ASpawnedProcesssFunctionRaised) {
+  auto traces = RunOf(Process(kPid, 1, {{format::PyExceptionHow::kSpawned, "ValueError", "bad sample at step 4",
+                                         "/home/u/spawn_train.py:22 in worker\n"
+                                         "/usr/lib/python3/dist-packages/torch/multiprocessing/spawn.py:69 in _wrap"}},
+                              1));
+  const auto f = FindingsOf(traces, "proc.python-exception");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, Severity::kError);
+  EXPECT_TRUE(f[0].evidence["spawned"].boolean());
+  EXPECT_FALSE(f[0].evidence["thread"].boolean());
+  EXPECT_EQ(f[0].evidence["python_stack"].array()[0].str(), "/home/u/spawn_train.py:22 in worker");
+  EXPECT_EQ(f[0].summary,
+            "pid 4242 (python3 train.py) ended on ValueError: bad sample at step 4 at /home/u/spawn_train.py:22 in "
+            "worker (raised in the function torch.multiprocessing.spawn ran: torch's wrapper passed it to the "
+            "parent and exited 1)");
+  // Not marked where the hook did not see it so.
+  auto plain = RunOf(Process(kPid, 1, {{format::PyExceptionHow::kMainThread, "ValueError", "x", "/home/u/t.py:1 in f"}}, 1));
+  EXPECT_EQ(FindingsOf(plain, "proc.python-exception").at(0).evidence.Find("spawned"), nullptr);
+  EXPECT_TRUE(FindingsOf(RunOf(Process(kPid, 1, {{format::PyExceptionHow::kSpawned, "ValueError", "x",
+                                                  "/home/u/t.py:1 in f"}}, 0)),
+                         "proc.python-exception").empty());
 }
 
 constexpr char kReraised[] =
