@@ -256,9 +256,9 @@ class ProcessReplay {
   }
 
   // The rows from the trace's aggregate slots: each slot's sums, as the replay of the
-  // same calls' events adds them (FromEvents). Not in the slots: writes, mappings, copies,
+  // same calls' events adds them (FromEvents). Not in the slots: writes, mappings,
   // directory entries, errno names, search misses and the read pattern (sequential,
-  // consecutive, random, unplaced bytes).
+  // consecutive, random, unplaced bytes), copies that moved no byte, bytes copied.
   void FromAggregates() {
     p_.from_aggregates = true;
     for (const IoAggregates::Image& im : t_.io_aggregates.images) {
@@ -303,6 +303,7 @@ class ProcessReplay {
       f.passes += s.passes;
       f.small_reads += s.small_reads;
       f.stdio_reads += s.stdio_reads;
+      f.copies += s.data_copies;  // those that moved bytes: zero_copies are not kept
       if (!f.code) p_.data_opens += s.opens, p_.data_reads += reads, p_.data_bytes_read += s.bytes_read;
       if (f.mount >= 0 && s.opens > 0) learned_dirs_.emplace(std::string(DirOf(f.path)), f.mount);
     }
@@ -789,11 +790,9 @@ class ProcessReplay {
 };
 
 bool IoFromAggregates(const ProcessTrace& t) {
-  static const bool ignore_events = [] {
-    const char* v = std::getenv("COLABTRACE_ANALYZER_IGNORE_IO_EVENTS");
-    return v != nullptr && std::string_view(v) == "1";
-  }();
-  return ignore_events && t.io_aggregates.present;
+  if (!t.io_aggregates.present) return false;
+  const char* v = std::getenv("COLABTRACE_ANALYZER_IGNORE_IO_EVENTS");
+  return v != nullptr && std::string_view(v) == "1";
 }
 
 IoModel IoModel::Build(const RunModel& run) {

@@ -25,9 +25,21 @@ constexpr uint32_t kMaxChunks = (kSlots + format::kIoAggSlotsPerChunk - 1) / for
 constexpr uint64_t kDirSalt = 0x5bd1e9955bd1e995ull;
 
 uint32_t* g_index = nullptr;             // kIndexEntries, anonymous, touched as used
+uint32_t g_epoch = 0;                    // bumped by ResetAgg: per-thread caches expire
 uint8_t* g_chunks[kMaxChunks] = {};      // aggregate chunks, taken as slots are claimed
 uint32_t g_next_slot = 0;                // slots claimed (atomic)
 int g_chunk_lock = 0;
+
+// The calling thread's last slot, by the String id of its path: an open right after a
+// stat of the same path (the intern's own one-entry cache gives it the same id) skips
+// the hash and the index. Used inside a RecordScope only, so no signal handler on this
+// thread rewrites it meanwhile.
+struct LastSlot {
+  uint64_t path_id;
+  uint32_t epoch;
+  IoAggSlot* slot;
+};
+constinit thread_local LastSlot t_last __attribute__((tls_model("initial-exec"))) = {};
 
 IoAggInfo* Info() {
   uint8_t* c = __atomic_load_n(&g_chunks[0], __ATOMIC_ACQUIRE);
@@ -152,14 +164,20 @@ void ResetAgg() {
   for (uint8_t*& c : g_chunks) c = nullptr;
   g_next_slot = 0;
   g_chunk_lock = 0;
+  ++g_epoch;
 }
 
 IoAggSlot* AggSlotOf(std::string_view p, uint64_t path_id, uint64_t mount) {
   if (g_index == nullptr || path_id == 0) return nullptr;
-  const uint64_t h = HashBytes(p.data(), p.size());
+  LastSlot& last = t_last;
   IoAggSlot* s = nullptr;
-  if (FindOrClaim(h, path_id, mount, format::kIoAggFile, &s) == Find::kFound) {
-    if (s != nullptr && mount != 0 && __atomic_load_n(&s->mount, __ATOMIC_RELAXED) == 0) {
+  if (last.path_id == path_id && last.epoch == g_epoch) {
+    s = last.slot;
+  } else if (FindOrClaim(HashBytes(p.data(), p.size()), path_id, mount, format::kIoAggFile, &s) == Find::kFound) {
+    last = {path_id, g_epoch, s};
+  }
+  if (s != nullptr) {
+    if (mount != 0 && __atomic_load_n(&s->mount, __ATOMIC_RELAXED) == 0) {
       __atomic_store_n(&s->mount, static_cast<uint32_t>(mount), __ATOMIC_RELAXED);
     }
     return s;
@@ -184,7 +202,10 @@ IoAggSlot* AggSlotOf(std::string_view p, uint64_t path_id, uint64_t mount) {
     }
   }
   if (dir_id == 0) dir_id = InternString(dir);
-  if (FindOrClaim(dh, dir_id, mount, format::kIoAggDirectory, &s) == Find::kFound && s != nullptr) return s;
+  if (FindOrClaim(dh, dir_id, mount, format::kIoAggDirectory, &s) == Find::kFound && s != nullptr) {
+    last = {path_id, g_epoch, s};  // this file stays its directory's: its slot never comes
+    return s;
+  }
   if (IoAggInfo* info = Info()) AggAdd(info->unplaced, 1);
   return nullptr;
 }

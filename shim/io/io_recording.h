@@ -611,6 +611,8 @@ template <class Call> inline ssize_t CopyCall(IoApi api, int in_fd, int out_fd, 
     rec.out_fd = out_fd;
     rec.result = Result(r);
     rec.dur = t1 - t0;
+    // A copy out of a traced file that moved bytes reads its data (io.metadata-heavy).
+    if (r > 0 && FdTracked(in_fd) && g_fd_slots[in_fd].agg != nullptr) AggAdd(g_fd_slots[in_fd].agg->data_copies, 1);
     Emit(rec);
   }
   return r;

@@ -236,7 +236,8 @@ struct IoAggSlot {
   uint32_t dir_scans;  // opendir/scandir calls on the path (successful or not)
   // The rest are sums (durations in ticks, as the records' dur fields).
   uint64_t opens, open_errors, open_ns;  // open_ns: ticks, named as the analyzer's field
-  uint64_t reserved0;  // 0; a file's reads are zero_reads + the sum of read_sizes
+  uint64_t data_copies;  // copy_file_range/sendfile calls out of the file that moved bytes
+  // (A file's reads are zero_reads + the sum of read_sizes: no count of its own.)
   uint64_t read_errors, bytes_read, read_ns, zero_reads;
   uint64_t stats, stat_errors, stat_ns, path_stats;
   uint64_t size;         // 1 + the largest st_size a stat or open measured of it as a
@@ -258,7 +259,8 @@ struct IoAggInfo {
   uint64_t directories;      // directory slots claimed (atomic)
   uint64_t files_full_ticks;  // when the first file found the file slots full: from then
                               // on new files are summed per directory (0: never)
-  uint64_t unplaced;         // calls summed nowhere: the directory slots were full too
+  uint64_t unplaced;         // opens, stats and scans that found no slot (the directory
+                             // slots full too): their calls are summed nowhere
 };
 
 inline constexpr uint32_t kIoAggInfoOffset = 32;
