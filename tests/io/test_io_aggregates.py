@@ -73,6 +73,59 @@ class AggregateTest(TempDirTest):
                 self.assertGreaterEqual(a[k], e[k], (path, k))
                 self.assertLessEqual(a[k] - e[k], max(0, e[calls] + e.get("open_errors", 0) - 1), (path, k))
 
+    def same_io_findings(self, agg: dict, ev: dict) -> list[str]:
+        """Every io finding from the aggregates alone has the events' id, severity, summary
+        and evidence; the times (and what formats them) sum the same calls' ticks,
+        converted once rather than call by call, so they agree within 1 ns per call.
+        Returns the ids."""
+        def io_findings(rep):
+            return sorted((f for f in rep["findings"] if f["id"].startswith("io.")), key=lambda f: f["id"])
+
+        # A duration in a summary ("(812.3 ms)") is a time sum and may round to another
+        # last digit; it is checked through the evidence.
+        def text(f):
+            return re.sub(r"\(\d+(\.\d+)? (ns|us|ms|s)\)", "(T)", f["summary"])
+
+        got, want = io_findings(agg), io_findings(ev)
+        self.assertEqual([(f["id"], f["severity"], text(f), f["advice"]) for f in got],
+                         [(f["id"], f["severity"], text(f), f["advice"]) for f in want])
+        calls = sum(f["opens"] + f["open_errors"] + f["reads"] + f["stats"] for f in ev["io"]["files"])
+        timed = ("io_ns", "slow_io_ns", "total_io_ns", "metadata_ns")
+        for g, w in zip(got, want):
+            for key, value in w["evidence"].items():
+                if key in timed:
+                    self.assertLessEqual(abs(g["evidence"][key] - value), calls, (w["id"], key))
+                elif key == "share":
+                    self.assertAlmostEqual(g["evidence"][key], value, places=4)
+                elif key == "mounts":
+                    for mg, mw in zip(g["evidence"][key], value):
+                        self.assertLessEqual(abs(mg["io_ns"] - mw["io_ns"]), calls)
+                        self.assertEqual({k: v for k, v in mg.items() if k != "io_ns"},
+                                         {k: v for k, v in mw.items() if k != "io_ns"})
+                else:
+                    self.assertEqual(g["evidence"][key], value, (w["id"], key))
+        return [f["id"] for f in want]
+
+    def test_python_workloads_same_findings_from_aggregates_alone(self):
+        # CPython reading 1,200 small files whole (2 passes) then in 512-byte os.read()s,
+        # and a loader that stats 1,000 samples 3 times for each one it reads: from their
+        # aggregates alone, the same io findings, and the same rows for their files.
+        small = os.path.join(self.tmp, "small")
+        make_files(small, 1200, 3000)
+        storm = os.path.join(self.tmp, "storm")
+        make_files(storm, 1000, 200)
+        runs = [run_traced([SYSTEM_PYTHON, os.path.join(HERE, "py", "small_files.py"), small, "2", "512"],
+                           out_dir=os.path.join(self.tmp, "out-small")),
+                run_traced([SYSTEM_PYTHON, os.path.join(HERE, "py", "lookup_storm.py"), storm, "3", "10"],
+                           out_dir=os.path.join(self.tmp, "out-storm"))]
+        want_ids = [["io.small-files"], ["io.metadata-heavy"]]
+        for run, data, ids in zip(runs, (small, storm), want_ids):
+            self.assertEqual(run.returncode, 0, run.stderr)
+            ev = report_json(*run.traces, aggregates=False)
+            agg = report_json(*run.traces, aggregates=True)
+            self.assertEqual(self.same_io_findings(agg, ev), ids)
+            self.same_as_events(file_rows(agg, data + "/"), file_rows(ev, data + "/"))
+
     def test_visits_are_summed_exactly(self):
         # 40 files of 1,000..2,443 bytes, 3 passes, 512-byte reads: the program's own counts,
         # file by file, in the aggregates; and the same rows as the events give.
@@ -213,33 +266,7 @@ class AggregateTest(TempDirTest):
         self.assertEqual(run.returncode, 0, run.stderr)
         ev = report_json(*run.traces, aggregates=False)
         agg = report_json(*run.traces, aggregates=True)
-
-        def io_findings(rep):
-            return sorted((f for f in rep["findings"] if f["id"].startswith("io.")), key=lambda f: f["id"])
-
-        got, want = io_findings(agg), io_findings(ev)
-        self.assertEqual([f["id"] for f in want], ["io.network-filesystem", "io.reread"])
-        # The summary's one duration ("(812.3 ms)") is the time sum, which may round to
-        # another last digit (checked in the evidence below); the rest is the same text.
-        def text(f):
-            return re.sub(r"\(\d+(\.\d+)? (ns|us|ms|s)\)", "(T)", f["summary"])
-
-        self.assertEqual([(f["id"], f["severity"], text(f)) for f in got],
-                         [(f["id"], f["severity"], text(f)) for f in want])
-        self.assertIn("(T)", text(want[0]))
-        # Times sum the same calls' ticks, converted once rather than call by call.
-        for g, w in zip(got, want):
-            for key, value in w["evidence"].items():
-                if key in ("slow_io_ns", "total_io_ns", "share", "mounts"):
-                    continue
-                self.assertEqual(g["evidence"][key], value, (w["id"], key))
-        net_g, net_w = got[0]["evidence"], want[0]["evidence"]
-        calls = sum(f["opens"] + f["reads"] + f["stats"] for f in ev["io"]["files"])
-        self.assertLessEqual(abs(net_g["slow_io_ns"] - net_w["slow_io_ns"]), calls)
-        self.assertLessEqual(abs(net_g["total_io_ns"] - net_w["total_io_ns"]), calls)
-        for mg, mw in zip(net_g["mounts"], net_w["mounts"]):
-            self.assertEqual({k: v for k, v in mg.items() if k != "io_ns"},
-                             {k: v for k, v in mw.items() if k != "io_ns"})
+        self.assertEqual(self.same_io_findings(agg, ev), ["io.network-filesystem", "io.reread"])
         self.same_as_events(file_rows(agg, mnt + "/"), file_rows(ev, mnt + "/"))
 
 
