@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <tuple>
@@ -226,6 +227,90 @@ class ProcessReplay {
       // The later of two mounts on one point wins (it hides the earlier one).
       mount_by_point_[m_.mounts[static_cast<size_t>(idx)].mountpoint] = idx;
     }
+    if (IoFromAggregates(t_)) {
+      FromAggregates();
+    } else {
+      FromEvents();
+    }
+    for (const auto& [path_id, idx] : file_by_str_) ResolveMount(idx);
+    for (const auto& [fd, idx] : unknown_fd_files_) ResolveMount(idx);
+    for (const auto& [path_id, idx] : tmpfile_files_) ResolveMount(idx);
+    for (const auto& [path_id, idx] : summed_dirs_) ResolveMount(idx);
+    p_.files = touched_.size();
+    for (size_t idx : touched_) AddPid(m_.files[idx], p_.pid);
+  }
+
+ private:
+  // What a file's row and its process's totals both sum from a slot.
+  template <class Row> static void AddSlotSums(Row& row, const format::IoAggSlot& s, uint64_t reads) {
+    row.opens += s.opens;
+    row.open_errors += s.open_errors;
+    row.open_ns += s.open_ns;
+    row.reads += reads;
+    row.read_errors += s.read_errors;
+    row.bytes_read += s.bytes_read;
+    row.read_ns += s.read_ns;
+    row.stats += s.stats;
+    row.stat_ns += s.stat_ns;
+    row.dir_scans += s.dir_scans;
+  }
+
+  // The rows from the trace's aggregate slots: each slot's sums, as the replay of the
+  // same calls' events adds them (FromEvents). Not in the slots: writes, mappings,
+  // directory entries, errno names, search misses and the read pattern (sequential,
+  // consecutive, random, unplaced bytes), copies that moved no byte, bytes copied.
+  void FromAggregates() {
+    p_.from_aggregates = true;
+    for (const IoAggregates::Image& im : t_.io_aggregates.images) {
+      if (im.files_full_ns != 0 && (p_.per_directory_from_ns == 0 || im.files_full_ns < p_.per_directory_from_ns)) {
+        p_.per_directory_from_ns = im.files_full_ns;
+      }
+    }
+    for (const format::IoAggSlot& s : t_.io_aggregates.slots) {
+      size_t idx;
+      if (s.kind == format::kIoAggDirectory) {
+        auto it = summed_dirs_.find(s.path);
+        if (it == summed_dirs_.end()) {
+          std::string_view raw = t_.Str(s.path);
+          it = summed_dirs_.emplace(s.path, Row((raw.empty() ? std::string(".") : NormalizePath(raw)) + "/<more files>")).first;
+        }
+        idx = it->second;
+        m_.files[idx].summed_files = true;
+      } else {
+        idx = FileOf(s.path);
+      }
+      FileStats& f = m_.files[idx];
+      if (s.mount != 0 && f.mount < 0) {
+        auto it = mount_by_id_.find(s.mount);
+        if (it != mount_by_id_.end()) f.mount = it->second;
+      }
+      if (s.flags & format::kIoAggIsDirectory) f.directory = true;
+      if (s.flags & format::kIoAggOutput) f.output = true;
+      if (s.size != 0) f.size = std::max<uint64_t>(f.size.value_or(0), s.size - 1);
+      uint64_t nonzero = 0;
+      for (int b = 0; b < format::kIoAggSizeBins; ++b) {
+        f.read_sizes.counts[static_cast<size_t>(b)] += s.read_sizes[b];
+        nonzero += s.read_sizes[b];
+      }
+      const uint64_t reads = nonzero + s.zero_reads;
+      AddSlotSums(f, s, reads);
+      AddSlotSums(p_, s, reads);
+      f.zero_reads += s.zero_reads;
+      f.stat_errors += s.stat_errors;
+      f.path_stats += s.path_stats;
+      f.eof_at = std::max(f.eof_at, s.eof_at);
+      f.max_end = std::max(f.max_end, s.max_end);
+      f.passes += s.passes;
+      f.small_reads += s.small_reads;
+      f.stdio_reads += s.stdio_reads;
+      f.copies += s.data_copies;  // those that moved bytes: zero_copies are not kept
+      if (!f.code) p_.data_opens += s.opens, p_.data_reads += reads, p_.data_bytes_read += s.bytes_read;
+      if (f.mount >= 0 && s.opens > 0) learned_dirs_.emplace(std::string(DirOf(f.path)), f.mount);
+    }
+  }
+
+  void FromEvents() {
+    const auto& r = t_.records;
     // Descriptor events in time order. An open counts from when it returned, a close
     // from when it started, so a descriptor number reused across threads is never
     // confused. Every table is in time order already (the reader merges them), so the
@@ -264,14 +349,8 @@ class ProcessReplay {
         return true;
       });
     }
-    for (const auto& [path_id, idx] : file_by_str_) ResolveMount(idx);
-    for (const auto& [fd, idx] : unknown_fd_files_) ResolveMount(idx);
-    for (const auto& [path_id, idx] : tmpfile_files_) ResolveMount(idx);
-    p_.files = touched_.size();
-    for (size_t idx : touched_) AddPid(m_.files[idx], p_.pid);
   }
 
- private:
   // A cursor over one time-ordered table.
   template <class Table> struct Stream {
     explicit Stream(const Table& t) : it(t.begin()), end(t.end()) {}
@@ -703,11 +782,18 @@ class ProcessReplay {
   absl::flat_hash_map<uint64_t, size_t> file_by_str_;
   absl::flat_hash_map<int64_t, size_t> unknown_fd_files_;
   absl::flat_hash_map<uint64_t, size_t> tmpfile_files_;  // directory path id -> its O_TMPFILE row
+  absl::flat_hash_map<uint64_t, size_t> summed_dirs_;    // directory path id -> its summed row
   absl::flat_hash_map<uint64_t, int32_t> mount_by_id_;
   absl::flat_hash_map<std::string, int32_t> learned_dirs_;
   absl::flat_hash_map<std::string, int32_t> mount_by_point_;  // this process's mount table
   absl::flat_hash_set<size_t> touched_;
 };
+
+bool IoFromAggregates(const ProcessTrace& t) {
+  if (!t.io_aggregates.present) return false;
+  const char* v = std::getenv("COLABTRACE_ANALYZER_IGNORE_IO_EVENTS");
+  return v != nullptr && std::string_view(v) == "1";
+}
 
 IoModel IoModel::Build(const RunModel& run) {
   std::vector<const ProcessTrace*> all;

@@ -92,6 +92,9 @@ struct FileStats {
   // another directory by the same process within its next few opens (kSearchWindow; a
   // compiler trying <cstdlib> in each -I directory, ld trying libfoo.a in each -L one).
   uint64_t search_misses = 0;
+  // A row that sums the files of a directory that a process's aggregates did not keep one
+  // by one (its file slots were full): path is "<directory>/<more files>".
+  bool summed_files = false;
   std::vector<uint32_t> pids;
   std::vector<std::pair<int, uint64_t>> errors;  // errno -> count (opens, reads, writes)
   std::vector<std::string> error_ops;            // "open ENOENT" ... (first few)
@@ -121,6 +124,11 @@ struct ProcessIo {
            read_ns = 0, open_ns = 0, stats = 0, stat_ns = 0, writes = 0, bytes_written = 0,
            dir_scans = 0, mmaps = 0, copies = 0, files = 0, records = 0;
   uint64_t unknown_fd_events = 0;  // events on descriptors with no known open
+  // The model was built from the trace's I/O aggregates, not its io_* events
+  // (IoFromAggregates); then, when its file slots filled, from when new files were summed
+  // per directory (ns; 0: never).
+  bool from_aggregates = false;
+  uint64_t per_directory_from_ns = 0;
   // The same on data files only (not code, libraries, configuration or pseudo files: see
   // LooksLikeCode): what the job reads, whatever the interpreter's caches hold.
   uint64_t data_opens = 0, data_reads = 0, data_bytes_read = 0;
@@ -153,6 +161,11 @@ class IoModel {
   std::string host_;                                  // of the trace being replayed
   absl::flat_hash_map<std::string, int32_t> mount_by_key_;  // id, mount point, type -> mounts[]
 };
+
+// Whether the I/O model of trace t comes from its I/O aggregates (wire.h) rather than its
+// io_* events: only when it has them, and COLABTRACE_ANALYZER_IGNORE_IO_EVENTS=1 is set
+// (tests prove with it that the aggregates alone give the same findings).
+bool IoFromAggregates(const ProcessTrace& t);
 
 // "a//b/./c/../d" -> "a/b/d" (lexical; ".." at the root stays at the root).
 std::string NormalizePath(std::string_view p);

@@ -57,6 +57,11 @@ class IoPass {
     io["data_opens"] = p.data_opens;
     io["data_reads"] = p.data_reads;
     io["data_bytes_read"] = p.data_bytes_read;
+    // Only where the model came from the trace's I/O aggregates (IoFromAggregates).
+    if (p.from_aggregates) {
+      io["from_aggregates"] = true;
+      io["per_directory_from_ns"] = p.per_directory_from_ns ? Json(p.per_directory_from_ns) : Json();
+    }
     return io;
   }
 
@@ -73,7 +78,8 @@ class IoPass {
     j["stats"] = f.stats;
     j["fs_class"] = std::string(FsClassName(m ? m->fs.cls : FsClass::kUnknown));
     j["mount"] = m ? Json(m->mountpoint) : Json();
-    j["kind"] = f.directory ? "directory" : "file";
+    j["kind"] = f.directory || f.summed_files ? "directory" : "file";
+    if (f.summed_files) j["summed_files"] = true;  // a directory's files not kept one by one
     j["data"] = !f.directory && !f.code && !(m && m->fs.cls == FsClass::kPseudo);
     j["open_errors"] = f.open_errors;
     j["open_ns"] = f.open_ns;

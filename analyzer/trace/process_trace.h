@@ -45,6 +45,19 @@ struct ReadStats {
   uint64_t record_bytes = 0;     // framed bytes of all records
 };
 
+// The I/O aggregate chunks of a trace (wire.h, "I/O aggregate chunks"): every claimed
+// slot of every exec image, in chunk order, durations converted to nanoseconds.
+struct IoAggregates {
+  bool present = false;  // the trace has aggregate chunks (format 1.3 and later)
+  std::vector<format::IoAggSlot> slots;  // kind kIoAggFile or kIoAggDirectory only
+  struct Image {
+    uint32_t image = 0;
+    format::IoAggInfo info{};
+    uint64_t files_full_ns = 0;  // info.files_full_ticks converted; 0: never full
+  };
+  std::vector<Image> images;  // one per exec image that has aggregates
+};
+
 class ProcessTrace {
  public:
   std::string file;                 // where it was read from
@@ -55,6 +68,7 @@ class ProcessTrace {
   std::vector<std::string> warnings;  // damage found while reading, with offsets
   ReadStats stats;
   RecordTables records;
+  IoAggregates io_aggregates;
 
   // The text of String record `id`; "" for 0 or an unknown id.
   std::string_view Str(uint64_t id) const;

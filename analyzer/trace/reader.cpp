@@ -190,6 +190,10 @@ class TraceDecoder {
         state_chunks_.push_back({ch.image, ch.magic, ch.seq, off});
         continue;
       }
+      if (ch.magic == format::kIoAggChunkMagic) {
+        agg_chunks_.push_back({ch.image, ch.magic, ch.seq, off});
+        continue;
+      }
       if (ch.magic != format::kChunkMagic) continue;  // never used (or never committed)
       chunks.push_back({ch.image, ch.tid, ch.seq, off});
       CountChunk(chunk, counts, bytes);
@@ -208,6 +212,43 @@ class TraceDecoder {
     }
     t_.stats.chunks = chunks.size();
     DecodeStateChunks();
+    DecodeIoAggregates();
+  }
+
+  // The I/O aggregate chunks: each image's slots in chunk order (seq), its IoAggInfo from
+  // the chunk of seq 0. Slots are copied as they are (fixed width, no pointers); only
+  // claimed ones (kind file or directory) are kept. Durations stay in ticks until
+  // ConvertTime. A chunk cut short by the file's end is skipped with a warning.
+  void DecodeIoAggregates() {
+    if (agg_chunks_.empty()) return;
+    const uint64_t cs = t_.header.chunk_size;
+    if (cs != format::kChunkSize) {
+      Warn(agg_chunks_.front().offset, "I/O aggregate chunks of an unknown chunk size are not read");
+      return;
+    }
+    std::sort(agg_chunks_.begin(), agg_chunks_.end(), [](const StateRef& a, const StateRef& b) {
+      return std::tie(a.image, a.seq, a.offset) < std::tie(b.image, b.seq, b.offset);
+    });
+    IoAggregates& agg = t_.io_aggregates;
+    agg.present = true;
+    for (const StateRef& c : agg_chunks_) {
+      const std::span<const uint8_t> chunk = b_.Read(c.offset, cs);
+      if (chunk.size() < cs) {
+        Warn(c.offset, "the file ends inside an I/O aggregate chunk; its sums are not read");
+        continue;
+      }
+      if (c.seq == 0 && (agg.images.empty() || agg.images.back().image != c.image)) {
+        IoAggregates::Image& im = agg.images.emplace_back();
+        im.image = c.image;
+        std::memcpy(&im.info, chunk.data() + format::kIoAggInfoOffset, sizeof(im.info));
+      }
+      for (uint32_t k = 0; k < format::kIoAggSlotsPerChunk; ++k) {
+        format::IoAggSlot slot;
+        std::memcpy(&slot, chunk.data() + format::kIoAggSlotsOffset + k * sizeof(slot), sizeof(slot));
+        if (slot.kind != format::kIoAggFile && slot.kind != format::kIoAggDirectory) continue;
+        agg.slots.push_back(slot);
+      }
+    }
   }
 
   // The state chunks (wire.h): what each thread of the last exec image was blocked in
@@ -499,6 +540,14 @@ class TraceDecoder {
 #undef CT_CONVERT
     t_.start_ns_ = clock.ToNs(t_.header.start_ticks);
     t_.end_ns_ = std::max(latest, t_.start_ns_);
+    for (format::IoAggSlot& s : t_.io_aggregates.slots) {
+      s.open_ns = clock.DurNs(s.open_ns);
+      s.read_ns = clock.DurNs(s.read_ns);
+      s.stat_ns = clock.DurNs(s.stat_ns);
+    }
+    for (IoAggregates::Image& im : t_.io_aggregates.images) {
+      im.files_full_ns = im.info.files_full_ticks == 0 ? 0 : clock.ToNs(im.info.files_full_ticks);
+    }
   }
 
   // Orders a table by time, stably (records of equal time keep their decode order). The
@@ -678,6 +727,7 @@ class TraceDecoder {
     uint64_t offset;
   };
   std::vector<StateRef> state_chunks_;  // state and ring chunks, read after the records
+  std::vector<StateRef> agg_chunks_;    // I/O aggregate chunks
   ProcessTrace& t_;
   TraceBytes& b_;
   std::shared_ptr<KeptBytes> kept_;

@@ -24,6 +24,7 @@
 
 #include <type_traits>
 
+#include "io/io_agg.h"
 #include "io/io_state.h"
 #include "state.h"
 
@@ -55,6 +56,64 @@ template <class Rec> constexpr format::InFlightCall InFlightCallOf() {
   return format::InFlightCall::kRead;
 }
 
+// stdio reads (fread, fgets, getline...): served from a FILE's buffer (file_stats.cpp).
+inline bool IsStdioRead(IoApi api) {
+  return (api >= IoApi::kFread && api <= IoApi::kGetdelimInternal) || api == IoApi::kFgetsUnlocked ||
+         api == IoApi::kFgetsUnlockedChk || api == IoApi::kFreadUnlockedChk;
+}
+
+// A read's sums in its file's slot, and the descriptor's position, as the analyzer's
+// replay of the record counts them (file_stats.cpp, ProcessReplay::Read). at: the
+// offset of a positional read (has_at).
+inline void AggRead(FdSlot& fs, IoApi api, int64_t result, uint64_t dur, bool has_at, uint64_t at) {
+  IoAggSlot* s = fs.agg;
+  if (s == nullptr) return;
+  AggAdd(s->read_ns, dur);
+  if (result < 0) {
+    AggAdd(s->read_errors, 1);
+    return;
+  }
+  const uint64_t n = static_cast<uint64_t>(result);
+  const bool known = has_at || fs.pos_known;
+  const uint64_t off = has_at ? at : fs.pos;
+  if (n == 0) {
+    AggAdd(s->zero_reads, 1);
+    if (known) AggMax(s->eof_at, off);
+    return;
+  }
+  AggAdd(s->bytes_read, n);
+  AggAdd(s->read_sizes[format::IoAggSizeBin(n)], 1);
+  if (IsStdioRead(api)) {
+    AggAdd(s->stdio_reads, 1);
+  } else if (n <= 4096) {
+    AggAdd(s->small_reads, 1);
+  }
+  if (!fs.read_any) {
+    fs.read_any = true;
+    AggAdd(s->passes, 1);
+  }
+  if (known) AggMax(s->max_end, off + n);
+  if (!has_at) fs.pos += n;
+}
+
+// What a hot record adds to its file's slot and its descriptor's position.
+template <class Rec> inline void AggOf(const Rec& rec) {
+  FdSlot& fs = g_fd_slots[rec.fd];
+  const auto api = static_cast<IoApi>(rec.api);
+  if constexpr (std::is_same_v<Rec, format::IoRead>) {
+    AggRead(fs, api, rec.result, rec.dur, false, 0);
+  } else if constexpr (std::is_same_v<Rec, format::IoReadAt>) {
+    AggRead(fs, api, rec.result, rec.dur, true, rec.offset);
+  } else if constexpr (std::is_same_v<Rec, format::IoStat>) {
+    AggStat(fs.agg, false, rec.result, rec.dur, rec.size, rec.ftype);
+  } else if constexpr (std::is_same_v<Rec, format::IoWrite>) {
+    const bool positional = api == IoApi::kPwrite || api == IoApi::kPwrite64 || api == IoApi::kPwritev ||
+                            api == IoApi::kPwritev64 ||
+                            ((api == IoApi::kPwritev2 || api == IoApi::kPwritev64v2) && rec.offset != 0);
+    if (rec.result > 0 && !positional) fs.pos += static_cast<uint64_t>(rec.result);
+  }
+}
+
 template <class Rec, class Call, class ToResult, class Fill>
 inline auto TimedFdCall(IoApi api, int fd, Call&& call, ToResult&& to_result, Fill&& fill)
     -> decltype(call()) {
@@ -74,6 +133,7 @@ inline auto TimedFdCall(IoApi api, int fd, Call&& call, ToResult&& to_result, Fi
     rec.result = to_result(r);
     rec.dur = t1 - t0;
     fill(rec);
+    AggOf(rec);
     EmitHot(rec);
   }
   return r;
@@ -203,6 +263,10 @@ template <class Call> inline off64_t SeekCall(IoApi api, int fd, off64_t off, in
     rec.offset = off;
     rec.whence = static_cast<uint64_t>(whence);
     rec.result = Result(r);
+    if (r >= 0) {
+      g_fd_slots[fd].pos = static_cast<uint64_t>(r);
+      g_fd_slots[fd].pos_known = true;
+    }
     Emit(rec);
   }
   return r;
@@ -339,6 +403,8 @@ template <class Call> inline FILE* FdopenCall(int fd, const char* mode, Call&& c
     rec.ts = t0;
     rec.api = static_cast<uint64_t>(IoApi::kFdopen);
     rec.fd = r ? fd : -static_cast<int64_t>(errno);
+    // From here the stream may be positioned with fseek, which is not traced.
+    if (r) g_fd_slots[fd].pos_known = false;
     rec.path = g_fd_slots[fd].path;
     rec.flags = static_cast<uint64_t>(FlagsOfMode(mode));
     rec.dur = t1 - t0;
@@ -440,6 +506,16 @@ template <class Call> inline int ChdirCall(Call&& call) {
   return r;
 }
 
+// A directory scan (opendir, scandir) of pp's path in its slot; ok: it succeeded.
+inline IoAggSlot* AggDirScan(const PreparedPath& pp, bool ok) {
+  if (pp.id == 0) return nullptr;
+  IoAggSlot* s = AggSlotOf(std::string_view(pp.ap.s, pp.ap.n), pp.id, 0);
+  if (s == nullptr) return nullptr;
+  AggInc32(s->dir_scans);
+  if (ok) AggFlags(s, format::kIoAggIsDirectory);
+  return s;
+}
+
 // opendir: the directory's descriptor is traced (with its absolute path, for *at calls
 // relative to it) and its readdir scans summarised.
 template <class Call> inline DIR* OpendirCall(const char* path, Call&& call) {
@@ -453,8 +529,9 @@ template <class Call> inline DIR* OpendirCall(const char* path, Call&& call) {
     const AbsPath& ap = pp.ap;
     const uint64_t id = pp.id;
     const int fd = d ? dirfd(d) : -1;
+    IoAggSlot* agg = AggDirScan(pp, d != nullptr);
     if (fd >= 0) {
-      TrackFd(fd, kFdDir, id);
+      TrackFd(fd, kFdDir, id, agg);
       if (ap.absolute) SetDirPath(fd, std::string_view(ap.s, ap.n));
     }
     EmitDir(IoApi::kOpendir, id, fd, d ? 0 : -static_cast<int64_t>(errno), t0, t1);
@@ -470,6 +547,10 @@ template <class Call> inline DIR* FdopendirCall(int fd, Call&& call) {
   ShimScope scope;
   if (scope.entered()) {
     if (d != nullptr && !FdTracked(fd)) TrackFd(fd, kFdDir, 0);
+    if (d != nullptr && FdTracked(fd) && g_fd_slots[fd].agg != nullptr) {
+      AggFlags(g_fd_slots[fd].agg, format::kIoAggIsDirectory);
+      AggInc32(g_fd_slots[fd].agg->dir_scans);
+    }
     EmitDir(IoApi::kFdopendir, FdTracked(fd) ? g_fd_slots[fd].path : 0, fd,
             d ? 0 : -static_cast<int64_t>(errno), t0, t1);
   }
@@ -509,7 +590,10 @@ template <class Call> inline int ScandirCall(IoApi api, const char* path, Call&&
   const int r = call();
   const uint64_t t1 = Ticks();
   ShimScope scope;
-  if (scope.entered()) EmitDir(api, pp.id, -1, Result(r), t0, t1);
+  if (scope.entered()) {
+    AggDirScan(pp, r >= 0);
+    EmitDir(api, pp.id, -1, Result(r), t0, t1);
+  }
   return r;
 }
 
@@ -527,6 +611,8 @@ template <class Call> inline ssize_t CopyCall(IoApi api, int in_fd, int out_fd, 
     rec.out_fd = out_fd;
     rec.result = Result(r);
     rec.dur = t1 - t0;
+    // A copy out of a traced file that moved bytes reads its data (io.metadata-heavy).
+    if (r > 0 && FdTracked(in_fd) && g_fd_slots[in_fd].agg != nullptr) AggAdd(g_fd_slots[in_fd].agg->data_copies, 1);
     Emit(rec);
   }
   return r;

@@ -1,6 +1,7 @@
 // The file I/O module's state and its slow paths: mount table, working directory,
 // directory-to-mount cache, path resolution, open/stat records and module start.
 #include "io/io_state.h"
+#include "io/io_agg.h"
 
 #include <fcntl.h>
 #include <linux/stat.h>
@@ -230,10 +231,14 @@ void NoteFd(int fd) {
 
 // ---- descriptors ------------------------------------------------------------------------
 
-void TrackFd(int fd, FdKind kind, uint64_t path) {
+void TrackFd(int fd, FdKind kind, uint64_t path, format::IoAggSlot* agg, bool pos_known) {
   if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kMaxFds) || g_fd_kind == nullptr) return;
   FdSlot& s = g_fd_slots[fd];
   s.path = path;
+  s.agg = agg;
+  s.pos = 0;
+  s.pos_known = pos_known;
+  s.read_any = false;
   s.dir_path = nullptr;
   s.dir_path_len = 0;
   s.dir_entries = 0;
@@ -262,7 +267,11 @@ void CopyFd(int oldfd, int newfd) {
     return;
   }
   const FdSlot& o = g_fd_slots[oldfd];
-  TrackFd(newfd, static_cast<FdKind>(g_fd_kind[oldfd]), o.path);
+  TrackFd(newfd, static_cast<FdKind>(g_fd_kind[oldfd]), o.path, o.agg, o.pos_known);
+  // A dup shares the description: its position and passes go on from the original's
+  // (the replay shares them; here each number follows its own from this point).
+  g_fd_slots[newfd].pos = o.pos;
+  g_fd_slots[newfd].read_any = o.read_any;
   g_fd_slots[newfd].dir_path = o.dir_path;
   g_fd_slots[newfd].dir_path_len = o.dir_path_len;
 }
@@ -457,6 +466,24 @@ void PreparePath(int dirfd, const char* path, PreparedPath* out) {
   out->id = out->ap.s ? InternString(std::string_view(out->ap.s, out->ap.n)) : 0;
 }
 
+// The open's sums in its file's aggregate slot (as the analyzer's replay counts it).
+format::IoAggSlot* AggOpen(const PreparedPath& pp, const format::IoOpen& r, int flags) {
+  // O_TMPFILE holds O_DIRECTORY's bit: the path names a directory, the open makes a file
+  // that has no name of its own; such files are not summed.
+  if ((flags & O_TMPFILE) == O_TMPFILE || pp.id == 0) return nullptr;
+  format::IoAggSlot* s = AggSlotOf(std::string_view(pp.ap.s, pp.ap.n), pp.id, r.mount);
+  if (s == nullptr) return nullptr;
+  uint32_t bits = 0;
+  if ((flags & O_DIRECTORY) && r.fd >= 0) bits |= format::kIoAggIsDirectory;
+  if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_CREAT)) bits |= format::kIoAggOutput;
+  if (r.ftype == (S_IFDIR >> 12)) bits |= format::kIoAggIsDirectory;
+  if (bits != 0) AggFlags(s, bits);
+  if (r.ftype == (S_IFREG >> 12)) AggMax(s->size, r.size + 1);
+  AggAdd(r.fd < 0 ? s->open_errors : s->opens, 1);
+  AggAdd(s->open_ns, r.dur);
+  return s;
+}
+
 void RecordOpen(IoApi api, const PreparedPath& pp, int flags, int64_t fd, uint64_t t0, uint64_t t1) {
   const AbsPath& ap = pp.ap;
   format::IoOpen r;
@@ -474,9 +501,10 @@ void RecordOpen(IoApi api, const PreparedPath& pp, int flags, int64_t fd, uint64
     r.size = f.size;
     r.ftype = f.ftype;
   }
+  format::IoAggSlot* agg = AggOpen(pp, r, flags);
   if (fd >= 0) {
     const bool dir = (flags & O_DIRECTORY) != 0;
-    TrackFd(static_cast<int>(fd), dir ? kFdDir : kFdFile, r.path);
+    TrackFd(static_cast<int>(fd), dir ? kFdDir : kFdFile, r.path, agg, (flags & O_APPEND) == 0);
     if (dir && ap.absolute) SetDirPath(static_cast<int>(fd), std::string_view(ap.s, ap.n));
   }
   EmitHot(r);
@@ -500,6 +528,11 @@ void RecordStat(IoApi api, const PreparedPath* pp, int dirfd, int fd, int64_t re
     r.size = size;
     r.ftype = (mode & S_IFMT) >> 12;
   }
+  format::IoAggSlot* agg = pp != nullptr ? (pp->id != 0 ? AggSlotOf(std::string_view(pp->ap.s, pp->ap.n), pp->id, 0)
+                                                        : nullptr)
+                           : FdTracked(fd) ? g_fd_slots[fd].agg
+                                           : nullptr;
+  AggStat(agg, pp != nullptr, result, r.dur, r.size, r.ftype);
   EmitHot(r);
 }
 
@@ -507,6 +540,7 @@ void FlushDirScan(int fd, IoApi api) {
   if (!FdTracked(fd)) return;
   FdSlot& s = g_fd_slots[fd];
   if (s.dir_entries == 0 && s.dir_ticks == 0) return;
+  if (s.agg != nullptr) AggFlags(s.agg, format::kIoAggIsDirectory);  // a readdir pass
   format::IoDir r;
   r.ts = Ticks();
   r.api = static_cast<uint64_t>(api);
@@ -576,7 +610,15 @@ void AdoptOpenDescriptors() {
       r.mount = facts.mount;
       r.size = facts.size;
       r.ftype = facts.ftype;
-      TrackFd(fd, dir ? kFdDir : kFdFile, r.path);
+      // An inherited descriptor opens nothing: its file gets a slot (and what it says of
+      // the file), no open. Its position is known from the position record below.
+      format::IoAggSlot* agg = AggSlotOf(std::string_view(path, static_cast<size_t>(len)), r.path, r.mount);
+      if (agg != nullptr) {
+        if (dir) AggFlags(agg, format::kIoAggIsDirectory);
+        if ((r.flags & O_ACCMODE) != O_RDONLY || (r.flags & O_CREAT)) AggFlags(agg, format::kIoAggOutput);
+        if (reg) AggMax(agg->size, r.size + 1);
+      }
+      TrackFd(fd, dir ? kFdDir : kFdFile, r.path, agg, false);
       if (dir && path[0] == '/') SetDirPath(fd, std::string_view(path, static_cast<size_t>(len)));
       Emit(r);
       if (reg) {
@@ -588,7 +630,11 @@ void AdoptOpenDescriptors() {
         s.offset = pos;
         s.whence = SEEK_SET;
         s.result = pos;
-        if (pos >= 0) Emit(s);
+        if (pos >= 0) {
+          g_fd_slots[fd].pos = static_cast<uint64_t>(pos);
+          g_fd_slots[fd].pos_known = true;
+          Emit(s);
+        }
       }
     }
   }
@@ -624,6 +670,7 @@ void StartIo(StartKind kind) {
   // not known yet; here: an inherited file): a process that touches no file pays nothing
   // for it (~70 us here). The Mount records follow the records that use them, as after
   // every hook; a fork child re-emits the table its parent had read.
+  ResetAgg();  // a new trace (or image): a table of its own
   RefreshCwd();
   AdoptOpenDescriptors();
   EmitPendingMounts();

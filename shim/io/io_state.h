@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "colabtrace/format/records.h"
+#include "colabtrace/format/wire.h"
 #include "modules.h"
 #include "writer.h"
 
@@ -26,6 +27,13 @@ enum FdKind : uint8_t { kFdNone = 0, kFdFile = 1, kFdDir = 2 };
 
 struct FdSlot {
   uint64_t path = 0;            // String id in this trace (0: unknown)
+  format::IoAggSlot* agg = nullptr;  // the file's aggregate slot (io_agg.h), or null
+  // The description's position as the analyzer's replay of the records follows it
+  // (file_stats.cpp): 0 at open, moved by reads, writes and seeks; unknown after an
+  // fdopen, an O_APPEND or inherited open until a seek. read_any: a byte was read.
+  uint64_t pos = 0;
+  bool pos_known = false;
+  bool read_any = false;
   const char* dir_path = nullptr;  // absolute path text of a directory fd (arena), or null
   uint32_t dir_path_len = 0;
   uint32_t dir_entries = 0;     // readdir entries since the last scan summary
@@ -46,8 +54,9 @@ inline FdKind KindOfFd(int fd) {
 }
 inline bool FdTracked(int fd) { return KindOfFd(fd) != kFdNone; }
 
-// Marks fd as a traced file (or directory) with its path id.
-void TrackFd(int fd, FdKind kind, uint64_t path);
+// Marks fd as a traced file (or directory) with its path id and aggregate slot, at
+// position 0 (known when pos_known).
+void TrackFd(int fd, FdKind kind, uint64_t path, format::IoAggSlot* agg = nullptr, bool pos_known = false);
 // Forgets fd (before it is closed, so a concurrent open cannot reuse it first).
 void UntrackFd(int fd);
 // The same for a descriptor known to be a traced file (KindOfFd(fd) == kFdFile): its

@@ -112,6 +112,27 @@ class TraceBytesBuilder {
     }
   }
 
+  // I/O aggregate chunks (wire.h) holding `slots`, format::kIoAggSlotsPerChunk a chunk,
+  // seq 0 with `info`, as the shim lays them out.
+  void AddIoAggChunks(const format::IoAggInfo& info, const std::vector<format::IoAggSlot>& slots,
+                      uint32_t image = 0) {
+    uint32_t seq = 0;
+    size_t i = 0;
+    do {
+      const size_t at = AddChunk(format::kIoAggChunkMagic, image, seq);
+      if (seq++ == 0) std::memcpy(&bytes_[at + format::kIoAggInfoOffset], &info, sizeof(info));
+      for (uint32_t k = 0; k < format::kIoAggSlotsPerChunk && i < slots.size(); ++k, ++i) {
+        std::memcpy(&bytes_[at + format::kIoAggSlotsOffset + k * sizeof(format::IoAggSlot)], &slots[i],
+                    sizeof(format::IoAggSlot));
+      }
+    } while (i < slots.size());
+  }
+
+  // Cuts the trace to its first n bytes (a file that ends early).
+  void Truncate(size_t n) {
+    if (n < bytes_.size()) bytes_.resize(n);
+  }
+
   // Clears the clean-exit flag (a trace whose process was killed).
   void MarkNotEnded() {
     format::FileHeader h;

@@ -2,7 +2,9 @@
 // (the same encoder the shim uses), run through the real reader and report builder.
 #include <fcntl.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -327,6 +329,132 @@ TEST(IoReport, OneSummaryForTheJsonAndTheText) {
   EXPECT_LT(dirs.find("/mnt/nfs/slow"), dirs.find("/home/u/data"));
   EXPECT_EQ(dirs.find("dist-packages"), std::string::npos) << dirs;
   EXPECT_NE(text.find("Sizes of data files read: 0-100: 1  100-1K: 2  1M-4M: 25"), std::string::npos) << text;
+}
+
+}  // namespace
+
+namespace {
+
+// A trace of the NFS dataset of CountsAndNetworkFindingsForAnNfsDataset (1,200 files read
+// whole in 2 epochs, one local file once), with the I/O aggregate chunks the shim keeps
+// for those same calls. Reported from its events and, with
+// COLABTRACE_ANALYZER_IGNORE_IO_EVENTS=1, from its aggregates alone: the same rows and
+// findings.
+ProcessTrace NfsDatasetWithAggregates(bool cut_in_aggregates = false) {
+  TraceBuilder b(100);
+  Mounts(b);
+  std::vector<ctf::IoAggSlot> slots;
+  auto slot = [&](const std::string& path, uint32_t mount, uint64_t passes, uint64_t size, uint64_t open_ns,
+                  uint64_t read_ns) {
+    ctf::IoAggSlot s{};
+    s.hash = slots.size() + 1;
+    s.path = b.Str(path);
+    s.kind = ctf::kIoAggFile;
+    s.mount = mount;
+    s.opens = passes;
+    s.open_ns = passes * open_ns;
+    s.bytes_read = passes * size;
+    s.read_ns = passes * (read_ns + 100);
+    s.zero_reads = passes;
+    s.read_sizes[ctf::IoAggSizeBin(size)] = passes;
+    s.stats = 2 * passes;
+    s.path_stats = passes;
+    s.stat_ns = passes * (1000 + 100);
+    s.size = size + 1;
+    s.eof_at = size;
+    s.max_end = size;
+    s.passes = passes;
+    slots.push_back(s);
+  };
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    for (int i = 0; i < 1200; ++i) {
+      b.ReadWholeFile("/mnt/nfs/train/img" + std::to_string(i) + ".jpg", 2, 5, 90000, 2000000, 500000);
+    }
+  }
+  b.ReadWholeFile("/home/u/labels.csv", 1, 6, 5000, 10000, 5000);
+  for (int i = 0; i < 1200; ++i) slot("/mnt/nfs/train/img" + std::to_string(i) + ".jpg", 2, 2, 90000, 2000000, 500000);
+  slot("/home/u/labels.csv", 1, 1, 5000, 10000, 5000);
+  b.Add(ctf::Exit{});
+  ctf::IoAggInfo info{};
+  info.file_slots = ctf::kIoAggFileSlots;
+  info.dir_slots = ctf::kIoAggDirSlots;
+  info.files = slots.size();
+  b.raw().AddIoAggChunks(info, slots);
+  // The file ends inside the last aggregate chunk: its slots are not read.
+  if (cut_in_aggregates) b.raw().Truncate(b.raw().bytes().size() - 100);
+  return b.raw().Parse();
+}
+
+class IgnoreIoEvents {
+ public:
+  IgnoreIoEvents() { setenv("COLABTRACE_ANALYZER_IGNORE_IO_EVENTS", "1", 1); }
+  ~IgnoreIoEvents() { unsetenv("COLABTRACE_ANALYZER_IGNORE_IO_EVENTS"); }
+};
+
+TEST(IoAggregates, SameRowsAndFindingsAsTheEvents) {
+  std::vector<ProcessTrace> traces;
+  traces.push_back(NfsDatasetWithAggregates());
+  ASSERT_TRUE(traces[0].io_aggregates.present);
+  ASSERT_EQ(traces[0].io_aggregates.slots.size(), 1201u);
+  const auto from_events = BuildReport(traces, {});
+  std::unique_ptr<colabtrace::analyzer::ReportBuilder> from_sums;
+  {
+    IgnoreIoEvents ignore;
+    from_sums = BuildReport(traces, {});
+  }
+  const Json& ev = from_events->root();
+  const Json& ag = from_sums->root();
+  EXPECT_EQ(ag["processes"].array().at(0)["io"]["from_aggregates"].boolean(), true);
+  EXPECT_TRUE(ag["processes"].array().at(0)["io"]["per_directory_from_ns"].is_null());
+  for (const char* k : {"opens", "reads", "bytes_read", "read_ns", "stats", "data_opens", "data_reads"}) {
+    EXPECT_EQ(ag["processes"].array().at(0)["io"][k].as_int(), ev["processes"].array().at(0)["io"][k].as_int()) << k;
+  }
+  // Every row, but for the read pattern the slots do not keep.
+  ASSERT_EQ(ag["io"]["files"].array().size(), ev["io"]["files"].array().size());
+  for (size_t i = 0; i < ev["io"]["files"].array().size(); ++i) {
+    Json a = ag["io"]["files"].array()[i], e = ev["io"]["files"].array()[i];
+    for (const char* k : {"sequential_reads", "consecutive_reads", "random_reads"}) {
+      a[k] = Json();
+      e[k] = Json();
+    }
+    EXPECT_EQ(a.Dump(), e.Dump());
+  }
+  EXPECT_EQ(ag["findings"].Dump(), ev["findings"].Dump());
+  EXPECT_EQ(ag["io"]["directories"].Dump(), ev["io"]["directories"].Dump());
+  EXPECT_EQ(ag["io"]["histograms"].Dump(), ev["io"]["histograms"].Dump());
+  const auto ids = FindingIds(ag);
+  EXPECT_TRUE(Has(ids, "io.small-files"));
+  EXPECT_TRUE(Has(ids, "io.network-filesystem"));
+  EXPECT_TRUE(Has(ids, "io.reread"));
+}
+
+TEST(IoAggregates, AFileCutInsideAnAggregateChunkReadsTheWholeChunksOnly) {
+  std::vector<ProcessTrace> traces;
+  traces.push_back(NfsDatasetWithAggregates(/*cut_in_aggregates=*/true));
+  // 1,201 slots fill 9 whole chunks (127 each) and 58 of a tenth, which is cut.
+  EXPECT_EQ(traces[0].io_aggregates.slots.size(), 9u * ctf::kIoAggSlotsPerChunk);
+  bool warned = false;
+  for (const std::string& w : traces[0].warnings) warned = warned || w.find("I/O aggregate chunk") != std::string::npos;
+  EXPECT_TRUE(warned);
+  IgnoreIoEvents ignore;
+  const auto rep = BuildReport(traces, {});
+  EXPECT_EQ(rep->root()["processes"].array().at(0)["io"]["opens"].as_int(), 2 * 9 * 127);
+}
+
+TEST(IoAggregates, OldTracesAndTheSwitchOffUseTheEvents) {
+  std::vector<ProcessTrace> traces;
+  TraceBuilder b(100);
+  Mounts(b);
+  b.ReadWholeFile("/mnt/nfs/a.bin", 2, 5, 1000, 2000, 500);
+  traces.push_back(b.Finish());  // no aggregate chunks, as before format 1.3
+  EXPECT_FALSE(traces[0].io_aggregates.present);
+  IgnoreIoEvents ignore;
+  const auto rep = BuildReport(traces, {});
+  const Json* f = FileRow(rep->root(), "/mnt/nfs/a.bin");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ((*f)["opens"].as_int(), 1);
+  EXPECT_EQ((*f)["bytes_read"].as_int(), 1000);
+  EXPECT_EQ(rep->root()["processes"].array().at(0)["io"].Find("from_aggregates"), nullptr);
 }
 
 }  // namespace

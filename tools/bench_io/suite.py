@@ -19,14 +19,14 @@ BUDGET_CALL = {"read": 25, "pread": 25, "close": 25, "open": 150}
 
 
 def _micro(ctx, prog, target, mode, n):
-    env = ctx.env("noop" if mode == "noop" else "colabtrace" if mode == "colabtrace" else "bare")
+    env = ctx.env(mode if mode in ("noop", "colabtrace", "baseline") else "bare")
     p = subprocess.run(ctx.wrap(mode, [prog, target, str(n)]), env=env, capture_output=True, text=True, check=True)
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
 def _loop(ctx, files, passes, mode, trace_dir=None):
     """(loop seconds, process wall seconds) of smallfiles.py."""
-    env = ctx.env("noop" if mode == "noop" else "colabtrace" if mode == "colabtrace" else "bare", trace_dir)
+    env = ctx.env(mode if mode in ("noop", "colabtrace", "baseline") else "bare", trace_dir)
     t0 = time.perf_counter()
     p = subprocess.run(ctx.wrap(mode, [PYTHON, os.path.join(HERE, "smallfiles.py"), files, str(passes)]),
                        env=env, capture_output=True, text=True, check=True)
@@ -62,7 +62,9 @@ def run(ctx):
     # (a) per-call cost: the median of each mode's per-call medians over several runs.
     n = 20000 if quick else 200000
     reps = 2 if quick else 5
-    modes = ["bare", "noop", "colabtrace"]
+    # With COLABTRACE_BENCH_BASELINE, an earlier build's shim runs side by side (interleaved).
+    baseline = ctx.baseline_shim is not None
+    modes = ["bare", "noop", "colabtrace"] + (["baseline"] if baseline else [])
     runs = {m: [] for m in modes}
     for _ in range(reps):
         for m in modes:  # interleaved, so drift hits every mode alike
@@ -79,12 +81,13 @@ def run(ctx):
     for op, budget in BUDGET_CALL.items():
         bare = med["bare"][op]
         row = [op, f"{bare:.0f}"]
-        for m in ["noop", "colabtrace", "strace", "ltrace"]:
+        for m in ["noop", "colabtrace"] + (["baseline"] if baseline else []) + ["strace", "ltrace"]:
             row.append(f"+{med[m][op] - bare:.0f}" if m in med else "n/a")
         row.append(f"<= {budget}")
         rows.append(row)
     per_call = ctx_section("Added cost per call (median ns)",
-                           ["call", "bare ns", "no-op preload", "colabtrace", "strace -f", "ltrace", "budget (ns)"],
+                           ["call", "bare ns", "no-op preload", "colabtrace"] + (["baseline"] if baseline else [])
+                           + ["strace -f", "ltrace", "budget (ns)"],
                            rows,
                            f"{n} calls per run, {reps} runs per mode, interleaved, the lowest run median kept; each call timed alone "
                            "with CLOCK_MONOTONIC (the timer's own cost subtracted). The cells are the added "
@@ -104,6 +107,9 @@ def run(ctx):
                 td = os.path.join(ctx.work, f"traces-{i}")
                 os.makedirs(td)
                 trace_dirs.append(td)
+            elif m == "baseline":
+                td = os.path.join(ctx.work, f"traces-baseline-{i}")
+                os.makedirs(td)
             loop[m].append(_loop(ctx, files, passes, m, td))
     small = {m: (min(x[0] for x in v), min(x[1] for x in v)) for m, v in loop.items()}
     # strace and ltrace are 100-300x slower: a smaller loop, compared with a bare run of it.
@@ -115,14 +121,18 @@ def run(ctx):
         if ctx.have(m):
             ext_rows[m] = _loop(ctx, sub_files, sub_passes, m)[0] / sub_bare
     b = small["bare"]
-    rows = [["loop time (s)", f"{b[0]:.3f}", f"{small['noop'][0]:.3f}", f"{small['colabtrace'][0]:.3f}", "", "", ""],
+    base = (lambda i, ratio: [f"{small['baseline'][i] / (b[i] if ratio else 1):.3f}"]) if baseline else (lambda i, ratio: [])
+    rows = [["loop time (s)", f"{b[0]:.3f}", f"{small['noop'][0]:.3f}", f"{small['colabtrace'][0]:.3f}",
+             *base(0, False), "", "", ""],
             ["loop ratio to bare", "1.000", f"{small['noop'][0] / b[0]:.3f}", f"{small['colabtrace'][0] / b[0]:.3f}",
+             *base(0, True),
              f"{ext_rows['strace']:.0f}" if "strace" in ext_rows else "n/a",
              f"{ext_rows['ltrace']:.0f}" if "ltrace" in ext_rows else "n/a", "<= 1.03"],
             ["process wall ratio", "1.000", f"{small['noop'][1] / b[1]:.3f}", f"{small['colabtrace'][1] / b[1]:.3f}",
-             "", "", ""]]
+             *base(1, True), "", "", ""]]
     loop_sec = ctx_section("CPython small-file loop (traced/bare)",
-                           ["", "bare", "no-op preload", "colabtrace", "strace -f", "ltrace", "budget"], rows,
+                           ["", "bare", "no-op preload", "colabtrace"] + (["baseline"] if baseline else [])
+                           + ["strace -f", "ltrace", "budget"], rows,
                            f"{nfiles} cached 4 KiB files, each os.stat'ed, opened and read, {passes} passes, "
                            f"{PYTHON}; the fastest of {len(loop['bare'])} interleaved runs per mode (interference on a "
                            "shared machine only ever adds time). "

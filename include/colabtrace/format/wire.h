@@ -27,7 +27,8 @@ namespace colabtrace::format {
 
 inline constexpr char kFileMagic[8] = {'C', 'T', 'R', 'A', 'C', 'E', '\r', '\n'};
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 2;  // 1: RingSlot.py_stack; 2: PythonLayoutBlock.code_tag_bits
+inline constexpr uint16_t kVersionMinor = 3;  // 1: RingSlot.py_stack; 2: PythonLayoutBlock.code_tag_bits;
+                                              // 3: I/O aggregate chunks (CTIA)
 inline constexpr uint32_t kHeaderSize = 256;
 inline constexpr uint32_t kChunkSize = 32 * 1024;
 inline constexpr uint32_t kChunkMagic = 0x4b435443;  // "CTCK" little-endian
@@ -202,6 +203,78 @@ struct alignas(64) LaunchRing {
 static_assert(sizeof(LaunchRing) == 64 + kRingSlots * 64);
 inline constexpr uint32_t kRingsOffset = 64;
 inline constexpr uint32_t kRingsPerChunk = (kChunkSize - kRingsOffset) / sizeof(LaunchRing);
+
+// ---- I/O aggregate chunks: exact per-file sums for the whole run ------------------------
+//
+// The file I/O module keeps one IoAggSlot per file the process touched (opened, stat'ed,
+// read...), rewritten in place through the mapping with relaxed atomic adds, so a SIGKILL
+// leaves the sums of every call that had returned. The sums equal those of the io_*
+// records (the same calls, the same values; durations in ticks), so a report can come
+// from them alone once old events are gone. Past kIoAggFileSlots files, a file not seen
+// before is summed into the slot of its directory (kind kIoAggDirectory) instead: exact
+// per directory. An aggregate chunk has a ChunkHeader with magic CTIA (tid 0, seq its index
+// among the image's aggregate chunks, image the exec image); the first one (seq 0) holds an
+// IoAggInfo at kIoAggInfoOffset; every one holds kIoAggSlotsPerChunk slots from
+// kIoAggSlotsOffset. A slot is claimed by storing its hash, path and mount, then its kind
+// last (release): kind 0 is an unused slot.
+inline constexpr uint32_t kIoAggChunkMagic = 0x41495443;  // "CTIA"
+
+enum IoAggKind : uint32_t { kIoAggUnused = 0, kIoAggFile = 1, kIoAggDirectory = 2 };
+enum IoAggFlag : uint32_t {
+  kIoAggIsDirectory = 1u << 0,  // opened (O_DIRECTORY), stat'ed or scanned as a directory
+  kIoAggOutput = 1u << 1,       // opened (or tried) for writing or creation
+};
+
+inline constexpr int kIoAggSizeBins = 10;  // Darshan's bins (analyzer/io/file_stats.h)
+
+struct IoAggSlot {
+  uint64_t hash;   // of the path's bytes (or the directory's, for a directory slot)
+  uint64_t path;   // String id of the path (the first one interned for it)
+  uint32_t kind;   // IoAggKind, stored last when claimed
+  uint32_t flags;  // IoAggFlag bits (atomic or)
+  uint32_t mount;  // Mount record id from the first open that knew it (0: unknown)
+  uint32_t dir_scans;  // opendir/scandir calls on the path (successful or not)
+  // The rest are sums (durations in ticks, as the records' dur fields).
+  uint64_t opens, open_errors, open_ns;  // open_ns: ticks, named as the analyzer's field
+  uint64_t data_copies;  // copy_file_range/sendfile calls out of the file that moved bytes
+  // (A file's reads are zero_reads + the sum of read_sizes: no count of its own.)
+  uint64_t read_errors, bytes_read, read_ns, zero_reads;
+  uint64_t stats, stat_errors, stat_ns, path_stats;
+  uint64_t size;         // 1 + the largest st_size a stat or open measured of it as a
+                         // regular file; 0: none
+  uint64_t eof_at;       // the largest offset a 0-byte read was made at (known offsets)
+  uint64_t max_end;      // the largest offset + bytes a read reached (known offsets)
+  uint64_t passes;       // descriptors through which at least one byte was read
+  uint64_t small_reads;  // system-call reads (not stdio) that returned 1..4096 bytes
+  uint64_t stdio_reads;  // fread/fgets/getline calls that returned bytes
+  uint64_t read_sizes[kIoAggSizeBins];  // reads that returned > 0 bytes, by size bin
+};
+static_assert(sizeof(IoAggSlot) == 256);
+
+// The first aggregate chunk's table facts.
+struct IoAggInfo {
+  uint32_t file_slots;       // how many file slots the shim keeps (kIoAggFileSlots)
+  uint32_t dir_slots;        // and directory slots
+  uint64_t files;            // file slots claimed (atomic)
+  uint64_t directories;      // directory slots claimed (atomic)
+  uint64_t files_full_ticks;  // when the first file found the file slots full: from then
+                              // on new files are summed per directory (0: never)
+  uint64_t unplaced;         // opens, stats and scans that found no slot (the directory
+                             // slots full too): their calls are summed nowhere
+};
+
+inline constexpr uint32_t kIoAggInfoOffset = 32;
+inline constexpr uint32_t kIoAggSlotsOffset = 256;
+inline constexpr uint32_t kIoAggSlotsPerChunk = (kChunkSize - kIoAggSlotsOffset) / sizeof(IoAggSlot);
+inline constexpr uint32_t kIoAggFileSlots = 65536;
+inline constexpr uint32_t kIoAggDirSlots = 16384;
+static_assert(kIoAggInfoOffset + sizeof(IoAggInfo) <= kIoAggSlotsOffset);
+
+// Darshan's size bin of a read of n bytes (the analyzer's SizeBin).
+inline constexpr int IoAggSizeBin(uint64_t n) {
+  return n <= 100 ? 0 : n <= 1024 ? 1 : n <= 10240 ? 2 : n <= 102400 ? 3 : n <= 1048576 ? 4
+       : n <= 4194304 ? 5 : n <= 10485760 ? 6 : n <= 104857600 ? 7 : n <= 1073741824 ? 8 : 9;
+}
 
 // ---- varints (LEB128) -------------------------------------------------------------
 

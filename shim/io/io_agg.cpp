@@ -1,0 +1,213 @@
+// The I/O aggregate table: see io_agg.h.
+#include "io/io_agg.h"
+
+#include <sys/mman.h>
+
+#include "clock.h"
+#include "raw.h"
+#include "writer.h"
+
+namespace colabtrace::shim::io {
+
+namespace {
+
+using format::IoAggInfo;
+
+// The index: open addressing on the path's hash, each entry a slot number + 1 (0: empty;
+// kBusy: being claimed). 2^17 entries keep the
+// 65,536 file slots and 16,384 directory slots under 5/8 full.
+constexpr uint32_t kIndexBits = 17;
+constexpr uint32_t kIndexEntries = 1u << kIndexBits;
+constexpr uint32_t kBusy = UINT32_MAX;
+constexpr uint32_t kSlots = format::kIoAggFileSlots + format::kIoAggDirSlots;
+constexpr uint32_t kMaxChunks = (kSlots + format::kIoAggSlotsPerChunk - 1) / format::kIoAggSlotsPerChunk;
+// A directory slot's hash differs from the directory path's own file slot (a stat of it).
+constexpr uint64_t kDirSalt = 0x5bd1e9955bd1e995ull;
+
+uint32_t* g_index = nullptr;             // kIndexEntries, anonymous, touched as used
+uint32_t g_epoch = 0;                    // bumped by ResetAgg: per-thread caches expire
+uint8_t* g_chunks[kMaxChunks] = {};      // aggregate chunks, taken as slots are claimed
+uint32_t g_next_slot = 0;                // slots claimed (atomic)
+int g_chunk_lock = 0;
+
+// The calling thread's last slot, by the String id of its path: an open right after a
+// stat of the same path (the intern's own one-entry cache gives it the same id) skips
+// the hash and the index. Used inside a RecordScope only, so no signal handler on this
+// thread rewrites it meanwhile.
+struct LastSlot {
+  uint64_t path_id;
+  uint32_t epoch;
+  IoAggSlot* slot;
+};
+constinit thread_local LastSlot t_last __attribute__((tls_model("initial-exec"))) = {};
+
+IoAggInfo* Info() {
+  uint8_t* c = __atomic_load_n(&g_chunks[0], __ATOMIC_ACQUIRE);
+  return c == nullptr ? nullptr : reinterpret_cast<IoAggInfo*>(c + format::kIoAggInfoOffset);
+}
+
+// The chunk holding slot n, taken (and stamped CTIA) if need be. Null when the trace
+// gives no more chunks.
+uint8_t* ChunkFor(uint32_t n) {
+  const uint32_t c = n / format::kIoAggSlotsPerChunk;
+  uint8_t* chunk = __atomic_load_n(&g_chunks[c], __ATOMIC_ACQUIRE);
+  if (chunk != nullptr) return chunk;
+  while (__atomic_exchange_n(&g_chunk_lock, 1, __ATOMIC_ACQUIRE) != 0) {
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+  }
+  // Chunks are taken in order: a slot's chunk and every one before it exist.
+  for (uint32_t k = 0; k <= c; ++k) {
+    if (g_chunks[k] != nullptr) continue;
+    uint8_t* p = g_recording ? g_trace.AllocChunk(true) : nullptr;
+    if (p == nullptr) break;
+    auto* ch = reinterpret_cast<format::ChunkHeader*>(p);
+    ch->tid = 0;
+    ch->base_ticks = Ticks();
+    ch->seq = k;
+    ch->flags = 0;
+    ch->image = g_trace.image();
+    if (k == 0) {
+      auto* info = reinterpret_cast<IoAggInfo*>(p + format::kIoAggInfoOffset);
+      info->file_slots = format::kIoAggFileSlots;
+      info->dir_slots = format::kIoAggDirSlots;
+    }
+    __atomic_store_n(&ch->magic, format::kIoAggChunkMagic, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_chunks[k], p, __ATOMIC_RELEASE);
+  }
+  chunk = g_chunks[c];
+  __atomic_store_n(&g_chunk_lock, 0, __ATOMIC_RELEASE);
+  return chunk;
+}
+
+IoAggSlot* SlotAt(uint32_t n) {
+  uint8_t* c = __atomic_load_n(&g_chunks[n / format::kIoAggSlotsPerChunk], __ATOMIC_ACQUIRE);
+  return reinterpret_cast<IoAggSlot*>(c + format::kIoAggSlotsOffset) + n % format::kIoAggSlotsPerChunk;
+}
+
+// Claims a slot of `kind` for hash h, numbered *n: null when that kind's slots are full
+// (or no chunk can be had).
+IoAggSlot* Claim(uint64_t h, uint64_t path_id, uint64_t mount, uint32_t kind, uint32_t* n_out) {
+  if (ChunkFor(0) == nullptr) return nullptr;
+  IoAggInfo* info = Info();
+  uint64_t* used = kind == format::kIoAggFile ? &info->files : &info->directories;
+  const uint64_t cap = kind == format::kIoAggFile ? format::kIoAggFileSlots : format::kIoAggDirSlots;
+  if (__atomic_add_fetch(used, 1, __ATOMIC_RELAXED) > cap) {
+    __atomic_sub_fetch(used, 1, __ATOMIC_RELAXED);
+    return nullptr;
+  }
+  const uint32_t n = __atomic_fetch_add(&g_next_slot, 1u, __ATOMIC_RELAXED);
+  if (n >= kSlots || ChunkFor(n) == nullptr) return nullptr;
+  *n_out = n;
+  IoAggSlot* s = SlotAt(n);
+  s->hash = h;
+  s->path = path_id;
+  s->mount = static_cast<uint32_t>(mount);
+  __atomic_store_n(&s->kind, kind, __ATOMIC_RELEASE);
+  return s;
+}
+
+enum class Find { kFound, kFull };
+
+// The slot whose hash is h, or a new one of `kind` (*out null and kFull: none to be had).
+Find FindOrClaim(uint64_t h, uint64_t path_id, uint64_t mount, uint32_t kind, IoAggSlot** out) {
+  *out = nullptr;
+  for (uint32_t probe = 0; probe < kIndexEntries;) {
+    uint32_t* e = &g_index[(h + probe) & (kIndexEntries - 1)];
+    uint32_t v = __atomic_load_n(e, __ATOMIC_ACQUIRE);
+    while (v == kBusy) {  // another thread is claiming this entry: a few stores away
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+      v = __atomic_load_n(e, __ATOMIC_ACQUIRE);
+    }
+    if (v == 0) {
+      uint32_t expected = 0;
+      if (!__atomic_compare_exchange_n(e, &expected, kBusy, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        continue;  // taken meanwhile: look at it again
+      }
+      uint32_t n = 0;
+      IoAggSlot* s = Claim(h, path_id, mount, kind, &n);
+      if (s == nullptr) {
+        __atomic_store_n(e, 0u, __ATOMIC_RELEASE);  // free again: nothing was claimed
+        return Find::kFull;
+      }
+      __atomic_store_n(e, n + 1, __ATOMIC_RELEASE);
+      *out = s;
+      return Find::kFound;
+    }
+    if (SlotAt(v - 1)->hash == h) {
+      *out = SlotAt(v - 1);
+      return Find::kFound;
+    }
+    ++probe;
+  }
+  return Find::kFull;
+}
+
+// The directory part of p as the analyzer's DirOf gives it ("/" for "/x", "." for "x").
+std::string_view DirOf(std::string_view p) {
+  const size_t slash = p.rfind('/');
+  if (slash == std::string_view::npos) return ".";
+  return slash == 0 ? p.substr(0, 1) : p.substr(0, slash);
+}
+
+}  // namespace
+
+void ResetAgg() {
+  constexpr size_t kIndexBytes = kIndexEntries * sizeof(uint32_t);
+  if (g_index != nullptr) raw::Munmap(g_index, kIndexBytes);  // a fork child: the parent's
+  void* p = raw::Mmap(nullptr, kIndexBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                      -1, 0);
+  g_index = raw::MmapFailed(p) ? nullptr : static_cast<uint32_t*>(p);
+  for (uint8_t*& c : g_chunks) c = nullptr;
+  g_next_slot = 0;
+  g_chunk_lock = 0;
+  ++g_epoch;
+}
+
+IoAggSlot* AggSlotOf(std::string_view p, uint64_t path_id, uint64_t mount) {
+  if (g_index == nullptr || path_id == 0) return nullptr;
+  LastSlot& last = t_last;
+  IoAggSlot* s = nullptr;
+  if (last.path_id == path_id && last.epoch == g_epoch) {
+    s = last.slot;
+  } else if (FindOrClaim(HashBytes(p.data(), p.size()), path_id, mount, format::kIoAggFile, &s) == Find::kFound) {
+    last = {path_id, g_epoch, s};
+  }
+  if (s != nullptr) {
+    if (mount != 0 && __atomic_load_n(&s->mount, __ATOMIC_RELAXED) == 0) {
+      __atomic_store_n(&s->mount, static_cast<uint32_t>(mount), __ATOMIC_RELAXED);
+    }
+    return s;
+  }
+  // The file slots are full: this file is summed with its directory's other new files.
+  if (IoAggInfo* info = Info()) {
+    uint64_t zero = 0;
+    __atomic_compare_exchange_n(&info->files_full_ticks, &zero, Ticks(), false, __ATOMIC_RELAXED,
+                                __ATOMIC_RELAXED);
+  }
+  const std::string_view dir = DirOf(p);
+  const uint64_t dh = HashBytes(dir.data(), dir.size()) ^ kDirSalt;
+  // The directory's name is interned once, when its slot is claimed; a lookup that finds
+  // the slot compares hashes only.
+  uint64_t dir_id = 0;
+  for (uint32_t probe = 0; probe < 64; ++probe) {
+    const uint32_t v = __atomic_load_n(&g_index[(dh + probe) & (kIndexEntries - 1)], __ATOMIC_ACQUIRE);
+    if (v == 0) break;
+    if (v != kBusy && SlotAt(v - 1)->hash == dh) {
+      dir_id = SlotAt(v - 1)->path;
+      break;
+    }
+  }
+  if (dir_id == 0) dir_id = InternString(dir);
+  if (FindOrClaim(dh, dir_id, mount, format::kIoAggDirectory, &s) == Find::kFound && s != nullptr) {
+    last = {path_id, g_epoch, s};  // this file stays its directory's: its slot never comes
+    return s;
+  }
+  if (IoAggInfo* info = Info()) AggAdd(info->unplaced, 1);
+  return nullptr;
+}
+
+}  // namespace colabtrace::shim::io

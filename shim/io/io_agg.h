@@ -1,0 +1,58 @@
+// The I/O aggregates: one format::IoAggSlot per file the process touched, in the trace's
+// aggregate chunks (wire.h, "I/O aggregate chunks"), summing what its io_* records say.
+//
+// A slot is found once per open, opendir or path stat (a hash of the resolved path in an
+// index of our own, separate from the string intern, whose full table hands out fresh
+// ids) and kept in the descriptor's FdSlot, so a read, pread or fstat adds to its file's
+// slot with a few relaxed atomic adds and no lookup. The sums are the records': the same
+// calls, the same values, durations in ticks. Lock-free except when a new aggregate chunk
+// is taken (once per kIoAggSlotsPerChunk files, under a spin lock that only hooks take,
+// with the shim marked busy on the thread).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "colabtrace/format/wire.h"
+
+namespace colabtrace::shim::io {
+
+using format::IoAggSlot;
+
+// The slot of path p (as the shim resolved it; String id path_id), claimed if new: its
+// file's while the file slots last, then its directory's. mount: the Mount record id when
+// known (0: not). Null when there is no trace, or no room. Call inside a RecordScope.
+IoAggSlot* AggSlotOf(std::string_view p, uint64_t path_id, uint64_t mount);
+
+// A fresh, empty table for this process's trace (module start, fork child, exec).
+void ResetAgg();
+
+inline void AggAdd(uint64_t& field, uint64_t v) { __atomic_fetch_add(&field, v, __ATOMIC_RELAXED); }
+inline void AggInc32(uint32_t& field) { __atomic_fetch_add(&field, 1u, __ATOMIC_RELAXED); }
+inline void AggMax(uint64_t& field, uint64_t v) {
+  uint64_t cur = __atomic_load_n(&field, __ATOMIC_RELAXED);
+  while (v > cur && !__atomic_compare_exchange_n(&field, &cur, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+inline void AggFlags(IoAggSlot* s, uint32_t bits) {
+  if ((__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & bits) != bits) {
+    __atomic_fetch_or(&s->flags, bits, __ATOMIC_RELAXED);
+  }
+}
+
+// A stat (path or descriptor) of the slot's file: result 0 or -errno; size and ftype
+// (st_mode >> 12) of a successful one.
+inline void AggStat(IoAggSlot* s, bool by_path, int64_t result, uint64_t dur, uint64_t size, uint64_t ftype) {
+  if (s == nullptr) return;
+  AggAdd(s->stats, 1);
+  if (by_path) AggAdd(s->path_stats, 1);
+  AggAdd(s->stat_ns, dur);
+  if (result < 0) {
+    AggAdd(s->stat_errors, 1);
+    return;
+  }
+  if (ftype == 4) AggFlags(s, format::kIoAggIsDirectory);  // S_IFDIR >> 12
+  if (ftype == 8) AggMax(s->size, size + 1);               // S_IFREG >> 12
+}
+
+}  // namespace colabtrace::shim::io
