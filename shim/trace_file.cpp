@@ -632,12 +632,19 @@ uint8_t* TraceFile::TakeOldestEventChunk(bool may_block, uint64_t* offset) {
                                                           __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
   }
   // A mapping of its own: its extent may be unmapped already, or still hold chunks that
-  // other threads fill (whose finished count it must not touch).
+  // other threads fill (whose finished count it must not touch). A file that cannot be
+  // mapped again (renamed away, replaced) stops tracing, as an extension would.
   const int fd = Reopen();
-  if (fd < 0) return nullptr;
+  if (fd < 0) {
+    MarkTruncated(-fd);
+    return nullptr;
+  }
   void* p = raw::Mmap(nullptr, kChunkSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(off));
   raw::Close(fd);
-  if (raw::MmapFailed(p)) return nullptr;
+  if (raw::MmapFailed(p)) {
+    MarkTruncated(static_cast<int>(-reinterpret_cast<intptr_t>(p)));
+    return nullptr;
+  }
   auto* c = static_cast<uint8_t*>(p);
   // The magic first: a reader never sees the chunk half rewritten.
   __atomic_store_n(reinterpret_cast<uint32_t*>(c), 0u, __ATOMIC_RELEASE);
