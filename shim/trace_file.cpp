@@ -56,6 +56,16 @@ bool LockQueue(bool may_block) {
 }
 void UnlockQueue() { __atomic_store_n(&g_queue_lock, 0, __ATOMIC_RELEASE); }
 
+// The kernel may hand a new mapping the addresses of one just unmapped (a 32 KiB chunk
+// mapped on its own is often given the hole its predecessor left). Stores through the
+// old mapping happen before those through the new one, but the mmap and munmap system
+// calls are raw (ThreadSanitizer does not see them), so that order is also said with
+// atomics: a release before each unmap, an acquire after each map. Once per chunk or
+// extent, never per record.
+uint64_t g_unmaps = 0;
+void BeforeUnmap() { __atomic_fetch_add(&g_unmaps, 1, __ATOMIC_RELEASE); }
+void AfterMap() { (void)__atomic_load_n(&g_unmaps, __ATOMIC_ACQUIRE); }
+
 // Zeros n bytes (a multiple of 8) with the shim's own stores (see writer.h's CopyBytes:
 // no memset call a sanitizer runtime would see).
 __attribute__((optimize("no-tree-loop-distribute-patterns"))) void ZeroWords(uint8_t* p, size_t n) {
@@ -532,6 +542,7 @@ bool TraceFile::MapTo(uint64_t end, bool may_block, bool speculative) {
       if (raw::MmapFailed(p)) {
         err = static_cast<int>(-reinterpret_cast<intptr_t>(p));
       } else {
+        AfterMap();
         Store(&g_extent_addr[cur / kExtentBytes], static_cast<uint8_t*>(p));
       }
     }
@@ -645,6 +656,7 @@ uint8_t* TraceFile::TakeOldestEventChunk(bool may_block, uint64_t* offset) {
     MarkTruncated(static_cast<int>(-reinterpret_cast<intptr_t>(p)));
     return nullptr;
   }
+  AfterMap();
   auto* c = static_cast<uint8_t*>(p);
   // The magic first: a reader never sees the chunk half rewritten.
   __atomic_store_n(reinterpret_cast<uint32_t*>(c), 0u, __ATOMIC_RELEASE);
@@ -714,6 +726,7 @@ uint8_t* TraceFile::AllocEventChunk(uint64_t now, bool* own_map, uint64_t* offse
 
 void TraceFile::ReleaseChunk(uint8_t* chunk, bool own_map) {
   if (own_map) {
+    BeforeUnmap();
     raw::Munmap(chunk, kChunkSize);
     return;
   }
@@ -725,6 +738,7 @@ void TraceFile::ReleaseChunk(uint8_t* chunk, bool own_map) {
     if (base == nullptr || chunk < base || chunk >= base + kExtentBytes) continue;
     if (__atomic_add_fetch(&g_extent_finished[i], 1, __ATOMIC_ACQ_REL) == kChunksPerExtent) {
       Store(&g_extent_addr[i], static_cast<uint8_t*>(nullptr));
+      BeforeUnmap();
       raw::Munmap(base, kExtentBytes);
     }
     return;
