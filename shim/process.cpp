@@ -164,7 +164,9 @@ void AfterForkInChild(LibcState libc) {
   g_trace.AbandonInChild();
   ResetInterning();
   __atomic_add_fetch(&g_generation, 1, __ATOMIC_ACQ_REL);
+  if (t_thread.chunk != nullptr && t_thread.own_map) g_trace.ReleaseChunk(t_thread.chunk, /*own_map=*/true);
   t_thread.chunk = t_thread.pos = t_thread.end = nullptr;
+  t_thread.own_map = false;
   g_exit_recorded = 0;
   g_finished = 0;
   BeginTrace(format::ProcessOrigin::kForkChild, static_cast<uint32_t>(parent_tid), environ, libc);

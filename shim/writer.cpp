@@ -38,8 +38,13 @@ bool InVforkChild() {
 
 namespace {
 // First record of this thread in this process's trace: its chunks are the parent's (a
-// fork child) or none.
+// fork child) or none. A chunk the parent had mapped on its own is unmapped here (the
+// parent's trace file stays as the parent left it).
 void JoinTrace(ThreadState& t) {
+  if (!t.signal_context) {
+    if (t.chunk != nullptr && t.own_map) g_trace.ReleaseChunk(t.chunk, /*own_map=*/true);
+    if (t.ev.chunk != nullptr && t.ev.own_map) g_trace.ReleaseChunk(t.ev.chunk, /*own_map=*/true);
+  }
   t.tid = static_cast<uint32_t>(raw::Gettid());
   t.seq = 0;
   t.generation = g_generation;
