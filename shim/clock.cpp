@@ -86,9 +86,11 @@ uint64_t TickRateEstimate() {
 
 void RefineTickRate() {
   format::FileHeader* h = g_trace.header();
-  if (h == nullptr || !g_ticks_are_tsc) return;
+  if (h == nullptr) return;
+  if (!g_ticks_are_tsc) return g_trace.SetTickRate(h->ticks_per_sec_hint);
   const uint64_t tps = TickRateEstimate();
   if (tps != 0) h->ticks_per_sec_hint = tps;
+  g_trace.SetTickRate(h->ticks_per_sec_hint);
 }
 
 }  // namespace colabtrace::shim

@@ -13,7 +13,7 @@ Config g_config;
 
 namespace {
 
-constexpr int kMaxErrors = 6;
+constexpr int kMaxErrors = 9;
 char g_errors[kMaxErrors][160];
 int g_error_count = 0;
 
@@ -66,6 +66,18 @@ void LoadBool(const char* name, bool* field) {
   if (v != nullptr && !ParseBool(v, field)) AddError(name, v, "0 or 1");
 }
 
+// A whole number in [min, max] from `name`; `expected` says so in the error line.
+void LoadUint(const char* name, uint64_t min, uint64_t max, const char* expected, uint32_t* field) {
+  const char* v = getenv(name);
+  uint64_t n = 0;
+  if (v == nullptr) return;
+  if (ParseUint(v, max, &n) && n >= min) {
+    *field = static_cast<uint32_t>(n);
+  } else {
+    AddError(name, v, expected);
+  }
+}
+
 }  // namespace
 
 void Say(const char* msg, bool force) {
@@ -113,6 +125,9 @@ void LoadConfig() {
       AddError("COLABTRACE_SAMPLE_MS", v, "milliseconds from 0 (off) to 3600000");
     }
   }
+  LoadUint("COLABTRACE_WINDOW_S", 1, 30 * 86400, "seconds from 1 to 2592000", &g_config.window_s);
+  LoadUint("COLABTRACE_WINDOW_MB", 1, kMaxWindowMb, "MiB from 1 to 4096", &g_config.window_mb);
+  LoadUint("COLABTRACE_MAX_MB", kMinMaxMb, kMaxMaxMb, "MiB from 8 to 32768", &g_config.max_mb);
 }
 
 void NoteConfigErrors() {

@@ -15,6 +15,11 @@ struct Config {
   uint32_t sample_ms = 100;  // COLABTRACE_SAMPLE_MS; 0: samples only at start, fork, exec, exit
   bool disable = false;      // COLABTRACE_DISABLE=1 records nothing
   bool verbose = false;      // COLABTRACE_VERBOSE=1 lets the shim print
+  // The window of events kept in full (wire.h, "event chunks"): the last window_s seconds
+  // or window_mb MiB of them, whichever is smaller; max_mb: the hard cap of the file.
+  uint32_t window_s = 600;   // COLABTRACE_WINDOW_S
+  uint32_t window_mb = 256;  // COLABTRACE_WINDOW_MB
+  uint32_t max_mb = 1024;    // COLABTRACE_MAX_MB
   // COLABTRACE_HOST_ROOT: the folder the host facts about CPUs and GPUs are read under
   // (its proc/, sys/ and dev/ stand for /proc, /sys and /dev; tests point it at a fake
   // machine). "" = the real root.
@@ -24,6 +29,9 @@ struct Config {
 extern Config g_config;
 
 inline constexpr int kMaxStackDepth = 128;
+inline constexpr uint32_t kMaxWindowMb = 4096;   // the window's queue holds 4 GiB of chunks
+inline constexpr uint32_t kMaxMaxMb = 32768;     // the shim never maps more than 32 GiB
+inline constexpr uint32_t kMinMaxMb = 8;         // the first extent, and room beside it
 
 // Parses the environment into g_config. Bad values are collected for NoteConfigErrors.
 void LoadConfig();

@@ -120,6 +120,7 @@ void AfterForkAtfork() { AfterForkInChild(LibcState::kUsable); }
 
 void BeginTrace(format::ProcessOrigin origin, uint32_t parent_tid, char** envp, LibcState libc) {
   g_recording = false;
+  g_trace.SetLimits(uint64_t{g_config.window_mb} << 20, g_config.window_s, uint64_t{g_config.max_mb} << 20);
   if (origin == format::ProcessOrigin::kInitial &&
       g_trace.AdoptInherited(static_cast<uint32_t>(g_pid))) {
     origin = format::ProcessOrigin::kExec;
@@ -163,7 +164,9 @@ void AfterForkInChild(LibcState libc) {
   g_trace.AbandonInChild();
   ResetInterning();
   __atomic_add_fetch(&g_generation, 1, __ATOMIC_ACQ_REL);
+  if (t_thread.chunk != nullptr && t_thread.own_map) g_trace.ReleaseChunk(t_thread.chunk, /*own_map=*/true);
   t_thread.chunk = t_thread.pos = t_thread.end = nullptr;
+  t_thread.own_map = false;
   g_exit_recorded = 0;
   g_finished = 0;
   BeginTrace(format::ProcessOrigin::kForkChild, static_cast<uint32_t>(parent_tid), environ, libc);

@@ -36,6 +36,45 @@ static_assert(kExtentBytes % kChunkSize == 0);
 uint8_t* g_extent_addr[kMaxExtents];
 uint16_t g_extent_finished[kMaxExtents];
 
+// The queue of event chunks their threads have left, oldest first: the ones the window
+// rewrites. A chunk's index in the file and its last record's ticks. Static storage
+// (1.5 MiB of address space; a page is touched only as the queue reaches it), behind a
+// spin lock taken once per event chunk, never on a record's path.
+constexpr uint64_t kQueueSlots = 1u << 17;  // 4 GiB of event chunks: COLABTRACE_WINDOW_MB's maximum
+static_assert(kQueueSlots * kChunkSize == (4096ull << 20));
+uint32_t g_queue_chunk[kQueueSlots];
+uint64_t g_queue_end[kQueueSlots];
+uint64_t g_queue_head = 0, g_queue_tail = 0;  // under g_queue_lock
+int g_queue_lock = 0;
+
+bool LockQueue(bool may_block) {
+  while (__atomic_exchange_n(&g_queue_lock, 1, __ATOMIC_ACQUIRE) != 0) {
+    if (!may_block) return false;
+    raw::Syscall6(SYS_sched_yield);
+  }
+  return true;
+}
+void UnlockQueue() { __atomic_store_n(&g_queue_lock, 0, __ATOMIC_RELEASE); }
+
+// The kernel may hand a new mapping the addresses of one just unmapped (a 32 KiB chunk
+// mapped on its own is often given the hole its predecessor left). Stores through the
+// old mapping happen before those through the new one, but the mmap and munmap system
+// calls are raw (ThreadSanitizer does not see them), so that order is also said with
+// atomics: a release before each unmap, an acquire after each map. Once per chunk or
+// extent, never per record.
+uint64_t g_unmaps = 0;
+void BeforeUnmap() { __atomic_fetch_add(&g_unmaps, 1, __ATOMIC_RELEASE); }
+void AfterMap() { (void)__atomic_load_n(&g_unmaps, __ATOMIC_ACQUIRE); }
+
+// Zeros n bytes (a multiple of 8) with the shim's own stores (see writer.h's CopyBytes:
+// no memset call a sanitizer runtime would see).
+__attribute__((optimize("no-tree-loop-distribute-patterns"))) void ZeroWords(uint8_t* p, size_t n) {
+  for (size_t i = 0; i < n; i += 8) {
+    const uint64_t z = 0;
+    __builtin_memcpy(p + i, &z, 8);
+  }
+}
+
 template <class T> T Load(const T* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 template <class T> void Store(T* p, T v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 
@@ -189,6 +228,27 @@ void TraceFile::Reset() {
   extend_lock_ = 0;
   image_ = 0;
   header_ = nullptr;
+  event_chunks_ = 0;
+  event_order_ = 0;
+  g_queue_head = g_queue_tail = 0;
+  g_queue_lock = 0;
+}
+
+void TraceFile::SetLimits(uint64_t window_bytes, uint64_t window_s, uint64_t max_bytes) {
+  max_bytes_ = max_bytes;
+  // Room set aside for the records that are never dropped: event chunks stop growing the
+  // file a quarter of the cap (at most 64 MiB) below it.
+  const uint64_t aside = max_bytes / 4 < (64ull << 20) ? max_bytes / 4 : (64ull << 20);
+  events_limit_ = max_bytes - aside;
+  window_bytes_ = window_bytes;
+  window_s_ = window_s;
+}
+
+void TraceFile::StoreLimits(FileHeader* h, uint64_t ticks_per_sec) {
+  Store(&window_ticks_, window_s_ * ticks_per_sec);  // read by AllocEventChunk on any thread
+  h->window_bytes = window_bytes_;
+  h->window_ticks = window_s_ * ticks_per_sec;
+  h->max_bytes = max_bytes_;
 }
 
 int TraceFile::HandoverFloor() {
@@ -254,6 +314,7 @@ bool TraceFile::WriteHeader(int fd, uint32_t pid, uint64_t features, uint64_t ti
   h->image_count = 1;
   h->next_string_id = 1;
   h->next_stack_id = 1;
+  StoreLimits(h, ticks_per_sec);
   std::memcpy(h->magic, format::kFileMagic, sizeof(h->magic));
   image_ = 0;
   g_extent_finished[0] = 1;  // the header slot never gets a "finished" mark
@@ -437,6 +498,9 @@ bool TraceFile::AdoptInherited(uint32_t pid) {
     kept_fd_ = fd;
   }
   auto* hp = reinterpret_cast<FileHeader*>(g_extent_addr[0]);
+  // This image's window starts empty: the previous image's event chunks stay as they are
+  // (they were within its own window), and are never rewritten.
+  StoreLimits(hp, hp->ticks_per_sec_hint);
   image_ = __atomic_fetch_add(&hp->image_count, 1, __ATOMIC_ACQ_REL);
   __atomic_fetch_and(&hp->flags, ~static_cast<uint32_t>(format::kFlagExecPending),
                      __ATOMIC_ACQ_REL);
@@ -478,6 +542,7 @@ bool TraceFile::MapTo(uint64_t end, bool may_block, bool speculative) {
       if (raw::MmapFailed(p)) {
         err = static_cast<int>(-reinterpret_cast<intptr_t>(p));
       } else {
+        AfterMap();
         Store(&g_extent_addr[cur / kExtentBytes], static_cast<uint8_t*>(p));
       }
     }
@@ -509,6 +574,7 @@ bool TraceFile::ReserveTo(uint64_t end, bool may_block) {
     const uint64_t mapped = Load(&mapped_end_);
     uint64_t target = cur + (cur < kExtentBytes ? cur : kExtentBytes);
     if (target > mapped) target = mapped;
+    if (max_bytes_ != 0 && target > max_bytes_) target = max_bytes_;  // the file never passes the cap
     if (target < end) target = end;
     const int fd = Reopen();
     int r = fd < 0 ? fd : Reserve(fd, cur, target - cur);
@@ -528,25 +594,142 @@ bool TraceFile::ReserveTo(uint64_t end, bool may_block) {
   return ok;
 }
 
-uint8_t* TraceFile::AllocChunk(bool may_block) {
+uint8_t* TraceFile::GrowChunk(bool may_block, uint64_t limit, uint64_t* offset) {
   FileHeader* h = Load(&header_);
   if (h == nullptr) return nullptr;
   constexpr uint32_t kStop = format::kFlagTruncated | format::kFlagClosing;
   if (Load(&h->flags) & kStop) return nullptr;
-  const uint64_t off = __atomic_fetch_add(&h->next_chunk_offset, kChunkSize, __ATOMIC_SEQ_CST);
+  uint64_t off = Load(&h->next_chunk_offset);
+  do {
+    if (off + kChunkSize > limit) return nullptr;
+  } while (!__atomic_compare_exchange_n(&h->next_chunk_offset, &off, off + kChunkSize, true,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
   // Re-check after claiming: Close() reads the high-water mark after setting
   // kFlagClosing, so a chunk claimed after that is never used.
   if (__atomic_load_n(&h->flags, __ATOMIC_SEQ_CST) & kStop) return nullptr;
   if (!MapTo(off + kChunkSize, may_block, /*speculative=*/false)) return nullptr;
   if (!ReserveTo(off + kChunkSize, may_block)) return nullptr;
   // Stay one extent ahead so that threads rarely wait on an extension.
-  if (off + kChunkSize + kExtentBytes / 2 > Load(&mapped_end_)) {
+  if (off + kChunkSize + kExtentBytes / 2 > Load(&mapped_end_) &&
+      (max_bytes_ == 0 || Load(&mapped_end_) + kExtentBytes <= max_bytes_)) {
     MapTo(Load(&mapped_end_) + kExtentBytes, false, /*speculative=*/true);
   }
+  if (offset != nullptr) *offset = off;
   return Load(&g_extent_addr[off / kExtentBytes]) + off % kExtentBytes;
 }
 
-void TraceFile::ReleaseChunk(uint8_t* chunk) {
+void TraceFile::SetCapped() {
+  FileHeader* h = Load(&header_);
+  if (h != nullptr && (Load(&h->flags) & format::kFlagCapped) == 0) {
+    __atomic_fetch_or(&h->flags, static_cast<uint32_t>(format::kFlagCapped), __ATOMIC_ACQ_REL);
+  }
+}
+
+uint8_t* TraceFile::TakeOldestEventChunk(bool may_block, uint64_t* offset) {
+  FileHeader* h = Load(&header_);
+  if (h == nullptr || !LockQueue(may_block)) return nullptr;
+  if (g_queue_head == g_queue_tail) {
+    UnlockQueue();
+    return nullptr;
+  }
+  const uint64_t slot = g_queue_head++ % kQueueSlots;
+  const uint64_t off = static_cast<uint64_t>(g_queue_chunk[slot]) * kChunkSize;
+  const uint64_t end_ticks = g_queue_end[slot];
+  UnlockQueue();
+  // Its events give way: say so first, so that a kill from here on leaves a header that
+  // claims no more in full than the file holds.
+  uint64_t seen = Load(&h->dropped_until_ticks);
+  while (seen < end_ticks && !__atomic_compare_exchange_n(&h->dropped_until_ticks, &seen, end_ticks, true,
+                                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+  }
+  // A mapping of its own: its extent may be unmapped already, or still hold chunks that
+  // other threads fill (whose finished count it must not touch). A file that cannot be
+  // mapped again (renamed away, replaced) stops tracing, as an extension would.
+  const int fd = Reopen();
+  if (fd < 0) {
+    MarkTruncated(-fd);
+    return nullptr;
+  }
+  void* p = raw::Mmap(nullptr, kChunkSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(off));
+  raw::Close(fd);
+  if (raw::MmapFailed(p)) {
+    MarkTruncated(static_cast<int>(-reinterpret_cast<intptr_t>(p)));
+    return nullptr;
+  }
+  AfterMap();
+  auto* c = static_cast<uint8_t*>(p);
+  // The magic first: a reader never sees the chunk half rewritten.
+  __atomic_store_n(reinterpret_cast<uint32_t*>(c), 0u, __ATOMIC_RELEASE);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  ZeroWords(c + 8, kChunkSize - 8);
+  __atomic_store_n(reinterpret_cast<uint32_t*>(c + 4), 0u, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&h->recycled_chunks, 1, __ATOMIC_RELAXED);
+  if (offset != nullptr) *offset = off;
+  return c;
+}
+
+uint8_t* TraceFile::AllocChunk(bool may_block, bool* own_map) {
+  if (own_map != nullptr) *own_map = false;
+  const uint64_t limit = max_bytes_ != 0 ? max_bytes_ : kMaxTraceBytes;
+  if (uint8_t* c = GrowChunk(may_block, limit, nullptr); c != nullptr) return c;
+  FileHeader* h = Load(&header_);
+  if (h == nullptr || (Load(&h->flags) & (format::kFlagTruncated | format::kFlagClosing))) return nullptr;
+  // At the cap: the records that are never dropped take the oldest event chunk's place.
+  if (own_map != nullptr && max_bytes_ != 0) {
+    if (uint8_t* c = TakeOldestEventChunk(may_block, nullptr); c != nullptr) {
+      SetCapped();
+      *own_map = true;
+      return c;
+    }
+  }
+  if (Load(&h->next_chunk_offset) + kChunkSize > limit) MarkTruncated(EFBIG);
+  return nullptr;
+}
+
+uint8_t* TraceFile::AllocEventChunk(uint64_t now, bool* own_map, uint64_t* offset) {
+  *own_map = false;
+  *offset = 0;
+  FileHeader* h = Load(&header_);
+  if (h == nullptr) return nullptr;
+  if (Load(&h->flags) & (format::kFlagTruncated | format::kFlagClosing)) return nullptr;
+  if (window_bytes_ == 0) return GrowChunk(true, kMaxTraceBytes, offset);  // no window set
+  bool take_oldest = false, at_cap = false;
+  if (!LockQueue(true)) return nullptr;
+  const bool queued = g_queue_head != g_queue_tail;
+  at_cap = Load(&h->next_chunk_offset) + kChunkSize > events_limit_;
+  if (queued) {
+    const bool full = event_chunks_ * kChunkSize >= window_bytes_;
+    const uint64_t oldest_end = g_queue_end[g_queue_head % kQueueSlots];
+    const uint64_t ticks = Load(&window_ticks_);
+    const bool aged = ticks != 0 && now > ticks && oldest_end < now - ticks;
+    take_oldest = full || aged || at_cap;
+    at_cap = at_cap && !full && !aged;
+  }
+  if (!take_oldest && !at_cap) ++event_chunks_;
+  UnlockQueue();
+  if (take_oldest) {
+    if (at_cap) SetCapped();
+    uint8_t* c = TakeOldestEventChunk(true, offset);
+    if (c != nullptr) *own_map = true;
+    return c;
+  }
+  if (!at_cap) {
+    if (uint8_t* c = GrowChunk(true, events_limit_, offset); c != nullptr) return c;
+    if (Load(&h->flags) & (format::kFlagTruncated | format::kFlagClosing)) return nullptr;
+  }
+  // The cap leaves no room and every event chunk is some thread's current one: this
+  // record is not written, only counted.
+  SetCapped();
+  __atomic_fetch_add(&h->events_lost, 1, __ATOMIC_RELAXED);
+  return nullptr;
+}
+
+void TraceFile::ReleaseChunk(uint8_t* chunk, bool own_map) {
+  if (own_map) {
+    BeforeUnmap();
+    raw::Munmap(chunk, kChunkSize);
+    return;
+  }
   // Find the extent holding this chunk; unmap it once every chunk in it is finished,
   // so that a long trace does not keep growing the host's RSS.
   const uint64_t extents = Load(&mapped_end_) / kExtentBytes;
@@ -555,10 +738,24 @@ void TraceFile::ReleaseChunk(uint8_t* chunk) {
     if (base == nullptr || chunk < base || chunk >= base + kExtentBytes) continue;
     if (__atomic_add_fetch(&g_extent_finished[i], 1, __ATOMIC_ACQ_REL) == kChunksPerExtent) {
       Store(&g_extent_addr[i], static_cast<uint8_t*>(nullptr));
+      BeforeUnmap();
       raw::Munmap(base, kExtentBytes);
     }
     return;
   }
+}
+
+void TraceFile::ReleaseEventChunk(uint8_t* chunk, bool own_map, uint64_t offset, uint64_t end_ticks) {
+  const uint64_t index = offset / kChunkSize;
+  if (window_bytes_ != 0 && index != 0 && LockQueue(true)) {
+    if (g_queue_tail - g_queue_head < kQueueSlots) {
+      const uint64_t slot = g_queue_tail++ % kQueueSlots;
+      g_queue_chunk[slot] = static_cast<uint32_t>(index);
+      g_queue_end[slot] = end_ticks;
+    }
+    UnlockQueue();
+  }
+  ReleaseChunk(chunk, own_map);
 }
 
 void TraceFile::MarkTruncated(int err) {

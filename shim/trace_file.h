@@ -41,14 +41,36 @@ class TraceFile {
   // trace this image, e.g. COLABTRACE_DISABLE=1 in the new environment).
   static void CloseInherited(uint32_t pid);
 
-  // Returns a zeroed chunk, already stamped with a ChunkHeader except its magic (see
-  // CommitChunkHeader), or nullptr once tracing has stopped. When may_block is false
-  // (signal handlers) it fails instead of waiting for another thread's extension.
-  uint8_t* AllocChunk(bool may_block);
+  // The window (wire.h, "event chunks") and the hard cap, from the configuration: set
+  // before Create or AdoptInherited. window_s is converted with the tick rate at Create.
+  void SetLimits(uint64_t window_bytes, uint64_t window_s, uint64_t max_bytes);
+  // Converts the window's time to ticks at this rate (RefineTickRate's estimate) and
+  // writes the window and the cap into the header.
+  void SetTickRate(uint64_t ticks_per_sec) {
+    if (header_ != nullptr) StoreLimits(header_, ticks_per_sec);
+  }
+
+  // Returns a zeroed chunk for records that are never dropped, or nullptr once tracing
+  // has stopped. When may_block is false (signal handlers) it fails instead of waiting
+  // for another thread's extension. At the hard cap it takes over the oldest event chunk
+  // left by its thread (then *own_map is set: the chunk has a mapping of its own, which
+  // ReleaseChunk removes); with none left, tracing stops (truncated, EFBIG).
+  uint8_t* AllocChunk(bool may_block, bool* own_map = nullptr);
+
+  // Returns a zeroed chunk for droppable records: a new one while the window has room,
+  // else the oldest event chunk its thread has left, rewritten (*own_map set). nullptr
+  // once tracing has stopped, or when the cap leaves no room and no event chunk is free
+  // (the record is counted in the header's events_lost). now: the record's ticks.
+  uint8_t* AllocEventChunk(uint64_t now, bool* own_map, uint64_t* offset);
 
   // Called when a thread moves on from a chunk it filled. Once every chunk of an extent
   // is finished, the extent is unmapped so a long trace does not grow the host's RSS.
-  void ReleaseChunk(uint8_t* chunk);
+  void ReleaseChunk(uint8_t* chunk, bool own_map = false);
+  // The same for an event chunk (at file offset `offset`), whose last record has
+  // end_ticks: it joins the queue of chunks the window may rewrite.
+  void ReleaseEventChunk(uint8_t* chunk, bool own_map, uint64_t offset, uint64_t end_ticks);
+  // The next event chunk's order number (EventChunkHeader::order).
+  uint64_t NextEventOrder() { return __atomic_add_fetch(&event_order_, 1, __ATOMIC_RELAXED); }
 
   // Stops tracing: no new chunks; the header says why.
   void MarkTruncated(int err);
@@ -82,6 +104,14 @@ class TraceFile {
 
  private:
   bool MapTo(uint64_t end, bool may_block, bool speculative);
+  // Claims a new chunk at the high-water mark (no window logic); nullptr when stopped or
+  // past `limit` (then nothing is claimed).
+  uint8_t* GrowChunk(bool may_block, uint64_t limit, uint64_t* offset);
+  // Takes the oldest event chunk off the queue and maps it on its own, cleared (magic
+  // first). nullptr when the queue is empty or busy (may_block false) or mapping fails.
+  uint8_t* TakeOldestEventChunk(bool may_block, uint64_t* offset);
+  void SetCapped();
+  void StoreLimits(format::FileHeader* h, uint64_t ticks_per_sec);
   // Reserves disk space (fallocate) so that [0, end) is backed; marks the trace
   // truncated when the disk is full.
   bool ReserveTo(uint64_t end, bool may_block);
@@ -116,6 +146,12 @@ class TraceFile {
   int extend_lock_ = 0;      // spin lock for MapTo (atomic)
   uint32_t image_ = 0;
   format::FileHeader* header_ = nullptr;
+  // The window: bytes of event chunks kept, how far back (ticks), the hard cap, and the
+  // high-water mark past which event chunks stop growing the file (room set aside for the
+  // records never dropped). 0: no window (a trace before SetLimits).
+  uint64_t window_bytes_ = 0, window_s_ = 0, window_ticks_ = 0, max_bytes_ = 0, events_limit_ = 0;
+  uint64_t event_chunks_ = 0;  // event chunks this image took from the high-water mark
+  uint64_t event_order_ = 0;   // event chunks taken, new or rewritten (atomic)
 };
 
 }  // namespace colabtrace::shim

@@ -36,21 +36,36 @@ bool InVforkChild() {
   return t_thread.vfork_pending != 0 && raw::Getpid() != g_pid;
 }
 
+namespace {
+// First record of this thread in this process's trace: its chunks are the parent's (a
+// fork child) or none. A chunk the parent had mapped on its own is unmapped here (the
+// parent's trace file stays as the parent left it).
+void JoinTrace(ThreadState& t) {
+  if (!t.signal_context) {
+    if (t.chunk != nullptr && t.own_map) g_trace.ReleaseChunk(t.chunk, /*own_map=*/true);
+    if (t.ev.chunk != nullptr && t.ev.own_map) g_trace.ReleaseChunk(t.ev.chunk, /*own_map=*/true);
+  }
+  t.tid = static_cast<uint32_t>(raw::Gettid());
+  t.seq = 0;
+  t.generation = g_generation;
+  t.chunk = t.pos = t.end = nullptr;
+  t.own_map = false;
+  if (!t.signal_context) t.ev = ThreadState::EventCursor{};
+}
+}  // namespace
+
 bool OpenChunk(ThreadState& t, size_t need, uint64_t ts) {
   if (need > format::kChunkSize - sizeof(format::ChunkHeader)) return false;
   // A child made by a raw clone() system call (no fork hook saw it) still maps its
   // parent's trace: it takes no chunk of it. (Once per chunk: a syscall is cheap here.)
   if (raw::Getpid() != g_pid) return false;
   if (t.generation == g_generation) {
-    if (t.chunk != nullptr && !t.signal_context) g_trace.ReleaseChunk(t.chunk);
+    if (t.chunk != nullptr && !t.signal_context) g_trace.ReleaseChunk(t.chunk, t.own_map);
   } else {
-    // First record of this thread in this process's trace.
-    t.tid = static_cast<uint32_t>(raw::Gettid());
-    t.seq = 0;
-    t.generation = g_generation;
+    JoinTrace(t);
   }
   t.chunk = t.pos = t.end = nullptr;
-  uint8_t* c = g_trace.AllocChunk(!t.signal_context);
+  uint8_t* c = g_trace.AllocChunk(!t.signal_context, t.signal_context ? nullptr : &t.own_map);
   if (c == nullptr) return false;
   auto* ch = reinterpret_cast<format::ChunkHeader*>(c);
   ch->tid = t.tid;
@@ -63,6 +78,45 @@ bool OpenChunk(ThreadState& t, size_t need, uint64_t ts) {
   t.pos = c + sizeof(format::ChunkHeader);
   t.end = c + format::kChunkSize;
   t.last_ts = ts;
+  return true;
+}
+
+bool OpenEventChunk(ThreadState& t, size_t need, uint64_t ts) {
+  constexpr size_t kHeader = sizeof(format::EventChunkHeader);
+  if (need > format::kChunkSize - kHeader) return false;
+  if (raw::Getpid() != g_pid) return false;  // see OpenChunk
+  if (t.generation != g_generation) JoinTrace(t);
+  ThreadState::EventCursor& e = t.ev;
+  // The thread's current event chunk stays its own until the next one is committed: the
+  // latest event chunk of each thread is never rewritten, so its events_before plus its
+  // records count every droppable record the thread wrote, whatever a kill interrupts.
+  bool own_map = false;
+  uint64_t offset = 0;
+  uint8_t* c = g_trace.AllocEventChunk(ts, &own_map, &offset);
+  if (c == nullptr) return false;
+  auto* eh = reinterpret_cast<format::EventChunkHeader*>(c);
+  eh->chunk.tid = t.tid;
+  eh->chunk.base_ticks = ts;
+  eh->chunk.seq = t.seq++;
+  eh->chunk.flags = own_map ? uint32_t{format::kChunkRecycled} : 0u;
+  eh->chunk.image = g_trace.image();
+  eh->events_before = e.before + e.count;
+  eh->order = g_trace.NextEventOrder();
+  eh->end_ticks = 0;
+  __atomic_store_n(&eh->chunk.magic, format::kEventChunkMagic, __ATOMIC_RELEASE);
+  if (e.chunk != nullptr) {
+    __atomic_store_n(&reinterpret_cast<format::EventChunkHeader*>(e.chunk)->end_ticks, e.last_ts,
+                     __ATOMIC_RELAXED);
+    g_trace.ReleaseEventChunk(e.chunk, e.own_map, e.offset, e.last_ts);
+  }
+  e.before += e.count;
+  e.count = 0;
+  e.chunk = c;
+  e.pos = c + kHeader;
+  e.end = c + format::kChunkSize;
+  e.last_ts = ts;
+  e.offset = offset;
+  e.own_map = own_map;
   return true;
 }
 

@@ -67,6 +67,20 @@ struct ThreadState {
   struct Collective {
     uint64_t since, op, group, seq, count, dtype, where;
   } collective = {};
+  // The current chunk has a mapping of its own (taken over at the cap; TraceFile).
+  bool own_map = false;
+  // The thread's event chunk (wire.h, "event chunks"): where the records that may give
+  // way go (format::kDroppable), with its own cursor and time base.
+  struct EventCursor {
+    uint8_t* pos = nullptr;
+    uint8_t* end = nullptr;
+    uint8_t* chunk = nullptr;
+    uint64_t last_ts = 0;
+    uint64_t offset = 0;  // the chunk's place in the file
+    uint64_t before = 0;  // droppable records in this thread's earlier event chunks
+    uint64_t count = 0;   // droppable records in this one
+    bool own_map = false;
+  } ev = {};
 };
 
 // constinit: constant-initialised, so no TLS wrapper call on access. The vfork stub in
@@ -88,6 +102,9 @@ extern void (*g_vfork_parent_hook)();
 
 // Takes a new chunk for t that can hold `need` bytes; false once tracing has stopped.
 bool OpenChunk(ThreadState& t, size_t need, uint64_t ts);
+// The same for t's event chunk (droppable records); false once tracing has stopped, or
+// while the cap leaves no room (the record is then only counted).
+bool OpenEventChunk(ThreadState& t, size_t need, uint64_t ts);
 
 // True when the calling thread should record: tracing is on, the shim is not already
 // running on this thread, and this is not a vfork child borrowing its parent's memory.
@@ -101,21 +118,39 @@ inline bool Recording() {
   return true;
 }
 
+// Encodes rec at pos and commits it (its type byte stored last); advances pos and the
+// chunk's time base.
+template <class R> inline void AppendRecord(uint8_t*& pos, uint64_t& last_ts, const R& rec) {
+  uint8_t* p = pos;
+  const size_t n = format::EncodeRecordUncommitted(rec, last_ts, p);
+  __atomic_store_n(p, format::CommittedType(rec, last_ts), __ATOMIC_RELEASE);
+  pos = p + n;
+  last_ts = rec.ts;
+}
+
 // Appends rec (rec.ts already set) to the calling thread's chunk. Call only inside a
-// ShimScope that entered().
+// ShimScope that entered(). Records that may give way (format::kDroppable, known at
+// compile time) go into the thread's event chunk, every other into its record chunk.
 template <class R> inline void Emit(const R& rec) {
   ThreadState& t = t_thread;
   const size_t max = format::MaxEncodedSize(rec);
-  if (__builtin_expect(t.generation != g_generation ||
-                           static_cast<size_t>(t.end - t.pos) <= max,
-                       0)) {
-    if (!OpenChunk(t, max + 1, rec.ts)) return;
+  if constexpr (format::kDroppable<R>) {
+    ThreadState::EventCursor& e = t.ev;
+    if (__builtin_expect(t.generation != g_generation ||
+                             static_cast<size_t>(e.end - e.pos) <= max,
+                         0)) {
+      if (!OpenEventChunk(t, max + 1, rec.ts)) return;
+    }
+    AppendRecord(e.pos, e.last_ts, rec);
+    ++e.count;
+  } else {
+    if (__builtin_expect(t.generation != g_generation ||
+                             static_cast<size_t>(t.end - t.pos) <= max,
+                         0)) {
+      if (!OpenChunk(t, max + 1, rec.ts)) return;
+    }
+    AppendRecord(t.pos, t.last_ts, rec);
   }
-  uint8_t* p = t.pos;
-  const size_t n = format::EncodeRecordUncommitted(rec, t.last_ts, p);
-  __atomic_store_n(p, format::CommittedType(rec, t.last_ts), __ATOMIC_RELEASE);
-  t.pos = p + n;
-  t.last_ts = rec.ts;
   if (__builtin_expect(rec.ts >= __atomic_load_n(&g_sample_due_ticks, __ATOMIC_RELAXED), 0)) {
     g_sample_hook(rec.ts);
   }
@@ -126,18 +161,14 @@ template <class R> inline void Emit(const R& rec) {
 // line and costs about three times as much (docs/benchmarks.md, "GPU memory").
 template <class R> __attribute__((flatten)) void EmitHot(const R& rec) { Emit(rec); }
 
-// Like Emit, but into a chunk of its own: for fatal-signal handlers, which may have
-// interrupted an Emit on this very thread.
+// Like Emit, but into a chunk of its own (a record chunk, whatever the type): for
+// fatal-signal handlers, which may have interrupted an Emit on this very thread.
 template <class R> inline void EmitFromSignalHandler(ThreadState& local, const R& rec) {
   const size_t max = format::MaxEncodedSize(rec);
   if (local.generation != g_generation || static_cast<size_t>(local.end - local.pos) <= max) {
     if (!OpenChunk(local, max + 1, rec.ts)) return;
   }
-  uint8_t* p = local.pos;
-  const size_t n = format::EncodeRecordUncommitted(rec, local.last_ts, p);
-  __atomic_store_n(p, format::CommittedType(rec, local.last_ts), __ATOMIC_RELEASE);
-  local.pos = p + n;
-  local.last_ts = rec.ts;
+  AppendRecord(local.pos, local.last_ts, rec);
 }
 
 class ShimScope {

@@ -163,8 +163,9 @@ class IoModel {
 };
 
 // Whether the I/O model of trace t comes from its I/O aggregates (wire.h) rather than its
-// io_* events: only when it has them, and COLABTRACE_ANALYZER_IGNORE_IO_EVENTS=1 is set
-// (tests prove with it that the aggregates alone give the same findings).
+// io_* events: only when it has them, and either its window gave up I/O events (or its
+// cap kept some from being written: TraceWindow), or COLABTRACE_ANALYZER_IGNORE_IO_EVENTS=1
+// is set (tests prove with it that the aggregates alone give the same findings).
 bool IoFromAggregates(const ProcessTrace& t);
 
 // "a//b/./c/../d" -> "a/b/d" (lexical; ".." at the root stays at the root).

@@ -222,6 +222,12 @@ class ProcessAnalysis final : public Analysis {
     p["end"] = std::move(end);
     p["trace_truncated"] = t.truncated;
     p["trace_file"] = t.file;
+    Json window = Json::MakeObject();
+    window["full_from_ns"] = t.window.full_from_ns;
+    window["events_in_full"] = t.window.events_in_full;
+    window["events_total"] = t.window.events_total;
+    window["capped"] = t.window.capped;
+    p["window"] = std::move(window);
     // Defaults; the I/O and GPU analyses fill in their own figures.
     EmptyProcessFigures(p);
     p["peak_rss_bytes"] = f.peak_rss;

@@ -58,6 +58,19 @@ struct IoAggregates {
   std::vector<Image> images;  // one per exec image that has aggregates
 };
 
+// The window (wire.h, "event chunks"): which droppable records (format::IsDroppable) the
+// trace holds in full, and how many the process wrote. A trace from before format 1.3
+// holds them all: events_in_full == events_total, full_from_ns the trace's start.
+struct TraceWindow {
+  uint64_t full_from_ns = 0;    // every droppable record from then on is in the trace
+  uint64_t events_in_full = 0;  // droppable records in the trace
+  uint64_t events_total = 0;    // droppable records the process wrote (given way or not)
+  uint64_t events_lost = 0;     // of those, never written: the cap left no room
+  bool capped = false;          // the hard cap cut the window short
+  uint64_t window_bytes = 0, window_ns = 0, max_bytes = 0;  // the settings (0: older trace)
+  uint64_t recycled_chunks = 0;  // event chunks rewritten
+};
+
 class ProcessTrace {
  public:
   std::string file;                 // where it was read from
@@ -67,6 +80,7 @@ class ProcessTrace {
   bool exec_pending = false;        // the last image exec'd into a program not traced
   std::vector<std::string> warnings;  // damage found while reading, with offsets
   ReadStats stats;
+  TraceWindow window;
   RecordTables records;
   IoAggregates io_aggregates;
 

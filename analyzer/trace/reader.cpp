@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cerrno>
 #include <functional>
+#include <map>
 #include <numeric>
 #include <queue>
 #include <span>
@@ -178,9 +179,18 @@ class TraceDecoder {
     struct ChunkRef {
       uint32_t image, tid, seq;
       uint64_t offset;
+      uint32_t header;  // where its records start: sizeof(ChunkHeader) or of EventChunkHeader
     };
     std::vector<ChunkRef> chunks;
     std::array<uint64_t, 256> counts{}, bytes{};
+    // The window (wire.h, "event chunks"): per thread of an image, its latest event chunk
+    // (by seq) with the droppable records its thread wrote before it and in it.
+    struct LastEventChunk {
+      uint32_t seq;
+      uint64_t total;
+    };
+    std::map<std::pair<uint32_t, uint32_t>, LastEventChunk> last_event_chunk;
+    uint64_t in_full = 0, outside_event_chunks = 0;
     for (uint64_t off = cs; off + sizeof(ChunkHeader) <= b_.size(); off += cs) {
       const std::span<const uint8_t> chunk = b_.Read(off, cs);
       if (chunk.size() < sizeof(ChunkHeader)) break;
@@ -194,10 +204,32 @@ class TraceDecoder {
         agg_chunks_.push_back({ch.image, ch.magic, ch.seq, off});
         continue;
       }
-      if (ch.magic != format::kChunkMagic) continue;  // never used (or never committed)
-      chunks.push_back({ch.image, ch.tid, ch.seq, off});
-      CountChunk(chunk, counts, bytes);
+      const bool event = ch.magic == format::kEventChunkMagic;
+      if (!event && ch.magic != format::kChunkMagic) continue;  // never used (or never committed)
+      const uint32_t header = event ? sizeof(format::EventChunkHeader) : sizeof(ChunkHeader);
+      chunks.push_back({ch.image, ch.tid, ch.seq, off, header});
+      if (chunk.size() < header) break;  // the file ends in its header (DecodeChunk says so)
+      const uint64_t droppable = CountChunk(chunk, header, counts, bytes);
+      in_full += droppable;
+      if (!event) {
+        outside_event_chunks += droppable;
+        continue;
+      }
+      format::EventChunkHeader eh;
+      std::memcpy(&eh, chunk.data(), sizeof(eh));
+      const uint64_t total = SaturatingAdd(eh.events_before, droppable);
+      auto [it, fresh] = last_event_chunk.try_emplace({ch.image, ch.tid}, LastEventChunk{ch.seq, total});
+      if (!fresh && ch.seq >= it->second.seq) it->second = {ch.seq, total};
     }
+    TraceWindow& w = t_.window;
+    w.events_in_full = in_full;
+    w.events_total = SaturatingAdd(outside_event_chunks, t_.header.events_lost);
+    for (const auto& [key, last] : last_event_chunk) w.events_total = SaturatingAdd(w.events_total, last.total);
+    w.capped = (t_.header.flags & format::kFlagCapped) != 0;
+    w.window_bytes = t_.header.window_bytes;
+    w.max_bytes = t_.header.max_bytes;
+    w.recycled_chunks = t_.header.recycled_chunks;
+    w.events_lost = t_.header.events_lost;
     // Deterministic order: by image, thread and the thread's own chunk sequence.
     std::sort(chunks.begin(), chunks.end(), [](const ChunkRef& a, const ChunkRef& b) {
       return std::tie(a.image, a.tid, a.seq, a.offset) < std::tie(b.image, b.tid, b.seq, b.offset);
@@ -208,7 +240,7 @@ class TraceDecoder {
       if (i == 0 || chunks[i].image != chunks[i - 1].image || chunks[i].tid != chunks[i - 1].tid) {
         ++run_;
       }
-      DecodeChunk(chunks[i].offset);
+      DecodeChunk(chunks[i].offset, chunks[i].header);
     }
     t_.stats.chunks = chunks.size();
     DecodeStateChunks();
@@ -392,21 +424,27 @@ class TraceDecoder {
     NoteRun(static_cast<uint8_t>(format::RecordType::InFlight), t_.records.InFlight.size() - 1, ev.ts);
   }
 
-  // The record frames of one chunk, counted by type with their payload bytes (up to where
-  // a length is damaged).
-  static void CountChunk(std::span<const uint8_t> chunk, std::array<uint64_t, 256>& counts,
-                         std::array<uint64_t, 256>& bytes) {
-    const uint8_t* p = chunk.data() + sizeof(ChunkHeader);
+  static uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
+  // The record frames of one chunk (records from `header` on), counted by type with their
+  // payload bytes (up to where a length is damaged). Returns how many are droppable.
+  static uint64_t CountChunk(std::span<const uint8_t> chunk, uint32_t header, std::array<uint64_t, 256>& counts,
+                             std::array<uint64_t, 256>& bytes) {
+    uint64_t droppable = 0;
+    if (chunk.size() < header) return 0;
+    const uint8_t* p = chunk.data() + header;
     const uint8_t* const end = chunk.data() + chunk.size();
     while (p < end && *p != 0) {
       const uint8_t type = *p & static_cast<uint8_t>(~format::kTypeTsBack);
       const uint8_t* q = p + 1;
       uint64_t len = 0;
-      if (!format::GetVarint(&q, end, &len) || len > static_cast<uint64_t>(end - q)) return;
+      if (!format::GetVarint(&q, end, &len) || len > static_cast<uint64_t>(end - q)) break;
       ++counts[type];
       bytes[type] += len;
+      if (format::IsDroppable(type)) ++droppable;
       p = q + len;
     }
+    return droppable;
   }
 
   // Sizes every table for its records. The counts are an upper bound (a damaged payload
@@ -428,17 +466,17 @@ class TraceDecoder {
     }
   }
 
-  void DecodeChunk(uint64_t off) {
+  void DecodeChunk(uint64_t off, uint32_t header) {
     const std::span<const uint8_t> chunk = b_.Read(off, t_.header.chunk_size);
     if (chunk.size() < t_.header.chunk_size) {
       Warn(off, "the file ends inside this chunk; records after the end are lost");
     }
-    if (chunk.size() < sizeof(ChunkHeader)) return;
+    if (chunk.size() < header) return;
     ChunkHeader ch;
     std::memcpy(&ch, chunk.data(), sizeof(ch));
     // Offsets in warnings are file offsets: base is where the file would start.
     const uint8_t* const base = chunk.data() - off;
-    const uint8_t* p = chunk.data() + sizeof(ChunkHeader);
+    const uint8_t* p = chunk.data() + header;
     const uint8_t* const end = chunk.data() + chunk.size();
     uint64_t prev_ts = ch.base_ticks;
     while (p < end) {
@@ -548,6 +586,10 @@ class TraceDecoder {
     for (IoAggregates::Image& im : t_.io_aggregates.images) {
       im.files_full_ns = im.info.files_full_ticks == 0 ? 0 : clock.ToNs(im.info.files_full_ticks);
     }
+    // Every event after the latest record of the event chunks given up is in full.
+    const uint64_t dropped = t_.header.dropped_until_ticks;
+    t_.window.full_from_ns = dropped == 0 ? t_.start_ns_ : std::max(clock.ToNs(dropped), t_.start_ns_);
+    t_.window.window_ns = t_.header.window_ticks == 0 ? 0 : clock.ToNs(SaturatingAdd(t_.header.start_ticks, t_.header.window_ticks)) - t_.start_ns_;
   }
 
   // Orders a table by time, stably (records of equal time keep their decode order). The

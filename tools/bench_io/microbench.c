@@ -1,4 +1,4 @@
-// Per-call cost of read, pread, close and open, each call timed on its own with
+// Per-call cost of read, pread, close, open and stat, each call timed on its own with
 // CLOCK_MONOTONIC; prints the median per call in ns. The bench runs it bare, under a
 // no-op LD_PRELOAD, under colabtrace, strace -f and ltrace, and reports the differences.
 // Usage: microbench FILE ITERATIONS
@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
   long long* t_pread = malloc(sizeof(long long) * n);
   long long* t_open = malloc(sizeof(long long) * n);
   long long* t_close = malloc(sizeof(long long) * n);
+  long long* t_stat = malloc(sizeof(long long) * n);
   long long* t_empty = malloc(sizeof(long long) * n);
   char buf[64];
   int fd = open(path, O_RDONLY);
@@ -62,9 +64,15 @@ int main(int argc, char** argv) {
     t_open[i] = b - a;
     t_close[i] = d - c;
   }
+  struct stat st;
+  for (int i = 0; i < n; ++i) {
+    long long a = Now();
+    stat(path, &st);
+    t_stat[i] = Now() - a;
+  }
   long long e = Median(t_empty, n);
-  printf("{\"read\": %lld, \"pread\": %lld, \"open\": %lld, \"close\": %lld, \"timer\": %lld}\n",
+  printf("{\"read\": %lld, \"pread\": %lld, \"open\": %lld, \"close\": %lld, \"stat\": %lld, \"timer\": %lld}\n",
          Median(t_read, n) - e, Median(t_pread, n) - e, Median(t_open, n) - e,
-         Median(t_close, n) - e, e);
+         Median(t_close, n) - e, Median(t_stat, n) - e, e);
   return 0;
 }

@@ -99,6 +99,14 @@ namespace colabtrace::format {
   X(114, CuptiMemory, "cupti_memory")       \
   X(115, CuptiModule, "cupti_module")
 
+// ---- records that may give way -----------------------------------------------------
+// The window (wire.h, "event chunks"): the types in this list go into event chunks, which
+// the shim rewrites once the window is full; their sums are kept elsewhere. Every other
+// record is never dropped. One list: widen it here.
+#define COLABTRACE_DROPPABLE_TYPES(X) \
+  X(IoOpen) X(IoRead) X(IoReadAt) X(IoWrite) X(IoClose) X(IoDup) X(IoStat) X(IoDir) \
+  X(IoMmap) X(IoCopy) X(IoFsync) X(IoSeek)
+
 // ---- fields of each record ----------------------------------------------------------
 // Every record also carries `ts` (absolute ticks), framed as a delta; it is not listed.
 
@@ -915,6 +923,19 @@ constexpr const char* RecordName(uint8_t code) {
       return nullptr;
   }
 }
+
+// Whether records of type `code` may give way (COLABTRACE_DROPPABLE_TYPES).
+constexpr bool IsDroppable(uint8_t code) {
+  switch (code) {
+#define CT_DROPPABLE(Name) case static_cast<uint8_t>(RecordType::Name):
+    COLABTRACE_DROPPABLE_TYPES(CT_DROPPABLE)
+#undef CT_DROPPABLE
+    return true;
+    default:
+      return false;
+  }
+}
+template <class R> inline constexpr bool kDroppable = IsDroppable(static_cast<uint8_t>(R::kType));
 
 // Calls f(Name{}) for the struct of record type `code`; returns false if unknown.
 template <class F> bool DispatchRecordType(uint8_t code, F&& f) {

@@ -28,7 +28,8 @@ namespace colabtrace::format {
 inline constexpr char kFileMagic[8] = {'C', 'T', 'R', 'A', 'C', 'E', '\r', '\n'};
 inline constexpr uint16_t kVersionMajor = 1;
 inline constexpr uint16_t kVersionMinor = 3;  // 1: RingSlot.py_stack; 2: PythonLayoutBlock.code_tag_bits;
-                                              // 3: I/O aggregate chunks (CTIA)
+                                              // 3: I/O aggregate chunks (CTIA), event
+                                              // chunks (CTEV) and the window fields
 inline constexpr uint32_t kHeaderSize = 256;
 inline constexpr uint32_t kChunkSize = 32 * 1024;
 inline constexpr uint32_t kChunkMagic = 0x4b435443;  // "CTCK" little-endian
@@ -39,6 +40,7 @@ enum HeaderFlag : uint32_t {
   kFlagEnded = 1u << 1,        // the shim wrote its end record and closed cleanly
   kFlagExecPending = 1u << 2,  // an exec is in flight; the next image adopts this file
   kFlagClosing = 1u << 3,      // no new chunks may be allocated
+  kFlagCapped = 1u << 4,       // 1.3: the hard cap (COLABTRACE_MAX_MB) cut the window short
 };
 
 // FileHeader::features bits.
@@ -67,7 +69,14 @@ struct FileHeader {
   uint32_t reserved0;
   uint64_t next_string_id;       // interning counters, shared by all exec images
   uint64_t next_stack_id;
-  uint8_t reserved[144];
+  // 1.3: the window (event chunks, below). Zero in older traces.
+  uint64_t window_bytes;          // event chunks the window keeps, in bytes
+  uint64_t window_ticks;          // how far back the window keeps them, in ticks
+  uint64_t max_bytes;             // the hard cap of the file (COLABTRACE_MAX_MB)
+  uint64_t dropped_until_ticks;   // the latest record of any event chunk given up (atomic max)
+  uint64_t events_lost;           // droppable records never written: no room under the cap
+  uint64_t recycled_chunks;       // event chunks rewritten since the trace began
+  uint8_t reserved[96];
 };
 static_assert(sizeof(FileHeader) == kHeaderSize);
 
@@ -85,7 +94,28 @@ static_assert(sizeof(ChunkHeader) == 32);
 
 enum ChunkFlag : uint32_t {
   kChunkFromSignalHandler = 1u << 0,  // written by a fatal-signal handler
+  kChunkRecycled = 1u << 1,           // 1.3, event chunks: written over an older event chunk
 };
+
+// ---- event chunks (1.3): the window ------------------------------------------------------
+//
+// The records that may give way (format::IsDroppable, records.h: today the file I/O events)
+// go into event chunks; every other record into record chunks (CTCK), which are never
+// rewritten. Once the window is full (window_bytes of event chunks, or the oldest one left
+// by its thread ends before now - window_ticks) the shim rewrites its oldest event chunk
+// instead of growing the file. An event chunk is a record chunk with its own magic and a
+// longer header (records start at sizeof(EventChunkHeader)); readers that do not know the
+// magic skip it as unused. Rewriting: the magic is cleared first, the body zeroed, the
+// header written, the magic stored last; a reader never sees a chunk half rewritten.
+inline constexpr uint32_t kEventChunkMagic = 0x56455443;  // "CTEV"
+struct EventChunkHeader {
+  ChunkHeader chunk;       // magic kEventChunkMagic; seq from the thread's one chunk counter
+  uint64_t events_before;  // droppable records this thread wrote in its earlier event chunks
+  uint64_t order;          // the file's event-chunk count when this one was taken (1-based)
+  uint64_t end_ticks;      // the last record's ticks, stored when its thread moves on (0: not yet)
+  uint64_t reserved;
+};
+static_assert(sizeof(EventChunkHeader) == 64);
 
 // ---- state chunks: what each thread is doing now ---------------------------------------
 //

@@ -617,5 +617,168 @@ TEST_F(WriterTest, ExecHandoffIsAdoptedAsTheNextImage) {
   EXPECT_TRUE(t.ended);
 }
 
+// ---- the window (wire.h, "event chunks") ----------------------------------------------
+
+// Sets the writer's window and cap for one test, and takes them off after it (the other
+// tests write without a window).
+class WindowLimits {
+ public:
+  WindowLimits(uint64_t window_bytes, uint64_t window_s, uint64_t max_bytes) {
+    shim::g_trace.SetLimits(window_bytes, window_s, max_bytes);
+  }
+  ~WindowLimits() { shim::g_trace.SetLimits(0, 0, 0); }
+};
+
+// An IoRead (droppable) numbered k of writer i.
+void PutEvent(int i, uint64_t k, uint64_t ts) {
+  fmt::IoRead r;
+  r.ts = ts;
+  r.fd = i;
+  r.result = static_cast<int64_t>(k);
+  shim::ShimScope scope;
+  shim::Emit(r);
+}
+
+// Event chunks in the file, by their magic.
+int EventChunksIn(const std::string& path) {
+  const std::vector<uint8_t> b = ReadBytes(path);
+  int n = 0;
+  for (size_t off = fmt::kChunkSize; off + 4 <= b.size(); off += fmt::kChunkSize) {
+    uint32_t magic;
+    std::memcpy(&magic, b.data() + off, 4);
+    if (magic == fmt::kEventChunkMagic) ++n;
+  }
+  return n;
+}
+
+// 8 threads roll a 1 MiB window at once (the queue of left chunks, their rewriting): every
+// event is counted, and each thread's events in full are its latest ones, in order.
+TEST_F(WriterTest, WindowRolledByManyThreadsKeepsEachThreadsLatestEventsAndCountsAll) {
+  constexpr int kThreads = 8;
+  constexpr uint64_t kPerThread = 60000;
+  WindowLimits limits(1u << 20, 0, 64u << 20);
+  WriterSession s(TracePath());
+  ASSERT_TRUE(s.Begin());
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      ready.fetch_add(1);
+      while (ready.load() < kThreads) std::this_thread::yield();
+      for (uint64_t k = 0; k < kPerThread; ++k) PutEvent(i, k, 1000 + k * 3);
+      fmt::ShimNote n;  // a record that is never dropped, after the events
+      n.ts = 1000 + kPerThread * 3;
+      n.code = static_cast<uint64_t>(i);
+      Put(n);
+    });
+  }
+  for (auto& th : threads) th.join();
+  s.End();
+  const ProcessTrace t = MustRead(s.path());
+  EXPECT_FALSE(t.truncated);
+  EXPECT_FALSE(t.window.capped);
+  EXPECT_EQ(t.window.events_total, kThreads * kPerThread);
+  EXPECT_EQ(t.window.events_in_full, t.records.IoRead.size());
+  EXPECT_LT(t.records.IoRead.size(), kThreads * kPerThread / 2);
+  EXPECT_GT(t.header.recycled_chunks, 0u);
+  EXPECT_EQ(t.window.recycled_chunks, t.header.recycled_chunks);
+  EXPECT_EQ(t.records.ShimNote.size(), static_cast<size_t>(kThreads));
+  // 32 chunks make the window; each thread may hold one more while the others wait.
+  EXPECT_LE(EventChunksIn(s.path()), 32 + kThreads);
+  // Per writer: (ts, number) of its events in full, in the reader's order.
+  std::map<int64_t, std::vector<std::pair<uint64_t, uint64_t>>> by_writer;
+  for (size_t j = 0; j < t.records.IoRead.size(); ++j) {
+    const auto ev = t.records.IoRead[j];
+    by_writer[ev.fd].emplace_back(ev.ts, static_cast<uint64_t>(ev.result));
+  }
+  ASSERT_EQ(by_writer.size(), static_cast<size_t>(kThreads));
+  for (const auto& [i, mine] : by_writer) {
+    SCOPED_TRACE(i);
+    const uint64_t first = mine.front().second;
+    ASSERT_EQ(first + mine.size(), kPerThread) << "the thread's latest events, none missing";
+    for (size_t j = 0; j < mine.size(); ++j) {
+      ASSERT_EQ(mine[j].second, first + j);
+      ASSERT_EQ(mine[j].first, 1000 + (first + j) * 3);
+    }
+    if (first > 0) {  // its last event given up is no later than full_from
+      EXPECT_LE(1000 + (first - 1) * 3, t.window.full_from_ns);
+    }
+  }
+}
+
+// COLABTRACE_WINDOW_S: with room to spare, event chunks older than the window give way.
+// Ticks are ns here (WriterSession), 100 us apart: 10 s of events, a 1 s window.
+TEST_F(WriterTest, WindowRollsByTime) {
+  constexpr uint64_t kEvents = 100000, kStep = 100000;
+  WindowLimits limits(64u << 20, 1, 64u << 20);
+  WriterSession s(TracePath());
+  ASSERT_TRUE(s.Begin());
+  for (uint64_t k = 0; k < kEvents; ++k) PutEvent(0, k, 1000 + k * kStep);
+  s.End();
+  const ProcessTrace t = MustRead(s.path());
+  EXPECT_EQ(t.window.events_total, kEvents);
+  EXPECT_EQ(t.window.window_ns, 1000000000u);
+  const uint64_t last = 1000 + (kEvents - 1) * kStep;
+  ASSERT_FALSE(t.records.IoRead.empty());
+  const uint64_t first_kept = t.records.IoRead[0].ts;
+  EXPECT_GT(first_kept, t.window.full_from_ns);
+  // A chunk holds a few thousand of these events (a few tenths of a second): the window
+  // keeps between 1 s and 1 s plus two chunks.
+  const uint64_t per_chunk_ns = fmt::kChunkSize / 4 * kStep;
+  EXPECT_GE(last - t.window.full_from_ns, 1000000000u);
+  EXPECT_LE(last - first_kept, 1000000000u + 2 * per_chunk_ns);
+  EXPECT_EQ(t.window.events_in_full, t.records.IoRead.size());
+  EXPECT_EQ(static_cast<uint64_t>(t.records.IoRead[t.records.IoRead.size() - 1].result), kEvents - 1);
+}
+
+// COLABTRACE_MAX_MB: event chunks stop growing the file a quarter of the cap below it and
+// roll there (capped); records that are never dropped then take the oldest event chunks'
+// place; past the cap with no event chunk left to take, tracing stops (truncated, EFBIG).
+TEST_F(WriterTest, CapRollsTheWindowThenGivesItsChunksToKeptRecordsThenTruncates) {
+  constexpr uint64_t kCap = 8u << 20;
+  WindowLimits limits(64u << 20, 0, kCap);
+  WriterSession s(TracePath());
+  ASSERT_TRUE(s.Begin());
+  constexpr uint64_t kEvents = 2000000;  // ~24 MB
+  for (uint64_t k = 0; k < kEvents; ++k) PutEvent(0, k, 1000 + k);
+  const uint64_t hwm = shim::g_trace.header()->next_chunk_offset;
+  EXPECT_LE(hwm, kCap - kCap / 4);
+  EXPECT_TRUE(shim::g_trace.header()->flags & fmt::kFlagCapped);
+  // Kept records past the 2 MiB set aside for them: they take event chunks (~5 MB).
+  uint64_t notes = 0;
+  for (; notes < 400000; ++notes) {
+    fmt::ShimNote n;
+    n.ts = 1000 + kEvents + notes;
+    n.value = notes;
+    Put(n);
+  }
+  EXPECT_FALSE(shim::g_trace.header()->flags & fmt::kFlagTruncated);
+  s.End(/*close=*/false);
+  {
+    const ProcessTrace t = MustRead(s.path());
+    EXPECT_TRUE(t.window.capped);
+    EXPECT_FALSE(t.truncated);
+    EXPECT_EQ(t.window.events_total, kEvents);
+    EXPECT_EQ(t.records.ShimNote.size(), notes);
+    EXPECT_LE(FileSize(s.path()), kCap);
+    EXPECT_LT(t.records.IoRead.size(), kEvents / 3);
+  }
+  // Again, until the kept records fill the whole cap.
+  WriterSession s2(TracePath("t2.ctrace"));
+  ASSERT_TRUE(s2.Begin());
+  for (uint64_t k = 0; k < kEvents / 4; ++k) PutEvent(0, k, 1000 + k);
+  for (uint64_t k = 0; k < 3000000; ++k) {
+    fmt::ShimNote n;
+    n.ts = 1000 + kEvents + k;
+    Put(n);
+  }
+  s2.End();
+  const ProcessTrace t2 = MustRead(s2.path());
+  EXPECT_TRUE(t2.truncated);
+  EXPECT_EQ(t2.header.truncation_errno, static_cast<uint32_t>(EFBIG));
+  EXPECT_LE(FileSize(s2.path()), kCap);
+  EXPECT_EQ(t2.window.events_total, kEvents / 4);
+}
+
 }  // namespace
 }  // namespace colabtrace::testing
