@@ -9,9 +9,11 @@ all-reduces a one-element tensor: gloo then does almost nothing, so the loop is 
 per-call overhead. Rounds of 20,000 calls alternate between torch's own all_reduce (the
 function the hook wrapped, `__wrapped__`) and the wrapped one, in the same process, so
 that the machine's load falls on both alike; the figure is the thread's CPU time per call,
-the median of 15 rounds of each, and "added by the hook" their difference (two calls
-into the shim, torch's sequence counter and one `collective` record per call). The
-lowest of 3 runs. A bare run (no shim) is shown for scale. Budget (shared/PRODUCT.md):
+the median of 15 rounds of each, and "added by the hook" their difference (per call:
+three calls of the shim's built-in functions, inside/enter/end, where CPython's C API
+gave the shim its module, shim/python/entry_module.cpp; torch's sequence counter; the
+wrapper of the Work.wait() that torch's blocking all_reduce calls; one `collective`
+record). The lowest of 3 runs. A bare run (no shim) is shown for scale. Budget (shared/PRODUCT.md):
 <= 2 us per collective."""
 from __future__ import annotations
 
