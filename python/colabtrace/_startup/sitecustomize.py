@@ -672,8 +672,8 @@ def _wrap_collective(c10d, name, real, op):
     inside, enter, end, getframe = _inside, _enter, _end, sys._getframe
     dtype_ids, where_ids = _dtype_ids, _where_ids
 
-    # The hot path is written out inline (no helper calls, one call into the shim each
-    # way): tools/bench --suite dist measures it against its 2 us budget. Without keyword
+    # The hot path is written out inline (no helper calls; the shim's inside, enter and
+    # end): tools/bench --suite dist measures it against its 2 us budget. Without keyword
     # arguments the real call passes none: `**kwargs` builds a dict each time.
     def collective(*args, **kwargs):
         if inside():  # inside another collective (an *_object one)
@@ -832,6 +832,7 @@ def _hook_work_wait(c10d):
         return result
 
     wait._colabtrace_collective = True
+    wait.__wrapped__ = real_wait  # torch's own, as functools.update_wrapper keeps it
     try:
         work.wait = wait
     except (AttributeError, TypeError):
