@@ -1,10 +1,12 @@
 // torch.distributed's collectives and process groups, as the Python start-up hook
 // (python/colabtrace/_startup/sitecustomize.py) sees them, on any backend (gloo, NCCL,
-// MPI). Entry points (python_hooks.def), called through ctypes. The per-collective ones
-// take C ints only (ctypes converts a Python int to one fastest, about twice as fast as
-// a typed 64-bit argument), so a 64-bit value comes in two 31-bit halves (lo, hi), and a
-// string as the String id colabtrace_intern gave it (the hook keeps one per call site
-// and dtype; a fork child's trace starts afresh, and the hook forgets them there):
+// MPI). Entry points (python_hooks.def), called through ctypes where the hook cannot
+// have them as built-in functions (entry_module.cpp, which calls the same logic:
+// collectives.h). The per-collective ones take C ints only (ctypes converts a Python
+// int to one fastest, about twice as fast as a typed 64-bit argument), so a 64-bit value
+// comes in two 31-bit halves (lo, hi), and a string as the String id colabtrace_intern
+// gave it (the hook keeps one per call site and dtype; a fork child's trace starts
+// afresh, and the hook forgets them there):
 //
 //   int colabtrace_intern(const char* s)
 //        the String id of s in this process's trace (0: not recording).
@@ -31,17 +33,16 @@
 // in. A begin inside a begin takes the first one over (the hook never nests them). Like
 // the step entry points (shim/steps.cpp): async-signal-safe, lock-free, errno preserved,
 // nothing done while nothing is recorded or when reached from inside the shim.
+#include "collectives.h"
+
 #include <cstdint>
 
 #include "clock.h"
 #include "state.h"
 #include "writer.h"
 
-namespace colabtrace::shim {
+namespace colabtrace::shim::python {
 
-namespace {
-
-// What colabtrace_collective_begin and _enter share: op_group is op | group << 8.
 void BeginCollective(uint32_t op_group, uint64_t seq, uint64_t count, uint64_t dtype, uint64_t where) {
   if (!Recording()) return;
   ShimScope scope;
@@ -75,34 +76,7 @@ void BeginCollective(uint32_t op_group, uint64_t seq, uint64_t count, uint64_t d
   NotePythonThread(tn);
 }
 
-}  // namespace
-
-#pragma GCC visibility push(default)
-extern "C" {
-
-int colabtrace_intern(const char* s) {
-  if (s == nullptr || !Recording()) return 0;
-  ShimScope scope;
-  if (!scope.entered()) return 0;
-  const uint64_t id = InternCString(s);
-  return id <= 0x7fffffff ? static_cast<int>(id) : 0;
-}
-
-void colabtrace_collective_begin(int op_group, int seq_lo, int seq_hi, int count_lo, int count_hi, int dtype,
-                                 int where) {
-  const auto whole = [](int lo, int hi) {
-    return static_cast<uint64_t>(static_cast<uint32_t>(lo)) | static_cast<uint64_t>(static_cast<uint32_t>(hi)) << 31;
-  };
-  BeginCollective(static_cast<uint32_t>(op_group), whole(seq_lo, seq_hi), whole(count_lo, count_hi),
-                  static_cast<uint32_t>(dtype), static_cast<uint32_t>(where));
-}
-
-void colabtrace_collective_enter(int op_group, int seq, int count, int dtype, int where) {
-  BeginCollective(static_cast<uint32_t>(op_group), static_cast<uint32_t>(seq), static_cast<uint32_t>(count),
-                  static_cast<uint32_t>(dtype), static_cast<uint32_t>(where));
-}
-
-void colabtrace_collective_end(int status, int seqs) {
+void EndCollective(uint32_t status, uint32_t seqs) {
   ThreadState& t = t_thread;
   ThreadState::Collective c = t.collective;
   if (c.since == 0) return;
@@ -122,12 +96,49 @@ void colabtrace_collective_end(int status, int seqs) {
   r.op = c.op;
   r.group = c.group;
   r.seq = c.seq;
-  r.seqs = static_cast<uint32_t>(seqs);
+  r.seqs = seqs;
   r.count = c.count;
   r.dtype = c.dtype;
   r.where = c.where;
-  r.status = static_cast<uint32_t>(status);
+  r.status = status;
   Emit(r);
+}
+
+bool InsideCollective() { return t_thread.collective.since != 0; }
+
+int InternForHook(const char* s) {
+  if (s == nullptr || !Recording()) return 0;
+  ShimScope scope;
+  if (!scope.entered()) return 0;
+  const uint64_t id = InternCString(s);
+  return id <= 0x7fffffff ? static_cast<int>(id) : 0;
+}
+
+}  // namespace colabtrace::shim::python
+
+using namespace colabtrace::shim;  // NOLINT
+
+#pragma GCC visibility push(default)
+extern "C" {
+
+int colabtrace_intern(const char* s) { return python::InternForHook(s); }
+
+void colabtrace_collective_begin(int op_group, int seq_lo, int seq_hi, int count_lo, int count_hi, int dtype,
+                                 int where) {
+  const auto whole = [](int lo, int hi) {
+    return static_cast<uint64_t>(static_cast<uint32_t>(lo)) | static_cast<uint64_t>(static_cast<uint32_t>(hi)) << 31;
+  };
+  python::BeginCollective(static_cast<uint32_t>(op_group), whole(seq_lo, seq_hi), whole(count_lo, count_hi),
+                          static_cast<uint32_t>(dtype), static_cast<uint32_t>(where));
+}
+
+void colabtrace_collective_enter(int op_group, int seq, int count, int dtype, int where) {
+  python::BeginCollective(static_cast<uint32_t>(op_group), static_cast<uint32_t>(seq),
+                          static_cast<uint32_t>(count), static_cast<uint32_t>(dtype), static_cast<uint32_t>(where));
+}
+
+void colabtrace_collective_end(int status, int seqs) {
+  python::EndCollective(static_cast<uint32_t>(status), static_cast<uint32_t>(seqs));
 }
 
 void colabtrace_dist_group(uint64_t group, int64_t rank, uint64_t world_size, const char* backend,
@@ -135,7 +146,7 @@ void colabtrace_dist_group(uint64_t group, int64_t rank, uint64_t world_size, co
   if (!Recording()) return;
   ShimScope scope;
   if (!scope.entered()) return;
-  format::DistGroup r;
+  colabtrace::format::DistGroup r;
   r.ts = Ticks();
   r.group = group;
   r.rank = rank;
@@ -148,5 +159,3 @@ void colabtrace_dist_group(uint64_t group, int64_t rank, uint64_t world_size, co
 
 }  // extern "C"
 #pragma GCC visibility pop
-
-}  // namespace colabtrace::shim

@@ -176,6 +176,7 @@ using Addr2LineFn = int (*)(void*, int);
 
 struct Interpreter {
   const Layout* layout = nullptr;
+  uint32_t version = 0;  // (major << 8) | minor of the CPython in the process; 0: none found
   // A CPython whose frames no layout describes: (major << 8) | minor and its version text
   // ("3.10.13"), for the ShimNote that says so; 0 without Python or with a layout.
   uint32_t unreadable = 0;
@@ -576,6 +577,7 @@ bool InitPythonStacks() {
     // CPython before 3.11 has no Py_Version; its Py_GetVersion formats static strings only.
     major_minor = ParseVersionText(get(), py.version_text, sizeof(py.version_text));
   }
+  py.version = major_minor;
   for (const Layout& l : kLayouts) {
     if (l.version == major_minor) py.layout = &l;
   }
@@ -615,6 +617,11 @@ bool InitPythonStacks() {
   __atomic_store_n(&g_python_frames, g_py.layout != nullptr && g_config.stack_depth > 0,
                    __ATOMIC_RELAXED);
   return g_py.layout != nullptr;
+}
+
+uint32_t PythonVersion() {
+  InitPythonStacks();
+  return g_py.version;
 }
 
 // The first walk in the process uses checked reads: a layout that does not fit this

@@ -35,6 +35,10 @@ inline constexpr size_t kMaxPythonStackText = 4096;
 // runs from a constructor. Returns true when a supported CPython is in the process.
 bool InitPythonStacks();
 
+// (major << 8) | minor of the CPython in the process (0x030D: 3.13), as InitPythonStacks
+// found it from Py_Version or Py_GetVersion(); 0 without one.
+uint32_t PythonVersion();
+
 // Writes a ShimNote (kPythonStacksUnavailable) when the process runs a CPython whose
 // frames no layout describes (3.7 and older, a newer one than the table), or
 // (kPythonLayoutMismatch) when the first walk found the table wrong for this build; the

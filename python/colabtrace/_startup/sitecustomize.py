@@ -80,19 +80,21 @@ def _shim():
         return None
 
 
-def _shim_function(name):
-    """The shim's entry point `name` (C int result), or None without the shim. Bound through
-    _ctypes alone: `import ctypes` (the package, struct) cost 2-5 ms at every exit, where
-    _ctypes costs about 1 ms. Arguments are ints and bytes (passed as char*)."""
+def _shim_function(name, restype="i", python_api=False):
+    """The shim's entry point `name` (C int result; restype "P": a pointer, as an int or
+    None), or None without the shim. Bound through _ctypes alone: `import ctypes` (the
+    package, struct) cost 2-5 ms at every exit, where _ctypes costs about 1 ms. Arguments
+    are ints and bytes (passed as char*). python_api: the function calls CPython's API,
+    so the GIL stays held across the call (ctypes' PyDLL)."""
     try:
         import _ctypes
 
-        class _Int(_ctypes._SimpleCData):
-            _type_ = "i"
+        class _Result(_ctypes._SimpleCData):
+            _type_ = restype
 
         class _Function(_ctypes.CFuncPtr):
-            _flags_ = _ctypes.FUNCFLAG_CDECL
-            _restype_ = _Int
+            _flags_ = _ctypes.FUNCFLAG_CDECL | (_ctypes.FUNCFLAG_PYTHONAPI if python_api else 0)
+            _restype_ = _Result
 
         class _Process:  # what ctypes.CDLL(None) holds: the global scope
             _handle = _ctypes.dlopen(None, 0)
@@ -428,15 +430,16 @@ def _hook_workers(worker_module):
 # (shim/python/collectives.cpp has the records):
 #
 # * each torch.distributed collective (all_reduce, broadcast, barrier, send...; the
-#   *_object ones once, not their inner calls) is colabtrace_collective_begin(op | group
-#   << 8, seq, count, dtype, where) before the real call and colabtrace_collective_end(
-#   status, seqs) after it: the shim notes it in flight meanwhile and then writes a
-#   Collective record. Only C ints cross (the fastest ctypes call): 64-bit values in
-#   31-bit halves, strings as the String ids colabtrace_intern gave them, kept per call
-#   site and dtype (and forgotten in a fork child, whose trace is its own). seq is the process group's own sequence number (torch's, which every rank
-#   of the group shares) of the first collective the call issues, counted from 1 at the
-#   group's creation; seqs how many it issued. An async_op call ends when it returns its
-#   Work, and Work.wait() is a collective of its own (op "wait");
+#   *_object ones once, not their inner calls) is enter(op | group << 8, seq, count,
+#   dtype, where) before the real call and end(status, seqs) after it: the shim notes it
+#   in flight meanwhile and then writes a Collective record. Strings cross as the String
+#   ids intern gave them, kept per call site and dtype (and forgotten in a fork child,
+#   whose trace is its own). seq is the process group's own sequence number (torch's,
+#   which every rank of the group shares) of the first collective the call issues,
+#   counted from 1 at the group's creation; seqs how many it issued. An async_op call
+#   ends when it returns its Work, and Work.wait() is a collective of its own (op "wait");
+#   torch's own calls from inside a collective (the Work.wait() of a blocking one, the
+#   collectives an *_object one issues) are part of it: inside() says so, per thread;
 # * DistributedDataParallel's gradient all-reduce runs inside backward(), issued from
 #   C++ one bucket at a time: a backward() after a DDP forward that will sync its
 #   gradients is one collective "ddp_all_reduce" at the line that called backward(), its
@@ -445,9 +448,15 @@ def _hook_workers(worker_module):
 #   default group, then new groups in creation order, which every rank shares), this
 #   rank, the world size, the backend and the group's sequence number at creation.
 #
-# Each costs about 1-2 us per collective (two calls into the shim and torch's sequence
-# counter; tools/bench --suite dist measures it), and never changes what the program
-# computes: its own failures are swallowed.
+# inside, enter, end and intern are built-in functions of the module the shim makes with
+# CPython's C API (colabtrace_python_module, shim/python/entry_module.cpp: no ctypes per
+# call); where it cannot make one (a CPython before 3.8, an API symbol missing), ctypes
+# calls of colabtrace_collective_enter/_begin/_end and colabtrace_intern (C ints only, the
+# fastest ctypes call: 64-bit values in 31-bit halves), with inside() a thread-local flag
+# (_ctypes_entry). Each collective costs three calls into the shim (inside, enter, end),
+# torch's sequence counter and a few lookups, about 1 us (tools/bench --suite dist
+# measures it), and never changes what the program computes: its own failures are
+# swallowed.
 
 _COLLECTIVE_OPS = {  # entry point -> format::CollectiveOp
     "all_reduce": 1, "broadcast": 2, "all_gather": 3, "all_gather_into_tensor": 3,
@@ -462,13 +471,12 @@ _OP_DDP_ALL_REDUCE = 18
 _STATUS_RETURNED, _STATUS_RAISED, _STATUS_ISSUED = 0, 1, 2
 _GROUP_INIT, _GROUP_NEW = 1, 2
 
-_collective_begin = None  # the shim's entry points, resolved once
-_collective_enter = None
-_collective_end = None
+_inside = None            # the shim's functions, resolved once (_shim_entry)
+_enter = None
+_end = None
 _intern = None
-_groups = {}              # id(process group) -> [group, id, base_seq or None]
+_groups = {}              # id(process group) -> its entry (_new_entry)
 _default_entry = None     # _groups' entry of the default group, once known
-_in_collective = None     # a thread-local: set while this thread is inside a collective
 _ddp_pending = None       # (process group, count, dtype) of the last DDP forward that syncs
 _ddp_grads = {}           # id(DDP module) -> (its gradient elements, their dtype)
 _string_ids = {}          # bytes -> its String id in this process's trace
@@ -530,17 +538,74 @@ def _shim_function_typed(name, argtypes):
     return function
 
 
+def _shim_entry():
+    """(inside, enter, end, intern): the built-in functions of the shim's module, or
+    _ctypes_entry's where the shim cannot make one; None without the shim."""
+    make = _shim_function("colabtrace_python_module", "P", python_api=True)
+    try:
+        address = make() if make is not None else None
+        if address:  # where the shim holds its reference to the module
+            import _ctypes
+
+            class _Object(_ctypes._SimpleCData):
+                _type_ = "O"
+
+            module = _Object.from_address(address).value
+            return module.inside, module.enter, module.end, module.intern
+    except Exception:  # noqa: BLE001
+        pass
+    return _ctypes_entry()
+
+
+def _ctypes_entry():
+    """The same four through ctypes: enter passes 64-bit values in 31-bit halves where it
+    must, and inside() is a thread-local flag that enter sets and end clears."""
+    begin = _shim_function("colabtrace_collective_begin")
+    enter_small = _shim_function("colabtrace_collective_enter")
+    end_call = _shim_function("colabtrace_collective_end")
+    intern = _shim_function("colabtrace_intern")
+    if None in (begin, enter_small, end_call, intern):
+        return None
+    import _thread
+
+    local = _thread._local()
+
+    def inside():
+        return getattr(local, "on", False)
+
+    def enter(op_group, seq, count, dtype, where):
+        if seq <= _LOW31 and count <= _LOW31:
+            enter_small(op_group, seq, count, dtype, where)
+        else:
+            begin(op_group, seq & _LOW31, seq >> 31, count & _LOW31, count >> 31, dtype, where)
+        local.on = True
+
+    def end(status, seqs):
+        local.on = False
+        end_call(status, seqs)
+
+    return inside, enter, end, intern
+
+
+def _new_entry(group):
+    """[group, id, base_seq or None, its bound _get_sequence_number_for_group] for a group
+    seen now: the next id (in creation order, which every rank shares)."""
+    base = _sequence(group)
+    entry = [group, len(_groups) + 1, base, group._get_sequence_number_for_group if base is not None else None]
+    _groups[id(group)] = entry
+    return entry
+
+
 def _group_entry(c10d, group):
-    """[group, id, base_seq] of a process group (None: the default one); a group first seen
-    here, made before the hook, gets the next id."""
+    """_new_entry of a process group (None: the default one); a group first seen here, made
+    before the hook, gets the next id."""
     global _default_entry
     default = group is None or group is getattr(getattr(c10d, "GroupMember", None), "WORLD", None)
     if default:
         group = c10d._get_default_group()
     entry = _groups.get(id(group))
     if entry is None or entry[0] is not group:
-        entry = [group, len(_groups) + 1, _sequence(group)]
-        _groups[id(group)] = entry
+        entry = _new_entry(group)
     if default:
         _default_entry = entry
     return entry
@@ -581,8 +646,7 @@ def _record_group(c10d, group, how):
             return
         if group is None:
             group = c10d._get_default_group()
-        entry = [group, len(_groups) + 1, _sequence(group)]
-        _groups[id(group)] = entry
+        entry = _new_entry(group)
         if how == _GROUP_INIT:
             _default_entry = entry
         rank = c10d.get_rank(group) if how == _GROUP_NEW else c10d.get_rank()
@@ -591,12 +655,6 @@ def _record_group(c10d, group, how):
                entry[2] or 0, how)
     except Exception:  # noqa: BLE001
         pass
-
-
-def _begin(begin, op, entry, seq, facts, where):
-    """colabtrace_collective_begin with its 64-bit values in halves."""
-    count, dtype = facts
-    begin(op | entry[1] << 8, seq & _LOW31, seq >> 31, count & _LOW31, count >> 31, dtype, where)
 
 
 # Entry points that issue exactly one collective on their group (the others, the *_object
@@ -615,14 +673,15 @@ def _wrap_collective(c10d, name, real, op):
     async_at = params.index("async_op") if "async_op" in params else -1
     is_async = name in ("isend", "irecv")
     issues_one = op in _ISSUES_ONE
-    begin, enter, end, getframe = _collective_begin, _collective_enter, _collective_end, sys._getframe
-    local, dtype_ids, where_ids = _in_collective, _dtype_ids, _where_ids
+    inside, enter, end, getframe = _inside, _enter, _end, sys._getframe
+    dtype_ids, where_ids = _dtype_ids, _where_ids
 
-    # The hot path is written out inline (no helper calls, one call into the shim each
-    # way): tools/bench --suite dist measures it against its 2 us budget.
+    # The hot path is written out inline (no helper calls; the shim's inside, enter and
+    # end): tools/bench --suite dist measures it against its 2 us budget. Without keyword
+    # arguments the real call passes none: `**kwargs` builds a dict each time.
     def collective(*args, **kwargs):
-        if getattr(local, "on", False):
-            return real(*args, **kwargs)  # inside another collective (an *_object one)
+        if inside():  # inside another collective (an *_object one)
+            return real(*args, **kwargs) if kwargs else real(*args)
         try:
             if kwargs:
                 group = kwargs.get("group", args[group_at] if 0 <= group_at < len(args) else None)
@@ -640,27 +699,21 @@ def _wrap_collective(c10d, name, real, op):
                     count = dtype = 0
             entry = _default_entry if group is None and _default_entry is not None else _group_entry(c10d, group)
             base = entry[2]
-            seq = entry[0]._get_sequence_number_for_group() - base + 1 if base is not None else 0
+            seq = entry[3]() - base + 1 if base is not None else 0
             frame = getframe(1)
             code = frame.f_code
             site = where_ids.get((id(code), frame.f_lasti))
             where = site[1] if site is not None and site[0] is code else _where_id(frame)
-            if seq <= _LOW31 and count <= _LOW31:
-                enter(op | entry[1] << 8, seq, count, dtype, where)
-            else:
-                _begin(begin, op, entry, seq, (count, dtype), where)
+            enter(op | entry[1] << 8, seq, count, dtype, where)
         except Exception:  # noqa: BLE001
             return real(*args, **kwargs)
-        # Inside it, torch's own calls are part of it: the *_object ones call the other
-        # collectives, and a blocking one calls Work.wait().
-        local.on = True
+        # Until end, torch's own calls are part of it: the *_object ones call the other
+        # collectives, and a blocking one calls Work.wait() (inside() is true).
         try:
-            result = real(*args, **kwargs)
+            result = real(*args, **kwargs) if kwargs else real(*args)
         except BaseException:
-            local.on = False
             _end_collective(end, _STATUS_RAISED, entry, seq, issues_one)
             raise
-        local.on = False
         if is_async or (kwargs.get("async_op") if "async_op" in kwargs else
                         0 <= async_at < len(args) and args[async_at]):
             _end_collective(end, _STATUS_ISSUED, entry, seq, issues_one)
@@ -678,6 +731,7 @@ def _wrap_collective(c10d, name, real, op):
 
 
 def _end_collective(end, status, entry, seq, issues_one=False):
+    """end(status, seqs), always: until it, the thread is inside the collective."""
     try:
         if not seq:
             seqs = 0
@@ -685,24 +739,22 @@ def _end_collective(end, status, entry, seq, issues_one=False):
             seqs = 1
         else:
             seqs = _sequence(entry[0]) - entry[2] + 1 - seq
+    except Exception:  # noqa: BLE001
+        seqs = 0
+    try:
         end(status, seqs)
     except Exception:  # noqa: BLE001
         pass
 
 
 def _hook_distributed(c10d):
-    global _collective_begin, _collective_enter, _collective_end, _intern, _in_collective
+    global _inside, _enter, _end, _intern
     if getattr(c10d, "_colabtrace_collectives", False):
         return
-    _collective_begin = _shim_function("colabtrace_collective_begin")
-    _collective_enter = _shim_function("colabtrace_collective_enter")
-    _collective_end = _shim_function("colabtrace_collective_end")
-    _intern = _shim_function("colabtrace_intern")
-    if None in (_collective_begin, _collective_enter, _collective_end, _intern):
+    entry = _shim_entry()
+    if entry is None:
         return
-    import _thread
-
-    _in_collective = _thread._local()
+    _inside, _enter, _end, _intern = entry
     os.register_at_fork(after_in_child=_forget_string_ids)
     c10d._colabtrace_collectives = True
     for name, op in _COLLECTIVE_OPS.items():
@@ -764,27 +816,27 @@ def _hook_work_wait(c10d):
     real_wait = getattr(work, "wait", None)
     if real_wait is None or getattr(real_wait, "_colabtrace_collective", False):
         return
-    begin, end, getframe, local = _collective_begin, _collective_end, sys._getframe, _in_collective
+    inside, enter, end, getframe = _inside, _enter, _end, sys._getframe
 
+    # Called inside every blocking collective (torch's own wait): the plain call is
+    # about 150 ns cheaper than one through *args, **kwargs (tools/bench --suite dist).
     def wait(self, *args, **kwargs):
-        if getattr(local, "on", False):
-            return real_wait(self, *args, **kwargs)
+        if inside():
+            return real_wait(self, *args, **kwargs) if args or kwargs else real_wait(self)
         try:
-            begin(_OP_WORK_WAIT, 0, 0, 0, 0, 0, _where_id(getframe(1)))
+            enter(_OP_WORK_WAIT, 0, 0, 0, _where_id(getframe(1)))
         except Exception:  # noqa: BLE001
             return real_wait(self, *args, **kwargs)
-        local.on = True
         try:
-            result = real_wait(self, *args, **kwargs)
+            result = real_wait(self, *args, **kwargs) if args or kwargs else real_wait(self)
         except BaseException:
-            local.on = False
             end(_STATUS_RAISED, 0)
             raise
-        local.on = False
         end(_STATUS_RETURNED, 0)
         return result
 
     wait._colabtrace_collective = True
+    wait.__wrapped__ = real_wait  # torch's own, as functools.update_wrapper keeps it
     try:
         work.wait = wait
     except (AttributeError, TypeError):
@@ -797,7 +849,7 @@ def _hook_ddp(ddp_module):
     real_forward = getattr(ddp, "forward", None)
     torch = sys.modules.get("torch")
     c10d = sys.modules.get("torch.distributed.distributed_c10d")
-    if real_forward is None or torch is None or c10d is None or _collective_begin is None or \
+    if real_forward is None or torch is None or c10d is None or _enter is None or \
             getattr(real_forward, "_colabtrace_ddp", False):
         return
     autograd = torch.autograd
@@ -823,29 +875,27 @@ def _hook_ddp(ddp_module):
             pass
         return real_forward(self, *args, **kwargs)
 
-    begin, end, getframe, local = _collective_begin, _collective_end, sys._getframe, _in_collective
+    inside, enter, end, getframe = _inside, _enter, _end, sys._getframe
 
     def backward(*args, **kwargs):
         global _ddp_pending
         pending = _ddp_pending
-        if pending is None or getattr(local, "on", False):
+        if pending is None or inside():
             return real_backward(*args, **kwargs)
         _ddp_pending = None
         try:
             entry = _group_entry(c10d, pending[0])
             seq = _sequence(entry[0]) - entry[2] + 1 if entry[2] is not None else 0
-            facts = (pending[1], _dtype_id(pending[2]) if pending[2] is not None else 0)
-            _begin(begin, _OP_DDP_ALL_REDUCE, entry, seq, facts, _where_id(_program_frame(getframe(1))))
+            dtype = _dtype_id(pending[2]) if pending[2] is not None else 0
+            enter(_OP_DDP_ALL_REDUCE | entry[1] << 8, seq, pending[1], dtype,
+                  _where_id(_program_frame(getframe(1))))
         except Exception:  # noqa: BLE001
             return real_backward(*args, **kwargs)
-        local.on = True
         try:
             result = real_backward(*args, **kwargs)
         except BaseException:
-            local.on = False
             _end_collective(end, _STATUS_RAISED, entry, seq)
             raise
-        local.on = False
         _end_collective(end, _STATUS_RETURNED, entry, seq)
         return result
 

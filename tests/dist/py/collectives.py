@@ -1,0 +1,56 @@
+"""Collectives through the Python start-up hook, for tests/dist/test_entry.py: on Debian's
+torch (gloo, a group of one, a FileStore at argv[1]) or, where torch is the stand-in of
+tests/dist/py/fake_torch, also a count past 2^31 and a fork child that all-reduces.
+Prints which calls the hook makes into the shim ("module": the shim's built-in functions,
+"ctypes") and, with the module, what its functions say to wrong arguments."""
+import json
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+FAKE = not hasattr(torch, "zeros")
+if FAKE:
+    dist.init_process_group("fake")
+    t = torch.Tensor(3)
+else:
+    dist.init_process_group("gloo", init_method="file://" + sys.argv[1], rank=0, world_size=1)
+    t = torch.zeros(3)
+
+dist.all_reduce(t)  # M_ALL_REDUCE
+dist.broadcast(t, 0)  # M_BROADCAST
+work = dist.all_reduce(t, async_op=True)  # M_ASYNC
+work.wait()  # M_WAIT
+dist.barrier()  # M_BARRIER
+dist.all_gather_object([None], {"step": 1})  # M_OBJECT
+group = dist.new_group([0])
+dist.all_reduce(t, group=group)  # M_GROUP
+try:
+    dist.all_reduce("not a tensor")  # M_RAISES
+except (AttributeError, RuntimeError, TypeError):
+    pass
+if FAKE:
+    dist.all_reduce(torch.Tensor(2 ** 33 + 5))  # M_BIG
+    pid = os.fork()
+    if pid == 0:
+        dist.all_reduce(t)  # M_CHILD
+        dist.barrier()  # M_CHILD_BARRIER
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+# The shim's functions, as the wrapper of all_reduce holds them.
+wrapper = dist.all_reduce
+shim = dict(zip(wrapper.__code__.co_freevars, (c.cell_contents for c in wrapper.__closure__)))
+path = "module" if type(shim["inside"]).__name__ == "builtin_function_or_method" else "ctypes"
+errors = []
+if path == "module":
+    for call in (lambda: shim["inside"](1), lambda: shim["enter"](1, 2, 3, 4),
+                 lambda: shim["enter"](1, 2, 3, 4, "where"), lambda: shim["end"](2 ** 70, 0),
+                 lambda: wrapper.__globals__["_intern"]("text")):
+        try:
+            call()
+            errors.append(None)
+        except (TypeError, OverflowError) as e:
+            errors.append(type(e).__name__)
+print(json.dumps({"path": path, "errors": errors, "inside": bool(shim["inside"]())}))
