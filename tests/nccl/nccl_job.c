@@ -19,7 +19,10 @@
  *             a FIFO nobody writes ($TMPDIR/nccl-job-PORT.fifo): the others wait in #3 for good.
  *   bcast R   at step 2 rank R calls ncclBroadcast (root 0, 1024 float32) where the others
  *             all-reduce: collective #2 differs; the simulator matches by order, so the job
- *             completes. */
+ *             completes.
+ *   abort R   no steps: rank R aborts the world communicator; the others poll
+ *             ncclCommGetAsyncError until it reports the remote error (ncclRemoteError, 6;
+ *             5 s at most, else they exit 1), then abort it too. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdint.h>
@@ -100,7 +103,7 @@ static void exchange_id(int rank, ncclUniqueId *id) {
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: %s N healthy|skip R|bcast R\n", argv[0]);
+    fprintf(stderr, "usage: %s N healthy|skip R|bcast R|abort R\n", argv[0]);
     return 2;
   }
   const char *rank_env = getenv("RANK");
@@ -115,6 +118,19 @@ int main(int argc, char **argv) {
   exchange_id(rank, &id);
   ncclComm_t world, half = NULL;
   CHECK(ncclCommInitRank(&world, n, id, rank));
+  if (strcmp(mode, "abort") == 0) {
+    if (rank != odd) {
+      ncclResult_t e = ncclSuccess;
+      for (int i = 0; i < 5000 && e == ncclSuccess; i++) {
+        CHECK(ncclCommGetAsyncError(world, &e));
+        const struct timespec tick = {0, 1000000};
+        nanosleep(&tick, NULL);
+      }
+      if (e != ncclRemoteError) return 1;
+    }
+    CHECK(ncclCommAbort(world));
+    return 0;
+  }
   const int healthy = strcmp(mode, "healthy") == 0;
   if (healthy) CHECK(ncclCommSplit(world, rank % 2, -rank, &half, NULL));
   cudaStream_t s;

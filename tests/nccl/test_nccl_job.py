@@ -11,7 +11,9 @@ started as 3 ranks (with torchrun's variables) by its own launcher, under `colab
   LD_PRELOAD with every process SIGKILLed, the traces still give each rank's collective and
   call, and rank 1 as the culprit;
 - bcast: rank 2 broadcasts where the others all-reduce (collective #2):
-  dist.collective-mismatch names rank 2.
+  dist.collective-mismatch names rank 2;
+- abort: rank 1 aborts the communicator; the others' ncclCommGetAsyncError reports the remote
+  error (recorded once), then they abort too.
 Each job runs once per class (setUpClass), in a folder of its own."""
 import glob
 import os
@@ -239,6 +241,24 @@ class RankBroadcastsWhereOthersAllReduce(NcclJob):
                          [(0, "all_reduce", 1024, "float32"), (1, "all_reduce", 1024, "float32"),
                           (2, "broadcast", 1024, "float32")])
         self.assertEqual([x["id"] for x in self.dist_findings()], ["dist.collective-mismatch"])
+
+
+class RankAbortsTheCommunicator(NcclJob):
+    MODE = ["abort", "1"]
+
+    def test_abort_and_the_others_async_error(self):
+        self.assertEqual(self.proc.returncode, 0, self.proc.stderr[-3000:])
+        world = self.world()
+        for rank in range(3):
+            got = [fields(c, "event", "comm", "nranks", "rank", "rc")
+                   for c in h.records(self.traces[rank], "nccl_comm")]
+            # 9: ncclCommGetAsyncError's first error, ncclRemoteError (6), recorded once
+            # however often it was polled; 8: the abort.
+            middle = [] if rank == 1 else [(9, world, 3, rank, 6)]
+            self.assertEqual(got, [(1, world, 3, rank, 0), *middle, (8, world, 3, rank, 0)], rank)
+            self.assertEqual([fields(s, "comm", "colls", "state") for s in h.records(self.traces[rank], "nccl_comm_state")],
+                             [(world, 0, 4)], rank)
+        self.assertEqual(self.dist_findings(), [])
 
 
 if __name__ == "__main__":
