@@ -1,11 +1,9 @@
 // The NCCL declarations the NCCL module (shim/nccl) is typed from, written here so that the
 // shim needs no NCCL headers to build; the shim never links or loads libnccl. Names, enum
-// values and signatures are NCCL 2.28's <nccl.h> (they have been stable since 2.19),
-// copied by hand: tests/simnccl/nccl_abi/nccl.h declares the same functions and test
-// simnccl_abi_matches_real_header checks those against the real header; nothing checks
-// this copy against either yet (the e2e test nccl_e2e_job goes through the hooks of
-// ncclCommInitRank, ncclCommSplit, ncclCommDestroy, ncclAllReduce, ncclBroadcast,
-// ncclSend, ncclRecv and the group calls).
+// values and signatures are NCCL 2.28's <nccl.h> (they have been stable since 2.19).
+// tests/nccl/toolkit/nccl_api_check.cpp (test nccl_api_matches_real_header) compares every
+// enum value here and the signature of every hook in nccl_hooks.def with the real header,
+// wherever the toolkit carries one; add new declarations there too.
 #pragma once
 
 #include <stddef.h>
