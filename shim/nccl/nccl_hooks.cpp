@@ -81,7 +81,7 @@ struct NcclThread {
 };
 constinit thread_local NcclThread t_nccl CT_TLS = {};
 
-int g_lock = 0;
+int g_lock = 0;  // taken only inside a ShimScope (cold paths: registering communicators)
 uint8_t* g_chunk = nullptr;
 uint32_t g_chunk_gen = UINT32_MAX;  // g_generation that g_chunk and g_index belong to
 CommIndex g_index;
@@ -108,6 +108,8 @@ uint8_t* ChunkLocked() {
 // The entry of handle: registered at its init, else (a communicator made before the shim saw
 // it) registered now, named 0. nullptr when there is no trace or the table is full.
 __attribute__((noinline, cold)) NcclCommEntry* RegisterLate(uint64_t handle) {
+  ShimScope scope;  // a signal handler on this thread passes through while the lock is held
+  if (!scope.entered()) return nullptr;
   Lock();
   NcclCommEntry* e = nullptr;
   if (uint8_t* c = ChunkLocked()) {
