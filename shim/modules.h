@@ -39,6 +39,11 @@ void GpuModuleFatalSignal(ThreadState& w) __attribute__((weak, visibility("hidde
 // wrap and must never load a library.
 void* GpuInterposeSymbol(const char* name, void* real) __attribute__((weak, visibility("hidden")));
 
+// The same for libnccl's entry points (shim/nccl): the GPU module passes names that start
+// with "nccl" here; the NCCL module returns its hook for a name it hooks (keeping `real` as
+// the function the hook calls) and `real` for everything else.
+void* NcclInterposeSymbol(const char* name, void* real) __attribute__((weak, visibility("hidden")));
+
 // A dlopen the shim itself makes (the CUPTI module's libcupti): glibc's dlopen called
 // directly (the shim is the caller: its search path, no RUNPATH of the program's), any
 // dlerror() text its failure leaves consumed so the program never reads it, and a

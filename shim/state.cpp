@@ -21,6 +21,7 @@ struct ImageState {
   uint8_t* ring_chunk = nullptr;
   uint32_t rings_used = 0;
   uint32_t ring_seq = 0;
+  uint8_t* nccl_chunk = nullptr;
 };
 ImageState g_image;
 int g_lock = 0;
@@ -168,6 +169,19 @@ format::LaunchRing* AllocLaunchRing() {
   Unlock();
   t.busy = busy;
   return r;
+}
+
+uint8_t* NcclChunk() {
+  ThreadState& t = t_thread;
+  const int busy = t.busy;
+  t.busy = 1;
+  Lock();
+  ImageState& s = Image();
+  if (s.nccl_chunk == nullptr) s.nccl_chunk = TakeChunk(format::kNcclChunkMagic, 0);
+  uint8_t* c = s.nccl_chunk;
+  Unlock();
+  t.busy = busy;
+  return c;
 }
 
 void NotePythonThread(format::ThreadNotes* tn) {

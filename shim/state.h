@@ -113,6 +113,11 @@ SyncedTable SyncedTableOf(bool may_claim = true);
 // tracing stopped).
 format::LaunchRing* AllocLaunchRing();
 
+// This image's NCCL chunk (wire.h: its communicator table and call ring), taken at the first
+// call; nullptr (no trace, or tracing stopped). The same chunk at every call in a process;
+// a fork child gets its own.
+uint8_t* NcclChunk();
+
 // Records the calling Python thread's PyThreadState in its notes (for an outside reader
 // of its stack) when it is not known yet. Cheap when known: one load.
 void NotePythonThread(format::ThreadNotes* tn);

@@ -35,11 +35,64 @@ std::pair<int64_t, uint64_t> SenderOf(const RunModel& run, const std::string& ho
   return {0, 0};
 }
 
+// NCCL (the shim's NCCL hooks): the sequence number each communicator reached, from its
+// table (exact) and its calls still in the ring; and what the rank waited in when a GPU
+// synchronisation was in flight at its end: the last NCCL collective issued on the stream it
+// waited for (on any stream, for a device-wide one) before it began. The thread that waited
+// longest counts.
+void NcclEntered(const ProcessTrace& t, JobRank& r) {
+  for (const auto& c : t.records.NcclCommState) {
+    if (c.comm == 0) continue;
+    uint64_t& e = r.entered[c.comm];
+    e = std::max(e, c.colls);
+  }
+  for (const auto& c : t.records.NcclCall) {
+    if (c.comm == 0 || c.seq == 0) continue;
+    uint64_t& e = r.entered[c.comm];
+    e = std::max(e, c.seq);
+  }
+}
+void FindNcclWait(const ProcessTrace& t, uint64_t stop_ns, JobRank& r) {
+  using format::InFlightCall;
+  if (t.records.NcclCall.empty()) return;
+  // The default streams (0, cudaStreamLegacy, cudaStreamPerThread) are one.
+  const auto key = [](uint64_t s) { return s <= 2 ? 0 : s; };
+  const format::InFlight* sync = nullptr;
+  for (const auto& n : t.records.InFlight) {
+    if (n.call != static_cast<uint64_t>(InFlightCall::kGpuSync)) continue;
+    if (sync == nullptr || n.ts < sync->ts) sync = &n;
+  }
+  if (sync == nullptr) return;
+  const format::NcclCall* last = nullptr;
+  for (const auto& c : t.records.NcclCall) {
+    if (c.seq == 0 || c.comm == 0 || c.ts > sync->ts) continue;
+    if (sync->device_wide == 0 && key(c.stream) != key(sync->stream)) continue;
+    if (last == nullptr || c.n > last->n) last = &c;
+  }
+  if (last == nullptr) return;
+  RankWait w;
+  w.op_code = last->op;
+  const char* n = format::CollectiveOpName(last->op);
+  w.op = n != nullptr ? n : "collective";
+  w.group = last->comm;
+  w.nccl = true;
+  w.seq = last->seq;
+  w.count = last->count;
+  const char* d = format::NcclDataTypeName(last->dtype);
+  w.dtype = d != nullptr ? d : "";
+  w.where = last->py_stack != 0 ? std::string(t.Str(last->py_stack)) : std::string();
+  w.tid = static_cast<uint32_t>(sync->tid);
+  w.since_ns = last->ts;
+  w.waited_ns = stop_ns > last->ts ? stop_ns - last->ts : 0;
+  r.waiting = std::move(w);
+}
+
 // What rank trace t was waiting in when it stopped at stop_ns: a collective in flight
 // (level 1 note), else its last Collective record when that one raised and no step
 // followed it; and the highest sequence number it entered in each group.
 void FindWait(const ProcessTrace& t, uint64_t stop_ns, JobRank& r) {
   using format::InFlightCall;
+  NcclEntered(t, r);
   for (const auto& c : t.records.Collective) {
     if (c.seq == 0) continue;
     uint64_t& e = r.entered[c.group];
@@ -71,6 +124,7 @@ void FindWait(const ProcessTrace& t, uint64_t stop_ns, JobRank& r) {
     if (r.waiting && r.waiting->since_ns <= n.ts) continue;  // the thread that waited longest
     r.waiting = make(n, n.api, stop_ns > n.ts ? stop_ns - n.ts : 0, false);
   }
+  if (!r.waiting) FindNcclWait(t, stop_ns, r);
   if (r.waiting) {
     if (r.waiting->seq != 0) {
       uint64_t& e = r.entered[r.waiting->group];
@@ -486,9 +540,11 @@ class Builder {
       // An OOM-killed rank dies while the others have already entered, in whatever call
       // it was just then; and when the launcher ended the waiters after it died, its
       // death is what the launcher reacted to: a failure.
+      // So is a rank `colabtrace run` ended for the hang (its SIGTERM reaches the ranks in
+      // no particular order) while it sat in such a call.
       bool blocked_before = false;
       if (const perf::ProcessHang* h = hangs.Of(r.trace);
-          h != nullptr && r.end_kind == EndKind::kKilled && !torn_down_after(r)) {
+          h != nullptr && (r.end_kind == EndKind::kKilled || run_ended_hang) && !torn_down_after(r)) {
         for (const perf::InFlightCall& c : h->calls) {
           blocked_before |= c.since_ns + r.axis_base <= entered_last + kBlockedSlackNs && c.blocked_ns >= kBlockedSlackNs;
         }
@@ -590,6 +646,13 @@ class Builder {
 }  // namespace
 
 std::string_view RoleName(Role r) { return r == Role::kRank ? "rank" : "worker"; }
+
+std::string CommName(uint64_t group, bool nccl) {
+  if (!nccl) return "group " + std::to_string(group);
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "nccl comm 0x%016llx", static_cast<unsigned long long>(group));
+  return buf;
+}
 
 bool Job::failed() const {
   return std::any_of(ranks.begin(), ranks.end(), [](const JobRank& r) { return r.failed(); });

@@ -67,7 +67,9 @@ struct RankProcess {
 struct RankWait {
   uint64_t op_code = 0;    // format::CollectiveOp
   std::string op;          // its name: "all_reduce", "ddp_all_reduce"...
-  uint64_t group = 0;      // the hook's id of the process group (1 the default one)
+  uint64_t group = 0;      // the hook's id of the process group (1 the default one), or the
+                           // NCCL communicator's id (nccl)
+  bool nccl = false;       // an NCCL collective (the shim's NCCL hooks), not the Python hook's
   uint64_t seq = 0;        // its sequence number in the group (0: unknown)
   uint64_t count = 0;
   std::string dtype, where;
@@ -76,6 +78,10 @@ struct RankWait {
   uint64_t waited_ns = 0;  // how long it waited (until it raised, or the rank stopped)
   bool raised = false;
 };
+
+// How a report names a collective's group: "group 1" (the Python hook's process group),
+// "nccl comm 0x1234abcd5678ef90" (an NCCL communicator's id, NCCL's commHash).
+std::string CommName(uint64_t group, bool nccl);
 
 // One rank of a job and how it ended.
 struct JobRank {
@@ -95,8 +101,9 @@ struct JobRank {
   std::vector<size_t> workers;      // traces of its workers
   uint64_t axis_base = 0;           // host CLOCK_MONOTONIC + this = the job's axis (wraps)
   std::optional<RankWait> waiting;  // the collective it waited in at its end
-  // Per process group (the hook's id): the highest sequence number it entered (0: none
-  // known), from its Collective records and the one in flight.
+  // Per process group (the hook's id) or NCCL communicator (its id): the highest sequence
+  // number it entered (0: none known), from its Collective records and the one in flight,
+  // and from the NCCL chunk's communicator table and call ring.
   std::map<uint64_t, uint64_t> entered;
 
   bool failed() const { return blame != Blame::kNone; }

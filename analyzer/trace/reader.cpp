@@ -196,7 +196,8 @@ class TraceDecoder {
       if (chunk.size() < sizeof(ChunkHeader)) break;
       ChunkHeader ch;
       std::memcpy(&ch, chunk.data(), sizeof(ch));
-      if (ch.magic == format::kStateChunkMagic || ch.magic == format::kRingChunkMagic) {
+      if (ch.magic == format::kStateChunkMagic || ch.magic == format::kRingChunkMagic ||
+          ch.magic == format::kNcclChunkMagic) {
         state_chunks_.push_back({ch.image, ch.magic, ch.seq, off});
         continue;
       }
@@ -351,6 +352,8 @@ class TraceDecoder {
           AddInFlight(tn, tn.call, 0, image, completed);
           AddInFlight(tn, tn.wait, 1, image, completed);
         }
+      } else if (c.magic == format::kNcclChunkMagic) {
+        DecodeNcclChunk(chunk, image, last_ticks);
       } else if (!t_.ended && !shim_wrote_rings) {
         for (uint32_t k = 0; k < format::kRingsPerChunk; ++k) {
           format::LaunchRing ring;
@@ -370,6 +373,63 @@ class TraceDecoder {
           }
         }
       }
+    }
+  }
+
+  // The NCCL chunk (wire.h): its communicator table as nccl_comm_state records (ts: the
+  // trace's last record's) and the calls left in its ring as nccl_call records (ts: when each
+  // was called), by call number. A slot is taken only when its n is set (stored last), and
+  // only the last kNcclSlots numbers can still be in the ring.
+  void DecodeNcclChunk(std::span<const uint8_t> chunk, uint32_t image, uint64_t last_ticks) {
+    uint32_t counts[2];
+    std::memcpy(counts, chunk.data() + format::kNcclCountsOffset, sizeof(counts));
+    const uint32_t comms = std::min(counts[1], format::kNcclComms);
+    for (uint32_t i = 0; i < comms; ++i) {
+      format::NcclCommEntry e;
+      std::memcpy(static_cast<void*>(&e), chunk.data() + format::kNcclCommsOffset + i * sizeof(e), sizeof(e));
+      if (e.handle == 0) continue;
+      Event<format::NcclCommState>& ev = t_.records.NcclCommState.emplace_back();
+      ev.ts = last_ticks;
+      ev.handle = e.handle;
+      ev.comm = e.comm;
+      ev.parent = e.parent;
+      ev.colls = e.colls;
+      ev.p2p = e.p2p;
+      ev.nranks = e.nranks;
+      ev.rank = e.rank;
+      ev.state = e.state;
+      ev.splits = e.splits;
+      ev.image = image;
+      ++run_;
+      NoteRun(static_cast<uint8_t>(format::RecordType::NcclCommState), t_.records.NcclCommState.size() - 1, ev.ts);
+    }
+    std::vector<format::NcclSlot> slots;
+    slots.reserve(format::kNcclSlots);
+    for (uint32_t i = 0; i < format::kNcclSlots; ++i) {
+      format::NcclSlot sl;
+      std::memcpy(static_cast<void*>(&sl), chunk.data() + format::kNcclSlotsOffset + i * sizeof(sl), sizeof(sl));
+      const bool recent = sl.n != 0 && sl.n <= counts[0] && counts[0] - sl.n < format::kNcclSlots;
+      if (recent && ((sl.n - 1) & (format::kNcclSlots - 1)) == i) slots.push_back(sl);
+    }
+    std::sort(slots.begin(), slots.end(), [](const format::NcclSlot& a, const format::NcclSlot& b) { return a.n < b.n; });
+    for (const format::NcclSlot& sl : slots) {
+      Event<format::NcclCall>& ev = t_.records.NcclCall.emplace_back();
+      ev.ts = sl.ticks;
+      ev.n = sl.n;
+      ev.op = sl.op;
+      ev.comm = sl.comm;
+      ev.seq = sl.seq;
+      ev.count = sl.count;
+      ev.dtype = sl.dtype;
+      ev.redop = sl.redop;
+      ev.peer = sl.peer;
+      ev.stream = sl.stream;
+      ev.group = sl.group;
+      ev.rc = sl.rc;
+      ev.py_stack = sl.py_stack;
+      ev.image = image;
+      ++run_;
+      NoteRun(static_cast<uint8_t>(format::RecordType::NcclCall), t_.records.NcclCall.size() - 1, ev.ts);
     }
   }
 

@@ -349,6 +349,9 @@ namespace colabtrace::shim {
 
 void* GpuInterposeSymbol(const char* name, void* real) {
   if (real == nullptr || name == nullptr) return real;
+  if (name[0] == 'n' && name[1] == 'c' && name[2] == 'c' && name[3] == 'l' && NcclInterposeSymbol != nullptr) {
+    return NcclInterposeSymbol(name, real);
+  }
   const bool cuda_name = (name[0] == 'c' && name[1] == 'u') ||
                          std::strncmp(name, "__cuda", 6) == 0;
   if (!cuda_name) return real;

@@ -112,6 +112,14 @@ class TraceBytesBuilder {
     }
   }
 
+  // An NCCL chunk (wire.h) whose bytes after the ChunkHeader are `body`'s (the shim's own
+  // table functions, shim/nccl/nccl_table.h, write such a body).
+  void AddNcclChunk(const std::vector<uint8_t>& body, uint32_t image = 0) {
+    const size_t at = AddChunk(format::kNcclChunkMagic, image, 0);
+    const size_t skip = sizeof(format::ChunkHeader);
+    for (size_t i = skip; i < body.size() && i < format::kChunkSize; ++i) bytes_[at + i] = body[i];
+  }
+
   // I/O aggregate chunks (wire.h) holding `slots`, format::kIoAggSlotsPerChunk a chunk,
   // seq 0 with `info`, as the shim lays them out.
   void AddIoAggChunks(const format::IoAggInfo& info, const std::vector<format::IoAggSlot>& slots,

@@ -35,10 +35,21 @@ static uint64_t monotonic_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* An outside engine's work on streams (simcuda_debug_stream_engine_attach, sim_tool.h): a
+ * synchronisation that waits for it polls the engine once it has released the lock. */
+static sim_engine_busy_fn g_engine;
+static _Thread_local struct { int on, any; void *stream; } sim_tls_engine;
+
 int sim_lock_guard(void) { pthread_mutex_lock(&G.mu); return 0; }
 void sim_unlock_guard(int *unused) {
   (void)unused;
   pthread_mutex_unlock(&G.mu);
+  if (sim_tls_engine.on) {
+    sim_tls_engine.on = 0;
+    const sim_engine_busy_fn busy = __atomic_load_n(&g_engine, __ATOMIC_ACQUIRE);
+    const struct timespec tick = {0, 200000}; /* 0.2 ms; a signal's handler runs between polls */
+    while (busy && busy(sim_tls_engine.stream, sim_tls_engine.any)) nanosleep(&tick, NULL);
+  }
   const uint64_t until = sim_tls_wait_until;
   if (!until) return;
   sim_tls_wait_until = 0;
@@ -237,6 +248,9 @@ CUresult CUDAAPI cuGetExportTable(const void **ppExportTable, const CUuuid *id) 
 /* ---- the tool interface (sim_tool.h) and CUDA_INJECTION64_PATH ---------------------------- */
 static sim_tool_fn g_tool;
 SIM_EXPORT void simcuda_debug_tool_attach(sim_tool_fn fn) { __atomic_store_n(&g_tool, fn, __ATOMIC_RELEASE); }
+SIM_EXPORT void simcuda_debug_stream_engine_attach(sim_engine_busy_fn fn) {
+  __atomic_store_n(&g_engine, fn, __ATOMIC_RELEASE);
+}
 void sim_tool(const sim_tool_data *d) {
   sim_tool_fn fn = __atomic_load_n(&g_tool, __ATOMIC_ACQUIRE);
   if (fn) fn(d);
@@ -491,6 +505,11 @@ void sim_launched(struct CUctx_st *c, CUstream s, const char *name) {
   c->pending_stream = stream_key(s);
 }
 void sim_sync_wait(struct CUctx_st *c, CUstream s, int any) {
+  if (__atomic_load_n(&g_engine, __ATOMIC_ACQUIRE)) {
+    sim_tls_engine.on = 1;
+    sim_tls_engine.any = any;
+    sim_tls_engine.stream = stream_key(s);
+  }
   if (c->hung && (any || c->hung_stream == stream_key(s))) {
     sim_tls_wait_until = kForever;
     return;
@@ -500,6 +519,8 @@ void sim_sync_wait(struct CUctx_st *c, CUstream s, int any) {
   c->busy_until = 0; /* done once this synchronisation returns */
 }
 int sim_stream_busy(struct CUctx_st *c, CUstream s) {
+  const sim_engine_busy_fn busy = __atomic_load_n(&g_engine, __ATOMIC_ACQUIRE);
+  if (busy && busy(stream_key(s), 0)) return 1;
   if (c->hung && c->hung_stream == stream_key(s)) return 1;
   return c->busy_until > monotonic_ns() && c->busy_stream == stream_key(s);
 }

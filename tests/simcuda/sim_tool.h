@@ -42,4 +42,12 @@ typedef struct {
 
 typedef void (*sim_tool_fn)(const sim_tool_data *);
 
+/* The stream engine interface (sim-only export simcuda_debug_stream_engine_attach): work that an
+ * outside engine (the simulated NCCL, tests/simnccl) put on streams. busy(stream, any) says
+ * whether that work is still running on `stream` (NULL: the default streams; any != 0: on any
+ * stream). A stream or context synchronisation waits, after releasing the driver's lock, until it
+ * answers 0; cuStreamQuery answers CUDA_ERROR_NOT_READY while it answers 1. The engine must not
+ * call the driver from busy. */
+typedef int (*sim_engine_busy_fn)(void *stream, int any);
+
 #endif

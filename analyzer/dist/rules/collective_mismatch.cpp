@@ -2,7 +2,8 @@
 //
 // Rule: at one sequence number of one process group, ranks called different collectives,
 // counts or dtypes (the Python start-up hook's Collective records and the collective each
-// rank was in when it stopped). gloo and NCCL match collectives by their order, so a
+// rank was in when it stopped; likewise per NCCL communicator, from the calls the shim's
+// NCCL hooks left in the trace's call ring). gloo and NCCL match collectives by their order, so a
 // rank's extra metric all_reduce pairs with the others' gradient all-reduce: the job
 // then mixes data or hangs with every rank waiting. The odd ranks are the minority (on a
 // tie, the side that is not DDP's gradient all-reduce, else the side without the lowest
@@ -29,6 +30,7 @@ struct Call {
   size_t rank_index = 0;
   uint64_t op = 0, count = 0;
   std::string op_name, dtype, where;
+  bool nccl = false;
 
   std::tuple<uint64_t, uint64_t, std::string> Signature() const { return {op, count, dtype}; }
 };
@@ -42,6 +44,17 @@ bool PointToPoint(uint64_t op) {
 // Per group, per sequence number, each rank's call there.
 using Calls = std::map<uint64_t, std::map<uint64_t, std::vector<Call>>>;
 
+// A call of rank index i: op and count, its name from the op.
+Call CallOf(size_t i, uint64_t op, uint64_t count) {
+  Call call;
+  call.rank_index = i;
+  call.op = op;
+  call.count = count;
+  const char* n = format::CollectiveOpName(op);
+  call.op_name = n != nullptr ? n : "collective";
+  return call;
+}
+
 Calls CollectCalls(const RunModel& run, const Job& job, std::map<uint64_t, bool>& p2p) {
   Calls calls;
   for (size_t i = 0; i < job.ranks.size(); ++i) {
@@ -50,17 +63,23 @@ Calls CollectCalls(const RunModel& run, const Job& job, std::map<uint64_t, bool>
     for (const auto& c : t.records.Collective) {
       if (PointToPoint(c.op)) p2p[c.group] = true;
       if (c.seq == 0 || c.group == 0) continue;
-      Call call;
-      call.rank_index = i;
-      call.op = c.op;
-      call.count = c.count;
-      const char* n = format::CollectiveOpName(c.op);
-      call.op_name = n != nullptr ? n : "collective";
+      Call call = CallOf(i, c.op, c.count);
       if (c.dtype != 0) call.dtype = std::string(t.Str(c.dtype));
       if (c.where != 0) call.where = std::string(t.Str(c.where));
       calls[c.group][c.seq].push_back(std::move(call));
     }
-    if (r.waiting && r.waiting->seq != 0 && r.waiting->group != 0 && !r.waiting->raised) {
+    // NCCL's calls left in the ring (the shim's NCCL hooks), by communicator.
+    for (const auto& c : t.records.NcclCall) {
+      if (PointToPoint(c.op)) p2p[c.comm] = true;
+      if (c.seq == 0 || c.comm == 0) continue;
+      Call call = CallOf(i, c.op, c.count);
+      const char* d = format::NcclDataTypeName(c.dtype);
+      if (d != nullptr) call.dtype = d;
+      if (c.py_stack != 0) call.where = std::string(t.Str(c.py_stack));
+      call.nccl = true;
+      calls[c.comm][c.seq].push_back(std::move(call));
+    }
+    if (r.waiting && r.waiting->seq != 0 && r.waiting->group != 0 && !r.waiting->raised && !r.waiting->nccl) {
       Call call;
       call.rank_index = i;
       call.op = r.waiting->op_code;
@@ -124,7 +143,8 @@ void CollectiveMismatchRule(RuleContext& ctx) {
         for (int64_t r : odd) odd_json.Append(r);
         ev["ranks"] = std::move(odd_json);
         ev["seq"] = seq;
-        ev["comm"] = "group " + std::to_string(group);
+        const bool nccl = per_rank.begin()->second->nccl;
+        ev["comm"] = CommName(group, nccl);
         ev["job"] = job.job;
         Json call_list = Json::MakeArray();
         const Call* odd_call = per_rank.at(static_cast<size_t>(first_odd - job.ranks.data()));
@@ -162,7 +182,7 @@ void CollectiveMismatchRule(RuleContext& ctx) {
           return s;
         };
         f.summary = RankList(odd) + " called " + describe(*odd_call) + " as collective #" + std::to_string(seq) +
-                    " of group " + std::to_string(group) + ", where " + RankList(usual_ranks) + " called " +
+                    " of " + CommName(group, nccl) + ", where " + RankList(usual_ranks) + " called " +
                     describe(*usual) + (job.all_waiting ? "; every rank then waited in a collective until the job ended"
                                                         : "");
         ctx.Add(std::move(f));

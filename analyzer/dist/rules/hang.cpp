@@ -18,7 +18,10 @@
 // before the collective; "missing": no trace), call (processes[].in_flight's entry, or
 // null), end, steps, python_stack (from `colabtrace run --hang-timeout`, else the rank's
 // last Python sample of that thread)}. seq is the collective's number in its process
-// group, null where unknown; comm names the group ("group 1", the default one).
+// group, null where unknown; comm names the group ("group 1", the default one) or the NCCL
+// communicator ("nccl comm 0x..." and its id, the same on every rank; the collective a
+// rank waits in is then the last one it issued on the stream its GPU synchronisation waits
+// for).
 #include <algorithm>
 
 #include "core/format.h"
@@ -138,7 +141,7 @@ void HangRule(RuleContext& ctx) {
     Json coll = Json::MakeObject();
     coll["op"] = w.op;
     coll["seq"] = w.seq != 0 ? Json(w.seq) : Json();
-    coll["comm"] = w.group != 0 ? Json("group " + std::to_string(w.group)) : Json();
+    coll["comm"] = w.group != 0 ? Json(CommName(w.group, w.nccl)) : Json();
     coll["count"] = w.count;
     coll["dtype"] = w.dtype.empty() ? Json() : Json(w.dtype);
     coll["where"] = w.where.empty() ? Json() : Json(w.where);

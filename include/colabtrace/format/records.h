@@ -94,6 +94,9 @@ namespace colabtrace::format {
   X(101, PyException, "py_exception")       \
   X(102, Collective, "collective")          \
   X(103, DistGroup, "dist_group")           \
+  X(104, NcclComm, "nccl_comm")             \
+  X(105, NcclCall, "nccl_call")             \
+  X(106, NcclCommState, "nccl_comm_state")  \
   X(112, GpuActivity, "gpu_activity")      \
   X(113, CuptiState, "cupti_state")         \
   X(114, CuptiMemory, "cupti_memory")       \
@@ -542,6 +545,42 @@ constexpr const char* IoApiName(uint64_t code) {
 #define CT_FIELDS_DistGroup(F) \
   F(U, group) F(I, rank) F(U, world_size) F(Str, backend) F(U, base_seq) F(U, how)
 
+// ---- NCCL (shim/nccl) ----
+// NcclComm: a communicator event, written when the call returned. event: NcclCommEvent.
+// comm: the communicator's id, NCCL's own commHash computed alike on every rank
+// (shim/nccl/nccl_comm_hash.h: the unique id's hash; for a split, from the parent's hash,
+// its split count and the color); 0 when the call failed before one existed. parent: the
+// parent's id (kSplit). nranks, rank: its size and this process's rank in it (-1 unknown;
+// a split with NCCL_SPLIT_NOCOLOR: -1, and comm 0). color, split: a split's color and the
+// parent's split count it made (1 for its first). handle: the ncclComm_t. rc: ncclResult_t;
+// for kAsyncError the error ncclCommGetAsyncError reported (written once per communicator,
+// the first time it is not ncclSuccess). dur: how long the call took. device: the CUDA
+// device current at the call (-1 unknown).
+#define CT_FIELDS_NcclComm(F)                                                             \
+  F(U, event) F(Hex, comm) F(Hex, parent) F(I, nranks) F(I, rank) F(I, color) F(U, split) \
+  F(Hex, handle) F(I, rc) F(Dur, dur)
+// NcclCall: one NCCL collective or send/recv call, never written by the shim but made by
+// the reader from the call ring of the trace's NCCL chunk (wire.h, NcclChunk), which holds
+// each process's last kNcclSlots calls and survives a SIGKILL. ts: when it was called. n:
+// the call's number in the process (from 1). op: CollectiveOp's code (kBroadcast for
+// ncclBcast too). comm: the communicator's id (NcclComm.comm). seq: its number among the
+// collectives entered on that communicator, from 1 (each call inside a group counts; 0 for
+// send and recv, which pair per peer, and for a call that failed). count, dtype
+// (ncclDataType_t), redop (ncclRedOp_t; 255 none or custom), peer (send/recv: the peer; a
+// rooted collective: its root; -1 none), stream, group (the ncclGroupStart depth it was
+// called at), rc (ncclResult_t), py_stack (the innermost Python frame, "path:line in
+// function"; 0 none).
+#define CT_FIELDS_NcclCall(F)                                                             \
+  F(U, n) F(U, op) F(Hex, comm) F(U, seq) F(U, count) F(U, dtype) F(U, redop) F(I, peer)  \
+  F(Hex, stream) F(U, group) F(I, rc) F(Str, py_stack)
+// NcclCommState: a communicator as the NCCL chunk's table held it when the trace was read
+// (made by the reader, like NcclCall; ts: the trace's last record's). colls: collectives
+// entered on it (its last seq); p2p: sends and receives; state: NcclCommStateCode; splits:
+// the splits made from it.
+#define CT_FIELDS_NcclCommState(F)                                                         \
+  F(Hex, handle) F(Hex, comm) F(Hex, parent) F(U, colls) F(U, p2p) F(I, nranks) F(I, rank) \
+  F(U, state) F(U, splits)
+
 // ---- CUPTI ----
 #define CT_FIELDS_GpuActivity(F)                                               \
   F(U, kind) F(I, device) F(U, start_ns) F(U, end_ns) F(U, bytes) F(Str, name) \
@@ -655,6 +694,19 @@ enum class CollectiveStatus : uint8_t {
 };
 // DistGroup.how.
 enum class DistGroupHow : uint8_t { kInitProcessGroup = 1, kNewGroup = 2 };
+// NcclComm.event: the call that made or ended a communicator, or its async error.
+enum class NcclCommEvent : uint8_t {
+  kInitRank = 1, kInitRankConfig = 2, kInitRankScalable = 3, kInitAll = 4, kSplit = 5,
+  kFinalize = 6, kDestroy = 7, kAbort = 8, kAsyncError = 9
+};
+// NcclCall.dtype: ncclDataType_t's name without its prefix ("float32"), nullptr past the last.
+constexpr const char* NcclDataTypeName(uint64_t t) {
+  constexpr const char* kNames[] = {"int8",    "uint8",   "int32",   "uint32",   "int64",      "uint64",
+                                    "float16", "float32", "float64", "bfloat16", "float8e4m3", "float8e5m2"};
+  return t < sizeof(kNames) / sizeof(kNames[0]) ? kNames[t] : nullptr;
+}
+// NcclCommState.state.
+enum class NcclCommStateCode : uint8_t { kLive = 1, kFinalized = 2, kDestroyed = 3, kAborted = 4 };
 // PyException.message keeps at most this many bytes of str(exc).
 constexpr uint64_t kPyExceptionMessageMax = 512;
 // PyException.py_stack keeps at most this many frames (the innermost).

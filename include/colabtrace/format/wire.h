@@ -29,7 +29,8 @@ inline constexpr char kFileMagic[8] = {'C', 'T', 'R', 'A', 'C', 'E', '\r', '\n'}
 inline constexpr uint16_t kVersionMajor = 1;
 inline constexpr uint16_t kVersionMinor = 3;  // 1: RingSlot.py_stack; 2: PythonLayoutBlock.code_tag_bits;
                                               // 3: I/O aggregate chunks (CTIA), event
-                                              // chunks (CTEV) and the window fields
+                                              // chunks (CTEV) and the window fields, the
+                                              // NCCL chunk (CTNC)
 inline constexpr uint32_t kHeaderSize = 256;
 inline constexpr uint32_t kChunkSize = 32 * 1024;
 inline constexpr uint32_t kChunkMagic = 0x4b435443;  // "CTCK" little-endian
@@ -305,6 +306,55 @@ inline constexpr int IoAggSizeBin(uint64_t n) {
   return n <= 100 ? 0 : n <= 1024 ? 1 : n <= 10240 ? 2 : n <= 102400 ? 3 : n <= 1048576 ? 4
        : n <= 4194304 ? 5 : n <= 10485760 ? 6 : n <= 104857600 ? 7 : n <= 1073741824 ? 8 : 9;
 }
+
+// ---- the NCCL chunk: communicators and the last NCCL calls (shim/nccl) ------------------
+//
+// One chunk per exec image, taken at its first NCCL communicator: a table of the process's
+// communicators and a ring of its last kNcclSlots NCCL calls (collectives and send/recv, of
+// every thread), rewritten in place like a launch ring, so a SIGKILL leaves them in the file.
+// The reader makes nccl_comm_state and nccl_call records of them (records.h).
+inline constexpr uint32_t kNcclChunkMagic = 0x434e5443;  // "CTNC"
+
+// A communicator. The shim fills every field, then stores handle last (release); a reader
+// takes entries whose handle is set. colls and p2p are rewritten at each call.
+struct NcclCommEntry {
+  uint64_t handle;  // the ncclComm_t; 0: unused
+  uint64_t comm;    // its id (NcclComm.comm)
+  uint64_t parent;  // a split's parent id, else 0
+  uint64_t colls;   // collectives entered on it: the last seq
+  uint64_t p2p;     // sends and receives entered on it
+  int32_t nranks, rank;
+  uint32_t state;   // NcclCommStateCode
+  uint32_t splits;  // splits made from it (NCCL's childCount)
+  uint64_t async_noted;  // 1 once its asynchronous error was recorded
+};
+static_assert(sizeof(NcclCommEntry) == 64);
+
+// One call. n is 0 while the slot is being written (stored first, with a release fence
+// after it), then the call's number in the process, stored last.
+struct NcclSlot {
+  uint32_t n;
+  uint8_t op;     // CollectiveOp code
+  uint8_t dtype;  // ncclDataType_t
+  uint8_t redop;  // ncclRedOp_t; 255: none or custom
+  uint8_t group;  // ncclGroupStart depth at the call (saturated at 255)
+  uint64_t comm;
+  uint64_t seq;
+  uint64_t count;
+  uint64_t stream;
+  uint64_t ticks;  // when it was called
+  int32_t peer;    // send/recv peer, or a rooted collective's root; -1 none
+  int32_t rc;      // ncclResult_t
+  uint64_t py_stack;
+};
+static_assert(sizeof(NcclSlot) == 64);
+
+inline constexpr uint32_t kNcclCountsOffset = 32;  // u32 calls written (slot n % kNcclSlots), u32 comms used
+inline constexpr uint32_t kNcclCommsOffset = 64;
+inline constexpr uint32_t kNcclComms = 63;         // communicators kept per image
+inline constexpr uint32_t kNcclSlotsOffset = kNcclCommsOffset + kNcclComms * sizeof(NcclCommEntry);
+inline constexpr uint32_t kNcclSlots = 256;        // a power of two
+static_assert(kNcclSlotsOffset + kNcclSlots * sizeof(NcclSlot) <= kChunkSize);
 
 // ---- varints (LEB128) -------------------------------------------------------------
 
