@@ -168,9 +168,9 @@ TEST(ProcPythonException, ASpawnedProcesssFunctionRaised) {
   // Not marked where the hook did not see it so.
   auto plain = RunOf(Process(kPid, 1, {{format::PyExceptionHow::kMainThread, "ValueError", "x", "/home/u/t.py:1 in f"}}, 1));
   EXPECT_EQ(FindingsOf(plain, "proc.python-exception").at(0).evidence.Find("spawned"), nullptr);
-  EXPECT_TRUE(FindingsOf(RunOf(Process(kPid, 1, {{format::PyExceptionHow::kSpawned, "ValueError", "x",
-                                                  "/home/u/t.py:1 in f"}}, 0)),
-                         "proc.python-exception").empty());
+  auto exited_zero = RunOf(Process(kPid, 1, {{format::PyExceptionHow::kSpawned, "ValueError", "x",
+                                               "/home/u/t.py:1 in f"}}, 0));
+  EXPECT_TRUE(FindingsOf(exited_zero, "proc.python-exception").empty());
 }
 
 constexpr char kReraised[] =
