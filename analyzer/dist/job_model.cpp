@@ -396,10 +396,7 @@ class Builder {
     }
     FindWait(t, r.stop_ns, r);
     for (const auto& e : t.records.PyException) {
-      if (e.how != static_cast<uint64_t>(format::PyExceptionHow::kMainThread) &&
-          e.how != static_cast<uint64_t>(format::PyExceptionHow::kSpawned)) {
-        continue;
-      }
+      if (!format::EndedItsProcess(e.how)) continue;
       r.exception = std::string(t.Str(e.type));
       // Its first line, as the summary quotes it.
       const std::string_view m = e.message != 0 ? t.Str(e.message) : std::string_view();

@@ -137,7 +137,7 @@ PythonExceptions PythonExceptions::Build(const RunModel& run) {
     const Event<format::PyException>* thread = nullptr;
     for (const auto& r : t.records.PyException) {
       if (r.ts < since) continue;
-      if (Is(r, format::PyExceptionHow::kMainThread) || Is(r, format::PyExceptionHow::kSpawned)) main = &r;
+      if (format::EndedItsProcess(r.how)) main = &r;
       if (Is(r, format::PyExceptionHow::kThread)) thread = &r;
     }
     const Event<format::PyException>* r = main != nullptr ? main : thread;

@@ -648,6 +648,12 @@ enum class PyExceptionHow : uint8_t {
                     // wrapper caught it, passed its traceback to the parent and exited 1.
                     // The process ended on it, as on kMainThread
 };
+// Whether a PyException of this how is the one its process's main line of execution ended
+// on (the main thread's, or a spawned process's function's), not a thread's or a passed-on one.
+constexpr bool EndedItsProcess(uint64_t how) {
+  return how == static_cast<uint64_t>(PyExceptionHow::kMainThread) ||
+         how == static_cast<uint64_t>(PyExceptionHow::kSpawned);
+}
 // Collective.op: the torch.distributed call. Several entry points share one op:
 // all_gather_into_tensor and _all_gather_base are kAllGather, reduce_scatter_tensor and
 // _reduce_scatter_base kReduceScatter, all_to_all_single kAllToAll, isend kSend, irecv kRecv.
