@@ -167,8 +167,9 @@ class StraceRun:
         # Paths a process listed (getdents64): directories, even one opened without
         # O_DIRECTORY (shutil.rmtree's os.open + scandir) and gone by the end of the run.
         self.listed: set[tuple[int, str]] = set()
-        # A task's file call that was its last system call before a signal came (the
-        # signal that ended it, if any came last): ((pid, path), {field: amount}).
+        # A task's file call that was its last system call before a signal came from
+        # outside (the signal that ended it, if any came last; the shim's handler's own
+        # calls and its re-raise do not count): ((pid, path), {field: amount}).
         self.last_call: dict[int, tuple[tuple[int, str], dict] | None] = {}
         self._tallied = None  # what the system call line scanned last counted
         files = {int(fn.rsplit(".", 1)[1]): fn for fn in glob.glob(prefix + ".*")}
@@ -247,10 +248,22 @@ class StraceRun:
         pid = self.tgid[tid]
         cwd = self.root
         self._tallied = None
+        after_signal = False
         for line in ls:
-            if line.startswith(("--- SIG", "+++ killed by")):
-                self.last_call[tid] = self._tallied  # what the last system call counted
+            if line.startswith("--- SIG"):
+                # The shim's fatal-signal handler records, then sends the signal again
+                # (tgkill: SI_TKILL from its own pid): its system calls come between the two
+                # deliveries, and the call the first one cut short is still the last the
+                # program made.
+                if not ("si_code=SI_TKILL" in line and f"si_pid={pid}," in line):
+                    self.last_call[tid] = self._tallied  # what the last system call counted
+                after_signal = True
                 continue
+            if line.startswith("+++ killed by"):
+                if not after_signal:  # SIGKILL: strace shows no delivery line
+                    self.last_call[tid] = self._tallied
+                continue
+            after_signal = False
             m = _LINE.match(line)
             if not m:
                 continue
