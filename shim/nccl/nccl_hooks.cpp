@@ -176,7 +176,7 @@ void NoteComm(const CommFacts& f, ncclComm_t handle, bool made, ncclResult_t rc,
   Emit(r);
 }
 
-// A communicator ended (finalize, destroy, abort): its state, and its record.
+// A communicator ended (finalize, destroy, abort) or was revoked: its state, and its record.
 void EndComm(NcclCommEvent event, NcclCommStateCode state, ncclComm_t comm, ncclResult_t rc, uint64_t t0) {
   CommFacts f;
   f.event = event;
@@ -187,13 +187,14 @@ void EndComm(NcclCommEvent event, NcclCommStateCode state, ncclComm_t comm, nccl
   NoteComm(f, comm, false, rc, t0);
 }
 
-// Finalize, destroy, abort. The entry is looked up before the real call frees the
+// Finalize, destroy, abort, revoke. The entry is looked up before the real call frees the
 // communicator (a handle NCCL may hand out again at once).
-ncclResult_t EndHook(ncclResult_t (*real)(ncclComm_t), ncclComm_t comm, NcclCommEvent event, NcclCommStateCode state) {
-  if (PassThrough()) return real(comm);
+template <class Run>
+ncclResult_t EndHook(ncclComm_t comm, NcclCommEvent event, NcclCommStateCode state, Run&& run) {
+  if (PassThrough()) return run();
   if (comm != nullptr) EntryOf(comm);
   uint64_t t0;
-  const ncclResult_t rc = RunReal([&] { return real(comm); }, &t0);
+  const ncclResult_t rc = RunReal(run, &t0);
   if (comm != nullptr) EndComm(event, state, comm, rc, t0);
   return rc;
 }
@@ -267,6 +268,24 @@ template <class Run> inline ncclResult_t Call(const CallArgs& a, Run&& run) {
   return rc;
 }
 
+// A child communicator that a split or a shrink made: its size and this rank in it, asked of
+// NCCL (its own answers, not the program's calls), then its entry and record.
+void NoteChild(CommFacts& f, ncclComm_t child, ncclResult_t rc, uint64_t t0) {
+  if (child != nullptr) {
+    ShimScope scope;
+    if (scope.entered()) {
+      if (g_count_fn == nullptr) g_count_fn = reinterpret_cast<CountFn>(ResolveNext("ncclCommCount"));
+      if (g_rank_fn == nullptr) g_rank_fn = reinterpret_cast<CountFn>(ResolveNext("ncclCommUserRank"));
+    }
+    ++t_nccl.depth;
+    int v = -1;
+    if (g_count_fn != nullptr && g_count_fn(child, &v) == ncclSuccess) f.nranks = v;
+    if (g_rank_fn != nullptr && g_rank_fn(child, &v) == ncclSuccess) f.rank = v;
+    --t_nccl.depth;
+  }
+  NoteComm(f, child, child != nullptr, rc, t0);
+}
+
 }  // namespace
 }  // namespace colabtrace::shim::nccl
 
@@ -329,31 +348,47 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
     if (ok) f.split = __atomic_add_fetch(&parent->splits, 1, __ATOMIC_RELAXED);
   }
   ncclComm_t child = ok && newcomm != nullptr ? *newcomm : nullptr;
-  if (child != nullptr) {
-    f.comm = ct_nccl_split_hash(f.parent, static_cast<int32_t>(f.split), color);
-    ShimScope scope;
-    if (scope.entered()) {
-      if (g_count_fn == nullptr) g_count_fn = reinterpret_cast<CountFn>(ResolveNext("ncclCommCount"));
-      if (g_rank_fn == nullptr) g_rank_fn = reinterpret_cast<CountFn>(ResolveNext("ncclCommUserRank"));
-    }
-    ++t_nccl.depth;  // NCCL's own answers, not the program's calls
-    int v = -1;
-    if (g_count_fn != nullptr && g_count_fn(child, &v) == ncclSuccess) f.nranks = v;
-    if (g_rank_fn != nullptr && g_rank_fn(child, &v) == ncclSuccess) f.rank = v;
-    --t_nccl.depth;
-  }
-  NoteComm(f, child, child != nullptr, rc, t0);
+  if (child != nullptr) f.comm = ct_nccl_split_hash(f.parent, static_cast<int32_t>(f.split), color);
+  NoteChild(f, child, rc, t0);
+  return rc;
+}
+
+// NCCL 2.28 names a shrunk communicator as a split with split count 0 and color 0 (a shrink
+// leaves the parent's split count alone), so every survivor computes the same id.
+ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm,
+                            ncclConfig_t* config, int shrinkFlags) {
+  auto real = CT_REAL(ncclCommShrink);
+  auto run = [&] { return real(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags); };
+  if (PassThrough()) return run();
+  uint64_t t0;
+  const ncclResult_t rc = RunReal(run, &t0);
+  CommFacts f;
+  f.event = NcclCommEvent::kShrink;
+  if (NcclCommEntry* parent = EntryOf(comm)) f.parent = parent->comm;
+  const bool ok = rc == ncclSuccess || rc == ncclInProgress;
+  ncclComm_t child = ok && newcomm != nullptr ? *newcomm : nullptr;
+  if (child != nullptr) f.comm = ct_nccl_split_hash(f.parent, 0, 0);
+  NoteChild(f, child, rc, t0);
   return rc;
 }
 
 ncclResult_t ncclCommFinalize(ncclComm_t comm) {
-  return EndHook(CT_REAL(ncclCommFinalize), comm, NcclCommEvent::kFinalize, NcclCommStateCode::kFinalized);
+  auto real = CT_REAL(ncclCommFinalize);
+  return EndHook(comm, NcclCommEvent::kFinalize, NcclCommStateCode::kFinalized, [&] { return real(comm); });
 }
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
-  return EndHook(CT_REAL(ncclCommDestroy), comm, NcclCommEvent::kDestroy, NcclCommStateCode::kDestroyed);
+  auto real = CT_REAL(ncclCommDestroy);
+  return EndHook(comm, NcclCommEvent::kDestroy, NcclCommStateCode::kDestroyed, [&] { return real(comm); });
 }
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
-  return EndHook(CT_REAL(ncclCommAbort), comm, NcclCommEvent::kAbort, NcclCommStateCode::kAborted);
+  auto real = CT_REAL(ncclCommAbort);
+  return EndHook(comm, NcclCommEvent::kAbort, NcclCommStateCode::kAborted, [&] { return real(comm); });
+}
+// Its work stops; NCCL refuses collectives on it from then (ncclInvalidUsage), and the
+// program shrinks it or destroys it.
+ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  auto real = CT_REAL(ncclCommRevoke);
+  return EndHook(comm, NcclCommEvent::kRevoke, NcclCommStateCode::kRevoked, [&] { return real(comm, revokeFlags); });
 }
 
 // Polled (PyTorch's watchdog asks every few hundred milliseconds): recorded once per

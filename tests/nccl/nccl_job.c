@@ -22,7 +22,11 @@
  *             completes.
  *   abort R   no steps: rank R aborts the world communicator; the others poll
  *             ncclCommGetAsyncError until it reports the remote error (ncclRemoteError, 6;
- *             5 s at most, else they exit 1), then abort it too. */
+ *             5 s at most, else they exit 1), then abort it too.
+ *   shrink R  rank R exits 3 right after the world communicator is made (a lost rank); the
+ *             others revoke the world communicator (an all-reduce on it is then refused with
+ *             ncclInvalidUsage), shrink it excluding R, and make their steps on the shrunk
+ *             one; the launcher exits 1. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdint.h>
@@ -103,7 +107,7 @@ static void exchange_id(int rank, ncclUniqueId *id) {
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: %s N healthy|skip R|bcast R|abort R\n", argv[0]);
+    fprintf(stderr, "usage: %s N healthy|skip R|bcast R|abort R|shrink R\n", argv[0]);
     return 2;
   }
   const char *rank_env = getenv("RANK");
@@ -131,6 +135,15 @@ int main(int argc, char **argv) {
     CHECK(ncclCommAbort(world));
     return 0;
   }
+  ncclComm_t coll = world; /* the communicator each step all-reduces on */
+  const int shrink = strcmp(mode, "shrink") == 0;
+  if (shrink) {
+    if (rank == odd) return 3;
+    int excluded[1] = {odd};
+    CHECK(ncclCommRevoke(world, 0));
+    if (ncclAllReduce(NULL, NULL, 1024, ncclFloat32, ncclSum, world, 0) != ncclInvalidUsage) return 1;
+    CHECK(ncclCommShrink(world, excluded, 1, &coll, NULL, 0));
+  }
   const int healthy = strcmp(mode, "healthy") == 0;
   if (healthy) CHECK(ncclCommSplit(world, rank % 2, -rank, &half, NULL));
   cudaStream_t s;
@@ -148,7 +161,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "bcast") == 0 && rank == odd && step == 2) {
       CHECK(ncclBroadcast(NULL, NULL, 1024, ncclFloat32, 0, world, s));
     } else {
-      CHECK(ncclAllReduce(NULL, NULL, 1024, ncclFloat32, ncclSum, world, s));
+      CHECK(ncclAllReduce(NULL, NULL, 1024, ncclFloat32, ncclSum, coll, s));
     }
     CHECK(cudaStreamSynchronize(s));
     if (half) {
@@ -165,6 +178,7 @@ int main(int argc, char **argv) {
     CHECK(cudaStreamSynchronize(s));
     CHECK(ncclCommDestroy(half));
   }
+  if (shrink) CHECK(ncclCommDestroy(coll));
   CHECK(ncclCommDestroy(world));
   return 0;
 }

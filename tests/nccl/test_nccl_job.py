@@ -13,7 +13,11 @@ started as 3 ranks (with torchrun's variables) by its own launcher, under `colab
 - bcast: rank 2 broadcasts where the others all-reduce (collective #2):
   dist.collective-mismatch names rank 2;
 - abort: rank 1 aborts the communicator; the others' ncclCommGetAsyncError reports the remote
-  error (recorded once), then they abort too.
+  error (recorded once), then they abort too;
+- shrink: rank 1 exits 3 after the world communicator is made; the others revoke it (an
+  all-reduce on it is then refused), shrink it excluding rank 1 (the child's id as NCCL 2.28
+  names it, alike on both survivors) and make their steps on the child; dist.first-failure
+  names rank 1.
 Each job runs once per class (setUpClass), in a folder of its own."""
 import glob
 import os
@@ -259,6 +263,42 @@ class RankAbortsTheCommunicator(NcclJob):
             self.assertEqual([fields(s, "comm", "colls", "state") for s in h.records(self.traces[rank], "nccl_comm_state")],
                              [(world, 0, 4)], rank)
         self.assertEqual(self.dist_findings(), [])
+
+
+
+class LostRankShrunkAway(NcclJob):
+    MODE = ["shrink", "1"]
+
+    def test_revoke_and_shrink_name_the_child_alike(self):
+        world = self.world()
+        small = split_hash(world, 0, 0)  # NCCL 2.28: a shrink is a split with count 0, color 0
+        self.assertNotIn(small, (split_hash(world, 1, 0), world))
+        for rank in (0, 2):
+            got = [fields(c, "event", "comm", "parent", "nranks", "rank", "color", "split", "rc")
+                   for c in h.records(self.traces[rank], "nccl_comm")]
+            child_rank = {0: 0, 2: 1}[rank]
+            self.assertEqual(got, [
+                (1, world, 0, 3, rank, 0, 0, 0),                 # ncclCommInitRank
+                (11, world, 0, 3, rank, 0, 0, 0),                # ncclCommRevoke
+                (10, small, world, 2, child_rank, 0, 0, 0),      # ncclCommShrink, excluding rank 1
+                (7, small, world, 2, child_rank, 0, 0, 0),       # destroy
+                (7, world, 0, 3, rank, 0, 0, 0),
+            ], rank)
+            calls = [fields(c, "n", "op", "comm", "seq", "count", "rc") for c in h.records(self.traces[rank], "nccl_call")]
+            # The all-reduce on the revoked communicator: refused (ncclInvalidUsage, 5), so it
+            # takes no sequence number; then the steps on the child, numbered from 1.
+            self.assertEqual(calls, [(1, 1, world, 0, 1024, 5)] + [(1 + s, 1, small, s, 1024, 0) for s in range(1, 6)], rank)
+            states = sorted(fields(s, "comm", "colls", "state", "splits") for s in h.records(self.traces[rank], "nccl_comm_state"))
+            self.assertEqual(states, sorted([(world, 0, 3, 0), (small, 5, 3, 0)]), rank)
+        self.assertEqual([fields(c, "event", "comm", "nranks", "rank") for c in h.records(self.traces[1], "nccl_comm")],
+                         [(1, world, 3, 1)])
+
+    def test_the_lost_rank_failed_first(self):
+        self.assertEqual(self.proc.returncode, 1)
+        got = [(f["id"], f["severity"]) for f in self.report["findings"] if f["severity"] != "info"]
+        self.assertEqual(got, [("dist.first-failure", "error")])
+        self.assertIn("rank 1 ", self.dist_findings("dist.first-failure")[0]["summary"])
+        self.assertIn("exited 3", self.dist_findings("dist.first-failure")[0]["summary"])
 
 
 if __name__ == "__main__":

@@ -56,7 +56,7 @@ struct ncclComm {
   sn_shared *sh;
   char path[256];
   uint32_t child_count; /* splits made from it (NCCL's childCount) */
-  int finalized, aborted;
+  int finalized, aborted, revoked;
   uint64_t coll;        /* collectives entered (this rank) */
   uint64_t sent[SN_MAX_RANKS], received[SN_MAX_RANKS];
 };
@@ -362,13 +362,18 @@ API ncclResult_t pncclCommFinalize(ncclComm_t comm) {
 }
 ALIAS(ncclCommFinalize)
 
-static void comm_release(struct ncclComm *c, int state) {
+/* Its queued work is dropped: the synchronisations waiting for it return. */
+static void drop_work(struct ncclComm *c) {
   pthread_mutex_lock(&g_mu);
   size_t kept = 0;
   for (size_t i = 0; i < g_nops; i++)
     if (g_ops[i].comm != c) g_ops[kept++] = g_ops[i];
   g_nops = kept;
   pthread_mutex_unlock(&g_mu);
+}
+
+static void comm_release(struct ncclComm *c, int state) {
+  drop_work(c);
   __atomic_store_n(&c->sh->r[c->rank].state, state, __ATOMIC_RELEASE);
   if (__atomic_add_fetch(&c->sh->left, 1, __ATOMIC_ACQ_REL) == (uint32_t)c->nranks) unlink(c->path);
   munmap(c->sh, sizeof(sn_shared));
@@ -398,6 +403,50 @@ API ncclResult_t pncclCommAbort(ncclComm_t comm) {
   return ncclSuccess;
 }
 ALIAS(ncclCommAbort)
+
+/* As NCCL 2.28: flags other than NCCL_REVOKE_DEFAULT (0), and a communicator finalized or
+ * revoked already, are refused (ncclInvalidArgument); its queued work is dropped (the
+ * synchronisations waiting for it return), later collectives on it get ncclInvalidUsage, and
+ * it may still be shrunk or destroyed. A NULL communicator is a success. */
+API ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  if (!comm) return ncclSuccess;
+  if (!valid_comm(comm) || revokeFlags != 0 || comm->finalized || comm->revoked) return ncclInvalidArgument;
+  drop_work(comm);
+  comm->revoked = 1;
+  comm->finalized = 1; /* NCCL sets finalizeCalled: a later destroy does not wait */
+  return ncclSuccess;
+}
+ALIAS(ncclCommRevoke)
+
+static int compare_ints(const void *a, const void *b) {
+  const int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+/* Only the ranks that stay call it, each with the same list (NCCL sorts the caller's list in
+ * place, and so does this); each joins the child: its rank the parent's, less the excluded
+ * ranks below it. NCCL names the child from the parent's hash with split count 0 and color 0
+ * (a shrink leaves the parent's split count alone). A revoked parent may be shrunk. */
+API ncclResult_t pncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeRanksCount, ncclComm_t *newcomm,
+                                 ncclConfig_t *config, int shrinkFlags) {
+  (void)shrinkFlags; /* NCCL_SHRINK_ABORT stops the parent's work first: there is none left here */
+  if (!valid_comm(comm) || !newcomm || !excludeRanksList || excludeRanksCount <= 0) return ncclInvalidArgument;
+  if (config && config->magic != 0xcafebeef) return ncclInvalidArgument;
+  qsort(excludeRanksList, (size_t)excludeRanksCount, sizeof(int), compare_ints);
+  if (bsearch(&comm->rank, excludeRanksList, (size_t)excludeRanksCount, sizeof(int), compare_ints))
+    return ncclInvalidArgument;
+  *newcomm = NULL;
+  int below = 0;
+  for (int i = 0; i < excludeRanksCount; i++) below += excludeRanksList[i] < comm->rank;
+  struct ncclComm *c;
+  ncclResult_t r = comm_open(ct_nccl_split_hash(comm->hash, 0, 0), comm->nranks - excludeRanksCount,
+                             comm->rank - below, comm->dev, &c);
+  if (r != ncclSuccess) return r;
+  comm_wait_joined(c);
+  *newcomm = c;
+  return ncclSuccess;
+}
+ALIAS(ncclCommShrink)
 
 API ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError) {
   if (!valid_comm(comm) || !asyncError) return ncclInvalidArgument;
@@ -432,7 +481,7 @@ static int g_group_depth; /* ncclGroupStart/End nesting (per process, as NCCL's 
 
 static ncclResult_t check(const struct ncclComm *c, ncclDataType_t t, int op, int root) {
   if (!valid_comm(c)) return ncclInvalidArgument;
-  if (c->finalized) return ncclInvalidUsage;
+  if (c->finalized || c->revoked) return ncclInvalidUsage;
   if ((int)t < 0 || t >= ncclNumTypes) return ncclInvalidArgument;
   if (op != -1 && (op < 0 || op >= ncclNumOps)) return ncclInvalidArgument;
   if (root != -1 && (root < 0 || root >= c->nranks)) return ncclInvalidArgument;
@@ -601,14 +650,3 @@ API ncclResult_t pncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
   return not_simulated("ncclRedOpDestroy");
 }
 ALIAS(ncclRedOpDestroy)
-API ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags) {
-  (void)comm, (void)revokeFlags;
-  return not_simulated("ncclCommRevoke");
-}
-ALIAS(ncclCommRevoke)
-API ncclResult_t pncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeRanksCount, ncclComm_t *newcomm,
-                                 ncclConfig_t *config, int shrinkFlags) {
-  (void)comm, (void)excludeRanksList, (void)excludeRanksCount, (void)newcomm, (void)config, (void)shrinkFlags;
-  return not_simulated("ncclCommShrink");
-}
-ALIAS(ncclCommShrink)

@@ -549,10 +549,11 @@ constexpr const char* IoApiName(uint64_t code) {
 // NcclComm: a communicator event, written when the call returned. event: NcclCommEvent.
 // comm: the communicator's id, NCCL's own commHash computed alike on every rank
 // (shim/nccl/nccl_comm_hash.h: the unique id's hash; for a split, from the parent's hash,
-// its split count and the color); 0 when the call failed before one existed. parent: the
-// parent's id (kSplit). nranks, rank: its size and this process's rank in it (-1 unknown;
-// a split with NCCL_SPLIT_NOCOLOR: -1, and comm 0). color, split: a split's color and the
-// parent's split count it made (1 for its first). handle: the ncclComm_t. rc: ncclResult_t;
+// its split count and the color; for a shrink, as a split with count 0 and color 0); 0 when
+// the call failed before one existed. parent: the parent's id (kSplit, kShrink). nranks,
+// rank: its size and this process's rank in it (-1 unknown; a split with
+// NCCL_SPLIT_NOCOLOR: -1, and comm 0). color, split: a split's color and the parent's split
+// count it made (1 for its first; a shrink: 0 and 0). handle: the ncclComm_t. rc: ncclResult_t;
 // for kAsyncError the error ncclCommGetAsyncError reported (written once per communicator,
 // the first time it is not ncclSuccess). dur: how long the call took. device: the CUDA
 // device current at the call (-1 unknown).
@@ -703,7 +704,7 @@ enum class DistGroupHow : uint8_t { kInitProcessGroup = 1, kNewGroup = 2 };
 // NcclComm.event: the call that made or ended a communicator, or its async error.
 enum class NcclCommEvent : uint8_t {
   kInitRank = 1, kInitRankConfig = 2, kInitRankScalable = 3, kInitAll = 4, kSplit = 5,
-  kFinalize = 6, kDestroy = 7, kAbort = 8, kAsyncError = 9
+  kFinalize = 6, kDestroy = 7, kAbort = 8, kAsyncError = 9, kShrink = 10, kRevoke = 11
 };
 // NcclCall.dtype: ncclDataType_t's name without its prefix ("float32"), nullptr past the last.
 constexpr const char* NcclDataTypeName(uint64_t t) {
@@ -712,7 +713,7 @@ constexpr const char* NcclDataTypeName(uint64_t t) {
   return t < sizeof(kNames) / sizeof(kNames[0]) ? kNames[t] : nullptr;
 }
 // NcclCommState.state.
-enum class NcclCommStateCode : uint8_t { kLive = 1, kFinalized = 2, kDestroyed = 3, kAborted = 4 };
+enum class NcclCommStateCode : uint8_t { kLive = 1, kFinalized = 2, kDestroyed = 3, kAborted = 4, kRevoked = 5 };
 // PyException.message keeps at most this many bytes of str(exc).
 constexpr uint64_t kPyExceptionMessageMax = 512;
 // PyException.py_stack keeps at most this many frames (the innermost).
