@@ -327,6 +327,9 @@ inline bool NeedsMode(int flags) {
 // Resolves and interns the path before the call (see PreparedPath); false if the shim
 // is already busy on this thread.
 inline bool Prepare(int dirfd, const char* path, PreparedPath* pp) {
+  // A null path names no file: the call fails with EFAULT and visits nothing (Rust's std
+  // probes for statx with statx(0, NULL, 0, STATX_ALL, NULL)).
+  if (path == nullptr) return false;
   RecordScope scope;
   if (!scope.entered()) return false;
   PreparePath(dirfd, path, pp);

@@ -468,13 +468,28 @@ void PreparePath(int dirfd, const char* path, PreparedPath* out) {
 
 // The open's sums in its file's aggregate slot (as the analyzer's replay counts it).
 format::IoAggSlot* AggOpen(const PreparedPath& pp, const format::IoOpen& r, int flags) {
-  // O_TMPFILE holds O_DIRECTORY's bit: the path names a directory, the open makes a file
-  // that has no name of its own; such files are not summed.
-  if ((flags & O_TMPFILE) == O_TMPFILE || pp.id == 0) return nullptr;
-  format::IoAggSlot* s = AggSlotOf(std::string_view(pp.ap.s, pp.ap.n), pp.id, r.mount);
+  if (pp.id == 0) return nullptr;
+  format::IoAggSlot* s = nullptr;
+  const bool tmpfile = (flags & O_TMPFILE) == O_TMPFILE;
+  if (tmpfile) {
+    // O_TMPFILE holds O_DIRECTORY's bit: the path names a directory, the open makes a file
+    // with no name of its own. Such files are summed together per directory, as the
+    // analyzer's replay names them: "<dir>/<O_TMPFILE>" (rare: interned here, not cached).
+    static constexpr char kTmp[] = "/<O_TMPFILE>";
+    char name[kPathBuf + sizeof(kTmp)];
+    size_t n = pp.ap.n;
+    while (n > 1 && pp.ap.s[n - 1] == '/') --n;
+    if (n > kPathBuf) return nullptr;
+    std::memcpy(name, pp.ap.s, n);
+    std::memcpy(name + n, kTmp, sizeof(kTmp) - 1);
+    const std::string_view key(name, n + sizeof(kTmp) - 1);
+    s = AggSlotOf(key, InternString(key), r.mount);
+  } else {
+    s = AggSlotOf(std::string_view(pp.ap.s, pp.ap.n), pp.id, r.mount);
+  }
   if (s == nullptr) return nullptr;
   uint32_t bits = 0;
-  if ((flags & O_DIRECTORY) && r.fd >= 0) bits |= format::kIoAggIsDirectory;
+  if ((flags & O_DIRECTORY) && !tmpfile && r.fd >= 0) bits |= format::kIoAggIsDirectory;
   if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_CREAT)) bits |= format::kIoAggOutput;
   if (r.ftype == (S_IFDIR >> 12)) bits |= format::kIoAggIsDirectory;
   if (bits != 0) AggFlags(s, bits);

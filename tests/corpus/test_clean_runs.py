@@ -1,7 +1,9 @@
 """The clean-run corpus: healthy real workloads, run under the shim, must give reports a
 maintainer would call true. Each workload asserts what the program really did, then that
 `colabtrace report --format json` over its traces has no `error` finding and exactly the
-allowed set of warnings (each allowed one says why it is legitimately expected).
+allowed set of warnings (each allowed one says why it is legitimately expected), and that
+the report from the I/O aggregates alone (as a rolled window leaves a trace, issue 39) has
+the same findings and file rows.
 
 Workloads: a torch DataLoader with 2 workers, numpy file I/O of many arrays, many
 subprocesses plus a shell pipeline, `import torch`, pyenv's `python3 -c pass` (a bash
@@ -19,6 +21,7 @@ cargo (rustc, cc and the linker as children), perl (fork, %SIG, alarm, a child i
 make -j2, a C++ build with its own -I and -L directories, git and sqlite3. Each skips
 where its tool is missing."""
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -157,7 +160,26 @@ class CleanRunsTest(h.TempDirTest):
         self.assertEqual(warnings, set(allowed_warnings),
                          [(f["id"], f["summary"]) for f in rep["findings"] if f["severity"] == "warning"])
         self.assertEqual(rep["warnings"], [])  # every trace read whole
+        self.same_from_aggregates(r, rep)
         return rep
+
+    def same_from_aggregates(self, r, rep):
+        """Issue 39: the report from the I/O aggregates alone (as a rolled window leaves it:
+        COLABTRACE_ANALYZER_IGNORE_IO_EVENTS=1) gives the same findings, and each file row
+        the same opens, reads, bytes read and stats."""
+        env = dict(os.environ, COLABTRACE_ANALYZER_IGNORE_IO_EVENTS="1")
+        env.pop("LD_PRELOAD", None)
+        p = subprocess.run([h.CLI, "report", "--format", "json", *r.traces], capture_output=True, text=True,
+                           env=env, timeout=300)
+        self.assertIn(p.returncode, (0, 1), p.stderr)
+        agg = json.loads(p.stdout)
+        key = lambda f: (f["id"], f["severity"], f.get("pid"))  # noqa: E731
+        self.assertEqual(sorted(map(key, agg["findings"])), sorted(map(key, rep["findings"])))
+        fields = ("kind", "opens", "reads", "bytes_read", "stats")
+        rows = lambda j: {(f.get("pid"), f["path"]): tuple(f.get(k) for k in fields) for f in j["io"]["files"]}  # noqa: E731
+        a, e = rows(agg), rows(rep)
+        self.assertEqual({k: a[k] for k in a.keys() - e.keys() | {k for k in a.keys() & e.keys() if a[k] != e[k]}},
+                         {k: e[k] for k in e.keys() - a.keys() | {k for k in a.keys() & e.keys() if a[k] != e[k]}})
 
     @unittest.skipUnless(HAVE_TORCH, "needs Debian's python3-torch")
     def test_torch_dataloader_with_two_workers(self):

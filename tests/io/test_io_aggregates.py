@@ -126,6 +126,36 @@ class AggregateTest(TempDirTest):
             self.assertEqual(self.same_io_findings(agg, ev), ids)
             self.same_as_events(file_rows(agg, data + "/"), file_rows(ev, data + "/"))
 
+    def test_unnamed_files_and_a_null_path_probe(self):
+        # Files O_TMPFILE makes have no name: their events and their aggregate are one row
+        # per directory, "<dir>/<O_TMPFILE>", with the same counts. statx(0, NULL, ...) (Rust's
+        # std probes for statx so) fails with EFAULT and visits no file: no row at all.
+        d = os.path.join(self.tmp, "tmpdir")
+        os.makedirs(d)
+        prog = (
+            "import ctypes, os, sys\n"
+            "d = sys.argv[1]\n"
+            "for i in range(3):\n"
+            "    fd = os.open(d, os.O_TMPFILE | os.O_RDWR)\n"
+            "    os.write(fd, b'x' * 100)\n"
+            "    os.lseek(fd, 0, 0)\n"
+            "    assert os.read(fd, 1000) == b'x' * 100\n"
+            "    os.fstat(fd)\n"
+            "    os.close(fd)\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "assert libc.statx(0, None, 0, 0xfff, None) == -1 and ctypes.get_errno() == 14\n")
+        run = run_traced([SYSTEM_PYTHON, "-c", prog, d], out_dir=os.path.join(self.tmp, "out"))
+        self.assertEqual(run.returncode, 0, run.stderr)
+        ev = report_json(*run.traces, aggregates=False)
+        agg = report_json(*run.traces, aggregates=True)
+        for rep in (ev, agg):
+            self.assertEqual([f["path"] for f in rep["io"]["files"] if f["path"].startswith("<pid")], [])
+            row = file_rows(rep, d + "/")
+            self.assertEqual(list(row), [d + "/<O_TMPFILE>"])
+            r = row[d + "/<O_TMPFILE>"]
+            self.assertEqual((r["kind"], r["opens"], r["reads"], r["bytes_read"], r["stats"]), ("file", 3, 3, 300, 3))
+        self.same_as_events(file_rows(agg, d + "/"), file_rows(ev, d + "/"))
+
     def test_visits_are_summed_exactly(self):
         # 40 files of 1,000..2,443 bytes, 3 passes, 512-byte reads: the program's own counts,
         # file by file, in the aggregates; and the same rows as the events give.
