@@ -1,7 +1,9 @@
 """The window suite of tools/bench (issue 39): the trace's size and the shim's RSS over
-time while a small-file loop rolls the window, and the file I/O hot-path costs (read,
+time while a small-file loop rolls the window; the file I/O hot-path costs (read,
 pread, open, close, stat) bare, under the shim from before the window, and under this one with
-the default window and with one rolling all the time.
+the default window and with one rolling all the time; and a soak of a real program
+(CPython, soak.py) that fills a small window many times: size and RSS over time, the
+analyzer's time on the result, and the aggregates' counts against the program's own.
 
 The shim from before: COLABTRACE_BENCH_BEFORE names its libcolabtrace.so (a build of the
 commit before the window); without it that column says "n/a"."""
@@ -18,6 +20,8 @@ NAME = "window"
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 VISITS = os.path.join(ROOT, "tests", "core", "progs", "ct_visits.c")
+SOAK = os.path.join(HERE, "soak.py")
+PYTHON = "/usr/bin/python3"
 MIB = 1 << 20
 
 
@@ -115,4 +119,46 @@ def run(ctx):
                         f"tools/bench_io/microbench.c: {n} calls per run, {reps} runs per mode, interleaved, the "
                         "lowest run median kept; each call timed alone (the timer's cost subtracted). "
                         "'before': COLABTRACE_BENCH_BEFORE=" + (before or "(unset)") + ".")
-    return [size_sec, cost_sec]
+    return [size_sec, cost_sec, _soak(ctx, files, 15 if quick else 180, 4)]
+
+
+def _soak(ctx, files, seconds, window_mb):
+    """CPython visiting the 1,000 files again and again for SECONDS through a WINDOW_MB
+    window: every 10 s (5 s in a quick run) the trace's size, allocated blocks and the
+    process's RSS; then the analyzer's wall time on the trace, the report's window, and the
+    opens the aggregates counted against the visits the program made."""
+    trace_dir = os.path.join(ctx.work, "soak")
+    os.makedirs(trace_dir)
+    env = dict(ctx.env("colabtrace", trace_dir), COLABTRACE_WINDOW_MB=str(window_mb))
+    p = subprocess.Popen([PYTHON, SOAK, files, str(seconds)], env=env, stdout=subprocess.PIPE, text=True)
+    step = 5 if seconds <= 30 else 10
+    rows, t0, next_at = [], time.monotonic(), float(step)
+    while p.poll() is None:
+        time.sleep(0.1)
+        now = time.monotonic() - t0
+        if now < next_at:
+            continue
+        next_at += step
+        traces = glob.glob(os.path.join(trace_dir, "*.ctrace"))
+        if traces:
+            st = os.stat(traces[0])
+            rows.append([f"{round(now)} s", f"{st.st_size / MIB:.1f}", f"{st.st_blocks * 512 / MIB:.1f}",
+                         f"{_rss_kib(p.pid) / 1024:.1f}"])
+    words = p.communicate()[0].split()
+    visits = int(words[1])
+    cli = os.path.join(ctx.build, "bin", "colabtrace")
+    a0 = time.monotonic()
+    rep = json.loads(subprocess.run([cli, "report", "--format", "json", trace_dir], capture_output=True, text=True,
+                                    check=False).stdout)
+    analyzer_s = time.monotonic() - a0
+    proc = max(rep["processes"], key=lambda q: (q.get("window") or {}).get("events_total", 0))
+    w = proc.get("window") or {}
+    opens = sum(f.get("opens", 0) for f in rep["io"]["files"] if f["path"].startswith(files + "/"))
+    size = sum(os.path.getsize(t) for t in glob.glob(os.path.join(trace_dir, "*.ctrace")))
+    return _section(f"Soak: CPython visiting 1,000 files for {seconds} s, COLABTRACE_WINDOW_MB={window_mb}",
+                    ["time", "file MiB", "allocated MiB", "RSS MiB"], rows,
+                    f"tools/bench_window/soak.py under the shim: {visits} visits ({words[3]} passes); the report "
+                    f"counts {opens} opens of those files (the aggregates; exact: {opens == visits}); its window: "
+                    f"{w.get('events_in_full', 0)} of {w.get('events_total', 0)} events in full, capped "
+                    f"{w.get('capped')}; the trace {size / MIB:.1f} MiB at the end; `colabtrace report --format json` "
+                    f"took {analyzer_s:.2f} s on it.")
