@@ -63,6 +63,7 @@ uint8_t* ChunkFor(uint32_t n) {
     if (g_chunks[k] != nullptr) continue;
     uint8_t* p = g_recording ? g_trace.AllocChunk(true) : nullptr;
     if (p == nullptr) break;
+    g_trace.KeepsMapped(p);
     auto* ch = reinterpret_cast<format::ChunkHeader*>(p);
     ch->tid = 0;
     ch->base_ticks = Ticks();

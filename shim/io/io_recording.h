@@ -612,7 +612,9 @@ template <class Call> inline ssize_t CopyCall(IoApi api, int in_fd, int out_fd, 
     rec.result = Result(r);
     rec.dur = t1 - t0;
     // A copy out of a traced file that moved bytes reads its data (io.metadata-heavy).
-    if (r > 0 && FdTracked(in_fd) && g_fd_slots[in_fd].agg != nullptr) AggCount(g_fd_slots[in_fd].agg, format::kIoAggDataCopies);
+    if (r > 0 && FdTracked(in_fd) && g_fd_slots[in_fd].agg != nullptr) {
+      AggCount(g_fd_slots[in_fd].agg, format::kIoAggDataCopies);
+    }
     Emit(rec);
   }
   return r;

@@ -512,8 +512,8 @@ TEST(IoAggregates, CountsPast16BitsAddTheirHighSlots) {
   std::vector<uint8_t> bytes = b.raw().bytes();
   const size_t chunk = bytes.size() - ctf::kChunkSize;  // the one aggregate chunk
   auto link = [&](uint32_t number, uint32_t high) {
-    std::memcpy(&bytes[chunk + ctf::kIoAggSlotsOffset + number * sizeof(ctf::IoAggSlot) + offsetof(ctf::IoAggSlot, high)],
-                &high, sizeof(high));
+    const size_t at = chunk + ctf::kIoAggSlotsOffset + number * sizeof(ctf::IoAggSlot) + offsetof(ctf::IoAggSlot, high);
+    std::memcpy(&bytes[at], &high, sizeof(high));
   };
   link(2, 2);
   link(3, 1);
