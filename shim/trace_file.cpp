@@ -35,6 +35,7 @@ static_assert(kExtentBytes % kChunkSize == 0);
 // One TraceFile exists per process, so the extent table is static storage.
 uint8_t* g_extent_addr[kMaxExtents];
 uint16_t g_extent_finished[kMaxExtents];
+uint8_t g_extent_kept[kMaxExtents];  // holds a chunk never released (KeepsMapped)
 
 // The queue of event chunks their threads have left, oldest first: the ones the window
 // rewrites. A chunk's index in the file and its last record's ticks. Static storage
@@ -77,6 +78,11 @@ __attribute__((optimize("no-tree-loop-distribute-patterns"))) void ZeroWords(uin
 
 template <class T> T Load(const T* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 template <class T> void Store(T* p, T v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+
+// Drops a finished chunk's pages from this process (its bytes stay in the file).
+void GiveUpPages(uint8_t* chunk) {
+  raw::Syscall6(SYS_madvise, reinterpret_cast<long>(chunk), format::kChunkSize, MADV_DONTNEED);
+}
 
 // Zeros for ZeroFill's writes: one page in .bss that every iovec entry points at. The
 // kernel reads the source of a write page by page, and each page of .bss it reads first
@@ -731,8 +737,15 @@ void TraceFile::ReleaseChunk(uint8_t* chunk, bool own_map) {
     return;
   }
   // Find the extent holding this chunk; unmap it once every chunk in it is finished,
-  // so that a long trace does not keep growing the host's RSS.
+  // so that a long trace does not keep growing the host's RSS. An extent that stays
+  // mapped for good (the first, or one holding an I/O aggregate chunk) gives up the
+  // finished chunk's pages instead: its bytes stay in the file and the page cache.
   const uint64_t extents = Load(&mapped_end_) / kExtentBytes;
+  uint8_t* first = Load(&g_extent_addr[0]);
+  if (first != nullptr && chunk >= first && chunk < first + first_extent_bytes_) {
+    if (Load(&g_extent_kept[0])) GiveUpPages(chunk);
+    return;
+  }
   for (uint64_t i = 1; i < extents; ++i) {
     uint8_t* base = Load(&g_extent_addr[i]);
     if (base == nullptr || chunk < base || chunk >= base + kExtentBytes) continue;
@@ -740,8 +753,26 @@ void TraceFile::ReleaseChunk(uint8_t* chunk, bool own_map) {
       Store(&g_extent_addr[i], static_cast<uint8_t*>(nullptr));
       BeforeUnmap();
       raw::Munmap(base, kExtentBytes);
+    } else if (Load(&g_extent_kept[i])) {
+      GiveUpPages(chunk);
     }
     return;
+  }
+}
+
+void TraceFile::KeepsMapped(const uint8_t* chunk) {
+  uint8_t* first = Load(&g_extent_addr[0]);
+  if (first != nullptr && chunk >= first && chunk < first + first_extent_bytes_) {
+    Store(&g_extent_kept[0], uint8_t{1});
+    return;
+  }
+  const uint64_t extents = Load(&mapped_end_) / kExtentBytes;
+  for (uint64_t i = 1; i < extents; ++i) {
+    const uint8_t* base = Load(&g_extent_addr[i]);
+    if (base != nullptr && chunk >= base && chunk < base + kExtentBytes) {
+      Store(&g_extent_kept[i], uint8_t{1});
+      return;
+    }
   }
 }
 
@@ -820,6 +851,7 @@ void TraceFile::AbandonInChild() {
     }
     g_extent_addr[i] = nullptr;
     g_extent_finished[i] = 0;
+    g_extent_kept[i] = 0;
   }
   if (handoff_fd_ >= 0) raw::Close(handoff_fd_);
   if (kept_fd_ >= 0) raw::Close(kept_fd_);

@@ -66,6 +66,10 @@ class TraceFile {
   // Called when a thread moves on from a chunk it filled. Once every chunk of an extent
   // is finished, the extent is unmapped so a long trace does not grow the host's RSS.
   void ReleaseChunk(uint8_t* chunk, bool own_map = false);
+  // Says that `chunk` (from AllocChunk) is never released (an I/O aggregate chunk): its
+  // extent stays mapped, so each chunk finished in it gives up its pages (MADV_DONTNEED)
+  // rather than stay resident until an unmap that never comes.
+  void KeepsMapped(const uint8_t* chunk);
   // The same for an event chunk (at file offset `offset`), whose last record has
   // end_ticks: it joins the queue of chunks the window may rewrite.
   void ReleaseEventChunk(uint8_t* chunk, bool own_map, uint64_t offset, uint64_t end_ticks);

@@ -242,7 +242,7 @@ class ProcessReplay {
 
  private:
   // What a file's row and its process's totals both sum from a slot.
-  template <class Row> static void AddSlotSums(Row& row, const format::IoAggSlot& s, uint64_t reads) {
+  template <class Row> static void AddSlotSums(Row& row, const format::IoAggSums& s, uint64_t reads) {
     row.opens += s.opens;
     row.open_errors += s.open_errors;
     row.open_ns += s.open_ns;
@@ -266,7 +266,7 @@ class ProcessReplay {
         p_.per_directory_from_ns = im.files_full_ns;
       }
     }
-    for (const format::IoAggSlot& s : t_.io_aggregates.slots) {
+    for (const format::IoAggSums& s : t_.io_aggregates.slots) {
       size_t idx;
       if (s.kind == format::kIoAggDirectory) {
         auto it = summed_dirs_.find(s.path);

@@ -46,10 +46,11 @@ struct ReadStats {
 };
 
 // The I/O aggregate chunks of a trace (wire.h, "I/O aggregate chunks"): every claimed
-// slot of every exec image, in chunk order, durations converted to nanoseconds.
+// slot of every exec image, in chunk order, widened to 64-bit counts (IoAggSums),
+// durations converted to nanoseconds.
 struct IoAggregates {
   bool present = false;  // the trace has aggregate chunks (format 1.3 and later)
-  std::vector<format::IoAggSlot> slots;  // kind kIoAggFile or kIoAggDirectory only
+  std::vector<format::IoAggSums> slots;  // kind kIoAggFile or kIoAggDirectory only, widened
   struct Image {
     uint32_t image = 0;
     format::IoAggInfo info{};

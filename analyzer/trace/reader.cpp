@@ -201,7 +201,7 @@ class TraceDecoder {
         state_chunks_.push_back({ch.image, ch.magic, ch.seq, off});
         continue;
       }
-      if (ch.magic == format::kIoAggChunkMagic) {
+      if (ch.magic == format::kIoAggChunkMagic || ch.magic == format::kIoAggChunkMagic13) {
         agg_chunks_.push_back({ch.image, ch.magic, ch.seq, off});
         continue;
       }
@@ -249,9 +249,12 @@ class TraceDecoder {
   }
 
   // The I/O aggregate chunks: each image's slots in chunk order (seq), its IoAggInfo from
-  // the chunk of seq 0. Slots are copied as they are (fixed width, no pointers); only
-  // claimed ones (kind file or directory) are kept. Durations stay in ticks until
-  // ConvertTime. A chunk cut short by the file's end is skipped with a warning.
+  // the chunk of seq 0. Slots are copied as they are (fixed width, no pointers) and
+  // widened into IoAggSums: a 1.4 slot's 16-bit counts plus 65,536 times its high slot's
+  // words (a high slot counts only when its kind and owner match the slot linking it);
+  // a 1.3 slot (CTIA) is one already. Only claimed file and directory slots are kept.
+  // Durations stay in ticks until ConvertTime. A chunk cut short by the file's end is
+  // skipped with a warning.
   void DecodeIoAggregates() {
     if (agg_chunks_.empty()) return;
     const uint64_t cs = t_.header.chunk_size;
@@ -264,7 +267,54 @@ class TraceDecoder {
     });
     IoAggregates& agg = t_.io_aggregates;
     agg.present = true;
-    for (const StateRef& c : agg_chunks_) {
+    // The current image's 1.4 slots (file and directory: number and slot) and high slots
+    // (by number), widened when its last chunk is read.
+    std::vector<std::pair<uint64_t, format::IoAggSlot>> slots;
+    std::map<uint64_t, format::IoAggHighSlot> highs;
+    auto widen = [&] {
+      for (const auto& [number, s] : slots) {
+        format::IoAggSums w{};
+        w.hash = s.hash;
+        w.path = s.path;
+        w.kind = s.kind;
+        w.flags = s.flags;
+        w.mount = s.mount;
+        std::array<uint64_t, format::kIoAggCounts> n;
+        for (uint32_t k = 0; k < format::kIoAggCounts; ++k) n[k] = s.counts[k];
+        if (s.high != 0) {
+          auto it = highs.find(s.high - 1);
+          if (it != highs.end() && it->second.owner == number) {
+            for (uint32_t k = 0; k < format::kIoAggCounts; ++k) n[k] += uint64_t{it->second.high[k]} << 16;
+          }
+        }
+        w.opens = n[format::kIoAggOpens];
+        w.open_errors = n[format::kIoAggOpenErrors];
+        w.dir_scans = static_cast<uint32_t>(std::min<uint64_t>(n[format::kIoAggDirScans], UINT32_MAX));
+        w.data_copies = n[format::kIoAggDataCopies];
+        w.read_errors = n[format::kIoAggReadErrors];
+        w.zero_reads = n[format::kIoAggZeroReads];
+        w.stats = n[format::kIoAggStats];
+        w.stat_errors = n[format::kIoAggStatErrors];
+        w.path_stats = n[format::kIoAggPathStats];
+        w.passes = n[format::kIoAggPasses];
+        w.small_reads = n[format::kIoAggSmallReads];
+        w.stdio_reads = n[format::kIoAggStdioReads];
+        for (int b = 0; b < format::kIoAggSizeBins; ++b) w.read_sizes[b] = n[format::kIoAggReadSize + b];
+        w.open_ns = s.open_ns;
+        w.read_ns = s.read_ns;
+        w.stat_ns = s.stat_ns;
+        w.bytes_read = s.bytes_read;
+        w.size = s.size;
+        w.eof_at = s.eof_at;
+        w.max_end = s.max_end;
+        agg.slots.push_back(w);
+      }
+      slots.clear();
+      highs.clear();
+    };
+    for (size_t i = 0; i < agg_chunks_.size(); ++i) {
+      const StateRef& c = agg_chunks_[i];
+      if (i > 0 && c.image != agg_chunks_[i - 1].image) widen();
       const std::span<const uint8_t> chunk = b_.Read(c.offset, cs);
       if (chunk.size() < cs) {
         Warn(c.offset, "the file ends inside an I/O aggregate chunk; its sums are not read");
@@ -274,14 +324,35 @@ class TraceDecoder {
         IoAggregates::Image& im = agg.images.emplace_back();
         im.image = c.image;
         std::memcpy(&im.info, chunk.data() + format::kIoAggInfoOffset, sizeof(im.info));
+        if (c.magic == format::kIoAggChunkMagic13) im.info.high_slots = im.info.carries_lost = 0;
+        if (im.info.carries_lost != 0) {
+          Warn(c.offset, "I/O aggregate counts that wrapped found no high slot: each of those counts is 65,536 short");
+        }
+      }
+      if (c.magic == format::kIoAggChunkMagic13) {
+        for (uint32_t k = 0; k < format::kIoAggSlotsPerChunk13; ++k) {
+          format::IoAggSums slot;
+          std::memcpy(&slot, chunk.data() + format::kIoAggSlotsOffset + k * sizeof(slot), sizeof(slot));
+          if (slot.kind != format::kIoAggFile && slot.kind != format::kIoAggDirectory) continue;
+          agg.slots.push_back(slot);
+        }
+        continue;
       }
       for (uint32_t k = 0; k < format::kIoAggSlotsPerChunk; ++k) {
+        const uint8_t* at = chunk.data() + format::kIoAggSlotsOffset + k * sizeof(format::IoAggSlot);
+        const uint64_t number = uint64_t{c.seq} * format::kIoAggSlotsPerChunk + k;
         format::IoAggSlot slot;
-        std::memcpy(&slot, chunk.data() + format::kIoAggSlotsOffset + k * sizeof(slot), sizeof(slot));
-        if (slot.kind != format::kIoAggFile && slot.kind != format::kIoAggDirectory) continue;
-        agg.slots.push_back(slot);
+        std::memcpy(&slot, at, sizeof(slot));
+        if (slot.kind == format::kIoAggHigh) {
+          format::IoAggHighSlot high;
+          std::memcpy(&high, at, sizeof(high));
+          highs.emplace(number, high);
+        } else if (slot.kind == format::kIoAggFile || slot.kind == format::kIoAggDirectory) {
+          slots.emplace_back(number, slot);
+        }
       }
     }
+    widen();
   }
 
   // The state chunks (wire.h): what each thread of the last exec image was blocked in
@@ -638,7 +709,7 @@ class TraceDecoder {
 #undef CT_CONVERT
     t_.start_ns_ = clock.ToNs(t_.header.start_ticks);
     t_.end_ns_ = std::max(latest, t_.start_ns_);
-    for (format::IoAggSlot& s : t_.io_aggregates.slots) {
+    for (format::IoAggSums& s : t_.io_aggregates.slots) {
       s.open_ns = clock.DurNs(s.open_ns);
       s.read_ns = clock.DurNs(s.read_ns);
       s.stat_ns = clock.DurNs(s.stat_ns);

@@ -15,11 +15,12 @@ using format::IoAggInfo;
 
 // The index: open addressing on the path's hash, each entry a slot number + 1 (0: empty;
 // kBusy: being claimed). 2^17 entries keep the
-// 65,536 file slots and 16,384 directory slots under 5/8 full.
+// 65,536 file slots and 16,384 directory slots under 5/8 full. High slots (AggCarry) are
+// numbered from the same count and not indexed.
 constexpr uint32_t kIndexBits = 17;
 constexpr uint32_t kIndexEntries = 1u << kIndexBits;
 constexpr uint32_t kBusy = UINT32_MAX;
-constexpr uint32_t kSlots = format::kIoAggFileSlots + format::kIoAggDirSlots;
+constexpr uint32_t kSlots = format::kIoAggFileSlots + format::kIoAggDirSlots + format::kIoAggHighSlots;
 constexpr uint32_t kMaxChunks = (kSlots + format::kIoAggSlotsPerChunk - 1) / format::kIoAggSlotsPerChunk;
 // A directory slot's hash differs from the directory path's own file slot (a stat of it).
 constexpr uint64_t kDirSalt = 0x5bd1e9955bd1e995ull;
@@ -62,6 +63,7 @@ uint8_t* ChunkFor(uint32_t n) {
     if (g_chunks[k] != nullptr) continue;
     uint8_t* p = g_recording ? g_trace.AllocChunk(true) : nullptr;
     if (p == nullptr) break;
+    g_trace.KeepsMapped(p);
     auto* ch = reinterpret_cast<format::ChunkHeader*>(p);
     ch->tid = 0;
     ch->base_ticks = Ticks();
@@ -86,6 +88,14 @@ IoAggSlot* SlotAt(uint32_t n) {
   return reinterpret_cast<IoAggSlot*>(c + format::kIoAggSlotsOffset) + n % format::kIoAggSlotsPerChunk;
 }
 
+// A fresh slot number below kSlots whose chunk exists; false when there is none.
+bool NextSlot(uint32_t* n_out) {
+  const uint32_t n = __atomic_fetch_add(&g_next_slot, 1u, __ATOMIC_RELAXED);
+  if (n >= kSlots || ChunkFor(n) == nullptr) return false;
+  *n_out = n;
+  return true;
+}
+
 // Claims a slot of `kind` for hash h, numbered *n: null when that kind's slots are full
 // (or no chunk can be had).
 IoAggSlot* Claim(uint64_t h, uint64_t path_id, uint64_t mount, uint32_t kind, uint32_t* n_out) {
@@ -97,14 +107,14 @@ IoAggSlot* Claim(uint64_t h, uint64_t path_id, uint64_t mount, uint32_t kind, ui
     __atomic_sub_fetch(used, 1, __ATOMIC_RELAXED);
     return nullptr;
   }
-  const uint32_t n = __atomic_fetch_add(&g_next_slot, 1u, __ATOMIC_RELAXED);
-  if (n >= kSlots || ChunkFor(n) == nullptr) return nullptr;
+  uint32_t n = 0;
+  if (!NextSlot(&n)) return nullptr;
   *n_out = n;
   IoAggSlot* s = SlotAt(n);
   s->hash = h;
   s->path = path_id;
   s->mount = static_cast<uint32_t>(mount);
-  __atomic_store_n(&s->kind, kind, __ATOMIC_RELEASE);
+  __atomic_store_n(&s->kind, static_cast<uint16_t>(kind), __ATOMIC_RELEASE);
   return s;
 }
 
@@ -153,7 +163,64 @@ std::string_view DirOf(std::string_view p) {
   return slash == 0 ? p.substr(0, 1) : p.substr(0, slash);
 }
 
+// The number of slot s (a slot of a chunk taken): its chunk's index among g_chunks.
+uint32_t NumberOf(const IoAggSlot* s) {
+  const auto* p = reinterpret_cast<const uint8_t*>(s);
+  for (uint32_t c = 0; c < kMaxChunks; ++c) {
+    const uint8_t* chunk = __atomic_load_n(&g_chunks[c], __ATOMIC_ACQUIRE);
+    if (chunk == nullptr) break;
+    if (p >= chunk + format::kIoAggSlotsOffset && p < chunk + format::kChunkSize) {
+      return c * format::kIoAggSlotsPerChunk +
+             static_cast<uint32_t>(s - reinterpret_cast<const IoAggSlot*>(chunk + format::kIoAggSlotsOffset));
+    }
+  }
+  return kSlots;
+}
+
+// The high slot of s, claimed if it has none (its other wrapping threads wait for the
+// claim); null when none can be had.
+format::IoAggHighSlot* HighOf(IoAggSlot* s) {
+  uint32_t h = __atomic_load_n(&s->high, __ATOMIC_ACQUIRE);
+  if (h == 0) {
+    uint32_t expected = 0;
+    if (__atomic_compare_exchange_n(&s->high, &expected, kBusy, false, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
+      IoAggInfo* info = Info();
+      const uint32_t owner = NumberOf(s);
+      uint32_t n = 0;
+      h = 0;
+      if (owner < kSlots) {
+        if (__atomic_add_fetch(&info->high_slots, 1, __ATOMIC_RELAXED) <= format::kIoAggHighSlots && NextSlot(&n)) {
+          auto* hs = reinterpret_cast<format::IoAggHighSlot*>(SlotAt(n));
+          hs->owner = owner;
+          __atomic_store_n(&hs->kind, static_cast<uint16_t>(format::kIoAggHigh), __ATOMIC_RELEASE);
+          h = n + 1;
+        } else {
+          __atomic_sub_fetch(&info->high_slots, 1, __ATOMIC_RELAXED);
+        }
+      }
+      __atomic_store_n(&s->high, h, __ATOMIC_RELEASE);  // 0 again when none was had
+    } else {
+      h = expected;
+    }
+  }
+  while (h == kBusy) {  // another thread is claiming it: a few stores away
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+    h = __atomic_load_n(&s->high, __ATOMIC_ACQUIRE);
+  }
+  return h == 0 ? nullptr : reinterpret_cast<format::IoAggHighSlot*>(SlotAt(h - 1));
+}
+
 }  // namespace
+
+void AggCarry(IoAggSlot* s, IoAggCount k) {
+  if (format::IoAggHighSlot* hs = HighOf(s)) {
+    __atomic_fetch_add(&hs->high[k], 1u, __ATOMIC_RELAXED);
+  } else if (IoAggInfo* info = Info()) {
+    AggAdd(info->carries_lost, 1);
+  }
+}
 
 void ResetAgg() {
   constexpr size_t kIndexBytes = kIndexEntries * sizeof(uint32_t);

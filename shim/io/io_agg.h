@@ -5,9 +5,12 @@
 // index of our own, separate from the string intern, whose full table hands out fresh
 // ids) and kept in the descriptor's FdSlot, so a read, pread or fstat adds to its file's
 // slot with a few relaxed atomic adds and no lookup. The sums are the records': the same
-// calls, the same values, durations in ticks. Lock-free except when a new aggregate chunk
-// is taken (once per kIoAggSlotsPerChunk files, under a spin lock that only hooks take,
-// with the shim marked busy on the thread).
+// calls, the same values, durations in ticks. Counts are 16-bit: the add that wraps one
+// carries into the slot's high slot (AggCarry, once per 65,536 calls of a kind on a
+// file). Lock-free except when a new aggregate chunk is taken (once per
+// kIoAggSlotsPerChunk slots, under a spin lock that only hooks take, with the shim marked
+// busy on the thread) and while a slot's high slot is claimed (its other wrapping threads
+// wait for that one).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +20,7 @@
 
 namespace colabtrace::shim::io {
 
+using format::IoAggCount;
 using format::IoAggSlot;
 
 // The slot of path p (as the shim resolved it; String id path_id), claimed if new: its
@@ -27,14 +31,23 @@ IoAggSlot* AggSlotOf(std::string_view p, uint64_t path_id, uint64_t mount);
 // A fresh, empty table for this process's trace (module start, fork child, exec).
 void ResetAgg();
 
+// Adds 65,536 to count k of s (its 16-bit word just wrapped): one to the word k of the
+// slot's high slot, claimed if it has none yet. Out of line: once per 65,536 calls.
+void AggCarry(IoAggSlot* s, IoAggCount k);
+
 inline void AggAdd(uint64_t& field, uint64_t v) { __atomic_fetch_add(&field, v, __ATOMIC_RELAXED); }
-inline void AggInc32(uint32_t& field) { __atomic_fetch_add(&field, 1u, __ATOMIC_RELAXED); }
+// One more of count k (IoAggCount) of s.
+inline void AggCount(IoAggSlot* s, IoAggCount k) {
+  if (__builtin_expect(__atomic_fetch_add(&s->counts[k], uint16_t{1}, __ATOMIC_RELAXED) == UINT16_MAX, 0)) {
+    AggCarry(s, k);
+  }
+}
 inline void AggMax(uint64_t& field, uint64_t v) {
   uint64_t cur = __atomic_load_n(&field, __ATOMIC_RELAXED);
   while (v > cur && !__atomic_compare_exchange_n(&field, &cur, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
   }
 }
-inline void AggFlags(IoAggSlot* s, uint32_t bits) {
+inline void AggFlags(IoAggSlot* s, uint16_t bits) {
   if ((__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & bits) != bits) {
     __atomic_fetch_or(&s->flags, bits, __ATOMIC_RELAXED);
   }
@@ -44,11 +57,11 @@ inline void AggFlags(IoAggSlot* s, uint32_t bits) {
 // (st_mode >> 12) of a successful one.
 inline void AggStat(IoAggSlot* s, bool by_path, int64_t result, uint64_t dur, uint64_t size, uint64_t ftype) {
   if (s == nullptr) return;
-  AggAdd(s->stats, 1);
-  if (by_path) AggAdd(s->path_stats, 1);
+  AggCount(s, format::kIoAggStats);
+  if (by_path) AggCount(s, format::kIoAggPathStats);
   AggAdd(s->stat_ns, dur);
   if (result < 0) {
-    AggAdd(s->stat_errors, 1);
+    AggCount(s, format::kIoAggStatErrors);
     return;
   }
   if (ftype == 4) AggFlags(s, format::kIoAggIsDirectory);  // S_IFDIR >> 12

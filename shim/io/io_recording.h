@@ -70,27 +70,27 @@ inline void AggRead(FdSlot& fs, IoApi api, int64_t result, uint64_t dur, bool ha
   if (s == nullptr) return;
   AggAdd(s->read_ns, dur);
   if (result < 0) {
-    AggAdd(s->read_errors, 1);
+    AggCount(s, format::kIoAggReadErrors);
     return;
   }
   const uint64_t n = static_cast<uint64_t>(result);
   const bool known = has_at || fs.pos_known;
   const uint64_t off = has_at ? at : fs.pos;
   if (n == 0) {
-    AggAdd(s->zero_reads, 1);
+    AggCount(s, format::kIoAggZeroReads);
     if (known) AggMax(s->eof_at, off);
     return;
   }
   AggAdd(s->bytes_read, n);
-  AggAdd(s->read_sizes[format::IoAggSizeBin(n)], 1);
+  AggCount(s, static_cast<IoAggCount>(format::kIoAggReadSize + format::IoAggSizeBin(n)));
   if (IsStdioRead(api)) {
-    AggAdd(s->stdio_reads, 1);
+    AggCount(s, format::kIoAggStdioReads);
   } else if (n <= 4096) {
-    AggAdd(s->small_reads, 1);
+    AggCount(s, format::kIoAggSmallReads);
   }
   if (!fs.read_any) {
     fs.read_any = true;
-    AggAdd(s->passes, 1);
+    AggCount(s, format::kIoAggPasses);
   }
   if (known) AggMax(s->max_end, off + n);
   if (!has_at) fs.pos += n;
@@ -514,7 +514,7 @@ inline IoAggSlot* AggDirScan(const PreparedPath& pp, bool ok) {
   if (pp.id == 0) return nullptr;
   IoAggSlot* s = AggSlotOf(std::string_view(pp.ap.s, pp.ap.n), pp.id, 0);
   if (s == nullptr) return nullptr;
-  AggInc32(s->dir_scans);
+  AggCount(s, format::kIoAggDirScans);
   if (ok) AggFlags(s, format::kIoAggIsDirectory);
   return s;
 }
@@ -552,7 +552,7 @@ template <class Call> inline DIR* FdopendirCall(int fd, Call&& call) {
     if (d != nullptr && !FdTracked(fd)) TrackFd(fd, kFdDir, 0);
     if (d != nullptr && FdTracked(fd) && g_fd_slots[fd].agg != nullptr) {
       AggFlags(g_fd_slots[fd].agg, format::kIoAggIsDirectory);
-      AggInc32(g_fd_slots[fd].agg->dir_scans);
+      AggCount(g_fd_slots[fd].agg, format::kIoAggDirScans);
     }
     EmitDir(IoApi::kFdopendir, FdTracked(fd) ? g_fd_slots[fd].path : 0, fd,
             d ? 0 : -static_cast<int64_t>(errno), t0, t1);
@@ -615,7 +615,9 @@ template <class Call> inline ssize_t CopyCall(IoApi api, int in_fd, int out_fd, 
     rec.result = Result(r);
     rec.dur = t1 - t0;
     // A copy out of a traced file that moved bytes reads its data (io.metadata-heavy).
-    if (r > 0 && FdTracked(in_fd) && g_fd_slots[in_fd].agg != nullptr) AggAdd(g_fd_slots[in_fd].agg->data_copies, 1);
+    if (r > 0 && FdTracked(in_fd) && g_fd_slots[in_fd].agg != nullptr) {
+      AggCount(g_fd_slots[in_fd].agg, format::kIoAggDataCopies);
+    }
     Emit(rec);
   }
   return r;

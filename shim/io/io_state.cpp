@@ -488,13 +488,13 @@ format::IoAggSlot* AggOpen(const PreparedPath& pp, const format::IoOpen& r, int 
     s = AggSlotOf(std::string_view(pp.ap.s, pp.ap.n), pp.id, r.mount);
   }
   if (s == nullptr) return nullptr;
-  uint32_t bits = 0;
+  uint16_t bits = 0;
   if ((flags & O_DIRECTORY) && !tmpfile && r.fd >= 0) bits |= format::kIoAggIsDirectory;
   if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_CREAT)) bits |= format::kIoAggOutput;
   if (r.ftype == (S_IFDIR >> 12)) bits |= format::kIoAggIsDirectory;
   if (bits != 0) AggFlags(s, bits);
   if (r.ftype == (S_IFREG >> 12)) AggMax(s->size, r.size + 1);
-  AggAdd(r.fd < 0 ? s->open_errors : s->opens, 1);
+  AggCount(s, r.fd < 0 ? format::kIoAggOpenErrors : format::kIoAggOpens);
   AggAdd(s->open_ns, r.dur);
   return s;
 }

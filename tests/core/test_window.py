@@ -21,7 +21,7 @@ from ctharness import TempDirTest
 CHUNK = 32768
 NFILES = 1000
 MIB = 1 << 20
-MAGICS = {b"CTCK": "record", b"CTEV": "event", b"CTST": "state", b"CTRG": "ring", b"CTIA": "aggregate",
+MAGICS = {b"CTCK": "record", b"CTEV": "event", b"CTST": "state", b"CTRG": "ring", b"CTIS": "aggregate",
           b"CTNC": "nccl"}
 
 
@@ -123,10 +123,10 @@ class WindowTest(TempDirTest):
         used = sum(n for k, n in kinds.items() if k != "unused")
         self.assertEqual(h["hwm"], CHUNK * (1 + used), "every chunk below the mark is in use")
         self.assertLessEqual(kinds["record"] + kinds["state"], 4, kinds)
-        # The I/O aggregates: a slot per file (127 a chunk), the NFILES visited and the few
+        # The I/O aggregates: a slot per file (254 a chunk), the NFILES visited and the few
         # the loader touched; never rolled.
-        self.assertGreaterEqual(kinds["aggregate"], -(-NFILES // 127))
-        self.assertLessEqual(kinds["aggregate"], -(-(NFILES + 127) // 127), kinds)
+        self.assertGreaterEqual(kinds["aggregate"], -(-NFILES // 254))
+        self.assertLessEqual(kinds["aggregate"], -(-(NFILES + 254) // 254), kinds)
         self.assertLessEqual(os.path.getsize(trace) - h["hwm"], 2 * MIB, "one reservation ahead at most")
         # The events in full are the main thread's (its one event chunk, never left, holds
         # its start-up events) and the last ones the visiting thread wrote: whole visits

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -120,20 +121,57 @@ class TraceBytesBuilder {
     for (size_t i = skip; i < body.size() && i < format::kChunkSize; ++i) bytes_[at + i] = body[i];
   }
 
-  // I/O aggregate chunks (wire.h) holding `slots`, format::kIoAggSlotsPerChunk a chunk,
-  // seq 0 with `info`, as the shim lays them out.
-  void AddIoAggChunks(const format::IoAggInfo& info, const std::vector<format::IoAggSlot>& slots,
-                      uint32_t image = 0) {
+  // I/O aggregate chunks (wire.h) holding `slots`, seq 0 with `info`, as the shim lays them
+  // out: 1.4's (CTIS: each count's low 16 bits in its slot, and for a slot with a count
+  // of 65,536 or more, a high slot with the rest, right after it) or, `as_13`, 1.3's (CTIA:
+  // the IoAggSums as they are, kIoAggSlotsPerChunk13 a chunk).
+  void AddIoAggChunks(const format::IoAggInfo& info, const std::vector<format::IoAggSums>& slots,
+                      uint32_t image = 0, bool as_13 = false) {
+    std::vector<std::array<uint8_t, sizeof(format::IoAggSums)>> raw;
+    for (const format::IoAggSums& w : slots) {
+      if (as_13) {
+        std::memcpy(raw.emplace_back().data(), &w, sizeof(w));
+        continue;
+      }
+      const uint64_t n[format::kIoAggCounts] = {
+          w.opens, w.open_errors, w.dir_scans, w.data_copies, w.read_errors, w.zero_reads, w.stats,
+          w.stat_errors, w.path_stats, w.passes, w.small_reads, w.stdio_reads, w.read_sizes[0],
+          w.read_sizes[1], w.read_sizes[2], w.read_sizes[3], w.read_sizes[4], w.read_sizes[5],
+          w.read_sizes[6], w.read_sizes[7], w.read_sizes[8], w.read_sizes[9]};
+      format::IoAggSlot s{};
+      format::IoAggHighSlot h{};
+      bool high = false;
+      s.hash = w.hash;
+      s.path = w.path;
+      s.kind = static_cast<uint16_t>(w.kind);
+      s.flags = static_cast<uint16_t>(w.flags);
+      s.mount = w.mount;
+      for (uint32_t k = 0; k < format::kIoAggCounts; ++k) {
+        s.counts[k] = static_cast<uint16_t>(n[k]);
+        h.high[k] = static_cast<uint32_t>(n[k] >> 16);
+        high = high || h.high[k] != 0;
+      }
+      s.open_ns = w.open_ns, s.read_ns = w.read_ns, s.stat_ns = w.stat_ns, s.bytes_read = w.bytes_read;
+      s.size = w.size, s.eof_at = w.eof_at, s.max_end = w.max_end;
+      if (high) {
+        h.owner = raw.size();
+        h.kind = format::kIoAggHigh;
+        s.high = static_cast<uint32_t>(raw.size() + 2);
+      }
+      std::memcpy(raw.emplace_back().data(), &s, sizeof(s));
+      if (high) std::memcpy(raw.emplace_back().data(), &h, sizeof(h));
+    }
+    const size_t width = as_13 ? sizeof(format::IoAggSums) : sizeof(format::IoAggSlot);
+    const uint32_t per_chunk = as_13 ? format::kIoAggSlotsPerChunk13 : format::kIoAggSlotsPerChunk;
     uint32_t seq = 0;
     size_t i = 0;
     do {
-      const size_t at = AddChunk(format::kIoAggChunkMagic, image, seq);
+      const size_t at = AddChunk(as_13 ? format::kIoAggChunkMagic13 : format::kIoAggChunkMagic, image, seq);
       if (seq++ == 0) std::memcpy(&bytes_[at + format::kIoAggInfoOffset], &info, sizeof(info));
-      for (uint32_t k = 0; k < format::kIoAggSlotsPerChunk && i < slots.size(); ++k, ++i) {
-        std::memcpy(&bytes_[at + format::kIoAggSlotsOffset + k * sizeof(format::IoAggSlot)], &slots[i],
-                    sizeof(format::IoAggSlot));
+      for (uint32_t k = 0; k < per_chunk && i < raw.size(); ++k, ++i) {
+        std::memcpy(&bytes_[at + format::kIoAggSlotsOffset + k * width], raw[i].data(), width);
       }
-    } while (i < slots.size());
+    } while (i < raw.size());
   }
 
   // Cuts the trace to its first n bytes (a file that ends early).

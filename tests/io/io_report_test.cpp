@@ -339,14 +339,14 @@ namespace {
 // whole in 2 epochs, one local file once), with the I/O aggregate chunks the shim keeps
 // for those same calls. Reported from its events and, with
 // COLABTRACE_ANALYZER_IGNORE_IO_EVENTS=1, from its aggregates alone: the same rows and
-// findings.
-ProcessTrace NfsDatasetWithAggregates(bool cut_in_aggregates = false) {
+// findings. as_13: the aggregate chunks as format 1.3 wrote them (CTIA, 256-byte slots).
+ProcessTrace NfsDatasetWithAggregates(bool cut_in_aggregates = false, bool as_13 = false) {
   TraceBuilder b(100);
   Mounts(b);
-  std::vector<ctf::IoAggSlot> slots;
+  std::vector<ctf::IoAggSums> slots;
   auto slot = [&](const std::string& path, uint32_t mount, uint64_t passes, uint64_t size, uint64_t open_ns,
                   uint64_t read_ns) {
-    ctf::IoAggSlot s{};
+    ctf::IoAggSums s{};
     s.hash = slots.size() + 1;
     s.path = b.Str(path);
     s.kind = ctf::kIoAggFile;
@@ -379,7 +379,7 @@ ProcessTrace NfsDatasetWithAggregates(bool cut_in_aggregates = false) {
   info.file_slots = ctf::kIoAggFileSlots;
   info.dir_slots = ctf::kIoAggDirSlots;
   info.files = slots.size();
-  b.raw().AddIoAggChunks(info, slots);
+  b.raw().AddIoAggChunks(info, slots, 0, as_13);
   // The file ends inside the last aggregate chunk: its slots are not read.
   if (cut_in_aggregates) b.raw().Truncate(b.raw().bytes().size() - 100);
   return b.raw().Parse();
@@ -391,9 +391,12 @@ class IgnoreIoEvents {
   ~IgnoreIoEvents() { unsetenv("COLABTRACE_ANALYZER_IGNORE_IO_EVENTS"); }
 };
 
-TEST(IoAggregates, SameRowsAndFindingsAsTheEvents) {
+// Both slot layouts: 1.4's (CTIS) and 1.3's (CTIA), which this reader still reads.
+class IoAggregatesLayout : public ::testing::TestWithParam<bool> {};
+
+TEST_P(IoAggregatesLayout, SameRowsAndFindingsAsTheEvents) {
   std::vector<ProcessTrace> traces;
-  traces.push_back(NfsDatasetWithAggregates());
+  traces.push_back(NfsDatasetWithAggregates(false, /*as_13=*/GetParam()));
   ASSERT_TRUE(traces[0].io_aggregates.present);
   ASSERT_EQ(traces[0].io_aggregates.slots.size(), 1201u);
   const auto from_events = BuildReport(traces, {});
@@ -428,17 +431,21 @@ TEST(IoAggregates, SameRowsAndFindingsAsTheEvents) {
   EXPECT_TRUE(Has(ids, "io.reread"));
 }
 
+INSTANTIATE_TEST_SUITE_P(IoAggregates, IoAggregatesLayout, ::testing::Values(false, true),
+                         [](const auto& p) { return p.param ? "Format13" : "Format14"; });
+
 TEST(IoAggregates, AFileCutInsideAnAggregateChunkReadsTheWholeChunksOnly) {
   std::vector<ProcessTrace> traces;
   traces.push_back(NfsDatasetWithAggregates(/*cut_in_aggregates=*/true));
-  // 1,201 slots fill 9 whole chunks (127 each) and 58 of a tenth, which is cut.
-  EXPECT_EQ(traces[0].io_aggregates.slots.size(), 9u * ctf::kIoAggSlotsPerChunk);
+  // 1,201 slots fill 4 whole chunks (254 each) and 185 of a fifth, which is cut.
+  EXPECT_EQ(ctf::kIoAggSlotsPerChunk, 254u);
+  EXPECT_EQ(traces[0].io_aggregates.slots.size(), 4u * 254);
   bool warned = false;
   for (const std::string& w : traces[0].warnings) warned = warned || w.find("I/O aggregate chunk") != std::string::npos;
   EXPECT_TRUE(warned);
   IgnoreIoEvents ignore;
   const auto rep = BuildReport(traces, {});
-  EXPECT_EQ(rep->root()["processes"].array().at(0)["io"]["opens"].as_int(), 2 * 9 * 127);
+  EXPECT_EQ(rep->root()["processes"].array().at(0)["io"]["opens"].as_int(), 2 * 4 * 254);
 }
 
 TEST(IoAggregates, OldTracesAndTheSwitchOffUseTheEvents) {
@@ -455,6 +462,70 @@ TEST(IoAggregates, OldTracesAndTheSwitchOffUseTheEvents) {
   EXPECT_EQ((*f)["opens"].as_int(), 1);
   EXPECT_EQ((*f)["bytes_read"].as_int(), 1000);
   EXPECT_EQ(rep->root()["processes"].array().at(0)["io"].Find("from_aggregates"), nullptr);
+}
+
+// Counts past 16 bits: the slot keeps the low 16, its high slot the rest (wire.h); the
+// reader adds them up, and ignores a high slot that another slot's link names.
+TEST(IoAggregates, CountsPast16BitsAddTheirHighSlots) {
+  TraceBuilder b(100);
+  Mounts(b);
+  std::vector<ctf::IoAggSums> slots(3);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    ctf::IoAggSums& s = slots[i];
+    s.hash = i + 1;
+    s.path = b.Str("/data/big" + std::to_string(i) + ".bin");
+    s.kind = ctf::kIoAggFile;
+  }
+  slots[0].opens = 65536;
+  slots[0].zero_reads = 70000;
+  slots[0].read_sizes[9] = (uint64_t{1} << 40) + 3;  // 2^24 high words: 2^40 + 3 reads
+  slots[0].stdio_reads = 65535;                        // all in the low word
+  slots[0].dir_scans = 131073;
+  slots[0].bytes_read = uint64_t{1} << 62;
+  slots[1].stats = 3;  // no high slot
+  slots[2].stat_errors = 65536 * 5 + 1;
+  b.Add(ctf::Exit{});
+  ctf::IoAggInfo info{};
+  info.file_slots = ctf::kIoAggFileSlots;
+  info.dir_slots = ctf::kIoAggDirSlots;
+  info.files = 3;
+  info.high_slots = 2;
+  b.raw().AddIoAggChunks(info, slots);
+  const ProcessTrace t = b.raw().Parse();
+  ASSERT_EQ(t.io_aggregates.slots.size(), 3u);  // the high slots are not rows
+  const ctf::IoAggSums& a = t.io_aggregates.slots[0];
+  EXPECT_EQ(a.opens, 65536u);
+  EXPECT_EQ(a.zero_reads, 70000u);
+  EXPECT_EQ(a.read_sizes[9], (uint64_t{1} << 40) + 3);
+  EXPECT_EQ(a.stdio_reads, 65535u);
+  EXPECT_EQ(a.dir_scans, 131073u);
+  EXPECT_EQ(a.bytes_read, uint64_t{1} << 62);
+  EXPECT_EQ(a.stats, 0u);
+  EXPECT_EQ(t.io_aggregates.slots[1].stats, 3u);
+  EXPECT_EQ(t.io_aggregates.slots[2].stat_errors, 65536u * 5 + 1);
+  EXPECT_EQ(t.io_aggregates.images.at(0).info.high_slots, 2u);
+  EXPECT_TRUE(t.warnings.empty());
+
+  // Damaged links: the second file (number 2) names number 1, the first file's high slot
+  // (its owner 0, not 2); the third (number 3) names number 0, a file slot. Each keeps
+  // its own 16 bits only.
+  std::vector<uint8_t> bytes = b.raw().bytes();
+  const size_t chunk = bytes.size() - ctf::kChunkSize;  // the one aggregate chunk
+  auto link = [&](uint32_t number, uint32_t high) {
+    const size_t at = chunk + ctf::kIoAggSlotsOffset + number * sizeof(ctf::IoAggSlot) + offsetof(ctf::IoAggSlot, high);
+    std::memcpy(&bytes[at], &high, sizeof(high));
+  };
+  link(2, 2);
+  link(3, 1);
+  std::string err;
+  const auto damaged = colabtrace::analyzer::ParseTrace(bytes, "damaged", &err);
+  ASSERT_TRUE(damaged.has_value()) << err;
+  ASSERT_EQ(damaged->io_aggregates.slots.size(), 3u);
+  EXPECT_EQ(damaged->io_aggregates.slots[0].zero_reads, 70000u);
+  EXPECT_EQ(damaged->io_aggregates.slots[1].opens, 0u);
+  EXPECT_EQ(damaged->io_aggregates.slots[1].zero_reads, 0u);
+  EXPECT_EQ(damaged->io_aggregates.slots[1].stats, 3u);
+  EXPECT_EQ(damaged->io_aggregates.slots[2].stat_errors, 1u);
 }
 
 }  // namespace

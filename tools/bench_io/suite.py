@@ -1,6 +1,7 @@
 """The file I/O suite of tools/bench: per-call cost (read, pread, close, open), the
 CPython small-file loop (the budget workload) and trace bytes per I/O event, measured
-side by side bare, under a no-op LD_PRELOAD, colabtrace, strace -f and ltrace."""
+side by side bare, under a no-op LD_PRELOAD, colabtrace, strace -f and ltrace; and the
+shim's peak RSS against the number of distinct files (the I/O aggregates)."""
 from __future__ import annotations
 
 import glob
@@ -13,6 +14,8 @@ import time
 
 NAME = "io"
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT_DIR = os.path.dirname(os.path.dirname(HERE))
+MIB = 1 << 20
 PYTHON = "/usr/bin/python3"
 IO_TYPES = range(32, 64)
 BUDGET_CALL = {"read": 25, "pread": 25, "close": 25, "open": 150}
@@ -32,6 +35,19 @@ def _loop(ctx, files, passes, mode, trace_dir=None):
                        env=env, capture_output=True, text=True, check=True)
     wall = time.perf_counter() - t0
     return float(p.stdout.split()[0]), wall
+
+
+def _peak_rss(ctx, mode, argv, trace_dir):
+    """(peak RSS KiB, trace bytes) of one run of argv in mode. /usr/bin/time's %M: the
+    child's own high-water mark (wait4 from this process would count this interpreter's
+    pages, which the child holds between fork and exec); the preload is set by env(1), so
+    that time itself runs without it."""
+    e = ctx.env(mode, trace_dir)
+    preload = e.pop("LD_PRELOAD", None)
+    cmd = ["/usr/bin/time", "-f", "%M", "env"] + ([f"LD_PRELOAD={preload}"] if preload else []) + argv
+    p = subprocess.run(cmd, env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True)
+    traces = glob.glob(os.path.join(trace_dir, "*.ctrace")) if trace_dir else []
+    return int(p.stderr.strip().splitlines()[-1]), sum(os.path.getsize(t) for t in traces)
 
 
 def _make_files(root, n, size):
@@ -156,7 +172,7 @@ def run(ctx):
                             "Framed bytes ([type][length][ts delta][fields]) as the reader counts them "
                             "(ReadStats::record_bytes), from one traced run of the loop above. The last row "
                             "also charges every path's String record (written once per path) to the I/O events.")
-    return [per_call, loop_sec, bytes_sec]
+    return [per_call, loop_sec, bytes_sec, _rss_by_files(ctx, baseline)]
 
 
 def _fs_of(path):
@@ -168,6 +184,38 @@ def _fs_of(path):
             if (path == mp or path.startswith(mp.rstrip("/") + "/")) and len(mp) >= len(best):
                 best, fstype = mp, p[p.index("-") + 1]
     return fstype
+
+
+def _rss_by_files(ctx, baseline):
+    """The shim's peak RSS against the number of distinct files: the I/O aggregates keep a
+    slot per file (65,536, then per directory). tests/io/progs/io_agg_visit.c's
+    "overflow": stats of N missing files (each a new path, a new slot), then 12 files read."""
+    visit = ctx.cc(os.path.join(ROOT_DIR, "tests", "io", "progs", "io_agg_visit.c"), "io_agg_visit", "-pthread")
+    missing, real = os.path.join(ctx.work, "missing"), os.path.join(ctx.work, "visit")
+    os.makedirs(missing, exist_ok=True)
+    os.makedirs(real, exist_ok=True)
+    for i in range(12):
+        with open(os.path.join(real, f"f{i:05d}.bin"), "wb") as f:
+            f.write(b"x" * (1000 + 37 * i))
+    rows = []
+    for nfiles in ((5000,) if ctx.quick else (5000, 66000)):
+        argv = [visit, "overflow", missing, str(nfiles), real, "12"]
+        row = [f"{nfiles:,} files"]
+        for m in ["bare", "colabtrace"] + (["baseline"] if baseline else []):
+            runs = []
+            for k in range(2):
+                td = None if m == "bare" else os.path.join(ctx.work, f"rss-{m}-{nfiles}-{k}")
+                if td:
+                    os.makedirs(td)
+                runs.append(_peak_rss(ctx, m, argv, td))
+            rss, size = min(runs)
+            row.append(f"{rss:,}" + (f" ({size / MIB:.1f} MiB trace)" if m != "bare" else ""))
+        rows.append(row)
+    return ctx_section("Shim RSS by distinct files (peak KiB)",
+                       ["run", "bare", "colabtrace"] + (["baseline"] if baseline else []), rows,
+                       "tests/io/progs/io_agg_visit.c overflow: stats of N missing files, then 12 files "
+                       "visited; the lower peak RSS (/usr/bin/time %M) of 2 runs per mode, and the "
+                       "trace's size. The shim memory budget is 16 MiB added.")
 
 
 def ctx_section(title, header, rows, notes):

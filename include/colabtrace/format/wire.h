@@ -27,10 +27,11 @@ namespace colabtrace::format {
 
 inline constexpr char kFileMagic[8] = {'C', 'T', 'R', 'A', 'C', 'E', '\r', '\n'};
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 3;  // 1: RingSlot.py_stack; 2: PythonLayoutBlock.code_tag_bits;
+inline constexpr uint16_t kVersionMinor = 4;  // 1: RingSlot.py_stack; 2: PythonLayoutBlock.code_tag_bits;
                                               // 3: I/O aggregate chunks (CTIA), event
                                               // chunks (CTEV) and the window fields, the
-                                              // NCCL chunk (CTNC)
+                                              // NCCL chunk (CTNC); 4: 128-byte I/O
+                                              // aggregate slots (CTIS)
 inline constexpr uint32_t kHeaderSize = 256;
 inline constexpr uint32_t kChunkSize = 32 * 1024;
 inline constexpr uint32_t kChunkMagic = 0x4b435443;  // "CTCK" little-endian
@@ -243,44 +244,105 @@ inline constexpr uint32_t kRingsPerChunk = (kChunkSize - kRingsOffset) / sizeof(
 // records (the same calls, the same values; durations in ticks), so a report can come
 // from them alone once old events are gone. Past kIoAggFileSlots files, a file not seen
 // before is summed into the slot of its directory (kind kIoAggDirectory) instead: exact
-// per directory. An aggregate chunk has a ChunkHeader with magic CTIA (tid 0, seq its index
+// per directory. An aggregate chunk has a ChunkHeader with magic CTIS (tid 0, seq its index
 // among the image's aggregate chunks, image the exec image); the first one (seq 0) holds an
 // IoAggInfo at kIoAggInfoOffset; every one holds kIoAggSlotsPerChunk slots from
 // kIoAggSlotsOffset. A slot is claimed by storing its hash, path and mount, then its kind
 // last (release): kind 0 is an unused slot.
-inline constexpr uint32_t kIoAggChunkMagic = 0x41495443;  // "CTIA"
+//
+// Counts are 16-bit in the slot; the add that wraps one (the thread whose fetch_add
+// returned 0xffff) adds 1 to that count's word in the slot's high slot (kind
+// kIoAggHigh, claimed then, linked from IoAggSlot::high), so a count is low + 65,536 *
+// high, exact to 2^48 calls. Format 1.3's chunks (magic CTIA) hold IoAggSums, 256 bytes
+// with 64-bit counts, 127 a chunk; a reader widens both into IoAggSums.
+inline constexpr uint32_t kIoAggChunkMagic = 0x53495443;    // "CTIS" (1.4)
+inline constexpr uint32_t kIoAggChunkMagic13 = 0x41495443;  // "CTIA" (1.3: IoAggSums slots)
 
-enum IoAggKind : uint32_t { kIoAggUnused = 0, kIoAggFile = 1, kIoAggDirectory = 2 };
-enum IoAggFlag : uint32_t {
+enum IoAggKind : uint16_t {
+  kIoAggUnused = 0,
+  kIoAggFile = 1,
+  kIoAggDirectory = 2,
+  kIoAggHigh = 3,  // the high words of another slot's counts (IoAggHighSlot)
+};
+enum IoAggFlag : uint16_t {
   kIoAggIsDirectory = 1u << 0,  // opened (O_DIRECTORY), stat'ed or scanned as a directory
   kIoAggOutput = 1u << 1,       // opened (or tried) for writing or creation
 };
 
 inline constexpr int kIoAggSizeBins = 10;  // Darshan's bins (analyzer/io/file_stats.h)
 
-struct IoAggSlot {
-  uint64_t hash;   // of the path's bytes (or the directory's, for a directory slot)
-  uint64_t path;   // String id of the path (the first one interned for it)
-  uint32_t kind;   // IoAggKind, stored last when claimed
-  uint32_t flags;  // IoAggFlag bits (atomic or)
-  uint32_t mount;  // Mount record id from the first open that knew it (0: unknown)
-  uint32_t dir_scans;  // opendir/scandir calls on the path (successful or not)
-  // The rest are sums (durations in ticks, as the records' dur fields).
-  uint64_t opens, open_errors, open_ns;  // open_ns: ticks, named as the analyzer's field
-  uint64_t data_copies;  // copy_file_range/sendfile calls out of the file that moved bytes
+// A slot's counts, by index (IoAggSlot::counts, IoAggHighSlot::high). The size bins are
+// last: kIoAggReadSize + IoAggSizeBin(n).
+enum IoAggCount : uint32_t {
+  kIoAggOpens,
+  kIoAggOpenErrors,
+  kIoAggDirScans,     // opendir/scandir calls on the path (successful or not)
+  kIoAggDataCopies,   // copy_file_range/sendfile calls out of the file that moved bytes
+  kIoAggReadErrors,
+  kIoAggZeroReads,
+  kIoAggStats,
+  kIoAggStatErrors,
+  kIoAggPathStats,
+  kIoAggPasses,       // descriptors through which at least one byte was read
+  kIoAggSmallReads,   // system-call reads (not stdio) that returned 1..4096 bytes
+  kIoAggStdioReads,   // fread/fgets/getline calls that returned bytes
+  kIoAggReadSize,     // reads that returned > 0 bytes, by size bin (kIoAggSizeBins)
+  kIoAggCounts = kIoAggReadSize + kIoAggSizeBins,
+};
+
+struct IoAggSlot {  // 128 bytes
+  uint64_t hash;    // of the path's bytes (or the directory's, for a directory slot)
+  uint64_t path;    // String id of the path (the first one interned for it)
+  uint16_t kind;    // IoAggKind, stored last when claimed
+  uint16_t flags;   // IoAggFlag bits (atomic or)
+  uint32_t mount;   // Mount record id from the first open that knew it (0: unknown)
+  uint32_t high;    // 1 + the slot number of its IoAggHighSlot; 0: none yet
+  // Counts, low 16 bits (IoAggCount). A file's reads are zero reads plus the size bins.
+  uint16_t counts[kIoAggCounts];
+  // Sums (durations in ticks, as the records' dur fields).
+  uint64_t open_ns, read_ns, stat_ns;  // named as the analyzer's fields
+  uint64_t bytes_read;
+  uint64_t size;     // 1 + the largest st_size a stat or open measured of it as a regular
+                     // file; 0: none
+  uint64_t eof_at;   // the largest offset a 0-byte read was made at (known offsets)
+  uint64_t max_end;  // the largest offset + bytes a read reached (known offsets)
+};
+static_assert(sizeof(IoAggSlot) == 128);
+
+// The high words of a slot's counts: kind kIoAggHigh, owner the slot's number.
+struct IoAggHighSlot {
+  uint64_t zero;
+  uint64_t owner;  // the number of the slot whose counts these are
+  uint16_t kind;   // kIoAggHigh, stored last when claimed
+  uint16_t flags;
+  uint32_t reserved;
+  uint32_t high[kIoAggCounts];  // count k = counts[k] + 65,536 * high[k]
+  uint8_t pad[128 - 24 - 4 * kIoAggCounts];
+};
+static_assert(sizeof(IoAggHighSlot) == sizeof(IoAggSlot));
+static_assert(offsetof(IoAggHighSlot, kind) == offsetof(IoAggSlot, kind));
+
+// A file's sums with 64-bit counts: format 1.3's slot (CTIA chunks, 256 bytes, same
+// field order), and what the analyzer's reader widens a 1.4 slot into.
+struct IoAggSums {
+  uint64_t hash;
+  uint64_t path;
+  uint32_t kind;
+  uint32_t flags;
+  uint32_t mount;
+  uint32_t dir_scans;
+  uint64_t opens, open_errors, open_ns;
+  uint64_t data_copies;
   // (A file's reads are zero_reads + the sum of read_sizes: no count of its own.)
   uint64_t read_errors, bytes_read, read_ns, zero_reads;
   uint64_t stats, stat_errors, stat_ns, path_stats;
-  uint64_t size;         // 1 + the largest st_size a stat or open measured of it as a
-                         // regular file; 0: none
-  uint64_t eof_at;       // the largest offset a 0-byte read was made at (known offsets)
-  uint64_t max_end;      // the largest offset + bytes a read reached (known offsets)
-  uint64_t passes;       // descriptors through which at least one byte was read
-  uint64_t small_reads;  // system-call reads (not stdio) that returned 1..4096 bytes
-  uint64_t stdio_reads;  // fread/fgets/getline calls that returned bytes
-  uint64_t read_sizes[kIoAggSizeBins];  // reads that returned > 0 bytes, by size bin
+  uint64_t size, eof_at, max_end;
+  uint64_t passes;
+  uint64_t small_reads;
+  uint64_t stdio_reads;
+  uint64_t read_sizes[kIoAggSizeBins];
 };
-static_assert(sizeof(IoAggSlot) == 256);
+static_assert(sizeof(IoAggSums) == 256);
 
 // The first aggregate chunk's table facts.
 struct IoAggInfo {
@@ -292,13 +354,20 @@ struct IoAggInfo {
                               // on new files are summed per directory (0: never)
   uint64_t unplaced;         // opens, stats and scans that found no slot (the directory
                              // slots full too): their calls are summed nowhere
+  // Since 1.4 (0 in 1.3's CTIA chunks):
+  uint64_t high_slots;       // high slots claimed (atomic)
+  uint64_t carries_lost;     // wraps of a 16-bit count that found no high slot (no chunk
+                             // to be had): each leaves its count 65,536 short
 };
 
 inline constexpr uint32_t kIoAggInfoOffset = 32;
 inline constexpr uint32_t kIoAggSlotsOffset = 256;
 inline constexpr uint32_t kIoAggSlotsPerChunk = (kChunkSize - kIoAggSlotsOffset) / sizeof(IoAggSlot);
+inline constexpr uint32_t kIoAggSlotsPerChunk13 = (kChunkSize - kIoAggSlotsOffset) / sizeof(IoAggSums);
 inline constexpr uint32_t kIoAggFileSlots = 65536;
 inline constexpr uint32_t kIoAggDirSlots = 16384;
+// Room for a high slot for every file and directory slot (claimed only on a wrap).
+inline constexpr uint32_t kIoAggHighSlots = kIoAggFileSlots + kIoAggDirSlots;
 static_assert(kIoAggInfoOffset + sizeof(IoAggInfo) <= kIoAggSlotsOffset);
 
 // Darshan's size bin of a read of n bytes (the analyzer's SizeBin).
