@@ -105,6 +105,8 @@ std::vector<std::pair<int64_t, int64_t>> FailedMainProcesses(const Json* rows) {
   return out;
 }
 
+std::string FormatCount(uint64_t n);
+
 void StepVitals(const Json* rows, std::vector<VitalSign>& out) {
   if (rows == nullptr || !rows->is_array()) return;
   std::vector<const Json*> stepping;
@@ -122,6 +124,10 @@ void StepVitals(const Json* rows, std::vector<VitalSign>& out) {
     if (const uint64_t p90 = U64(s.Find("p90_ns")); p90 > 0) v += " (p90 " + FormatDurationNs(p90) + ")";
     if (const Json* i = s.Find("interrupted"); i != nullptr && i->boolean()) {
       v += "; the last one was interrupted";
+    }
+    // The window gave steps up: what the report saw in full, and what only in sums.
+    if (const Json* a = s.Find("from_aggregates"); a != nullptr && a->boolean()) {
+      v += "; the last " + FormatCount(U64(s.Find("timed_in_full"))) + " in full, all of them in sums";
     }
     out.push_back({"steps", v, false});
     const double wait = Fraction(s, "input_wait_fraction");
