@@ -3,14 +3,16 @@
  * of 64 bytes of FILE and WAIT_US of spinning), computes (spins COMPUTE_US, or SLOW_US from
  * step SLOW_FROM on: a run that slows down late), reads READS/2 more outside the wait, and
  * marks its end with colabtrace_step(i + 1).
- * Usage: step_loop FILE STEPS SLOW_FROM WAIT_US COMPUTE_US SLOW_US READS COUNTER
- *   STEPS 0: steps go on until killed. COUNTER: a file of 8 bytes, mapped shared, that
+ * Usage: step_loop FILE STEPS SLOW_FROM WAIT_US COMPUTE_US SLOW_US READS COUNTER [nomark]
+ *   STEPS 0: steps go on until killed. nomark: no colabtrace_step (the batch waits are
+ *   then the steps). COUNTER: a file of 8 bytes, mapped shared, that
  *   holds the steps completed so far (colabtrace_step returned). Prints "steps N". */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,10 +44,11 @@ static void Reads(int fd, long n) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 9) {
-    fprintf(stderr, "usage: step_loop FILE STEPS SLOW_FROM WAIT_US COMPUTE_US SLOW_US READS COUNTER\n");
+  if (argc != 9 && !(argc == 10 && strcmp(argv[9], "nomark") == 0)) {
+    fprintf(stderr, "usage: step_loop FILE STEPS SLOW_FROM WAIT_US COMPUTE_US SLOW_US READS COUNTER [nomark]\n");
     return 2;
   }
+  const int mark = argc == 9;
   const int fd = open(argv[1], O_RDONLY);
   const long steps = atol(argv[2]), slow_from = atol(argv[3]), reads = atol(argv[7]);
   const uint64_t wait_us = strtoull(argv[4], NULL, 10), compute_us = strtoull(argv[5], NULL, 10),
@@ -64,7 +67,7 @@ int main(int argc, char** argv) {
     if (colabtrace_batch_wait_end) colabtrace_batch_wait_end(1, kWhere, (uint64_t)i);
     Spin(i >= slow_from ? slow_us : compute_us);
     Reads(fd, reads - reads / 2);
-    colabtrace_step((uint64_t)i + 1);
+    if (mark) colabtrace_step((uint64_t)i + 1);
     __atomic_store_n(counter, (uint64_t)i + 1, __ATOMIC_RELEASE);
   }
   printf("steps %ld\n", i);
