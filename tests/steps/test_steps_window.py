@@ -96,6 +96,11 @@ class StepWindowTest(TempDirTest):
         self.assertGreater(small["timed_in_full"], 0)
         self.assertLess(small["timed_in_full"], STEPS // 2)
         self.assertGreater(small["full_from_ns"], full["full_from_ns"])
+        # The first screen says what it saw in full and what only in sums.
+        text = h.cli("report", self.runs["small"].traces[0]).stdout
+        self.assertIn(f"{STEPS} steps (colabtrace.step markers)", text)
+        self.assertIn(f"the last {small['timed_in_full']} in full, all of them in sums", text)
+        self.assertRegex(text, r"I/O window +\d+ k file I/O calls and steps, of which the last")
         for st in (full, small):
             self.assertEqual((st["count"], st["source"], st["timed"], st["analysed"], st["batch_waits"]),
                              (STEPS, "marker", STEPS - 1, STEPS - 2, STEPS))
