@@ -17,6 +17,7 @@
 #include "raw.h"
 #include "sampling.h"
 #include "state.h"
+#include "step_agg.h"
 #include "text.h"
 #include "writer.h"
 
@@ -158,6 +159,7 @@ void AfterForkInChild(LibcState libc) {
   t_thread.vfork_pending = 0;
   t_thread.batch_wait_since = 0;  // the parent's wait is not the child's
   t_thread.collective.since = 0;  // nor its collective
+  ResetStepAgg();                 // nor its steps
   ForgetVforkNote();
   if (!g_trace.is_open()) return;
   g_recording = false;

@@ -30,11 +30,14 @@
 // says where it waited). A wait inside a wait on the same thread (an iterator drawing
 // from another) takes the start over, and the outer end then finds none and records
 // nothing: waits are never counted twice. Every step also moves the process's progress
-// (state.h), which `colabtrace run --hang-timeout` watches.
+// (state.h), which `colabtrace run --hang-timeout` watches, and every boundary (a step, a
+// recorded batch wait's start) is summed into the step aggregates (step_agg.h), with the
+// thread's time in waits, GPU syncs and file calls since the last one (ThreadState::step).
 #include <cstdint>
 
 #include "clock.h"
 #include "state.h"
+#include "step_agg.h"
 #include "writer.h"
 
 namespace colabtrace::shim {
@@ -50,6 +53,7 @@ void EmitStep(uint64_t n, format::StepSource source) {
   r.n = n;
   r.source = static_cast<uint64_t>(source);
   Emit(r);
+  StepAggBoundary(static_cast<uint32_t>(source), r.ts, t_thread.step);
   NoteStep(r.ts);
 }
 
@@ -71,6 +75,7 @@ void colabtrace_batch_wait_begin(const char* where) {
   // "not waiting". rdtsc and the vDSO clock leave errno alone.
   const uint64_t now = Ticks();
   t.batch_wait_since = now;
+  t.wait_snap = t.step;  // the thread's sums at the wait's start: a step boundary if it is recorded
   format::ThreadNotes* tn = ThreadNotesOf(t);
   EndNote(&tn->wait);  // a wait inside a wait takes the note over too
   BeginNoteFull(&format::ThreadNotes::wait, format::InFlightCall::kBatchWait,
@@ -85,6 +90,14 @@ void colabtrace_batch_wait_end(uint64_t kind, const char* where, uint64_t n) {
   if (since == 0) return;
   t.batch_wait_since = 0;
   if (t.notes_gen == g_generation) EndNote(&t.notes->wait);
+  if (kind == 0) {
+    // No record, so no wait: what the thread did inside it counts as outside any wait.
+    ThreadState::StepSums& s = t.step;
+    s.part[format::kStepIo] += s.part[format::kStepWaitIo] - t.wait_snap.part[format::kStepWaitIo];
+    s.part[format::kStepWaitIo] = t.wait_snap.part[format::kStepWaitIo];
+    s.part[format::kStepGpuSync] += s.wait_sync - t.wait_snap.wait_sync;
+    s.wait_sync = t.wait_snap.wait_sync;
+  }
   if (kind == 0 || !Recording()) return;
   ShimScope scope;
   if (!scope.entered()) return;
@@ -96,6 +109,12 @@ void colabtrace_batch_wait_end(uint64_t kind, const char* where, uint64_t n) {
   r.where = InternCString(where);
   r.n = n;
   Emit(r);
+  StepAggBoundary(format::kStepAggBatchWaits, since, t.wait_snap);
+  if (t.first_wait == 0) {
+    t.first_wait = since;
+    t.first_wait_snap = t.wait_snap;
+  }
+  t.step.part[format::kStepInputWait] += r.dur;
 }
 
 void colabtrace_process_role(uint64_t role, uint64_t worker_id) {

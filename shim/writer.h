@@ -18,6 +18,7 @@
 
 #include "clock.h"
 #include "colabtrace/format/codec.h"
+#include "colabtrace/format/step_agg.h"
 #include "trace_file.h"
 
 #define CT_HIDDEN __attribute__((visibility("hidden")))
@@ -81,6 +82,17 @@ struct ThreadState {
     uint64_t count = 0;   // droppable records in this one
     bool own_map = false;
   } ev = {};
+  // The step aggregates' running sums of this thread's time (step_agg.h), in ticks, as
+  // format::StepPart numbers them (kStepTotal and kStepOther unused): recorded batch waits,
+  // GPU syncs and file calls outside them, file calls inside them, and every file call's
+  // count and time; wait_sync: GPU syncs inside batch waits. Only ever grow, so a step is
+  // the difference of two copies: at the wait's begin (wait_snap) and at the thread's
+  // first recorded batch wait (first_wait_snap, first_wait its start; 0: none yet).
+  struct StepSums {
+    uint64_t part[format::kStepParts];
+    uint64_t wait_sync;
+  } step = {}, wait_snap = {}, first_wait_snap = {};
+  uint64_t first_wait = 0;
 };
 
 // constinit: constant-initialised, so no TLS wrapper call on access. The vfork stub in
@@ -131,9 +143,35 @@ template <class R> inline void AppendRecord(uint8_t*& pos, uint64_t& last_ts, co
 // Appends rec (rec.ts already set) to the calling thread's chunk. Call only inside a
 // ShimScope that entered(). Records that may give way (format::kDroppable, known at
 // compile time) go into the thread's event chunk, every other into its record chunk.
+// The records the step model counts as the thread's file calls (ForEachFileCall in
+// analyzer/perf/step_model.cpp): every file I/O record with a duration.
+template <class R> inline constexpr bool kStepFileCall =
+    R::kType == format::RecordType::IoOpen || R::kType == format::RecordType::IoRead ||
+    R::kType == format::RecordType::IoReadAt || R::kType == format::RecordType::IoWrite ||
+    R::kType == format::RecordType::IoStat || R::kType == format::RecordType::IoDir ||
+    R::kType == format::RecordType::IoCopy || R::kType == format::RecordType::IoFsync;
+
+// Adds a record's time to the thread's step sums (ThreadState::step): a few adds into
+// thread-local words, no branch but the one on the open batch wait.
+template <class R> inline void NoteStepTime(ThreadState& t, const R& rec) {
+  if constexpr (kStepFileCall<R>) {
+    ThreadState::StepSums& s = t.step;
+    ++s.part[format::kStepIoCalls];
+    s.part[format::kStepIoCallTicks] += rec.dur;
+    s.part[t.batch_wait_since != 0 ? format::kStepWaitIo : format::kStepIo] += rec.dur;
+  } else if constexpr (R::kType == format::RecordType::GpuSync) {
+    if (t.batch_wait_since != 0) {
+      t.step.wait_sync += rec.dur;
+    } else {
+      t.step.part[format::kStepGpuSync] += rec.dur;
+    }
+  }
+}
+
 template <class R> inline void Emit(const R& rec) {
   ThreadState& t = t_thread;
   const size_t max = format::MaxEncodedSize(rec);
+  NoteStepTime(t, rec);
   if constexpr (format::kDroppable<R>) {
     ThreadState::EventCursor& e = t.ev;
     if (__builtin_expect(t.generation != g_generation ||

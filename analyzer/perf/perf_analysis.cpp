@@ -23,11 +23,11 @@ Json StepsJson(const ProcessSteps& p) {
   s["count"] = static_cast<uint64_t>(p.count);
   s["source"] = std::string(StepSourceName(p.source));
   s["tid"] = static_cast<uint64_t>(p.tid);
-  s["timed"] = static_cast<uint64_t>(p.steps.size());
+  s["timed"] = static_cast<uint64_t>(p.timed);
   s["analysed"] = static_cast<uint64_t>(p.after_warmup.steps);
   s["median_ns"] = p.median_ns;
   s["p90_ns"] = p.p90_ns;
-  s["warmup_ns"] = p.steps.empty() ? uint64_t{0} : p.steps.front().duration_ns();
+  s["warmup_ns"] = p.warmup_ns;
   s["input_wait_fraction"] = Rounded(p.after_warmup.input_wait_fraction());
   s["gpu_sync_fraction"] = Rounded(p.after_warmup.gpu_sync_fraction());
   s["io_fraction"] = Rounded(p.after_warmup.io_fraction());
@@ -37,6 +37,14 @@ Json StepsJson(const ProcessSteps& p) {
   s["wait_site"] = p.wait_site;
   s["interrupted"] = p.interrupted.has_value();
   if (p.interrupted) s["interrupted_ns"] = p.interrupted->duration_ns();
+  // What the report saw in full: every step from full_from_ns on (timed_in_full of them);
+  // the figures above come from the step aggregates when from_aggregates is set.
+  s["full_from_ns"] = p.full_from_ns;
+  s["timed_in_full"] = static_cast<uint64_t>(p.steps.size());
+  if (p.from_aggregates) {
+    s["from_aggregates"] = true;
+    s["periods"] = static_cast<uint64_t>(p.periods.size());
+  }
   return s;
 }
 

@@ -3,6 +3,7 @@
 #include "perf/step_model.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <utility>
@@ -235,20 +236,158 @@ std::string WaitSite(const ProcessTrace& t, uint32_t tid) {
   return std::string(t.Str(best->first));
 }
 
+// The series of the best source (marker, optimizer, batch waits) of the latest image that
+// has one; null for none.
+const StepSeries* BestSeries(const ProcessTrace& t) {
+  for (uint32_t source : {static_cast<uint32_t>(format::StepSource::kMarker),
+                          static_cast<uint32_t>(format::StepSource::kOptimizer), format::kStepAggBatchWaits}) {
+    const StepSeries* best = nullptr;
+    for (const StepSeries& s : t.step_aggregates.series) {
+      if (s.source == source && (best == nullptr || s.image >= best->image)) best = &s;
+    }
+    if (best != nullptr) return best;
+  }
+  return nullptr;
+}
+
+StepSourceKind KindOf(uint32_t source) {
+  return source == static_cast<uint32_t>(format::StepSource::kMarker)      ? StepSourceKind::kMarker
+         : source == static_cast<uint32_t>(format::StepSource::kOptimizer) ? StepSourceKind::kOptimizer
+                                                                           : StepSourceKind::kDataLoader;
+}
+
+// The boundaries of a series' source and thread in the window (b's when they match).
+Boundaries WindowBoundaries(const ProcessTrace& t, const StepSeries& s) {
+  Boundaries b;
+  b.source = KindOf(s.source);
+  b.tid = s.tid;
+  if (s.source == format::kStepAggBatchWaits) {
+    for (const auto& w : t.records.BatchWait) {
+      if (w.tid == s.tid) b.ts.push_back(w.ts);
+    }
+  } else {
+    for (const auto& r : t.records.Step) {
+      if (r.source == s.source && r.tid == s.tid) b.ts.push_back(r.ts);
+    }
+  }
+  return b;
+}
+
+}  // namespace
+
+uint64_t HistPercentile(const std::vector<StepSeries::Bin>& bins, bool skip_one, uint32_t skip, double p) {
+  uint64_t n = 0;
+  for (const auto& b : bins) n += b.count;
+  if (skip_one && n > 0) --n;
+  if (n == 0) return 0;
+  uint64_t rank = static_cast<uint64_t>(p * static_cast<double>(n) + 0.999999);
+  rank = std::clamp<uint64_t>(rank, 1, n);
+  uint64_t seen = 0;
+  bool skipped = !skip_one;
+  for (const auto& b : bins) {
+    uint64_t c = b.count;
+    if (!skipped && b.bucket == skip && c > 0) {
+      --c;
+      skipped = true;
+    }
+    seen += c;
+    if (seen >= rank) return b.bucket == 0 ? 0 : b.low_ns + (b.high_ns - b.low_ns) / 2;
+  }
+  const auto& last = bins.back();
+  return last.bucket == 0 ? 0 : last.low_ns + (last.high_ns - last.low_ns) / 2;
+}
+
+namespace {
+
+StepTime TimeOf(const StepSeries::Span& s) {
+  StepTime out;
+  out.start_ns = s.start_ns;
+  out.end_ns = s.end_ns;
+  out.input_wait_ns = s.sums[format::kStepInputWait];
+  out.gpu_sync_ns = s.sums[format::kStepGpuSync];
+  out.io_ns = s.sums[format::kStepIo];
+  out.other_ns = s.sums[format::kStepOther];
+  out.wait_io_ns = s.sums[format::kStepWaitIo];
+  out.io_calls = s.sums[format::kStepIoCalls];
+  out.io_call_ns = s.sums[format::kStepIoCallTicks];
+  return out;
+}
+
+// a - b, part by part (never below 0: the sums are the shim's).
+StepTime Less(StepTime a, const StepTime& b) {
+  auto sub = [](uint64_t& x, uint64_t y) { x = x > y ? x - y : 0; };
+  sub(a.input_wait_ns, b.input_wait_ns);
+  sub(a.gpu_sync_ns, b.gpu_sync_ns);
+  sub(a.io_ns, b.io_ns);
+  sub(a.other_ns, b.other_ns);
+  sub(a.wait_io_ns, b.wait_io_ns);
+  sub(a.io_calls, b.io_calls);
+  sub(a.io_call_ns, b.io_call_ns);
+  return a;
+}
+
+// The whole run's figures from the series s (ProcessSteps, "from_aggregates"): p's count,
+// after_warmup, medians, periods. p.steps stays what the window holds.
+void SumFromAggregates(const ProcessTrace& t, const StepSeries& s, const Boundaries& window, ProcessSteps& p) {
+  p.from_aggregates = true;
+  // Boundaries after the last one summed: at most the one being summed when a SIGKILL came.
+  size_t after = 0;
+  for (uint64_t ts : window.ts) after += ts > s.last_ns ? 1 : 0;
+  p.count = s.boundaries + after;
+  p.timed = s.steps;
+  p.warmup_ns = s.steps > 0 ? s.warmup.sums[format::kStepTotal] : 0;
+  const bool skip = s.steps > 1;  // after warm-up (all steps when there is only one)
+  StepTime all = TimeOf(s.all);
+  const StepTime warm = TimeOf(s.warmup);
+  StepShares& a = p.after_warmup;
+  a.steps = skip ? s.steps - 1 : s.steps;
+  a.total_ns = s.all.sums[format::kStepTotal] - (skip ? std::min(s.warmup.sums[format::kStepTotal],
+                                                                 s.all.sums[format::kStepTotal]) : 0);
+  const StepTime after_warmup = skip ? Less(all, warm) : all;
+  a.input_wait_ns = after_warmup.input_wait_ns;
+  a.gpu_sync_ns = after_warmup.gpu_sync_ns;
+  a.io_ns = after_warmup.io_ns;
+  a.other_ns = after_warmup.other_ns;
+  a.wait_io_ns = after_warmup.wait_io_ns;
+  p.median_ns = HistPercentile(s.hist[format::kStepTotal], skip, s.warmup_bucket[format::kStepTotal], 0.5);
+  p.p90_ns = HistPercentile(s.hist[format::kStepTotal], skip, s.warmup_bucket[format::kStepTotal], 0.9);
+  p.median_wait_ns =
+      HistPercentile(s.hist[format::kStepInputWait], skip, s.warmup_bucket[format::kStepInputWait], 0.5);
+  for (size_t i = 0; i < s.periods.size(); ++i) {
+    StepPeriod period{s.periods[i].steps, TimeOf(s.periods[i])};
+    if (i == 0 && skip && period.steps > 0) {  // the warm-up is the first period's first step
+      --period.steps;
+      period.sum = Less(period.sum, warm);
+      period.sum.start_ns = s.warmup.end_ns;
+    }
+    if (period.steps > 0) p.periods.push_back(period);
+  }
+  // The batch waits of the step loop's thread: their series' when it is that thread's.
+  for (const StepSeries& w : t.step_aggregates.series) {
+    if (w.source != format::kStepAggBatchWaits || w.tid != p.tid || w.image != s.image) continue;
+    uint64_t later = 0;
+    for (const auto& r : t.records.BatchWait) later += r.tid == w.tid && r.ts > w.last_ns ? 1 : 0;
+    p.batch_waits = w.boundaries + later;
+  }
+}
+
 ProcessSteps StepsOf(const RunModel& run, size_t index) {
   const ProcessTrace& t = run.traces()[index];
   ProcessSteps p;
   p.trace = index;
   p.pid = t.pid();
-  const Boundaries b = FindBoundaries(t);
-  if (b.ts.empty()) return p;
+  const StepSeries* series = StepsFromAggregates(t) ? BestSeries(t) : nullptr;
+  const Boundaries b = series != nullptr ? WindowBoundaries(t, *series) : FindBoundaries(t);
+  if (b.ts.empty() && series == nullptr) return p;
   p.source = b.source;
   p.tid = b.tid;
   p.count = b.ts.size();
+  p.full_from_ns = t.start_ns();
   const ThreadTime tt = ThreadTimeOf(t, b.tid);
   // An optimizer step ends its iteration: the first iteration ran from the first batch
-  // wait before it (else the trace's start) to it.
-  if (b.source == StepSourceKind::kOptimizer) {
+  // wait before it (else the trace's start) to it. (Not when the window may have given up
+  // the steps before the first it holds.)
+  if (b.source == StepSourceKind::kOptimizer && series == nullptr) {
     uint64_t first = t.start_ns();
     for (const auto& w : t.records.BatchWait) {
       if (w.tid == b.tid && w.ts < b.ts.front()) {
@@ -263,7 +402,17 @@ ProcessSteps StepsOf(const RunModel& run, size_t index) {
   p.ended_cleanly = facts.end_kind == EndKind::kExited || facts.end_kind == EndKind::kExecUntraced;
   // A killed process died when its reaper saw it die, or, unreaped, at its last record.
   const uint64_t died = facts.reap ? std::max(facts.reap->ts, t.end_ns()) : t.end_ns();
-  if (!p.ended_cleanly && died > b.ts.back()) p.interrupted = Split(tt, b.ts.back(), died);
+  const uint64_t last = b.ts.empty() ? series->last_ns : b.ts.back();
+  if (!p.ended_cleanly && died > last) p.interrupted = Split(tt, last, died);
+  p.timed = p.steps.size();
+  p.warmup_ns = p.steps.empty() ? 0 : p.steps.front().duration_ns();
+  p.wait_site = WaitSite(t, b.tid);
+  for (const auto& w : t.records.BatchWait) p.batch_waits += w.tid == b.tid ? 1 : 0;
+  if (series != nullptr) {
+    p.full_from_ns = b.ts.empty() ? last : b.ts.front();
+    SumFromAggregates(t, *series, b, p);
+    return p;
+  }
   const size_t from = p.steps.size() > 1 ? 1 : 0;
   p.after_warmup = StepShares::Of(p.steps, from, p.steps.size());
   std::vector<uint64_t> durations, waits;
@@ -274,8 +423,6 @@ ProcessSteps StepsOf(const RunModel& run, size_t index) {
   p.median_ns = PercentileOf(durations, 0.5);
   p.p90_ns = PercentileOf(durations, 0.9);
   p.median_wait_ns = PercentileOf(waits, 0.5);
-  p.wait_site = WaitSite(t, b.tid);
-  for (const auto& w : t.records.BatchWait) p.batch_waits += w.tid == b.tid ? 1 : 0;
   return p;
 }
 
@@ -504,6 +651,15 @@ uint64_t PercentileOf(std::vector<uint64_t> values, double p) {
   return values[rank - 1];
 }
 
+
+bool StepsFromAggregates(const ProcessTrace& t) {
+  if (t.step_aggregates.series.empty()) return false;
+  // The window gave up some events (or the cap kept some from being written): only the
+  // sums still cover every step.
+  if (t.window.events_in_full < t.window.events_total || t.window.capped) return true;
+  const char* v = std::getenv("COLABTRACE_ANALYZER_IGNORE_STEP_EVENTS");
+  return v != nullptr && std::string_view(v) == "1";
+}
 
 const ProcessSteps* StepModels::Of(size_t trace) const {
   for (const ProcessSteps& p : processes) {

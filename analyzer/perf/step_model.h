@@ -60,7 +60,20 @@ struct StepShares {
   static StepShares Of(const std::vector<StepTime>& steps, size_t begin, size_t end);
 };
 
+// The sums of a run of consecutive steps (the step aggregates' periods): `sum`'s start_ns
+// and end_ns are the run's span, its parts the steps' sums.
+struct StepPeriod {
+  size_t steps = 0;
+  StepTime sum;
+};
+
 // The steps of one process.
+//
+// When the window gave up step records (or COLABTRACE_ANALYZER_IGNORE_STEP_EVENTS=1, a
+// test switch) and the trace has step aggregates (format/step_agg.h), the whole run's
+// figures come from them (`from_aggregates`): count, after_warmup, the medians and p90
+// (from log-bucketed histograms: within 0.4%), batch_waits; `steps` then holds only the
+// steps in full (from full_from_ns on) and `periods` the sums per period of all of them.
 struct ProcessSteps {
   size_t trace = 0;  // index into run.traces()
   int64_t pid = 0;
@@ -80,7 +93,21 @@ struct ProcessSteps {
   // The Python line that waited for batches most often ("train.py:25 in main"), "" unknown.
   std::string wait_site;
   uint64_t batch_waits = 0;             // BatchWait records of the step loop's thread
+  bool from_aggregates = false;
+  uint64_t warmup_ns = 0;     // the first timed step's duration (0: none)
+  size_t timed = 0;           // timed steps of the whole run (steps.size() unless summed)
+  uint64_t full_from_ns = 0;  // every step from then on is in `steps`
+  std::vector<StepPeriod> periods;  // summed only: after warm-up, in time order
 };
+
+// The nearest-rank p-th percentile (as PercentileOf) of the values a step aggregate
+// histogram counts (its non-empty bins, ascending), less one value in bucket `skip` (the
+// warm-up) when skip_one: the middle of its bucket, within half a bucket (0.4%) of the
+// exact value from 8,192 ticks up; 0 in the first bucket (values under 64 ticks).
+uint64_t HistPercentile(const std::vector<StepSeries::Bin>& bins, bool skip_one, uint32_t skip, double p);
+
+// Whether t's step figures come from its step aggregates (see ProcessSteps).
+bool StepsFromAggregates(const ProcessTrace& t);
 
 // A process working for a stepping one during its steps: its DataLoader workers (marked
 // by ProcessRole), else its descendants that were alive then.

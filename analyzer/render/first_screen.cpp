@@ -105,6 +105,8 @@ std::vector<std::pair<int64_t, int64_t>> FailedMainProcesses(const Json* rows) {
   return out;
 }
 
+std::string FormatCount(uint64_t n);
+
 void StepVitals(const Json* rows, std::vector<VitalSign>& out) {
   if (rows == nullptr || !rows->is_array()) return;
   std::vector<const Json*> stepping;
@@ -122,6 +124,10 @@ void StepVitals(const Json* rows, std::vector<VitalSign>& out) {
     if (const uint64_t p90 = U64(s.Find("p90_ns")); p90 > 0) v += " (p90 " + FormatDurationNs(p90) + ")";
     if (const Json* i = s.Find("interrupted"); i != nullptr && i->boolean()) {
       v += "; the last one was interrupted";
+    }
+    // The window gave steps up: what the report saw in full, and what only in sums.
+    if (const Json* a = s.Find("from_aggregates"); a != nullptr && a->boolean()) {
+      v += "; the last " + FormatCount(U64(s.Find("timed_in_full"))) + " in full, all of them in sums";
     }
     out.push_back({"steps", v, false});
     const double wait = Fraction(s, "input_wait_fraction");
@@ -256,15 +262,16 @@ std::string FormatSpan(uint64_t ns) {
   return std::to_string(s / 3600) + " h " + std::to_string(s % 3600 / 60) + " min";
 }
 
-// What the traces hold of the file I/O calls in full, once a window rolled or the cap cut
-// it (processes[].window): "412 M file I/O calls, of which the last 9 min 58 s in full
-// (3.1 M)".
+// What the traces hold of the file I/O calls (and steps, since format 1.4) in full, once a
+// window rolled or the cap cut it (processes[].window): "412 M file I/O calls, of which the
+// last 9 min 58 s in full (3.1 M)".
 // The span is the shortest of the processes that gave events up.
 void WindowVitals(const ReportBuilder& report, std::vector<VitalSign>& out) {
   uint64_t total = 0, in_full = 0, span = UINT64_MAX;
-  bool rolled = false, capped = false;
+  bool rolled = false, capped = false, steps = false;
   for (const ProcessTrace& t : report.traces()) {
     if (IsRunWrapper(t)) continue;
+    steps = steps || !t.step_aggregates.series.empty();  // its step records count as events too
     const TraceWindow& w = t.window;
     total += w.events_total;
     in_full += std::min(w.events_in_full, w.events_total);
@@ -275,7 +282,7 @@ void WindowVitals(const ReportBuilder& report, std::vector<VitalSign>& out) {
     }
   }
   if (!rolled && !capped) return;
-  std::string value = FormatCount(total) + " file I/O calls, of which ";
+  std::string value = FormatCount(total) + (steps ? " file I/O calls and steps, of which " : " file I/O calls, of which ");
   value += rolled ? "the last " + FormatSpan(span) + " in full (" + FormatCount(in_full) + ")"
                   : "all in full";
   if (capped) value += "; the trace reached its size cap (COLABTRACE_MAX_MB) and kept fewer in full";

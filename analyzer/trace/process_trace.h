@@ -6,6 +6,7 @@
 // CLOCK_MONOTONIC (comparable across the processes of one boot).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "colabtrace/format/records.h"
+#include "colabtrace/format/step_agg.h"
 #include "colabtrace/format/wire.h"
 #include "trace/packed_table.h"
 
@@ -59,6 +61,38 @@ struct IoAggregates {
   std::vector<Image> images;  // one per exec image that has aggregates
 };
 
+// The step aggregate chunks of a trace (format/step_agg.h): one series per exec image and
+// step source whose three chunks were all found. Times in nanoseconds (boundaries and
+// period spans on the trace's clock; parts as durations, kStepIoCalls a count).
+struct StepSeries {
+  uint32_t image = 0;
+  uint32_t source = 0;  // format::StepSource, or format::kStepAggBatchWaits
+  uint32_t tid = 0;
+  uint64_t boundaries = 0, steps = 0, other_threads = 0, clamped = 0, folds = 0;
+  uint64_t period_steps = 0;
+  uint64_t first_ns = 0, last_ns = 0;  // the first and the latest boundary summed
+  struct Span {
+    uint64_t steps = 0, start_ns = 0, end_ns = 0;
+    std::array<uint64_t, format::kStepParts> sums{};
+  };
+  Span all;     // every timed step summed (start_ns, end_ns: the first's start, the last's end)
+  Span warmup;  // the first timed step (steps 1), when there is one
+  std::vector<Span> periods;  // in time order; empty when the trace ended while they were folded
+  bool periods_torn = false;  // so they were
+  struct Bin {
+    uint32_t bucket = 0;  // format::StepHistBucket's number
+    uint64_t low_ns = 0, high_ns = 0, count = 0;
+  };
+  // Per histogram part (StepPart below kStepHistParts): its non-empty buckets, ascending,
+  // and the warm-up step's bucket.
+  std::array<std::vector<Bin>, format::kStepHistParts> hist;
+  std::array<uint32_t, format::kStepHistParts> warmup_bucket{};
+};
+struct StepAggregates {
+  bool present = false;  // the trace has step aggregate chunks (format 1.4 and later)
+  std::vector<StepSeries> series;
+};
+
 // The window (wire.h, "event chunks"): which droppable records (format::IsDroppable) the
 // trace holds in full, and how many the process wrote. A trace from before format 1.3
 // holds them all: events_in_full == events_total, full_from_ns the trace's start.
@@ -84,6 +118,7 @@ class ProcessTrace {
   TraceWindow window;
   RecordTables records;
   IoAggregates io_aggregates;
+  StepAggregates step_aggregates;
 
   // The text of String record `id`; "" for 0 or an unknown id.
   std::string_view Str(uint64_t id) const;

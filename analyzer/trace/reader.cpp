@@ -205,6 +205,10 @@ class TraceDecoder {
         agg_chunks_.push_back({ch.image, ch.magic, ch.seq, off});
         continue;
       }
+      if (ch.magic == format::kStepAggChunkMagic) {
+        step_chunks_.push_back({ch.image, ch.magic, ch.seq, off});
+        continue;
+      }
       const bool event = ch.magic == format::kEventChunkMagic;
       if (!event && ch.magic != format::kChunkMagic) continue;  // never used (or never committed)
       const uint32_t header = event ? sizeof(format::EventChunkHeader) : sizeof(ChunkHeader);
@@ -248,6 +252,21 @@ class TraceDecoder {
     DecodeIoAggregates();
   }
 
+  // Orders the refs of aggregate chunks by (image, seq); false, with the warning
+  // `unknown_size`, when the trace's chunks are not of the size they are laid out for.
+  // (A template: StateRef is declared further down.)
+  template <class Refs> bool SortAggregateChunks(Refs& refs, const char* unknown_size) {
+    if (refs.empty()) return false;
+    if (t_.header.chunk_size != format::kChunkSize) {
+      Warn(refs.front().offset, unknown_size);
+      return false;
+    }
+    std::sort(refs.begin(), refs.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.image, a.seq, a.offset) < std::tie(b.image, b.seq, b.offset);
+    });
+    return true;
+  }
+
   // The I/O aggregate chunks: each image's slots in chunk order (seq), its IoAggInfo from
   // the chunk of seq 0. Slots are copied as they are (fixed width, no pointers) and
   // widened into IoAggSums: a 1.4 slot's 16-bit counts plus 65,536 times its high slot's
@@ -256,15 +275,8 @@ class TraceDecoder {
   // Durations stay in ticks until ConvertTime. A chunk cut short by the file's end is
   // skipped with a warning.
   void DecodeIoAggregates() {
-    if (agg_chunks_.empty()) return;
-    const uint64_t cs = t_.header.chunk_size;
-    if (cs != format::kChunkSize) {
-      Warn(agg_chunks_.front().offset, "I/O aggregate chunks of an unknown chunk size are not read");
-      return;
-    }
-    std::sort(agg_chunks_.begin(), agg_chunks_.end(), [](const StateRef& a, const StateRef& b) {
-      return std::tie(a.image, a.seq, a.offset) < std::tie(b.image, b.seq, b.offset);
-    });
+    if (!SortAggregateChunks(agg_chunks_, "I/O aggregate chunks of an unknown chunk size are not read")) return;
+    const uint64_t cs = format::kChunkSize;
     IoAggregates& agg = t_.io_aggregates;
     agg.present = true;
     // The current image's 1.4 slots (file and directory: number and slot) and high slots
@@ -353,6 +365,84 @@ class TraceDecoder {
       }
     }
     widen();
+  }
+
+  // The step aggregate chunks (format/step_agg.h): a series per (image, source) whose three
+  // chunks are all in the file (a series is published chunk by chunk, its info's last),
+  // copied as they are and converted with the trace's clock. Counts are the shim's and
+  // untrusted: the histograms are read bucket by bucket, the period table only up to its
+  // size, and nothing is indexed by a stored number.
+  void DecodeStepAggregates(const TickClock& clock) {
+    if (!SortAggregateChunks(step_chunks_, "step aggregate chunks of an unknown chunk size are not read")) return;
+    const uint64_t cs = format::kChunkSize;
+    StepAggregates& agg = t_.step_aggregates;
+    agg.present = true;
+    auto span = [&](uint64_t steps, uint64_t start, uint64_t end, const uint64_t* sums) {
+      StepSeries::Span out;
+      out.steps = steps;
+      out.start_ns = clock.ToNs(start);
+      out.end_ns = std::max(clock.ToNs(end), out.start_ns);
+      for (uint32_t k = 0; k < format::kStepParts; ++k) {
+        out.sums[k] = k == format::kStepIoCalls ? sums[k] : clock.DurNs(sums[k]);
+      }
+      return out;
+    };
+    for (size_t i = 0; i < step_chunks_.size(); ++i) {
+      const StateRef& c = step_chunks_[i];
+      if (c.seq % 4 != 0 || c.seq / 4 >= format::kStepAggSources) continue;  // a series' part 0
+      // Its parts 1 and 2 follow it in (image, seq) order. Copied: a Read is valid only
+      // until the next one.
+      std::vector<uint8_t> parts[format::kStepAggChunksPerSeries];
+      bool whole = true;
+      for (uint32_t k = 0; k < format::kStepAggChunksPerSeries && whole; ++k) {
+        whole = i + k < step_chunks_.size() && step_chunks_[i + k].image == c.image &&
+                step_chunks_[i + k].seq == c.seq + k;
+        if (!whole) break;
+        const std::span<const uint8_t> bytes = b_.Read(step_chunks_[i + k].offset, cs);
+        parts[k].assign(bytes.begin(), bytes.end());
+        whole = parts[k].size() == cs;
+      }
+      if (!whole) {
+        Warn(c.offset, "a step aggregate series is incomplete (chunks missing or cut short); it is not read");
+        continue;
+      }
+      format::StepAggInfo info;
+      std::memcpy(&info, parts[0].data() + format::kStepAggInfoOffset, sizeof(info));
+      if (info.boundaries == 0) continue;  // taken, nothing summed yet
+      StepSeries& s = agg.series.emplace_back();
+      s.image = c.image;
+      s.source = c.seq / 4;
+      s.tid = info.tid;
+      s.boundaries = info.boundaries;
+      s.steps = info.steps;
+      s.other_threads = info.other_threads;
+      s.clamped = info.clamped;
+      s.folds = info.folds;
+      s.period_steps = info.period_steps;
+      s.first_ns = clock.ToNs(info.first_ticks);
+      s.last_ns = clock.ToNs(info.last_ticks);
+      s.all = span(info.steps, info.warmup.start_ticks, info.last_ticks, info.sums);
+      if (info.steps > 0) s.warmup = span(1, info.warmup.start_ticks, info.warmup.end_ticks, info.warmup.parts);
+      for (uint32_t h = 0; h < format::kStepHistParts; ++h) s.warmup_bucket[h] = format::StepHistBucket(info.warmup.parts[h]);
+      s.periods_torn = info.folding != 0;
+      const uint32_t n = std::min(info.periods, format::kStepAggPeriods);
+      for (uint32_t k = 0; k < n && !s.periods_torn; ++k) {
+        format::StepAggPeriod p;
+        std::memcpy(&p, parts[0].data() + format::kStepAggPeriodsOffset + k * sizeof(p), sizeof(p));
+        s.periods.push_back(span(p.steps, p.start_ticks, p.end_ticks, p.sums));
+      }
+      for (uint32_t h = 0; h < format::kStepHistParts; ++h) {
+        const uint8_t* at = parts[format::StepAggHistPart(h)].data() + format::StepAggHistAt(h);
+        for (uint32_t b = 0; b < format::kStepHistBuckets; ++b) {
+          uint32_t count;
+          std::memcpy(&count, at + b * sizeof(count), sizeof(count));
+          if (count == 0) continue;
+          const uint64_t low = format::StepHistBucketLow(b);
+          const uint64_t high = b + 1 < format::kStepHistBuckets ? format::StepHistBucketLow(b + 1) : low;
+          s.hist[h].push_back({b, clock.DurNs(low), clock.DurNs(high), count});
+        }
+      }
+    }
   }
 
   // The state chunks (wire.h): what each thread of the last exec image was blocked in
@@ -717,6 +807,7 @@ class TraceDecoder {
     for (IoAggregates::Image& im : t_.io_aggregates.images) {
       im.files_full_ns = im.info.files_full_ticks == 0 ? 0 : clock.ToNs(im.info.files_full_ticks);
     }
+    DecodeStepAggregates(clock);
     // Every event after the latest record of the event chunks given up is in full.
     const uint64_t dropped = t_.header.dropped_until_ticks;
     t_.window.full_from_ns = dropped == 0 ? t_.start_ns_ : std::max(clock.ToNs(dropped), t_.start_ns_);
@@ -901,6 +992,7 @@ class TraceDecoder {
   };
   std::vector<StateRef> state_chunks_;  // state and ring chunks, read after the records
   std::vector<StateRef> agg_chunks_;    // I/O aggregate chunks
+  std::vector<StateRef> step_chunks_;   // step aggregate chunks
   ProcessTrace& t_;
   TraceBytes& b_;
   std::shared_ptr<KeptBytes> kept_;

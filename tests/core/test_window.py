@@ -11,12 +11,11 @@ import random
 import signal
 import struct
 import subprocess
-import time
 import unittest
 
 import coretest
 from coretest import cli, dump, prog, report, shim_env
-from ctharness import TempDirTest
+from ctharness import TempDirTest, sigkill_at_count
 
 CHUNK = 32768
 NFILES = 1000
@@ -187,31 +186,11 @@ class WindowTest(TempDirTest):
             with self.subTest(attempt=attempt):
                 out = os.path.join(self.tmp, f"kill{attempt}")
                 os.mkdir(out)
-                if os.path.exists(self.counter):
-                    os.unlink(self.counter)  # the last attempt's count is not this one's
-                p = subprocess.Popen(self.argv(0, 60, 4), env=shim_env(out, {"COLABTRACE_WINDOW_MB": "1"}),
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                try:
-                    # 1 MiB is about 18,000 visits: past it the window rolls.
-                    threshold = 20000 + rng.randrange(20000)
-                    deadline = time.monotonic() + 60
-                    done = 0
-                    while time.monotonic() < deadline and done < threshold:
-                        time.sleep(0.005)
-                        try:
-                            with open(self.counter, "rb") as f:
-                                done = struct.unpack("<Q", f.read(8).ljust(8, b"\0"))[0]
-                        except FileNotFoundError:
-                            pass
-                    os.kill(p.pid, signal.SIGKILL)
-                    p.wait(timeout=30)
-                finally:
-                    if p.poll() is None:
-                        p.kill()
-                        p.wait()
-                self.assertEqual(p.returncode, -signal.SIGKILL)
-                with open(self.counter, "rb") as f:
-                    done = struct.unpack("<Q", f.read(8))[0]
+                # 1 MiB is about 18,000 visits: past it the window rolls.
+                threshold = 20000 + rng.randrange(20000)
+                rc, done = sigkill_at_count(self.argv(0, 60, 4), shim_env(out, {"COLABTRACE_WINDOW_MB": "1"}),
+                                            self.counter, threshold)
+                self.assertEqual(rc, -signal.SIGKILL)
                 (trace,) = glob.glob(os.path.join(out, "*.ctrace"))
                 rep = report(trace)
                 self.assertEqual(rep["warnings"], [])

@@ -14,6 +14,7 @@ import re
 import select
 import shutil
 import signal
+import struct
 import subprocess
 import tempfile
 import time
@@ -253,6 +254,35 @@ def kill_process_group(p: subprocess.Popen, wait_s: float = 60) -> None:
         p.communicate(timeout=wait_s)
     except (subprocess.TimeoutExpired, ValueError, OSError):
         pass
+
+
+def read_counter(path: str) -> int:
+    """The u64 a test program keeps in a mapped file of 8 bytes (0 while it is not there)."""
+    try:
+        with open(path, "rb") as f:
+            return struct.unpack("<Q", f.read(8).ljust(8, b"\0"))[0]
+    except FileNotFoundError:
+        return 0
+
+
+def sigkill_at_count(argv, env: dict, counter: str, threshold: int, timeout: float = 60) -> tuple[int, int]:
+    """Starts argv (env as given), SIGKILLs it once the count in `counter` (read_counter)
+    reaches threshold or timeout seconds have passed, and returns its exit status and the
+    count it had reached."""
+    if os.path.exists(counter):
+        os.unlink(counter)  # an earlier run's count is not this one's
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and read_counter(counter) < threshold:
+            time.sleep(0.005)
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return p.returncode, read_counter(counter)
 
 
 def by_pid(rep: dict) -> dict[int, dict]:

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "colabtrace/format/codec.h"
+#include "colabtrace/format/step_agg.h"
 #include "colabtrace/format/wire.h"
 #include "trace/process_trace.h"
 
@@ -172,6 +173,32 @@ class TraceBytesBuilder {
         std::memcpy(&bytes_[at + format::kIoAggSlotsOffset + k * width], raw[i].data(), width);
       }
     } while (i < raw.size());
+  }
+
+  // The three chunks of a step aggregate series (format/step_agg.h), as the shim lays them
+  // out: `info` (its source and tid), the periods, and per histogram part (StepPart below
+  // kStepHistParts) the values it counted, in ticks.
+  void AddStepAggSeries(const format::StepAggInfo& info, const std::vector<format::StepAggPeriod>& periods,
+                        const std::vector<std::vector<uint64_t>>& values, uint32_t image = 0) {
+    size_t at[format::kStepAggChunksPerSeries];
+    for (uint32_t k = 0; k < format::kStepAggChunksPerSeries; ++k) {
+      at[k] = AddChunk(format::kStepAggChunkMagic, image, format::StepAggSeq(info.source, k));
+    }
+    std::memcpy(&bytes_[at[0] + format::kStepAggInfoOffset], &info, sizeof(info));
+    for (size_t i = 0; i < periods.size() && i < format::kStepAggPeriods; ++i) {
+      std::memcpy(&bytes_[at[0] + format::kStepAggPeriodsOffset + i * sizeof(format::StepAggPeriod)], &periods[i],
+                  sizeof(format::StepAggPeriod));
+    }
+    for (uint32_t h = 0; h < format::kStepHistParts && h < values.size(); ++h) {
+      for (uint64_t v : values[h]) {
+        const size_t bucket = at[format::StepAggHistPart(h)] + format::StepAggHistAt(h) +
+                              format::StepHistBucket(v) * sizeof(uint32_t);
+        uint32_t count;
+        std::memcpy(&count, &bytes_[bucket], sizeof(count));
+        ++count;
+        std::memcpy(&bytes_[bucket], &count, sizeof(count));
+      }
+    }
   }
 
   // Cuts the trace to its first n bytes (a file that ends early).

@@ -8,6 +8,10 @@
 // "io_latency" when that part is input wait or file I/O and the mean time per file call
 // (the step loop's own, or its workers') grew at least kLatencyGrowthRatio times (the page
 // cache ran out, or the storage slowed down), with the mount that served those calls.
+// When the window gave up steps (ProcessSteps::from_aggregates) and the aggregates hold at
+// least three periods, the thirds are whole periods (the first periods holding a third of
+// the steps, and the last ones) and "typical" and "median" are their mean step: the
+// per-step times are gone (evidence "from_periods": true).
 #include <algorithm>
 #include <array>
 #include <string>
@@ -53,6 +57,63 @@ Third ThirdOf(const std::vector<StepTime>& steps, size_t begin, size_t end) {
   return t;
 }
 
+// The same from the periods [begin, end) (ProcessSteps::periods): a mean, not a median.
+Third ThirdOfPeriods(const std::vector<StepPeriod>& periods, size_t begin, size_t end) {
+  Third t;
+  t.a = periods[begin].sum.start_ns;
+  t.b = periods[end - 1].sum.end_ns;
+  uint64_t steps = 0, total = 0;
+  std::array<uint64_t, 4> sum{};
+  for (size_t i = begin; i < end; ++i) {
+    const StepPeriod& p = periods[i];
+    steps += p.steps;
+    total += p.sum.input_wait_ns + p.sum.gpu_sync_ns + p.sum.io_ns + p.sum.other_ns;
+    sum[0] += p.sum.input_wait_ns;
+    sum[1] += p.sum.gpu_sync_ns;
+    sum[2] += p.sum.io_ns;
+    sum[3] += p.sum.other_ns;
+    t.io_calls += p.sum.io_calls;
+    t.io_call_ns += p.sum.io_call_ns;
+  }
+  if (steps == 0) return t;
+  t.typical_ns = t.median_ns = total / steps;
+  for (size_t k = 0; k < 4; ++k) t.mean_ns[k] = sum[k] / steps;
+  return t;
+}
+
+// The early and late thirds of p's steps and how many were analysed: from the periods
+// when the steps are summed, else from each step. False when there are too few.
+bool Thirds(const ProcessSteps& p, const StepWorkers& w, Third* early, Third* late, size_t* analysed,
+            size_t* per_third, size_t* prefetched, bool* from_periods) {
+  *from_periods = p.from_aggregates && p.periods.size() >= 3;
+  if (*from_periods) {
+    size_t n = 0;
+    for (const StepPeriod& q : p.periods) n += q.steps;
+    if (n < kSlowdownMinSteps) return false;
+    // The first periods that hold a third of the steps, and the last ones; never shared.
+    size_t e = 0, early_steps = 0, l = p.periods.size(), late_steps = 0;
+    while (e < p.periods.size() && early_steps * 3 < n) early_steps += p.periods[e++].steps;
+    while (l > e && late_steps * 3 < n) late_steps += p.periods[--l].steps;
+    if (e == 0 || l == p.periods.size() || l < e) return false;
+    *early = ThirdOfPeriods(p.periods, 0, e);
+    *late = ThirdOfPeriods(p.periods, l, p.periods.size());
+    *analysed = n;
+    *per_third = std::min(early_steps, late_steps);
+    *prefetched = 0;
+    return true;
+  }
+  if (p.steps.size() < 1 + kSlowdownMinSteps) return false;
+  // After warm-up, and after the batches the workers prefetched meanwhile.
+  *prefetched = std::min(kPrefetchPerWorker * w.workers.size(), (p.steps.size() - 1) / 3);
+  const size_t from = 1 + *prefetched, n = p.steps.size() - from;
+  const size_t third = n / 3;
+  *early = ThirdOf(p.steps, from, from + third);
+  *late = ThirdOf(p.steps, p.steps.size() - third, p.steps.size());
+  *analysed = n;
+  *per_third = third;
+  return true;
+}
+
 constexpr std::array<std::string_view, 4> kParts = {"input_wait", "gpu_sync", "io", "other"};
 
 uint64_t PerCall(uint64_t ns, uint64_t calls) { return calls ? ns / calls : 0; }
@@ -63,13 +124,10 @@ void StepSlowdownRule(RuleContext& ctx) {
   for (size_t k = 0; k < m.processes.size(); ++k) {
     const ProcessSteps& p = m.processes[k];
     const StepWorkers& w = m.workers[k];
-    if (p.steps.size() < 1 + kSlowdownMinSteps) continue;
-    // After warm-up, and after the batches the workers prefetched meanwhile.
-    const size_t prefetched = std::min(kPrefetchPerWorker * w.workers.size(), (p.steps.size() - 1) / 3);
-    const size_t from = 1 + prefetched, n = p.steps.size() - from;
-    const size_t third = n / 3;
-    const Third early = ThirdOf(p.steps, from, from + third);
-    const Third late = ThirdOf(p.steps, p.steps.size() - third, p.steps.size());
+    Third early, late;
+    size_t n = 0, third = 0, prefetched = 0;
+    bool from_periods = false;
+    if (!Thirds(p, w, &early, &late, &n, &third, &prefetched, &from_periods)) continue;
     if (late.typical_ns < early.typical_ns + kSlowdownMinGrowthNs) continue;
     if (static_cast<double>(late.typical_ns) < kSlowdownRatio * static_cast<double>(early.typical_ns)) continue;
 
@@ -104,6 +162,7 @@ void StepSlowdownRule(RuleContext& ctx) {
     ev["steps_analysed"] = static_cast<uint64_t>(n);
     ev["steps_per_third"] = static_cast<uint64_t>(third);
     ev["prefetched_steps"] = static_cast<uint64_t>(prefetched);
+    if (from_periods) ev["from_periods"] = true;
     ev["early_median_ns"] = early.median_ns;
     ev["late_median_ns"] = late.median_ns;
     ev["early_typical_ns"] = early.typical_ns;

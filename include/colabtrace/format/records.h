@@ -108,7 +108,7 @@ namespace colabtrace::format {
 // record is never dropped. One list: widen it here.
 #define COLABTRACE_DROPPABLE_TYPES(X) \
   X(IoOpen) X(IoRead) X(IoReadAt) X(IoWrite) X(IoClose) X(IoDup) X(IoStat) X(IoDir) \
-  X(IoMmap) X(IoCopy) X(IoFsync) X(IoSeek)
+  X(IoMmap) X(IoCopy) X(IoFsync) X(IoSeek) X(Step) X(BatchWait)
 
 // ---- fields of each record ----------------------------------------------------------
 // Every record also carries `ts` (absolute ticks), framed as a delta; it is not listed.

@@ -31,7 +31,9 @@ inline constexpr uint16_t kVersionMinor = 4;  // 1: RingSlot.py_stack; 2: Python
                                               // 3: I/O aggregate chunks (CTIA), event
                                               // chunks (CTEV) and the window fields, the
                                               // NCCL chunk (CTNC); 4: 128-byte I/O
-                                              // aggregate slots (CTIS)
+                                              // aggregate slots (CTIS), step aggregate
+                                              // chunks (CTSA, step_agg.h), Step and
+                                              // BatchWait droppable
 inline constexpr uint32_t kHeaderSize = 256;
 inline constexpr uint32_t kChunkSize = 32 * 1024;
 inline constexpr uint32_t kChunkMagic = 0x4b435443;  // "CTCK" little-endian

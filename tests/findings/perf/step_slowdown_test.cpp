@@ -2,8 +2,10 @@
 // least twice (and 1 ms above) the first third's. Golden traces: a loop that loads each
 // batch itself from NFS (num_workers=0) whose opens go from 2 ms to 40 ms halfway (the
 // I/O latency grew); the same going to 3 ms (a near miss); a loop whose compute grew
-// fourfold; a loop killed in the middle of a long step (interrupted, not slow).
+// fourfold; a loop killed in the middle of a long step (interrupted, not slow); a loop
+// known from its step aggregates' periods only, slowed threefold, and 1.5-fold (none).
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <string>
 #include <vector>
@@ -109,6 +111,70 @@ TEST(PerfStepSlowdown, StepsServedFromTheWorkersPrefetchAreNotTheBaseline) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].evidence["prefetched_steps"].as_int(), 0);
   EXPECT_EQ(f[0].evidence["grew"].str(), "input_wait");
+}
+
+// A marker loop of 3,001 steps known only from its step aggregates (the window gave its
+// records up; here COLABTRACE_ANALYZER_IGNORE_STEP_EVENTS=1): a 10 ms warm-up, then three
+// periods of 1,000 steps, the first two of early_ms, the last of late_ms, all of it
+// host compute (part "other").
+ProcessTrace SummedLoop(uint64_t early_ms, uint64_t late_ms) {
+  TraceBuilder b(100);
+  const uint64_t start = b.now();
+  format::StepAggInfo info{};
+  info.source = static_cast<uint32_t>(format::StepSource::kMarker);
+  info.tid = 100;
+  info.boundaries = 3002;
+  info.steps = 3001;
+  info.period_steps = 1000;
+  info.periods = 3;
+  info.first_ticks = start;
+  info.warmup = {start, start + 10 * kMs, {10 * kMs, 0, 0, 0, 10 * kMs, 0, 0, 0}};
+  std::vector<format::StepAggPeriod> periods(3);
+  std::vector<std::vector<uint64_t>> values(format::kStepHistParts);
+  uint64_t at = start;
+  for (uint32_t i = 0; i < 3; ++i) {
+    const uint64_t step = (i < 2 ? early_ms : late_ms) * kMs, n = i == 0 ? 1001 : 1000;
+    const uint64_t total = i == 0 ? 10 * kMs + 1000 * step : 1000 * step;
+    periods[i] = {n, at, at + total, {total, 0, 0, 0, total, 0, 0, 0}};
+    at += total;
+    for (uint64_t k = 0; k < 1000; ++k) values[format::kStepTotal].push_back(step);
+  }
+  values[format::kStepTotal].push_back(10 * kMs);
+  info.last_ticks = at;
+  for (uint32_t k : {format::kStepTotal, format::kStepOther}) info.sums[k] = at - start;
+  b.AdvanceTo(at);
+  steptest::StepBoundary(b, 3002, format::StepSource::kMarker);  // the window holds the last
+  b.raw().AddStepAggSeries(info, periods, values);
+  return b.Finish();
+}
+
+// Sets COLABTRACE_ANALYZER_IGNORE_STEP_EVENTS=1 while it lives.
+struct IgnoreStepEvents {
+  IgnoreStepEvents() { setenv("COLABTRACE_ANALYZER_IGNORE_STEP_EVENTS", "1", 1); }
+  ~IgnoreStepEvents() { unsetenv("COLABTRACE_ANALYZER_IGNORE_STEP_EVENTS"); }
+};
+
+TEST(PerfStepSlowdown, FromSummedPeriodsWhenTheWindowGaveStepsUp) {
+  IgnoreStepEvents summed;
+  auto traces = RunOf(SummedLoop(2, 6));
+  const auto f = FindingsOf(traces, "perf.step-slowdown");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, Severity::kWarning);
+  const auto& ev = f[0].evidence;
+  EXPECT_EQ(ev["grew"].str(), "other");
+  EXPECT_TRUE(ev["from_periods"].boolean());
+  EXPECT_EQ(ev["steps_analysed"].as_int(), 3000);
+  EXPECT_EQ(ev["steps_per_third"].as_int(), 1000);  // periods 1-2 early (2,000), 3 late
+  EXPECT_EQ(ev["early_typical_ns"].as_int(), 2 * kMs);
+  EXPECT_EQ(ev["late_typical_ns"].as_int(), 6 * kMs);
+  EXPECT_DOUBLE_EQ(ev["ratio"].number(), 3.0);
+  EXPECT_EQ(ev["parts"]["other"]["late_mean_ns"].as_int(), 6 * kMs);
+}
+
+TEST(PerfStepSlowdown, FromSummedPeriodsOneAndAHalfTimesSlowerIsNone) {
+  IgnoreStepEvents summed;
+  auto traces = RunOf(SummedLoop(2, 3));
+  EXPECT_TRUE(FindingsOf(traces, "perf.step-slowdown").empty());
 }
 
 TEST(PerfStepSlowdown, AStepCutShortByAKillIsInterruptedNotSlow) {
