@@ -11,7 +11,6 @@ import random
 import signal
 import struct
 import subprocess
-import time
 import unittest
 
 import coretest
@@ -22,7 +21,7 @@ CHUNK = 32768
 NFILES = 1000
 MIB = 1 << 20
 MAGICS = {b"CTCK": "record", b"CTEV": "event", b"CTST": "state", b"CTRG": "ring", b"CTIA": "aggregate",
-          b"CTNC": "nccl"}
+          b"CTNC": "nccl", b"CTTS": "thinned"}
 
 
 def header(trace):
@@ -191,24 +190,16 @@ class WindowTest(TempDirTest):
                     os.unlink(self.counter)  # the last attempt's count is not this one's
                 p = subprocess.Popen(self.argv(0, 60, 4), env=shim_env(out, {"COLABTRACE_WINDOW_MB": "1"}),
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                try:
-                    # 1 MiB is about 18,000 visits: past it the window rolls.
-                    threshold = 20000 + rng.randrange(20000)
-                    deadline = time.monotonic() + 60
-                    done = 0
-                    while time.monotonic() < deadline and done < threshold:
-                        time.sleep(0.005)
-                        try:
-                            with open(self.counter, "rb") as f:
-                                done = struct.unpack("<Q", f.read(8).ljust(8, b"\0"))[0]
-                        except FileNotFoundError:
-                            pass
-                    os.kill(p.pid, signal.SIGKILL)
-                    p.wait(timeout=30)
-                finally:
-                    if p.poll() is None:
-                        p.kill()
-                        p.wait()
+                # 1 MiB is about 18,000 visits: past it the window rolls.
+                threshold = 20000 + rng.randrange(20000)
+
+                def visited():
+                    try:
+                        with open(self.counter, "rb") as f:
+                            return struct.unpack("<Q", f.read(8).ljust(8, b"\0"))[0] >= threshold
+                    except FileNotFoundError:
+                        return False
+                coretest.sigkill_when(p, visited, 0.005)
                 self.assertEqual(p.returncode, -signal.SIGKILL)
                 with open(self.counter, "rb") as f:
                     done = struct.unpack("<Q", f.read(8))[0]
