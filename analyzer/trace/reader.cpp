@@ -265,6 +265,14 @@ class TraceDecoder {
     if (!InImageOrder(thin_chunks_, "thinned-sample chunks of an unknown chunk size are not read")) return;
     const uint64_t cs = t_.header.chunk_size;
     const uint64_t cut = thinned_only_ || t_.header.events_lost != 0 ? UINT64_MAX : t_.header.dropped_until_ticks;
+    // The latest clock and Python sample the records hold (once: a crafted trace may have
+    // thousands of thinned-sample chunks).
+    auto latest = [](const auto& table) {
+      uint64_t ts = 0;
+      for (const auto& ev : table) ts = std::max(ts, ev.ts);
+      return ts;
+    };
+    const uint64_t latest_clock = latest(t_.records.Clock), latest_py = latest(t_.records.PySample);
     ThinnedSamples& th = t_.thinned;
     for (const StateRef& c : thin_chunks_) {
       const std::span<const uint8_t> chunk = b_.Read(c.offset, cs);
@@ -284,7 +292,7 @@ class TraceDecoder {
         std::memcpy(static_cast<void*>(&run), chunk.data() + format::kThinRunOffset, sizeof(run));
         im.run = run.half[run.seq & 1];
         im.run_known = run.seq != 0;
-        if (im.run_known) AddLastClockAndPython(im.run, c.image);
+        if (im.run_known) AddLastClockAndPython(im.run, c.image, latest_clock, latest_py);
       }
       for (uint32_t k = 0; k < format::kThinEntriesPerChunk; ++k) {
         format::ThinEntry e;
@@ -331,20 +339,16 @@ class TraceDecoder {
 
   // The last periodic Clock pair and Python position of an image, as records, when no
   // record of the trace is as late (the window gave them up).
-  void AddLastClockAndPython(const format::ThinRunHalf& r, uint32_t image) {
-    auto latest = [](const auto& table) {
-      uint64_t ts = 0;
-      for (const auto& ev : table) ts = std::max(ts, ev.ts);
-      return ts;
-    };
-    if (r.clock_ticks != 0 && r.clock_mono_ns != 0 && (thinned_only_ || latest(t_.records.Clock) < r.clock_ticks)) {
+  void AddLastClockAndPython(const format::ThinRunHalf& r, uint32_t image, uint64_t latest_clock,
+                             uint64_t latest_py) {
+    if (r.clock_ticks != 0 && r.clock_mono_ns != 0 && (thinned_only_ || latest_clock < r.clock_ticks)) {
       format::Clock c;
       c.ts = r.clock_ticks;
       c.mono_ns = r.clock_mono_ns;
       c.realtime_ns = r.clock_realtime_ns;
       AddMade(t_.records.Clock, c, 0, image);
     }
-    if (r.py_stack != 0 && (thinned_only_ || latest(t_.records.PySample) < r.py_ticks)) {
+    if (r.py_stack != 0 && (thinned_only_ || latest_py < r.py_ticks)) {
       format::PySample p;
       p.ts = r.py_ticks;
       p.tid = r.py_tid;

@@ -1,6 +1,7 @@
 // The thinned-sample tiers (include/colabtrace/format/sample_tiers.h) on plain memory:
 // merging within an interval, the rings moving their oldest entry on, tier 2's folds, and
-// that no sample is lost or counted twice on the way.
+// that no sample is lost or counted twice on the way; and the reader's records made of
+// them for the part of a run the window gave up.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "colabtrace/format/sample_tiers.h"
+#include "../../harness/trace_builder.h"
 
 namespace {
 
@@ -165,6 +167,77 @@ TEST(SampleTiersTest, TheRunHalfIsPublishedAfterItIsWhole) {
   EXPECT_EQ(run->seq, 2u);
   EXPECT_EQ(run->half[0].samples, 4u);
   EXPECT_EQ(run->half[1].samples, 3u);
+}
+
+// A trace built in memory: one raw (periodic) sample at tick 51000, and a tier-0 chunk of two
+// entries: ticks 3000-5000 (RSS 500, 900, 300) and 61000 (RSS 700, 20 s later by its clock).
+std::vector<uint8_t> TierChunk() {
+  std::vector<uint8_t> c(fmt::kChunkSize);
+  fmt::ThinTiers tiers;
+  auto alloc = [&](int k) {
+    fmt::ThinTiers::InitChunk(c.data(), k);
+    return k == 0 ? c.data() : nullptr;
+  };
+  tiers.AddSample(3000, 2000, 41, 500, 1, 1, 50, 10, 0, 100, 0, alloc);
+  tiers.AddSample(4000, 3000, 41, 900, 1, 1, 60, 10, 0, 200, 0, alloc);
+  tiers.AddSample(5000, 4000, 42, 300, 1, 1, 70, 10, 2, 300, 0, alloc);
+  tiers.AddSample(61000, 20 * kSec, 42, 700, 1, 1, 80, 10, 2, 400, 0, alloc);
+  fmt::ThinRunHalf h{};
+  h.samples = 4;
+  h.peak_rss = 900, h.peak_rss_ticks = 4000;
+  fmt::ThinPublishRun(tiers.Run(), h);
+  return c;
+}
+
+colabtrace::analyzer::ProcessTrace TraceWithTiers(uint64_t dropped_until) {
+  colabtrace::testing::TraceBytesBuilder b(4321, 1000);
+  fmt::Sample raw;
+  raw.ts = 51000;
+  raw.rss_bytes = 10;
+  b.Append(raw);
+  const std::vector<uint8_t> c = TierChunk();
+  b.AddThinChunk(c.data(), 0);
+  b.SetDroppedUntil(dropped_until);
+  return b.Parse();
+}
+
+TEST(SampleTiersTest, TheReaderMakesSamplesOfTheEntriesTheWindowGaveUpOnly) {
+  const auto t = TraceWithTiers(10000);
+  ASSERT_EQ(t.thinned.images.size(), 1u);
+  EXPECT_EQ(t.thinned.images[0].entries[0], 2u);
+  EXPECT_EQ(t.thinned.images[0].run.peak_rss, 900u);
+  EXPECT_EQ(t.thinned.made_samples, 2u) << "the first entry: its peak and its last sample";
+  ASSERT_EQ(t.records.Sample.size(), 3u);
+  // Ticks are ns here, counted from the trace's start (1000).
+  EXPECT_EQ(t.records.Sample[0].ts, 4000u);
+  EXPECT_EQ(t.records.Sample[0].rss_bytes, 900u);
+  EXPECT_EQ(t.records.Sample[0].cgroup_current, 70u) << "the interval's maximum";
+  EXPECT_EQ(t.records.Sample[0].cgroup_inactive_file, 10u) << "working set 60: its maximum";
+  EXPECT_EQ(t.records.Sample[0].oom_kill, UINT64_MAX);
+  EXPECT_EQ(t.records.Sample[0].utime_ns, 0u);
+  EXPECT_EQ(t.records.Sample[1].ts, 5000u);
+  EXPECT_EQ(t.records.Sample[1].rss_bytes, 300u);
+  EXPECT_EQ(t.records.Sample[1].oom_kill, 2u);
+  EXPECT_EQ(t.records.Sample[1].utime_ns, 300u);
+  EXPECT_EQ(t.records.Sample[1].tid, 42u);
+  EXPECT_EQ(t.records.Sample[2].ts, 51000u);
+  EXPECT_EQ(t.records.Sample[2].rss_bytes, 10u) << "the raw sample, kept as it is";
+}
+
+TEST(SampleTiersTest, NothingGivenUpNothingMadeAndHalfWrittenEntriesAreSkipped) {
+  EXPECT_EQ(TraceWithTiers(0).records.Sample.size(), 1u);
+  EXPECT_EQ(TraceWithTiers(0).thinned.made_samples, 0u);
+  // An entry whose peak lies outside its interval (a crafted or torn slot) is not read.
+  std::vector<uint8_t> c = TierChunk();
+  auto* e = reinterpret_cast<fmt::ThinEntry*>(c.data() + fmt::kThinEntriesOffset);
+  e[0].peak_ticks = e[0].end_ticks + 1;
+  e[1].start_ticks = 0;
+  colabtrace::testing::TraceBytesBuilder b(4321, 1000);
+  b.AddThinChunk(c.data(), 0);
+  b.SetDroppedUntil(UINT64_MAX);
+  const auto t = b.Parse();
+  EXPECT_EQ(t.thinned.images[0].entries[0], 0u);
+  EXPECT_TRUE(t.records.Sample.empty());
 }
 
 }  // namespace
