@@ -4,7 +4,7 @@
 // still says what its memory did, with exact peaks.
 //
 //   tier 0: one entry per 10 s, kThinEntriesPerChunk of them (the last 33 minutes);
-//   tier 1: one entry per minute (the 3.3 hours before);
+//   tier 1: one entry per minute (the 3.4 hours before);
 //   tier 2: one entry per 10 minutes, folded when full: neighbours merged in pairs and
 //           the width doubled (33 hours, then 67, 134, 268 ...), so it covers the rest of
 //           the run, however long, at a resolution that halves with each fold.
