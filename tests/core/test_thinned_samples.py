@@ -113,7 +113,7 @@ class ThinnedSamplesTest(TempDirTest):
         self.assertGreater(header(trace)["recycled"], 0, "the window rolled")
         self.assertGreater(proc["window"]["full_from_ns"], peak_end_ns, "the spikes are in the given-up part")
         run = thinned_run(trace)
-        self.assertGreater(run["samples"], 1000)
+        self.assertGreater(run["samples"], 500)  # about one a millisecond, fewer under load
         # The report's peak is the shim's exact peak, from the tiers alone: at least what the
         # program held (64 MiB and its baseline), and the last spike's.
         self.assertEqual(proc["peak_rss_bytes"], run["peak_rss"])
