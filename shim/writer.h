@@ -128,9 +128,6 @@ template <class R> inline void AppendRecord(uint8_t*& pos, uint64_t& last_ts, co
   last_ts = rec.ts;
 }
 
-// Appends rec (rec.ts already set) to the calling thread's chunk. Call only inside a
-// ShimScope that entered(). Records that may give way (format::kDroppable, known at
-// compile time) go into the thread's event chunk, every other into its record chunk.
 // Appends rec to t's event chunk; false when it had to give way (no chunk).
 template <class R> inline bool AppendToEventChunk(ThreadState& t, const R& rec, size_t max) {
   ThreadState::EventCursor& e = t.ev;
@@ -143,6 +140,9 @@ template <class R> inline bool AppendToEventChunk(ThreadState& t, const R& rec, 
   return true;
 }
 
+// Appends rec (rec.ts already set) to the calling thread's chunk. Call only inside a
+// ShimScope that entered(). Records that may give way (format::kDroppable, known at
+// compile time) go into the thread's event chunk, every other into its record chunk.
 template <class R> inline void Emit(const R& rec) {
   ThreadState& t = t_thread;
   const size_t max = format::MaxEncodedSize(rec);
