@@ -118,8 +118,13 @@ struct ThinTiers {
     t->folds = 0;
   }
 
-  // Merges src into dst in place: maxima raised, the later entry's last values taken.
+  // Merges src into dst in place: maxima raised, the later entry's last values taken. The
+  // interval is widened first, so a kill at any store leaves peak_ticks inside it (a last
+  // value may then lag its end_ticks by one sample).
   static void Merge(ThinEntry& dst, const ThinEntry& src) {
+    if (src.start_ticks < dst.start_ticks) ThinStore(dst.start_ticks, src.start_ticks);
+    const bool later = src.end_ticks >= dst.end_ticks;
+    if (later) ThinStore(dst.end_ticks, src.end_ticks);
     if (src.max_rss != kThinUnknown && (dst.max_rss == kThinUnknown || src.max_rss > dst.max_rss)) {
       ThinStore(dst.peak_ticks, src.peak_ticks);
       ThinStore(dst.max_rss, src.max_rss);
@@ -129,7 +134,7 @@ struct ThinTiers {
     ThinStore(dst.max_cgroup, ThinMax(dst.max_cgroup, src.max_cgroup));
     ThinStore(dst.max_working_set, ThinMax(dst.max_working_set, src.max_working_set));
     ThinStore(dst.count, dst.count + src.count);
-    if (src.end_ticks >= dst.end_ticks) {
+    if (later) {
       ThinStore(dst.last_rss, src.last_rss);
       ThinStore(dst.last_vm, src.last_vm);
       ThinStore(dst.last_threads, src.last_threads);
@@ -139,9 +144,7 @@ struct ThinTiers {
       ThinStore(dst.last_utime_ns, src.last_utime_ns);
       ThinStore(dst.last_stime_ns, src.last_stime_ns);
       ThinStore(dst.tid, src.tid);
-      ThinStore(dst.end_ticks, src.end_ticks);
     }
-    if (src.start_ticks < dst.start_ticks) ThinStore(dst.start_ticks, src.start_ticks);
   }
 
   // Writes e into slot s whole: start_ticks cleared first, published last.
