@@ -121,6 +121,7 @@ void AfterForkAtfork() { AfterForkInChild(LibcState::kUsable); }
 
 void BeginTrace(format::ProcessOrigin origin, uint32_t parent_tid, char** envp, LibcState libc) {
   g_recording = false;
+  DisarmPeriodicSamples();
   g_trace.SetLimits(uint64_t{g_config.window_mb} << 20, g_config.window_s, uint64_t{g_config.max_mb} << 20);
   if (origin == format::ProcessOrigin::kInitial &&
       g_trace.AdoptInherited(static_cast<uint32_t>(g_pid))) {

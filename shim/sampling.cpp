@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "colabtrace/format/sample_tiers.h"
 #include "config.h"
 #include "raw.h"
 #include "text.h"
@@ -21,6 +22,46 @@ uint64_t g_page_size = 0;
 uint64_t g_ns_per_clock_tick = 0;  // /proc's CPU-time unit (sysconf(_SC_CLK_TCK)) in ns
 uint64_t g_period_ns = 0;    // COLABTRACE_SAMPLE_MS in ns; 0: no periodic samples
 uint64_t g_due_ns = 0;       // CLOCK_MONOTONIC of the next periodic sample (atomic)
+
+// The thinned samples of this image (format/sample_tiers.h): written only by the thread
+// that holds the periodic sample's gate, so no lock. g_thin_run is what ThinRun holds.
+format::ThinTiers g_thin;
+format::ThinRunHalf g_thin_run;
+
+// A zeroed chunk of the trace stamped as tier k's thinned-sample chunk (CTTS), or null.
+uint8_t* AllocThinChunk(int k) {
+  uint8_t* p = g_recording ? g_trace.AllocChunk(true) : nullptr;
+  if (p == nullptr) return nullptr;
+  auto* ch = reinterpret_cast<format::ChunkHeader*>(p);
+  ch->tid = 0;
+  ch->base_ticks = Ticks();
+  ch->seq = static_cast<uint32_t>(k);
+  ch->flags = 0;
+  ch->image = g_trace.image();
+  format::ThinTiers::InitChunk(p, k);
+  __atomic_store_n(&ch->magic, format::kThinChunkMagic, __ATOMIC_RELEASE);
+  return p;
+}
+
+// Folds a periodic sample (and its Python position and Clock pair) into the tiers and
+// the run's peaks.
+void ThinPeriodicSample(const format::Sample& s, uint64_t mono_ns, uint64_t py_stack, const format::Clock& c) {
+  const uint64_t tid = static_cast<uint64_t>(raw::Gettid());
+  g_thin.AddSample(s.ts, mono_ns, tid, s.rss_bytes, s.vm_bytes, s.threads, s.cgroup_current,
+                   s.cgroup_inactive_file, s.oom_kill, s.utime_ns, s.stime_ns, AllocThinChunk);
+  format::ThinRunHalf& h = g_thin_run;
+  ++h.samples;
+  format::ThinNotePeak(h.peak_rss, h.peak_rss_ticks, s.rss_bytes, s.ts);
+  format::ThinNotePeak(h.peak_vm, h.peak_vm_ticks, s.vm_bytes, s.ts);
+  format::ThinNotePeak(h.peak_cgroup, h.peak_cgroup_ticks, s.cgroup_current, s.ts);
+  format::ThinNotePeak(h.peak_threads, h.peak_threads_ticks, s.threads, s.ts);
+  h.clock_ticks = c.ts;
+  h.clock_mono_ns = c.mono_ns;
+  h.clock_realtime_ns = c.realtime_ns;
+  if (py_stack != 0) h.py_ticks = s.ts, h.py_tid = tid, h.py_stack = py_stack;
+  h.base_mono_ns = g_thin.base_mono_ns;
+  format::ThinPublishRun(g_thin.Run(), h);
+}
 
 // The number after `key` on a line of the cgroup's file `file` (read into buf), or
 // UINT64_MAX.
@@ -78,8 +119,14 @@ void SampleIfDue(uint64_t now_ticks) {
       __atomic_store_n(&g_sample_due_ticks, gate, __ATOMIC_RELEASE);
       return;
     }
-    TakeSample(SampleKind::kPeriodic);
-    EmitClock();  // keeps the tick-to-ns fit exact even for a process that is killed
+    // The periodic sample, its Python position and its Clock go into the window (the
+    // thread's event chunk): their summary stays in the thinned-sample tiers.
+    const format::Sample s = ReadSample(SampleKind::kPeriodic);
+    EmitIntoWindow(s);
+    const uint64_t py_stack = python::EmitPythonSample(s.ts, true);
+    const format::Clock c = ReadClock();  // keeps the tick-to-ns fit exact even for a process that is killed
+    EmitIntoWindow(c);
+    ThinPeriodicSample(s, now_ns, py_stack, c);
     RefineTickRate();
     __atomic_store_n(&g_due_ns, now_ns + g_period_ns, __ATOMIC_RELEASE);
   }
@@ -150,15 +197,17 @@ uint64_t ReadCgroupNumber(const char* v2_name, const char* v1_name) {
   return v >= (1ull << 62) ? UINT64_MAX : v;
 }
 
-void EmitClock() {
+format::Clock ReadClock() {
   format::Clock c;
   c.ts = Ticks();
   c.mono_ns = MonotonicNs();
   c.realtime_ns = RealtimeNs();
-  Emit(c);
+  return c;
 }
 
-void TakeSample(SampleKind kind) {
+void EmitClock() { Emit(ReadClock()); }
+
+format::Sample ReadSample(SampleKind kind) {
   if (g_page_size == 0) {
     g_page_size = getauxval(AT_PAGESZ);
     if (g_page_size == 0) g_page_size = 4096;
@@ -192,11 +241,28 @@ void TakeSample(SampleKind kind) {
   s.cgroup_current = ReadCgroupNumber("memory.current", "memory.usage_in_bytes");
   s.oom_kill = ReadOomKillCount();
   s.cgroup_inactive_file = kind == SampleKind::kPeriodic ? ReadInactiveFile() : UINT64_MAX;
+  return s;
+}
+
+void TakeSample() {
+  const format::Sample s = ReadSample(SampleKind::kEvent);
   Emit(s);
-  python::EmitPythonSample(s.ts);  // the sampling thread's Python position (shim/python)
+  python::EmitPythonSample(s.ts, false);  // the sampling thread's Python position (shim/python)
+}
+
+void DisarmPeriodicSamples() {
+  // A fork child's copy of its parent's gate and tiers: the tiers point into the parent's
+  // trace, which the child may still have mapped.
+  __atomic_store_n(&g_sample_due_ticks, UINT64_MAX, __ATOMIC_RELEASE);
+  g_thin = format::ThinTiers{};
+  g_thin_run = format::ThinRunHalf{};
 }
 
 void ArmPeriodicSamples() {
+  // A new trace (start, fork child) or a new image: tiers of its own, taken at the first
+  // periodic sample.
+  DisarmPeriodicSamples();
+  g_thin.base_mono_ns = MonotonicNs();
   g_sample_hook = SampleIfDue;
   g_period_ns = static_cast<uint64_t>(g_config.sample_ms) * 1000000ull;
   if (g_period_ns == 0) {

@@ -14,6 +14,8 @@
 
 #include <cstdint>
 
+#include "colabtrace/format/records.h"
+
 namespace colabtrace::shim {
 
 // Finds this process's memory cgroup (v2, or v1's memory controller). Call at start-up.
@@ -29,13 +31,24 @@ uint64_t ReadCgroupNumber(const char* v2_name, const char* v1_name);
 // Emits a Clock record (ticks, CLOCK_MONOTONIC, CLOCK_REALTIME). Inside a ShimScope.
 void EmitClock();
 
-// Emits a Sample record now. Inside a ShimScope; raw system calls only. A periodic
-// sample also reads the cgroup's memory.stat for its inactive page cache (~11 us, too
-// much for every process start and exit, where the sample goes without it).
+// A Clock record of now (not emitted).
+format::Clock ReadClock();
+
+// A Sample record of now (not emitted). Raw system calls only. A periodic sample also
+// reads the cgroup's memory.stat for its inactive page cache (~11 us, too much for every
+// process start and exit, where the sample goes without it).
 enum class SampleKind { kEvent, kPeriodic };
-void TakeSample(SampleKind kind = SampleKind::kEvent);
+format::Sample ReadSample(SampleKind kind);
+
+// Emits a Sample record now (start, fork, exec, exit: a record chunk, never dropped) and
+// the thread's Python position. Inside a ShimScope.
+void TakeSample();
 
 // Arms the periodic sample for this process (start-up, fork child, adopted exec).
 void ArmPeriodicSamples();
+
+// Stops periodic samples and forgets the thinned-sample tiers, until ArmPeriodicSamples:
+// before a new trace is begun (a fork child's inherited tiers are its parent's).
+void DisarmPeriodicSamples();
 
 }  // namespace colabtrace::shim

@@ -140,6 +140,18 @@ template <class R> inline void AppendRecord(uint8_t*& pos, uint64_t& last_ts, co
   last_ts = rec.ts;
 }
 
+// Appends rec to t's event chunk; false when it had to give way (no chunk).
+template <class R> inline bool AppendToEventChunk(ThreadState& t, const R& rec, size_t max) {
+  ThreadState::EventCursor& e = t.ev;
+  if (__builtin_expect(t.generation != g_generation ||
+                           static_cast<size_t>(e.end - e.pos) <= max,
+                       0)) {
+    if (!OpenEventChunk(t, max + 1, rec.ts)) return false;
+  }
+  AppendRecord(e.pos, e.last_ts, rec);
+  return true;
+}
+
 // Appends rec (rec.ts already set) to the calling thread's chunk. Call only inside a
 // ShimScope that entered(). Records that may give way (format::kDroppable, known at
 // compile time) go into the thread's event chunk, every other into its record chunk.
@@ -173,14 +185,8 @@ template <class R> inline void Emit(const R& rec) {
   const size_t max = format::MaxEncodedSize(rec);
   NoteStepTime(t, rec);
   if constexpr (format::kDroppable<R>) {
-    ThreadState::EventCursor& e = t.ev;
-    if (__builtin_expect(t.generation != g_generation ||
-                             static_cast<size_t>(e.end - e.pos) <= max,
-                         0)) {
-      if (!OpenEventChunk(t, max + 1, rec.ts)) return;
-    }
-    AppendRecord(e.pos, e.last_ts, rec);
-    ++e.count;
+    if (!AppendToEventChunk(t, rec, max)) return;
+    ++t.ev.count;
   } else {
     if (__builtin_expect(t.generation != g_generation ||
                              static_cast<size_t>(t.end - t.pos) <= max,
@@ -192,6 +198,14 @@ template <class R> inline void Emit(const R& rec) {
   if (__builtin_expect(rec.ts >= __atomic_load_n(&g_sample_due_ticks, __ATOMIC_RELAXED), 0)) {
     g_sample_hook(rec.ts);
   }
+}
+
+// Appends rec to the calling thread's event chunk whatever its type, uncounted (not one of
+// format::kDroppable's, so not in events_total): the periodic resource samples, which the
+// window may give up because the thinned-sample tiers (sampling.cpp) keep their summary.
+// Never calls the sample hook. Call only inside a ShimScope that entered().
+template <class R> inline void EmitIntoWindow(const R& rec) {
+  AppendToEventChunk(t_thread, rec, format::MaxEncodedSize(rec));
 }
 
 // Emit through a fully inlined copy of the codec, for the per-call records of hot hooks

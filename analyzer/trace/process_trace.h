@@ -17,6 +17,7 @@
 
 #include "colabtrace/format/records.h"
 #include "colabtrace/format/step_agg.h"
+#include "colabtrace/format/sample_tiers.h"
 #include "colabtrace/format/wire.h"
 #include "trace/packed_table.h"
 
@@ -106,6 +107,24 @@ struct TraceWindow {
   uint64_t recycled_chunks = 0;  // event chunks rewritten
 };
 
+// The thinned-sample chunks (format/sample_tiers.h, 1.4): per exec image, the run's exact
+// peaks (times in ns) and how the tiers stand. For the part of the run the window gave up,
+// the reader makes Sample records of the tiers' entries (two per entry: its maxima at the
+// time RSS peaked, its last values at its end), and a Clock and PySample of the last ones
+// when the window gave those up: every reader of Sample records sees the thinned series.
+struct ThinnedSamples {
+  struct Image {
+    uint32_t image = 0;
+    bool run_known = false;          // ThinRun was written (a periodic sample was taken)
+    format::ThinRunHalf run{};       // peaks' times converted to ns
+    uint64_t entries[format::kThinTiers] = {};  // valid entries per tier
+    uint64_t interval_ns[format::kThinTiers] = {};
+    uint64_t folds = 0;              // tier 2's folds
+  };
+  std::vector<Image> images;
+  uint64_t made_samples = 0;         // Sample records the reader made from the tiers
+};
+
 class ProcessTrace {
  public:
   std::string file;                 // where it was read from
@@ -119,6 +138,7 @@ class ProcessTrace {
   RecordTables records;
   IoAggregates io_aggregates;
   StepAggregates step_aggregates;
+  ThinnedSamples thinned;
 
   // The text of String record `id`; "" for 0 or an unknown id.
   std::string_view Str(uint64_t id) const;

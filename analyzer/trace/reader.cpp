@@ -15,6 +15,8 @@
 #include <cstring>
 #include <filesystem>
 #include <cstdio>
+#include <cstdlib>
+#include <type_traits>
 
 #include "colabtrace/format/codec.h"
 #include "colabtrace/format/launch_ring.h"
@@ -209,6 +211,10 @@ class TraceDecoder {
         step_chunks_.push_back({ch.image, ch.magic, ch.seq, off});
         continue;
       }
+      if (ch.magic == format::kThinChunkMagic) {
+        thin_chunks_.push_back({ch.image, ch.magic, ch.seq, off});
+        continue;
+      }
       const bool event = ch.magic == format::kEventChunkMagic;
       if (!event && ch.magic != format::kChunkMagic) continue;  // never used (or never committed)
       const uint32_t header = event ? sizeof(format::EventChunkHeader) : sizeof(ChunkHeader);
@@ -250,6 +256,119 @@ class TraceDecoder {
     t_.stats.chunks = chunks.size();
     DecodeStateChunks();
     DecodeIoAggregates();
+    DecodeThinnedSamples();
+  }
+
+  // The thinned-sample chunks (format/sample_tiers.h): for each exec image, the run's
+  // peaks, and Sample records made of the entries that reach into the part of the run the
+  // window gave up (before dropped_until_ticks; all of it when the cap lost events, or
+  // with COLABTRACE_ANALYZER_THINNED_SAMPLES_ONLY=1, which also leaves out the periodic
+  // samples read from event chunks). Entries are read whole or not at all (start_ticks
+  // set, start <= peak <= end); every value is kept as the shim wrote it.
+  void DecodeThinnedSamples() {
+    if (!SortAggregateChunks(thin_chunks_, "thinned-sample chunks of an unknown chunk size are not read")) return;
+    const uint64_t cs = t_.header.chunk_size;
+    const uint64_t cut = thinned_only_ || t_.header.events_lost != 0 ? UINT64_MAX : t_.header.dropped_until_ticks;
+    // The latest clock and Python sample the records hold (once: a crafted trace may have
+    // thousands of thinned-sample chunks).
+    auto latest = [](const auto& table) {
+      uint64_t ts = 0;
+      for (const auto& ev : table) ts = std::max(ts, ev.ts);
+      return ts;
+    };
+    const uint64_t latest_clock = latest(t_.records.Clock), latest_py = latest(t_.records.PySample);
+    ThinnedSamples& th = t_.thinned;
+    for (const StateRef& c : thin_chunks_) {
+      const std::span<const uint8_t> chunk = b_.Read(c.offset, cs);
+      if (chunk.size() < cs) {
+        Warn(c.offset, "the file ends inside a thinned-sample chunk; its entries are not read");
+        continue;
+      }
+      if (c.seq >= static_cast<uint32_t>(format::kThinTiers)) continue;
+      if (th.images.empty() || th.images.back().image != c.image) th.images.emplace_back().image = c.image;
+      ThinnedSamples::Image& im = th.images.back();
+      format::ThinTier tier;
+      std::memcpy(&tier, chunk.data() + format::kThinTierOffset, sizeof(tier));
+      im.interval_ns[c.seq] = tier.interval_ns;
+      if (c.seq == 2) im.folds = tier.folds;
+      if (c.seq == 0) {
+        format::ThinRun run;
+        std::memcpy(static_cast<void*>(&run), chunk.data() + format::kThinRunOffset, sizeof(run));
+        im.run = run.half[run.seq & 1];
+        im.run_known = run.seq != 0;
+        if (im.run_known) AddLastClockAndPython(im.run, c.image, latest_clock, latest_py);
+      }
+      for (uint32_t k = 0; k < format::kThinEntriesPerChunk; ++k) {
+        format::ThinEntry e;
+        std::memcpy(&e, chunk.data() + format::kThinEntriesOffset + k * sizeof(e), sizeof(e));
+        if (e.start_ticks == 0 || e.end_ticks < e.start_ticks || e.peak_ticks < e.start_ticks ||
+            e.peak_ticks > e.end_ticks) {
+          continue;
+        }
+        ++im.entries[c.seq];
+        if (e.start_ticks > cut) continue;
+        // Its maxima, at the time RSS peaked (cgroup figures and threads are the interval's
+        // maxima too; the working set's maximum gives inactive_file; CPU time and OOM kills
+        // unknown there), then its last values at its end.
+        format::Sample peak;
+        peak.ts = e.peak_ticks;
+        peak.rss_bytes = e.max_rss;
+        peak.cgroup_current = e.max_cgroup;
+        peak.oom_kill = UINT64_MAX;
+        peak.threads = e.max_threads;
+        peak.vm_bytes = e.max_vm;
+        peak.cgroup_inactive_file = e.max_working_set != UINT64_MAX && e.max_cgroup != UINT64_MAX &&
+                                            e.max_cgroup >= e.max_working_set
+                                        ? e.max_cgroup - e.max_working_set
+                                        : UINT64_MAX;
+        peak.utime_ns = 0;
+        peak.stime_ns = 0;
+        format::Sample last;
+        last.ts = e.end_ticks;
+        last.rss_bytes = e.last_rss;
+        last.cgroup_current = e.last_cgroup;
+        last.oom_kill = e.last_oom_kill;
+        last.threads = e.last_threads;
+        last.vm_bytes = e.last_vm;
+        last.cgroup_inactive_file = e.last_inactive_file;
+        last.utime_ns = e.last_utime_ns;
+        last.stime_ns = e.last_stime_ns;
+        const uint32_t tid = static_cast<uint32_t>(e.tid);
+        if (e.peak_ticks != e.end_ticks) AddMade(t_.records.Sample, peak, tid, c.image);
+        AddMade(t_.records.Sample, last, tid, c.image);
+        th.made_samples += e.peak_ticks != e.end_ticks ? 2 : 1;
+      }
+    }
+  }
+
+  // The last periodic Clock pair and Python position of an image, as records, when no
+  // record of the trace is as late (the window gave them up).
+  void AddLastClockAndPython(const format::ThinRunHalf& r, uint32_t image, uint64_t latest_clock,
+                             uint64_t latest_py) {
+    if (r.clock_ticks != 0 && r.clock_mono_ns != 0 && (thinned_only_ || latest_clock < r.clock_ticks)) {
+      format::Clock c;
+      c.ts = r.clock_ticks;
+      c.mono_ns = r.clock_mono_ns;
+      c.realtime_ns = r.clock_realtime_ns;
+      AddMade(t_.records.Clock, c, 0, image);
+    }
+    if (r.py_stack != 0 && (thinned_only_ || latest_py < r.py_ticks)) {
+      format::PySample p;
+      p.ts = r.py_ticks;
+      p.tid = r.py_tid;
+      p.py_stack = r.py_stack;
+      AddMade(t_.records.PySample, p, static_cast<uint32_t>(r.py_tid), image);
+    }
+  }
+
+  // Appends a record the reader made (ticks; converted with the rest) as a run of its own.
+  template <class R> void AddMade(std::vector<Event<R>>& table, const R& rec, uint32_t tid, uint32_t image) {
+    Event<R>& ev = table.emplace_back();
+    static_cast<R&>(ev) = rec;
+    ev.tid = tid;
+    ev.image = image;
+    ++run_;
+    NoteRun(static_cast<uint8_t>(R::kType), table.size() - 1, ev.ts);
   }
 
   // Orders the refs of aggregate chunks by (image, seq); false, with the warning
@@ -730,6 +849,15 @@ class TraceDecoder {
           ev.tid = ch.tid;
           ev.image = ch.image;
           prev_ts = ev.ts;
+          if constexpr (std::is_same_v<R, format::Sample> || std::is_same_v<R, format::PySample> ||
+                        std::is_same_v<R, format::Clock>) {
+            // The periodic samples in the window, left out to test the thinned ones alone.
+            if (thinned_only_ && header == sizeof(format::EventChunkHeader)) {
+              table.pop_back();
+              decoded = true;
+              return;
+            }
+          }
           if (HasBytesField<R>()) Keep(ev);
         }
         NoteRun(type, table.size() - 1, prev_ts);
@@ -808,6 +936,12 @@ class TraceDecoder {
       im.files_full_ns = im.info.files_full_ticks == 0 ? 0 : clock.ToNs(im.info.files_full_ticks);
     }
     DecodeStepAggregates(clock);
+    for (ThinnedSamples::Image& im : t_.thinned.images) {
+      for (uint64_t* ts : {&im.run.peak_rss_ticks, &im.run.peak_vm_ticks, &im.run.peak_cgroup_ticks,
+                           &im.run.peak_threads_ticks, &im.run.clock_ticks, &im.run.py_ticks}) {
+        if (*ts != 0) *ts = clock.ToNs(*ts);
+      }
+    }
     // Every event after the latest record of the event chunks given up is in full.
     const uint64_t dropped = t_.header.dropped_until_ticks;
     t_.window.full_from_ns = dropped == 0 ? t_.start_ns_ : std::max(clock.ToNs(dropped), t_.start_ns_);
@@ -993,6 +1127,13 @@ class TraceDecoder {
   std::vector<StateRef> state_chunks_;  // state and ring chunks, read after the records
   std::vector<StateRef> agg_chunks_;    // I/O aggregate chunks
   std::vector<StateRef> step_chunks_;   // step aggregate chunks
+  std::vector<StateRef> thin_chunks_;   // thinned-sample chunks
+  // COLABTRACE_ANALYZER_THINNED_SAMPLES_ONLY=1 (tests): the periodic samples from the
+  // thinned tiers alone, as if the window had given up every one.
+  const bool thinned_only_ = [] {
+    const char* v = std::getenv("COLABTRACE_ANALYZER_THINNED_SAMPLES_ONLY");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
   ProcessTrace& t_;
   TraceBytes& b_;
   std::shared_ptr<KeptBytes> kept_;

@@ -714,14 +714,19 @@ uint64_t LaunchPythonStackId() {
   return StackId(InternStackFromHook);
 }
 
-void EmitPythonSample(uint64_t ts) {
+uint64_t EmitPythonSample(uint64_t ts, bool into_window) {
   const uint64_t id = CapturePythonStackId();
-  if (id == 0) return;
+  if (id == 0) return 0;
   format::PySample r;
   r.ts = ts;
   r.tid = static_cast<uint64_t>(raw::Gettid());
   r.py_stack = id;
-  Emit(r);
+  if (into_window) {
+    EmitIntoWindow(r);
+  } else {
+    Emit(r);
+  }
+  return id;
 }
 
 size_t CapturePythonStackTextSafe(char* out, size_t cap) {

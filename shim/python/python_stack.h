@@ -75,8 +75,9 @@ inline bool PythonFramesOn() { return __atomic_load_n(&g_python_frames, __ATOMIC
 // Emits a PySample record with the calling thread's Python stack (nothing when it runs
 // no Python code). The periodic resource sample calls it, on whichever program thread
 // took the sample, so a process that is killed leaves its last Python position behind.
-// Inside a ShimScope.
-void EmitPythonSample(uint64_t ts);
+// Inside a ShimScope. into_window: the periodic sample's, written into the thread's
+// event chunk (writer.h, EmitIntoWindow). Returns the py_stack String id (0: none written).
+uint64_t EmitPythonSample(uint64_t ts, bool into_window);
 
 // The calling thread's PyThreadState address once the interpreter is initialised (0: not
 // a Python thread, no interpreter, or not initialised yet). One call each into CPython's

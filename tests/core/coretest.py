@@ -6,6 +6,7 @@ helpers only locate the test programs and read traces in the ways several tests 
 from __future__ import annotations
 
 import os
+import signal
 import struct
 import subprocess
 import sys
@@ -104,3 +105,19 @@ def run_steps_until_truncated(test, out_dir: str, steps: int, preexec, want_errn
     values = env_values(trace, "CUDA_STEP")
     test.assertEqual(values, [str(i) for i in range(len(values))])
     return bare, trace, rep, proc, values
+
+
+def sigkill_when(p: subprocess.Popen, ready, poll_s: float, after_s: float = 0.0, timeout: float = 60.0):
+    """SIGKILLs p once ready() is true (or after timeout seconds), after_s seconds later,
+    and reaps it; p is killed and reaped whatever happens."""
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not ready():
+            time.sleep(poll_s)
+        time.sleep(after_s)
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()

@@ -21,7 +21,7 @@ CHUNK = 32768
 NFILES = 1000
 MIB = 1 << 20
 MAGICS = {b"CTCK": "record", b"CTEV": "event", b"CTST": "state", b"CTRG": "ring", b"CTIS": "aggregate",
-          b"CTNC": "nccl"}
+          b"CTNC": "nccl", b"CTTS": "thinned", b"CTSA": "steps"}
 
 
 def header(trace):

@@ -202,6 +202,22 @@ class TraceBytesBuilder {
   }
 
   // Cuts the trace to its first n bytes (a file that ends early).
+  // A thinned-sample chunk (format/sample_tiers.h) of tier `seq` whose bytes after the
+  // ChunkHeader are `chunk`'s (a whole chunk the test filled through format::ThinTiers).
+  void AddThinChunk(const uint8_t* chunk, uint32_t seq, uint32_t image = 0) {
+    const size_t at = AddChunk(format::kThinChunkMagic, image, seq);
+    std::memcpy(&bytes_[at + sizeof(format::ChunkHeader)], chunk + sizeof(format::ChunkHeader),
+                format::kChunkSize - sizeof(format::ChunkHeader));
+  }
+
+  // Says the window gave up the droppable records up to `ticks` (FileHeader::dropped_until_ticks).
+  void SetDroppedUntil(uint64_t ticks) {
+    format::FileHeader h;
+    std::memcpy(&h, bytes_.data(), sizeof(h));
+    h.dropped_until_ticks = ticks;
+    std::memcpy(bytes_.data(), &h, sizeof(h));
+  }
+
   void Truncate(size_t n) {
     if (n < bytes_.size()) bytes_.resize(n);
   }

@@ -33,7 +33,9 @@ inline constexpr uint16_t kVersionMinor = 4;  // 1: RingSlot.py_stack; 2: Python
                                               // NCCL chunk (CTNC); 4: 128-byte I/O
                                               // aggregate slots (CTIS), step aggregate
                                               // chunks (CTSA, step_agg.h), Step and
-                                              // BatchWait droppable
+                                              // BatchWait droppable, thinned-sample chunks
+                                              // (CTTS, sample_tiers.h), periodic samples in
+                                              // event chunks
 inline constexpr uint32_t kHeaderSize = 256;
 inline constexpr uint32_t kChunkSize = 32 * 1024;
 inline constexpr uint32_t kChunkMagic = 0x4b435443;  // "CTCK" little-endian

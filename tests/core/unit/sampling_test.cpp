@@ -21,7 +21,7 @@
 namespace colabtrace::shim {
 Config g_config;
 namespace python {
-void EmitPythonSample(uint64_t) {}
+uint64_t EmitPythonSample(uint64_t, bool) { return 0; }
 }  // namespace python
 }  // namespace colabtrace::shim
 
@@ -141,6 +141,31 @@ TEST_F(SamplingGateTest, ADisarmedGateTakesNoPeriodicSample) {
   const ProcessTrace t = RecordWithSamples(TracePath(), 4, 0, 100);
   ASSERT_GE(t.records.ShimNote.size(), 100u);
   EXPECT_TRUE(PeriodicSampleTimes(t).empty());
+  EXPECT_TRUE(t.thinned.images.empty()) << "no periodic sample, no thinned-sample chunk";
+}
+
+TEST_F(SamplingGateTest, EveryPeriodicSampleIsInTheThinnedTiersWithTheExactPeak) {
+  // The window gave nothing up, so the reader reads the tiers' run state but makes no
+  // record of their entries: the trace's periodic samples are the ground truth.
+  const ProcessTrace t = RecordWithSamples(TracePath(), 2, 5, 300);
+  const std::vector<uint64_t> periodic = PeriodicSampleTimes(t);
+  ASSERT_GE(periodic.size(), 10u);
+  ASSERT_EQ(t.thinned.images.size(), 1u);
+  const auto& im = t.thinned.images[0];
+  ASSERT_TRUE(im.run_known);
+  EXPECT_EQ(t.thinned.made_samples, 0u);
+  EXPECT_EQ(im.run.samples, periodic.size());
+  EXPECT_EQ(im.entries[0], 1u) << "300 ms of samples: one 10 s entry";
+  EXPECT_EQ(im.interval_ns[0], 10'000'000'000ull);
+  uint64_t peak = 0, peak_ts = 0;
+  for (uint64_t ts : periodic) {
+    for (const auto& s : t.records.Sample) {
+      if (s.ts == ts && s.rss_bytes > peak) peak = s.rss_bytes, peak_ts = s.ts;
+    }
+  }
+  EXPECT_EQ(im.run.peak_rss, peak);
+  EXPECT_EQ(im.run.peak_rss_ticks, peak_ts);
+  EXPECT_EQ(im.run.clock_ticks, t.records.Clock.back().ts) << "the last periodic clock";
 }
 
 }  // namespace
