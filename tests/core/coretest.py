@@ -121,3 +121,8 @@ def sigkill_when(p: subprocess.Popen, ready, poll_s: float, after_s: float = 0.0
         if p.poll() is None:
             p.kill()
             p.wait()
+
+# The chunk kinds of a trace by their magic (docs/trace-format.md), as the tests that count
+# a trace's chunks name them; any other is "unused".
+CHUNK_MAGICS = {b"CTCK": "record", b"CTEV": "event", b"CTST": "state", b"CTRG": "ring", b"CTIS": "aggregate",
+                b"CTIA": "aggregate", b"CTNC": "nccl", b"CTTS": "thinned", b"CTSA": "steps"}

@@ -13,13 +13,12 @@ import struct
 import subprocess
 import unittest
 
-from coretest import prog, report, shim_env, sigkill_when
+from coretest import CHUNK_MAGICS, prog, report, shim_env, sigkill_when
 from ctharness import TempDirTest
 
 CHUNK = 32768
 MIB = 1 << 20
-MAGICS = {b"CTCK": "record", b"CTEV": "event", b"CTST": "state", b"CTRG": "ring", b"CTIA": "aggregate",
-          b"CTNC": "nccl", b"CTTS": "thinned"}
+MAGICS = CHUNK_MAGICS
 # include/colabtrace/format/sample_tiers.h
 TIER_OFFSET, RUN_OFFSET, ENTRIES_OFFSET, ENTRY_BYTES = 32, 64, 384, 160
 RUN_FIELDS = ("samples", "peak_rss", "peak_rss_ticks", "peak_vm", "peak_vm_ticks", "peak_cgroup",

@@ -20,8 +20,7 @@ from ctharness import TempDirTest, sigkill_at_count
 CHUNK = 32768
 NFILES = 1000
 MIB = 1 << 20
-MAGICS = {b"CTCK": "record", b"CTEV": "event", b"CTST": "state", b"CTRG": "ring", b"CTIS": "aggregate",
-          b"CTNC": "nccl", b"CTTS": "thinned", b"CTSA": "steps"}
+MAGICS = coretest.CHUNK_MAGICS
 
 
 def header(trace):
