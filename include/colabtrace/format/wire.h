@@ -27,10 +27,11 @@ namespace colabtrace::format {
 
 inline constexpr char kFileMagic[8] = {'C', 'T', 'R', 'A', 'C', 'E', '\r', '\n'};
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 3;  // 1: RingSlot.py_stack; 2: PythonLayoutBlock.code_tag_bits;
+inline constexpr uint16_t kVersionMinor = 4;  // 1: RingSlot.py_stack; 2: PythonLayoutBlock.code_tag_bits;
                                               // 3: I/O aggregate chunks (CTIA), event
                                               // chunks (CTEV) and the window fields, the
-                                              // NCCL chunk (CTNC)
+                                              // NCCL chunk (CTNC); 4: traces compacted by
+                                              // `colabtrace run` (trace_compacted, job_disk)
 inline constexpr uint32_t kHeaderSize = 256;
 inline constexpr uint32_t kChunkSize = 32 * 1024;
 inline constexpr uint32_t kChunkMagic = 0x4b435443;  // "CTCK" little-endian
