@@ -5,7 +5,8 @@ speak of and once with COLABTRACE_JOB_MAX_MB=8. The capped job's traces stay wit
 8 MiB on disk, at each check run recorded and at the end; run compacted traces of ended
 workers while the job ran; the report marks them (processes[].window.compacted, the text
 report's I/O window line) and gives the same findings and per-file counts as the job run
-without the cap. A bad value gets one line on stderr and the default."""
+without the cap. A bad value gets one line on stderr and the default; running processes that
+alone pass the cap get one line too."""
 import glob
 import json
 import os
@@ -125,6 +126,29 @@ class JobCapTest(TempDirTest):
         ])
         (job,) = [x["job"] for x in json.loads(cli("report", "--format", "json", out).stdout)["run"]]
         self.assertEqual((job["max_bytes"], job["process_max_mb"]), (4096 * MIB, 512))
+
+    def test_running_processes_past_the_cap_are_named_once(self):
+        # Four Pythons running at once take more than a 1 MiB cap, and none has ended to be
+        # compacted: run says so once, and goes on; once they ended, their compaction
+        # brings the folder within the cap.
+        out = os.path.join(self.tmp, "over")
+        sleeper = f"{SYSTEM_PYTHON} -c 'import time; time.sleep(2.5)'"
+        r = colabtrace_run(out, ["/bin/sh", "-c", f"{sleeper} & {sleeper} & {sleeper} & {sleeper}; wait"],
+                           env={"COLABTRACE_JOB_MAX_MB": "1"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = [l for l in r.stderr.splitlines() if "COLABTRACE_JOB_MAX_MB" in l]
+        self.assertEqual(len(lines), 1, r.stderr)
+        self.assertRegex(lines[0], r"^colabtrace run: the job's traces take [0-9.]+ MiB, more than "
+                                   r"COLABTRACE_JOB_MAX_MB=1 MiB, with every ended process's trace compacted "
+                                   r"\(5 still running, each capped at COLABTRACE_MAX_MB=8\)$")
+        rep = json.loads(cli("report", "--format", "json", out).stdout)
+        (job,) = [x["job"] for x in rep["run"]]
+        self.assertGreater(job["peak_bytes"], MIB)
+        self.assertLessEqual(job["bytes"], MIB)
+        self.assertLessEqual(disk_bytes(out), MIB)
+        # Only as many as it took, oldest ended first.
+        self.assertGreater(job["compacted"], 0)
+        self.assertEqual(job["compacted"], sum(p["window"]["compacted"] for p in rep["processes"]))
 
 
 if __name__ == "__main__":
