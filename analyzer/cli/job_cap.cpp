@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -82,27 +83,46 @@ JobCap::JobCap(std::string dir, const JobCapSettings& settings, std::string own_
   }
 }
 
-std::vector<std::string> JobCap::List() const {
-  std::vector<std::string> names;
+std::vector<std::string> JobCap::List() {
+  struct stat st;
+  if (stat(dir_.c_str(), &st) != 0) return {};
+  if (listed_settled_ && st.st_mtim.tv_sec == listed_mtime_.tv_sec && st.st_mtim.tv_nsec == listed_mtime_.tv_nsec) {
+    return {};
+  }
+  // A change in the same tick of the file system's clock as the listing would leave the
+  // time as it was: the folder is not read again only when the listing was taken a
+  // second or more after the last change.
+  timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  const bool settled = now.tv_sec > st.st_mtim.tv_sec + 1;
+  std::vector<std::string> fresh;
   DIR* d = opendir(dir_.c_str());
-  if (d == nullptr) return names;
+  if (d == nullptr) return fresh;
   while (const dirent* e = readdir(d)) {
     std::string name = e->d_name;
-    if (IsTraceName(name)) names.push_back(std::move(name));
+    if (IsTraceName(name) && seen_.insert(name).second) fresh.push_back(std::move(name));
   }
   closedir(d);
-  return names;
+  listed_mtime_ = st.st_mtim;
+  listed_settled_ = settled;
+  return fresh;
 }
 
 JobCap::Outcome JobCap::Check(const std::vector<std::string>& listed, const std::set<pid_t>& running,
                               RunTraceWriter& out, bool last) {
   ++checks_;
-  for (const std::string& name : listed) {
+  std::vector<std::string> names = std::move(pending_);
+  pending_.clear();
+  names.insert(names.end(), listed.begin(), listed.end());
+  for (const std::string& name : names) {
     if (earlier_.contains(name) || traces_.contains(name)) continue;
     const std::string path = dir_ + "/" + name;
     Trace t;
     t.pid = path == own_trace_ ? getpid() : PidOf(path);
-    if (t.pid == 0) continue;  // its header is not written yet: the next check
+    if (t.pid == 0) {  // its header is not written yet: the next check
+      pending_.push_back(name);
+      continue;
+    }
     traces_.emplace(name, t);
   }
   uint64_t total = 0;

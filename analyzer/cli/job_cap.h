@@ -8,6 +8,8 @@
 
 #include <sys/types.h>
 
+#include <time.h>
+
 #include <cstdint>
 #include <map>
 #include <set>
@@ -41,11 +43,15 @@ class JobCap {
   // *.ctrace files already in dir belong to earlier jobs: neither counted nor compacted.
   JobCap(std::string dir, const JobCapSettings& settings, std::string own_trace);
 
-  // The folder's traces now; a check takes this listing before it learns which processes
-  // run, so every trace listed belongs to a process started before that.
-  std::vector<std::string> List() const;
+  // The folder's traces not listed before; a check takes this listing before it learns
+  // which processes run, so every trace listed belongs to a process started before that.
+  // The folder is read again only when its modification time changed (it is taken before
+  // the read, so a file made while it was read changes it again), or the last reading
+  // came within a second of the change before it.
+  std::vector<std::string> List();
 
-  // One check: traces whose process is not in `running` have ended; while the job's
+  // One check of the traces List() gave (now and before): those whose process is not in
+  // `running` have ended; while the job's
   // traces take more than the cap, the oldest ended one not compacted yet is compacted.
   // Writes a job_disk record to `out` at the first check, at each that compacted or found
   // more bytes than before, and when `last`.
@@ -73,6 +79,10 @@ class JobCap {
   std::string own_trace_;
   std::set<std::string> earlier_;      // file names there before the job
   std::map<std::string, Trace> traces_;  // by file name
+  std::set<std::string> seen_;           // every name listed so far
+  std::vector<std::string> pending_;     // listed before their header was written
+  timespec listed_mtime_ = {-1, -1};      // the folder's mtime at the last listing
+  bool listed_settled_ = false;
   uint64_t checks_ = 0, compacted_ = 0, peak_ = 0;
   bool said_over_ = false;
 };
