@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -45,14 +46,22 @@ bool WriteAt(int fd, const uint8_t* buf, size_t n, uint64_t off) {
 }
 
 // The droppable records in an event chunk's body (the reader's count: frames up to the
-// first zero byte or the first frame that does not fit).
-uint64_t DroppableIn(const uint8_t* p, const uint8_t* end) {
+// first zero byte or the first frame that does not fit), and the latest tick of its
+// records into *last (ts deltas from `ticks`, the chunk's base_ticks).
+uint64_t DroppableIn(const uint8_t* p, const uint8_t* end, uint64_t ticks, uint64_t* last) {
   uint64_t n = 0;
   while (p < end && *p != 0) {
+    const bool back = (*p & format::kTypeTsBack) != 0;
     const uint8_t type = *p & static_cast<uint8_t>(~format::kTypeTsBack);
     const uint8_t* q = p + 1;
     uint64_t len = 0;
     if (!format::GetVarint(&q, end, &len) || len > static_cast<uint64_t>(end - q)) break;
+    const uint8_t* payload = q;
+    uint64_t delta = 0;
+    if (format::GetVarint(&payload, q + len, &delta)) {
+      ticks = back ? ticks - std::min(ticks, delta) : ticks + delta;
+      *last = std::max(*last, ticks);
+    }
     if (format::IsDroppable(type)) ++n;
     p = q + len;
   }
@@ -119,6 +128,7 @@ CompactionResult CompactTrace(const std::string& path, const std::function<void(
   };
   std::map<std::pair<uint32_t, uint32_t>, Latest> latest;
   std::vector<uint64_t> kept;  // offsets in the original
+  uint64_t last_ticks = h.start_ticks;  // of the records removed: the trace's end stays
   uint64_t unused = 0;
   std::vector<uint8_t> buf(cs);
   for (uint64_t off = cs; off + sizeof(ChunkHeader) <= size; off += cs) {
@@ -138,7 +148,8 @@ CompactionResult CompactTrace(const std::string& path, const std::function<void(
     if (n < sizeof(format::EventChunkHeader)) continue;
     format::EventChunkHeader eh;
     std::memcpy(&eh, buf.data(), sizeof(eh));
-    const uint64_t total = eh.events_before + DroppableIn(buf.data() + sizeof(eh), buf.data() + n);
+    const uint64_t total =
+        eh.events_before + DroppableIn(buf.data() + sizeof(eh), buf.data() + n, ch.base_ticks, &last_ticks);
     auto [it, fresh] = latest.try_emplace({ch.image, ch.tid}, Latest{ch.seq, total});
     if (!fresh && ch.seq >= it->second.seq) it->second = {ch.seq, total};
   }
@@ -171,7 +182,7 @@ CompactionResult CompactTrace(const std::string& path, const std::function<void(
     at += cs;
   }
   format::TraceCompacted rec;
-  rec.ts = h.start_ticks;
+  rec.ts = last_ticks;
   rec.events = res.events;
   rec.event_chunks = res.event_chunks;
   rec.bytes_before = res.bytes_before;

@@ -5,7 +5,8 @@
 // state, ring, NCCL and aggregate chunks, and magics this reader does not know), each one's
 // trailing zeros left as a hole; a record chunk of its own (tid 0) is appended holding a
 // trace_compacted record, from which the reader counts the events removed, so
-// processes[].window.events_total is what it was.
+// processes[].window.events_total is what it was; its ts is the latest of the removed
+// records' (so the trace ends when it ended).
 //
 // A kill at any instant leaves the trace readable: the copy is written beside the trace,
 // as ".NAME.compacting" (no .ctrace extension: readers of the folder skip it), and only a

@@ -267,8 +267,8 @@ namespace colabtrace::format {
 // Written by `colabtrace run` into a trace it compacted (after its process ended), in a
 // record chunk of its own (tid 0): events, the droppable records removed with the event
 // chunks (their sums are in the I/O aggregates); event_chunks, how many chunks;
-// bytes_before, the file's disk space before. ts is the trace's start (the compaction
-// has no tick of the process's clock).
+// bytes_before, the file's disk space before. ts: the latest of the removed records'
+// ticks (the trace's start when none), so the trace ends when it did.
 #define CT_FIELDS_TraceCompacted(F) F(U, events) F(U, event_chunks) F(U, bytes_before)
 
 // ---- file I/O (issue: I/O tracing) ----

@@ -98,6 +98,10 @@ TEST_F(CompactionTest, KeepsEveryRecordButTheEventsAndCountsThem) {
   EXPECT_EQ(t.window.events_in_full, 0u);
   EXPECT_TRUE(t.records.IoRead.empty());
   EXPECT_EQ(t.window.full_from_ns, t.end_ns());
+  // The last event given up was the trace's last record: it still ends then.
+  EXPECT_EQ(t.end_ns(), before_.end_ns());
+  EXPECT_EQ(t.end_ns(), 1000 + kEvents - 1);
+  EXPECT_EQ(t.records.TraceCompacted[0].ts, 1000 + kEvents - 1);
   ASSERT_EQ(t.records.TraceCompacted.size(), 1u);
   EXPECT_EQ(t.records.TraceCompacted[0].events, kEvents);
   EXPECT_EQ(t.records.TraceCompacted[0].event_chunks, r.event_chunks);
