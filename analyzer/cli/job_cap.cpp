@@ -141,18 +141,22 @@ JobCap::Outcome JobCap::Check(const std::vector<std::string>& listed, const std:
   }
   std::sort(candidates.begin(), candidates.end());
   bool compacted_now = false;
+  Outcome o;
   for (const auto& [order, name] : candidates) {
     if (total <= max_bytes_) break;
     Trace& t = traces_[name];
     const analyzer::CompactionResult r = analyzer::CompactTrace(dir_ + "/" + name);
     t.compacted = true;  // compacted, or nothing it holds can go: not tried again
+    if (!r.error.empty() && !said_failed_) {
+      said_failed_ = true;
+      o.say.push_back("colabtrace run: cannot compact " + dir_ + "/" + name + ": " + r.error);
+    }
     if (!r.compacted) continue;
     ++compacted_;
     compacted_now = true;
     total = total - std::min(total, t.bytes) + r.bytes_after;
     t.bytes = r.bytes_after;
   }
-  Outcome o;
   o.bytes = total;
   if (total > max_bytes_ && !said_over_) {
     bool any_left = false;
@@ -161,10 +165,10 @@ JobCap::Outcome JobCap::Check(const std::vector<std::string>& listed, const std:
       said_over_ = true;
       size_t live = 0;
       for (const auto& [name, t] : traces_) live += !t.ended && dir_ + "/" + name != own_trace_;
-      o.say = "colabtrace run: the job's traces take " + analyzer::FormatBytes(total) +
+      o.say.push_back("colabtrace run: the job's traces take " + analyzer::FormatBytes(total) +
               ", more than COLABTRACE_JOB_MAX_MB=" + std::to_string(max_bytes_ >> 20) +
               " MiB, with every ended process's trace compacted (" + std::to_string(live) +
-              " still running, each capped at COLABTRACE_MAX_MB=" + std::to_string(process_max_mb_) + ")";
+              " still running, each capped at COLABTRACE_MAX_MB=" + std::to_string(process_max_mb_) + ")");
     }
   }
   if (checks_ == 1 || compacted_now || total > peak_ || last) {

@@ -57,8 +57,9 @@ class JobCap {
   // more bytes than before, and when `last`.
   struct Outcome {
     uint64_t bytes = 0;  // the job's traces after the check
-    std::string say;     // a line for stderr ("" when none): said once, the first time the
-                         // job stays over the cap with every ended trace compacted
+    // Lines for stderr: the first compaction that failed (its file and why), and, once,
+    // the first time the job stays over the cap with every ended trace compacted.
+    std::vector<std::string> say;
   };
   Outcome Check(const std::vector<std::string>& listed, const std::set<pid_t>& running, RunTraceWriter& out,
                 bool last);
@@ -84,7 +85,7 @@ class JobCap {
   timespec listed_mtime_ = {-1, -1};      // the folder's mtime at the last listing
   bool listed_settled_ = false;
   uint64_t checks_ = 0, compacted_ = 0, peak_ = 0;
-  bool said_over_ = false;
+  bool said_over_ = false, said_failed_ = false;
 };
 
 }  // namespace colabtrace::cli

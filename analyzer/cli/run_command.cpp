@@ -682,7 +682,7 @@ class RunCommand final : public Command {
   void CheckJob(const std::vector<std::string>& listed, const std::set<pid_t>& running, RunTraceWriter& out,
                 bool last) {
     const JobCap::Outcome o = job_->Check(listed, running, out, last);
-    if (!o.say.empty()) ErrLine() << o.say << "\n";
+    for (const std::string& line : o.say) ErrLine() << line << "\n";
   }
 
   // The processes of run's tree running now (zombies left out).
