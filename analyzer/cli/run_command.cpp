@@ -339,7 +339,8 @@ class RunCommand final : public Command {
     const std::string abs_dir = fs::absolute(out_dir, ec).lexically_normal().string();
     // The job cap: settings, and the traces already there (an earlier job's), before the
     // command can write one.
-    const JobCapSettings cap = JobCapSettings::From(std::getenv("COLABTRACE_JOB_MAX_MB"), std::getenv("COLABTRACE_MAX_MB"));
+    const JobCapSettings cap =
+        JobCapSettings::From(std::getenv("COLABTRACE_JOB_MAX_MB"), std::getenv("COLABTRACE_MAX_MB"));
     for (const std::string& w : cap.warnings) ErrLine() << w << "\n";
     job_.emplace(abs_dir, cap, RunTraceWriter::PathFor(abs_dir));
     std::string preload = shim;
@@ -570,7 +571,8 @@ class RunCommand final : public Command {
         hung = true;
         break;
       }
-      // Until the next sample, or the next progress check.
+      // Until the next sample (without sampling: the next job check), or the next progress
+      // check.
       uint64_t wait_ms = period_ms == 0 ? (next_job_ns - std::min(now, next_job_ns)) / 1000000
                                         : (next_sample_ns - std::min(now, next_sample_ns)) / 1000000;
       if (watch) wait_ms = std::min(wait_ms, kHangCheckMs);
