@@ -148,13 +148,19 @@ CompactionResult CompactTrace(const std::string& path, const std::function<void(
     if (n < sizeof(format::EventChunkHeader)) continue;
     format::EventChunkHeader eh;
     std::memcpy(&eh, buf.data(), sizeof(eh));
-    const uint64_t total =
-        eh.events_before + DroppableIn(buf.data() + sizeof(eh), buf.data() + n, ch.base_ticks, &last_ticks);
+    uint64_t total = 0;  // a damaged count saturates, as in the reader
+    if (__builtin_add_overflow(eh.events_before,
+                               DroppableIn(buf.data() + sizeof(eh), buf.data() + n, ch.base_ticks, &last_ticks),
+                               &total)) {
+      total = UINT64_MAX;
+    }
     auto [it, fresh] = latest.try_emplace({ch.image, ch.tid}, Latest{ch.seq, total});
     if (!fresh && ch.seq >= it->second.seq) it->second = {ch.seq, total};
   }
   if (res.event_chunks == 0 && unused == 0) return res;
-  for (const auto& [key, l] : latest) res.events += l.total;
+  for (const auto& [key, l] : latest) {
+    if (__builtin_add_overflow(res.events, l.total, &res.events)) res.events = UINT64_MAX;
+  }
 
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? std::string(".") : path.substr(0, slash);
