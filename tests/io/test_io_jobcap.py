@@ -126,6 +126,13 @@ class JobCapTest(TempDirTest):
         ])
         (job,) = [x["job"] for x in json.loads(cli("report", "--format", "json", out).stdout)["run"]]
         self.assertEqual((job["max_bytes"], job["process_max_mb"]), (4096 * MIB, 512))
+        # A COLABTRACE_MAX_MB below the share stays, and says nothing.
+        low = os.path.join(self.tmp, "low")
+        r = colabtrace_run(low, ["/bin/true"], env={"COLABTRACE_MAX_MB": "64"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("COLABTRACE_", r.stderr)
+        (job,) = [x["job"] for x in json.loads(cli("report", "--format", "json", low).stdout)["run"]]
+        self.assertEqual((job["max_bytes"], job["process_max_mb"]), (4096 * MIB, 64))
 
     def test_running_processes_past_the_cap_are_named_once(self):
         # Four Pythons running at once take more than a 1 MiB cap, and none has ended to be
@@ -140,7 +147,7 @@ class JobCapTest(TempDirTest):
         self.assertEqual(len(lines), 1, r.stderr)
         self.assertRegex(lines[0], r"^colabtrace run: the job's traces take [0-9.]+ MiB, more than "
                                    r"COLABTRACE_JOB_MAX_MB=1 MiB, with every ended process's trace compacted "
-                                   r"\(5 still running, each capped at COLABTRACE_MAX_MB=8\)$")
+                                   r"\([2-5] still running, each capped at COLABTRACE_MAX_MB=8\)$")
         rep = json.loads(cli("report", "--format", "json", out).stdout)
         (job,) = [x["job"] for x in rep["run"]]
         self.assertGreater(job["peak_bytes"], MIB)
