@@ -128,12 +128,12 @@ JobCap::Outcome JobCap::Check(const std::vector<std::string>& listed, const std:
   uint64_t total = 0;
   std::vector<std::pair<uint64_t, std::string>> candidates;  // (ended order, name)
   for (auto& [name, t] : traces_) {
-    const std::string path = dir_ + "/" + name;
-    if (!t.ended && path != own_trace_ && !running.contains(t.pid)) {
-      t.ended = true;
-      t.ended_order = checks_;
-      t.bytes = analyzer::DiskBytes(path);  // final: its process wrote its last
-    } else if (!t.ended) {
+    if (!t.ended) {  // an ended one's bytes are final (its process wrote its last)
+      const std::string path = dir_ + "/" + name;
+      if (path != own_trace_ && !running.contains(t.pid)) {
+        t.ended = true;
+        t.ended_order = checks_;
+      }
       t.bytes = analyzer::DiskBytes(path);
     }
     total += t.bytes;
@@ -166,9 +166,9 @@ JobCap::Outcome JobCap::Check(const std::vector<std::string>& listed, const std:
       size_t live = 0;
       for (const auto& [name, t] : traces_) live += !t.ended && dir_ + "/" + name != own_trace_;
       o.say.push_back("colabtrace run: the job's traces take " + analyzer::FormatBytes(total) +
-              ", more than COLABTRACE_JOB_MAX_MB=" + std::to_string(max_bytes_ >> 20) +
-              " MiB, with every ended process's trace compacted (" + std::to_string(live) +
-              " still running, each capped at COLABTRACE_MAX_MB=" + std::to_string(process_max_mb_) + ")");
+                      ", more than COLABTRACE_JOB_MAX_MB=" + std::to_string(max_bytes_ >> 20) +
+                      " MiB, with every ended process's trace compacted (" + std::to_string(live) +
+                      " still running, each capped at COLABTRACE_MAX_MB=" + std::to_string(process_max_mb_) + ")");
     }
   }
   if (checks_ == 1 || compacted_now || total > peak_ || last) {
