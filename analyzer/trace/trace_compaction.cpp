@@ -127,7 +127,8 @@ CompactionResult CompactTrace(const std::string& path, const std::function<void(
     uint64_t total;
   };
   std::map<std::pair<uint32_t, uint32_t>, Latest> latest;
-  std::vector<uint64_t> kept;  // offsets in the original
+  std::vector<uint64_t> kept, events;  // offsets in the original: chunks kept, event chunks
+  bool sums = false;                   // the trace has I/O aggregate chunks
   uint64_t last_ticks = h.start_ticks;  // of the records removed: the trace's end stays
   uint64_t unused = 0;
   std::vector<uint8_t> buf(cs);
@@ -141,9 +142,11 @@ CompactionResult CompactTrace(const std::string& path, const std::function<void(
       continue;
     }
     if (ch.magic != format::kEventChunkMagic) {
+      sums = sums || ch.magic == format::kIoAggChunkMagic;
       kept.push_back(off);
       continue;
     }
+    events.push_back(off);
     ++res.event_chunks;
     if (n < sizeof(format::EventChunkHeader)) continue;
     format::EventChunkHeader eh;
@@ -156,6 +159,14 @@ CompactionResult CompactTrace(const std::string& path, const std::function<void(
     }
     auto [it, fresh] = latest.try_emplace({ch.image, ch.tid}, Latest{ch.seq, total});
     if (!fresh && ch.seq >= it->second.seq) it->second = {ch.seq, total};
+  }
+  if (!sums) {
+    // No sums stand in for the events (COLABTRACE_IO=0 leaves neither): they stay.
+    kept.insert(kept.end(), events.begin(), events.end());
+    std::sort(kept.begin(), kept.end());
+    res.event_chunks = 0;
+    latest.clear();
+    last_ticks = h.start_ticks;
   }
   if (res.event_chunks == 0 && unused == 0) return res;
   for (const auto& [key, l] : latest) {

@@ -31,7 +31,8 @@ struct CompactionResult {
 
 // Compacts the trace at `path`, which no process may still write (its process ended).
 // A trace that is not of format 1.3 or later with the shim's chunk size, or that has no
-// event chunk and no unused chunk, is left as it is. `before_step` (tests) is called with
+// event chunk and no unused chunk, is left as it is; one without I/O aggregate chunks
+// keeps its event chunks (nothing else holds their sums). `before_step` (tests) is called with
 // 0, 1, 2, ... before each system call that changes the disk.
 CompactionResult CompactTrace(const std::string& path, const std::function<void(int)>& before_step = {});
 

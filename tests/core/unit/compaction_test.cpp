@@ -1,6 +1,7 @@
 // The compaction of an ended trace (analyzer/trace/trace_compaction.h, issue 39): a trace
 // written by the shim's real writer through a rolled 1 MiB window loses its event chunks
-// and keeps every other record, with the same events_total; and a compaction SIGKILLed
+// and keeps every other record, with the same events_total (and keeps its events when it
+// has no aggregate chunk to stand in for them); and a compaction SIGKILLed
 // before any of its system calls leaves a trace that reads whole (the original, or the
 // compacted copy), never a damaged one.
 #include <gtest/gtest.h>
@@ -8,7 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "trace/trace_compaction.h"
@@ -43,10 +46,27 @@ void WriteRolledTrace(const std::string& path) {
   s.End();
 }
 
+// Appends an I/O aggregate chunk (CTIA, no slot claimed) to the trace at `path`, as the
+// file I/O module (not linked here) would have written: the sums that stand in for the
+// events a compaction removes.
+void AppendAggregateChunk(const std::string& path) {
+  std::vector<uint8_t> bytes = ReadBytes(path);
+  bytes.resize((bytes.size() + fmt::kChunkSize - 1) / fmt::kChunkSize * fmt::kChunkSize, 0);
+  std::vector<uint8_t> chunk(fmt::kChunkSize, 0);
+  fmt::ChunkHeader ch = {};
+  ch.magic = fmt::kIoAggChunkMagic;
+  std::memcpy(chunk.data(), &ch, sizeof(ch));
+  bytes.insert(bytes.end(), chunk.begin(), chunk.end());
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(bytes.data()),
+                                                                static_cast<std::streamsize>(bytes.size()));
+}
+
 class CompactionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    WriteRolledTrace(original_);
+    WriteRolledTrace(bare_);
+    std::filesystem::copy_file(bare_, original_);
+    AppendAggregateChunk(original_);
     before_ = MustRead(original_);
     ASSERT_EQ(before_.window.events_total, kEvents);
     ASSERT_LT(before_.window.events_in_full, kEvents / 2);  // the window rolled
@@ -73,6 +93,7 @@ class CompactionTest : public ::testing::Test {
   }
 
   TempDir dir_;
+  std::string bare_ = dir_.path() + "/bare.ctrace";  // without aggregate chunks
   std::string original_ = dir_.path() + "/orig.ctrace";
   std::string path_ = dir_.path() + "/colabtrace.python3.77.ctrace";
   ProcessTrace before_;
@@ -113,6 +134,22 @@ TEST_F(CompactionTest, KeepsEveryRecordButTheEventsAndCountsThem) {
   EXPECT_EQ(again.error, "");
   EXPECT_EQ(again.bytes_after, r.bytes_after);
   EXPECT_EQ(MustRead(path_).records.TraceCompacted.size(), 1u);
+}
+
+// Without aggregate chunks nothing holds the events' sums: they stay, and only the chunks
+// never used go.
+TEST_F(CompactionTest, WithoutAggregatesTheEventsStay) {
+  std::filesystem::copy_file(bare_, path_);
+  const CompactionResult r = CompactTrace(path_);
+  EXPECT_EQ(r.error, "");
+  EXPECT_EQ(r.events, 0u);
+  EXPECT_EQ(r.event_chunks, 0u);
+  const ProcessTrace t = MustRead(path_);
+  ExpectWhole(t);
+  EXPECT_EQ(t.window.events_in_full, before_.window.events_in_full);
+  EXPECT_EQ(t.records.IoRead.size(), before_.records.IoRead.size());
+  EXPECT_EQ(t.window.full_from_ns, before_.window.full_from_ns);
+  EXPECT_EQ(t.records.TraceCompacted.size(), r.compacted ? 1u : 0u);
 }
 
 TEST_F(CompactionTest, SigkillBeforeAnyStepLeavesAWholeTrace) {
