@@ -31,6 +31,7 @@
 
 #include "cli/command.h"
 #include "cli/hang_watch.h"
+#include "cli/job_cap.h"
 #include "core/format.h"
 #include "model/process_facts.h"
 #include "cli/run_sampler.h"
@@ -206,6 +207,10 @@ class SignalForwarding {
 constexpr int kExitHang = 124;
 // While --hang-timeout is on, run wakes at least this often to read the job's progress.
 constexpr uint64_t kHangCheckMs = 250;
+// How often run checks the job's traces against COLABTRACE_JOB_MAX_MB (cli/job_cap.h): at
+// the first sampling round after this much time (every round when rounds are further
+// apart), or on its own when sampling is off.
+constexpr uint64_t kJobCheckMs = 1000;
 // After SIGTERM, how long the job gets to end before SIGKILL; then how long run waits for
 // the killed to go (one blocked in an uninterruptible read may never go).
 constexpr uint64_t kHangGraceNs = 5'000'000'000ull;
@@ -332,6 +337,12 @@ class RunCommand final : public Command {
       return kExitUsage;
     }
     const std::string abs_dir = fs::absolute(out_dir, ec).lexically_normal().string();
+    // The job cap: settings, and the traces already there (an earlier job's), before the
+    // command can write one.
+    const JobCapSettings cap =
+        JobCapSettings::From(std::getenv("COLABTRACE_JOB_MAX_MB"), std::getenv("COLABTRACE_MAX_MB"));
+    for (const std::string& w : cap.warnings) ErrLine() << w << "\n";
+    job_.emplace(abs_dir, cap, RunTraceWriter::PathFor(abs_dir));
     std::string preload = shim;
     if (const char* old = std::getenv("LD_PRELOAD"); old != nullptr && *old != '\0') {
       preload += ":" + std::string(old);
@@ -369,6 +380,7 @@ class RunCommand final : public Command {
       setenv("LD_PRELOAD", preload.c_str(), 1);
       setenv("COLABTRACE_OUT", (abs_dir + "/").c_str(), 1);
       setenv("COLABTRACE_PYTHON", "1", 0);  // the Python start-up hook (shim/python)
+      setenv("COLABTRACE_MAX_MB", std::to_string(cap.process_max_mb).c_str(), 1);
       if (cupti) setenv("COLABTRACE_CUPTI", "1", 1);
       execvp(argv[0], argv.data());
       ErrLine() << "colabtrace run: cannot run " << argv[0] << ": " << std::strerror(errno) << "\n";
@@ -539,25 +551,30 @@ class RunCommand final : public Command {
     };
     std::optional<HangWatch> watch;
     if (hang_) watch.emplace(dir, getpid(), hang_->timeout_ns, start_ns_);
-    uint64_t next_sample_ns = 0;
+    uint64_t next_sample_ns = 0, next_job_ns = 0;
     bool hung = false;
     while (!done) {
-      if (period_ms == 0 && !watch) {
-        reap(0);  // no sampling: just wait (orphans handed to us are reaped on the way)
-        continue;
-      }
       uint64_t now = NowMonotonicNs();
+      // The job's traces are listed before the round learns which processes run.
+      const bool job_due = now >= next_job_ns && (period_ms == 0 || now >= next_sample_ns);
+      const std::vector<std::string> listed = job_due ? job_->List() : std::vector<std::string>();
       if (period_ms != 0 && now >= next_sample_ns) {
         sampler.SampleRound();
         next_sample_ns = now + period_ms * 1000000ull;
-        now = NowMonotonicNs();
       }
+      if (job_due) {
+        CheckJob(listed, period_ms != 0 ? sampler.running() : RunningNow(), out, false);
+        next_job_ns = now + kJobCheckMs * 1000000ull;
+      }
+      now = NowMonotonicNs();
       if (watch && watch->Hung(now)) {
         hung = true;
         break;
       }
-      // Until the next sample, or the next progress check.
-      uint64_t wait_ms = period_ms == 0 ? kHangCheckMs : (next_sample_ns - std::min(now, next_sample_ns)) / 1000000;
+      // Until the next sample (without sampling: the next job check), or the next progress
+      // check.
+      uint64_t wait_ms = period_ms == 0 ? (next_job_ns - std::min(now, next_job_ns)) / 1000000
+                                        : (next_sample_ns - std::min(now, next_sample_ns)) / 1000000;
       if (watch) wait_ms = std::min(wait_ms, kHangCheckMs);
       wait_ms = std::max<uint64_t>(wait_ms, 1);
       if (pidfd >= 0) {
@@ -580,6 +597,8 @@ class RunCommand final : public Command {
     // count after a death is the evidence proc.killed cites. Not while a process is left
     // blocked in the kernel: reading its memory map could block run with it.
     if (period_ms != 0 && !holdouts) sampler.SampleRound();
+    const std::vector<std::string> listed = job_->List();
+    CheckJob(listed, RunningNow(), out, true);
     out.Finish();
     if (!out.error().empty()) {
       ErrLine() << "colabtrace run: its own trace " << out.path()
@@ -661,6 +680,22 @@ class RunCommand final : public Command {
               << "); their traces end where the summary read them (still running)\n";
   }
 
+  // One check of the job cap (cli/job_cap.h); says what it has to say on stderr.
+  void CheckJob(const std::vector<std::string>& listed, const std::set<pid_t>& running, RunTraceWriter& out,
+                bool last) {
+    const JobCap::Outcome o = job_->Check(listed, running, out, last);
+    for (const std::string& line : o.say) ErrLine() << line << "\n";
+  }
+
+  // The processes of run's tree running now (zombies left out).
+  static std::set<pid_t> RunningNow() {
+    std::set<pid_t> running;
+    for (const TreeProcess& p : DescendantsOf(getpid())) {
+      if (!p.ended()) running.insert(p.pid);
+    }
+    return running;
+  }
+
   static uint64_t NowMonotonicNs() {
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -710,6 +745,7 @@ class RunCommand final : public Command {
   std::optional<HangSettings> hang_;
   uint64_t start_ns_ = 0;  // CLOCK_MONOTONIC when the command was started
   bool ended_for_hang_ = false;
+  std::optional<JobCap> job_;
 
   static void PrintSummary(const std::string& dir) {
     analyzer::TraceSet set = analyzer::LoadTraces({dir});

@@ -54,9 +54,13 @@ uint64_t ReadNumber(const std::string& path) {
 
 // ---- RunTraceWriter -------------------------------------------------------------------
 
+std::string RunTraceWriter::PathFor(const std::string& dir) {
+  return dir + "/colabtrace.run." + std::to_string(getpid()) + ".ctrace";
+}
+
 RunTraceWriter::RunTraceWriter(const std::string& dir)
     : header_(format::kChunkSize, 0), chunk_(format::kChunkSize, 0) {
-  path_ = dir + "/colabtrace.run." + std::to_string(getpid()) + ".ctrace";
+  path_ = PathFor(dir);
   fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd_ < 0) {
     error_ = std::strerror(errno);
@@ -315,6 +319,10 @@ void TreeSampler::SampleRound() {
   const bool full_round = rounds_++ % kFullScanRounds == 0;
   if (full_round) outside_.clear();
   std::vector<TreeProcess> tree = DescendantsOf(root_, &outside_);
+  running_.clear();
+  for (const TreeProcess& p : tree) {
+    if (!p.ended()) running_.insert(p.pid);
+  }
   std::vector<pid_t> alive;
   std::vector<analyzer::PssSchedule::Candidate> candidates;
   std::vector<const TreeProcess*> sampled;

@@ -31,6 +31,8 @@ class RunTraceWriter {
   // Creates dir/colabtrace.run.<pid>.ctrace (mode 0600, O_EXCL, no symlink following).
   // On failure ok() is false and error() says why.
   explicit RunTraceWriter(const std::string& dir);
+  // The file the constructor creates in dir: dir/colabtrace.run.<pid>.ctrace.
+  static std::string PathFor(const std::string& dir);
   ~RunTraceWriter();
   RunTraceWriter(const RunTraceWriter&) = delete;
   RunTraceWriter& operator=(const RunTraceWriter&) = delete;
@@ -113,6 +115,8 @@ class TreeSampler {
   void SampleRound();
   // The schedule of PSS reads (what they cost so far).
   const analyzer::PssSchedule& pss_schedule() const { return schedule_; }
+  // The processes of the tree that the last round found running (zombies left out).
+  const std::set<pid_t>& running() const { return running_; }
   // pids seen with libcolabtrace.so mapped (they should have written a trace), by comm.
   const std::map<pid_t, std::string>& shim_pids() const { return shim_pids_; }
 
@@ -139,6 +143,7 @@ class TreeSampler {
   // Every kFullScanRounds-th round also reads each process's swap (/proc/PID/status).
   static constexpr int kFullScanRounds = 10;
   std::set<pid_t> outside_;
+  std::set<pid_t> running_;
   int rounds_ = 0;
   std::string own_cgroup_;  // the wrapper's own memory cgroup (read once)
   bool own_cgroup_v2_ = false;

@@ -793,7 +793,7 @@ bool IoFromAggregates(const ProcessTrace& t) {
   if (!t.io_aggregates.present) return false;
   // The window gave up some of the I/O events (or the cap kept some from being written):
   // only the sums still cover the whole run.
-  if (t.window.events_in_full < t.window.events_total || t.window.capped) return true;
+  if (t.window.events_in_full < t.window.events_total || t.window.capped || t.window.compacted) return true;
   const char* v = std::getenv("COLABTRACE_ANALYZER_IGNORE_IO_EVENTS");
   return v != nullptr && std::string_view(v) == "1";
 }

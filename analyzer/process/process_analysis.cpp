@@ -227,6 +227,7 @@ class ProcessAnalysis final : public Analysis {
     window["events_in_full"] = t.window.events_in_full;
     window["events_total"] = t.window.events_total;
     window["capped"] = t.window.capped;
+    window["compacted"] = t.window.compacted;
     p["window"] = std::move(window);
     // Defaults; the I/O and GPU analyses fill in their own figures.
     EmptyProcessFigures(p);
@@ -342,6 +343,21 @@ class RunWrapperAnalysis final : public Analysis {
       r["pss_samples"] = with_pss;
       r["pss_max_gap_ms"] = max_gap / 1000000;
       r["processes_sampled"] = static_cast<uint64_t>(pids.size());
+      // The job cap (COLABTRACE_JOB_MAX_MB): the output folder's disk space at run's last
+      // check and the most at any check, after the compactions of that check.
+      if (!t.records.JobDisk.empty()) {
+        const auto& last = t.records.JobDisk.back();
+        uint64_t peak = 0;
+        for (const auto& d : t.records.JobDisk) peak = std::max(peak, d.bytes);
+        Json job = Json::MakeObject();
+        job["max_bytes"] = last.max_bytes;
+        job["bytes"] = last.bytes;
+        job["peak_bytes"] = peak;
+        job["traces"] = last.traces;
+        job["compacted"] = last.compacted;
+        job["process_max_mb"] = last.process_max_mb;
+        r["job"] = std::move(job);
+      }
       r["trace_file"] = t.file;
       runs.Append(std::move(r));
     }

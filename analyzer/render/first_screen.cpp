@@ -267,7 +267,7 @@ std::string FormatSpan(uint64_t ns) {
 // last 9 min 58 s in full (3.1 M)".
 // The span is the shortest of the processes that gave events up.
 void WindowVitals(const ReportBuilder& report, std::vector<VitalSign>& out) {
-  uint64_t total = 0, in_full = 0, span = UINT64_MAX;
+  uint64_t total = 0, in_full = 0, span = UINT64_MAX, compacted = 0;
   bool rolled = false, capped = false, steps = false;
   for (const ProcessTrace& t : report.traces()) {
     if (IsRunWrapper(t)) continue;
@@ -276,16 +276,24 @@ void WindowVitals(const ReportBuilder& report, std::vector<VitalSign>& out) {
     total += w.events_total;
     in_full += std::min(w.events_in_full, w.events_total);
     capped = capped || w.capped;
-    if (w.events_total > w.events_in_full) {
+    compacted += w.compacted;
+    if (w.events_total > w.events_in_full && !w.compacted) {
       rolled = true;
       span = std::min(span, t.end_ns() > w.full_from_ns ? t.end_ns() - w.full_from_ns : 0);
     }
   }
-  if (!rolled && !capped) return;
+  if (!rolled && !capped && compacted == 0) return;
   std::string value = FormatCount(total) + (steps ? " file I/O calls and steps, of which " : " file I/O calls, of which ");
-  value += rolled ? "the last " + FormatSpan(span) + " in full (" + FormatCount(in_full) + ")"
-                  : "all in full";
+  if (rolled) {
+    value += "the last " + FormatSpan(span) + " in full (" + FormatCount(in_full) + ")";
+  } else {
+    value += in_full == total ? std::string("all in full") : FormatCount(in_full) + " in full";
+  }
   if (capped) value += "; the trace reached its size cap (COLABTRACE_MAX_MB) and kept fewer in full";
+  if (compacted > 0) {
+    value += "; the traces of " + FormatCount(compacted) + (compacted == 1 ? " ended process" : " ended processes") +
+             " were compacted to their sums (COLABTRACE_JOB_MAX_MB)";
+  }
   out.push_back({"I/O window", value, false});
 }
 

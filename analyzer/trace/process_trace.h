@@ -103,6 +103,7 @@ struct TraceWindow {
   uint64_t events_total = 0;    // droppable records the process wrote (given way or not)
   uint64_t events_lost = 0;     // of those, never written: the cap left no room
   bool capped = false;          // the hard cap cut the window short
+  bool compacted = false;       // `colabtrace run` removed its event chunks (1.4)
   uint64_t window_bytes = 0, window_ns = 0, max_bytes = 0;  // the settings (0: older trace)
   uint64_t recycled_chunks = 0;  // event chunks rewritten
 };

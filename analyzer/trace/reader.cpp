@@ -945,6 +945,15 @@ class TraceDecoder {
     // Every event after the latest record of the event chunks given up is in full.
     const uint64_t dropped = t_.header.dropped_until_ticks;
     t_.window.full_from_ns = dropped == 0 ? t_.start_ns_ : std::max(clock.ToNs(dropped), t_.start_ns_);
+    // A trace `colabtrace run` compacted (trace_compaction.h) holds no event chunk: its
+    // events are counted in the trace_compacted record, and none is in full.
+    uint64_t removed = 0;
+    for (const auto& c : t_.records.TraceCompacted) {
+      removed = SaturatingAdd(removed, c.events);
+      t_.window.compacted = true;
+    }
+    t_.window.events_total = SaturatingAdd(t_.window.events_total, removed);
+    if (removed > 0) t_.window.full_from_ns = t_.end_ns_;
     t_.window.window_ns = t_.header.window_ticks == 0 ? 0 : clock.ToNs(SaturatingAdd(t_.header.start_ticks, t_.header.window_ticks)) - t_.start_ns_;
   }
 

@@ -41,6 +41,35 @@ def file_rows(rep: dict, prefix: str) -> dict[str, dict]:
     return {f["path"]: f for f in rep["io"]["files"] if f["path"].startswith(prefix)}
 
 
+# io.files[] fields that are sums of calls, exact in a rolled or compacted trace.
+SUMMED = ("opens", "reads", "bytes_read", "stats", "open_errors", "read_errors", "zero_byte_reads",
+          "stat_errors", "size", "passes", "read_sizes", "kind", "fs_type", "mount")
+# Evidence fields that measure time (they differ run to run).
+TIMED = ("io_ns", "slow_io_ns", "total_io_ns", "metadata_ns", "share", "median_ns", "p90_ns",
+         "wall_ns", "read_ns", "open_ns", "stat_ns", "mounts")
+
+
+def assert_same_io(test, full: dict, small: dict, data: str) -> list[str]:
+    """The JSON reports full and small give the same io findings (id, severity, every
+    evidence figure but times) and the same io.files[] rows under data (every summed
+    field); returns the io finding ids."""
+    def io(rep):
+        return sorted((f for f in rep["findings"] if f["id"].startswith("io.")), key=lambda f: f["id"])
+
+    def counts(f):
+        return {k: v for k, v in f["evidence"].items() if k not in TIMED}
+
+    got, want = io(small), io(full)
+    test.assertEqual([(f["id"], f["severity"]) for f in got], [(f["id"], f["severity"]) for f in want])
+    for g, w in zip(got, want):
+        test.assertEqual(counts(g), counts(w), w["id"])
+    rows_full, rows_small = file_rows(full, data + "/"), file_rows(small, data + "/")
+    test.assertEqual(sorted(rows_small), sorted(rows_full))
+    for path, w in rows_full.items():
+        test.assertEqual({k: rows_small[path].get(k) for k in SUMMED}, {k: w.get(k) for k in SUMMED}, path)
+    return [f["id"] for f in want]
+
+
 def make_files(directory: str, n: int, size: int, prefix: str = "f") -> list[str]:
     os.makedirs(directory, exist_ok=True)
     paths = []

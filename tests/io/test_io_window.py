@@ -10,16 +10,9 @@ import os
 import unittest
 
 from ctharness import SYSTEM_PYTHON, TempDirTest, cli, run_traced
-from iotest import file_rows, make_files
+from iotest import assert_same_io, file_rows, make_files
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-# io.files[] fields that are sums of calls, exact in a rolled trace.
-COUNTS = ("opens", "reads", "bytes_read", "stats", "open_errors", "read_errors", "zero_byte_reads",
-          "stat_errors", "size", "passes", "read_sizes", "kind", "fs_type", "mount")
-# Evidence fields that measure time (they differ run to run, window or not).
-TIMED = ("io_ns", "slow_io_ns", "total_io_ns", "metadata_ns", "share", "median_ns", "p90_ns",
-         "wall_ns", "read_ns", "open_ns", "stat_ns", "mounts")
 
 
 def report(traces, fmt="json"):
@@ -37,24 +30,6 @@ class RolledWindowTest(TempDirTest):
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertEqual(len(r.traces), 1, r.traces)
         return report(full.traces), report(small.traces), report(small.traces, "text"), small.stdout
-
-    def same_io(self, full, small, data):
-        """The same io findings (id, severity, every figure but times) and the same rows."""
-        def io(rep):
-            return sorted((f for f in rep["findings"] if f["id"].startswith("io.")), key=lambda f: f["id"])
-
-        def counts(f):
-            return {k: v for k, v in f["evidence"].items() if k not in TIMED}
-
-        got, want = io(small), io(full)
-        self.assertEqual([(f["id"], f["severity"]) for f in got], [(f["id"], f["severity"]) for f in want])
-        for g, w in zip(got, want):
-            self.assertEqual(counts(g), counts(w), w["id"])
-        rows_full, rows_small = file_rows(full, data + "/"), file_rows(small, data + "/")
-        self.assertEqual(sorted(rows_small), sorted(rows_full))
-        for path, w in rows_full.items():
-            self.assertEqual({k: rows_small[path].get(k) for k in COUNTS}, {k: w.get(k) for k in COUNTS}, path)
-        return [f["id"] for f in want]
 
     def rolled(self, full, small):
         """The full run kept every event; the 1 MiB run gave most of them up, and its I/O
@@ -76,7 +51,7 @@ class RolledWindowTest(TempDirTest):
                                                 data, "30", "512"])
         did = json.loads(out)
         ws = self.rolled(full, small)
-        ids = self.same_io(full, small, data)
+        ids = assert_same_io(self, full, small, data)
         self.assertIn("io.small-files", ids)
         rows = file_rows(small, data + "/")
         self.assertEqual(sum(r["opens"] for r in rows.values()), 31 * 1200)
@@ -94,7 +69,7 @@ class RolledWindowTest(TempDirTest):
         full, small, _, _ = self.run_both([SYSTEM_PYTHON, os.path.join(HERE, "py", "lookup_storm.py"), data, "100",
                                            "10"])
         self.rolled(full, small)
-        self.assertIn("io.metadata-heavy", self.same_io(full, small, data))
+        self.assertIn("io.metadata-heavy", assert_same_io(self, full, small, data))
 
 
 if __name__ == "__main__":

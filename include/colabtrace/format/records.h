@@ -71,6 +71,8 @@ namespace colabtrace::format {
   X(42, Mount, "mount")                     \
   X(43, IoFsync, "io_fsync")                \
   X(44, IoSeek, "io_seek")                  \
+  X(62, JobDisk, "job_disk")                \
+  X(63, TraceCompacted, "trace_compacted")  \
   X(64, GpuAlloc, "gpu_alloc")              \
   X(65, GpuFree, "gpu_free")                \
   X(66, GpuMemInfo, "gpu_mem_info")         \
@@ -254,6 +256,20 @@ namespace colabtrace::format {
 // inactive_file (v1: total_inactive_file), page cache the kernel reclaims before it OOM
 // kills; current minus it is the working set. UINT64_MAX when unknown, 0 in older traces.
 #define CT_FIELDS_CgroupSample(F) F(Str, path) F(U, current) F(U, max) F(U, oom_kill) F(U, inactive_file)
+// 1.4 (issue 39, the job cap; codes 62-63 from the top of the file I/O range).
+// Written by `colabtrace run` into its own trace at a check of the output folder (ts:
+// then): bytes, the disk space (st_blocks) of every *.ctrace there after the check's
+// compactions; max_bytes, COLABTRACE_JOB_MAX_MB in bytes; traces, the trace files;
+// compacted, how many run has compacted so far; process_max_mb, the COLABTRACE_MAX_MB it
+// gave the command. Written at the first check, at each that compacted or found more
+// bytes than any before, and at the last.
+#define CT_FIELDS_JobDisk(F) F(U, bytes) F(U, max_bytes) F(U, traces) F(U, compacted) F(U, process_max_mb)
+// Written by `colabtrace run` into a trace it compacted (after its process ended), in a
+// record chunk of its own (tid 0): events, the droppable records removed with the event
+// chunks (their sums are in the I/O aggregates); event_chunks, how many chunks;
+// bytes_before, the file's disk space before. ts: the latest of the removed records'
+// ticks (the trace's start when none), so the trace ends when it did.
+#define CT_FIELDS_TraceCompacted(F) F(U, events) F(U, event_chunks) F(U, bytes_before)
 
 // ---- file I/O (issue: I/O tracing) ----
 // api: IoApi (below): which libc entry point the program called. Results are what the

@@ -35,7 +35,8 @@ inline constexpr uint16_t kVersionMinor = 4;  // 1: RingSlot.py_stack; 2: Python
                                               // chunks (CTSA, step_agg.h), Step and
                                               // BatchWait droppable, thinned-sample chunks
                                               // (CTTS, sample_tiers.h), periodic samples in
-                                              // event chunks
+                                              // event chunks, traces compacted by `colabtrace
+                                              // run` (trace_compacted, job_disk)
 inline constexpr uint32_t kHeaderSize = 256;
 inline constexpr uint32_t kChunkSize = 32 * 1024;
 inline constexpr uint32_t kChunkMagic = 0x4b435443;  // "CTCK" little-endian

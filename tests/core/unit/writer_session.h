@@ -91,6 +91,26 @@ template <class R> void Put(const R& r) {
   shim::Emit(r);
 }
 
+// Sets the writer's window and cap for one test, and takes them off after it (the other
+// tests write without a window).
+class WindowLimits {
+ public:
+  WindowLimits(uint64_t window_bytes, uint64_t window_s, uint64_t max_bytes) {
+    shim::g_trace.SetLimits(window_bytes, window_s, max_bytes);
+  }
+  ~WindowLimits() { shim::g_trace.SetLimits(0, 0, 0); }
+};
+
+// An IoRead (droppable) numbered k of writer i.
+inline void PutEvent(int i, uint64_t k, uint64_t ts) {
+  format::IoRead r;
+  r.ts = ts;
+  r.fd = i;
+  r.result = static_cast<int64_t>(k);
+  shim::ShimScope scope;
+  shim::Emit(r);
+}
+
 inline std::vector<uint8_t> ReadBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

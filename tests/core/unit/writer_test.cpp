@@ -619,26 +619,6 @@ TEST_F(WriterTest, ExecHandoffIsAdoptedAsTheNextImage) {
 
 // ---- the window (wire.h, "event chunks") ----------------------------------------------
 
-// Sets the writer's window and cap for one test, and takes them off after it (the other
-// tests write without a window).
-class WindowLimits {
- public:
-  WindowLimits(uint64_t window_bytes, uint64_t window_s, uint64_t max_bytes) {
-    shim::g_trace.SetLimits(window_bytes, window_s, max_bytes);
-  }
-  ~WindowLimits() { shim::g_trace.SetLimits(0, 0, 0); }
-};
-
-// An IoRead (droppable) numbered k of writer i.
-void PutEvent(int i, uint64_t k, uint64_t ts) {
-  fmt::IoRead r;
-  r.ts = ts;
-  r.fd = i;
-  r.result = static_cast<int64_t>(k);
-  shim::ShimScope scope;
-  shim::Emit(r);
-}
-
 // Event chunks in the file, by their magic.
 int EventChunksIn(const std::string& path) {
   const std::vector<uint8_t> b = ReadBytes(path);
