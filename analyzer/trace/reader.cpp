@@ -261,14 +261,17 @@ class TraceDecoder {
 
   // The thinned-sample chunks (format/sample_tiers.h): for each exec image, the run's
   // peaks, and Sample records made of the entries that reach into the part of the run the
-  // window gave up (before dropped_until_ticks; all of it when the cap lost events, or
-  // with COLABTRACE_ANALYZER_THINNED_SAMPLES_ONLY=1, which also leaves out the periodic
+  // window gave up (before dropped_until_ticks; all of it when the cap lost events, in a
+  // compacted trace, or with COLABTRACE_ANALYZER_THINNED_SAMPLES_ONLY=1, which also leaves out the periodic
   // samples read from event chunks). Entries are read whole or not at all (start_ticks
   // set, start <= peak <= end); every value is kept as the shim wrote it.
   void DecodeThinnedSamples() {
     if (!SortAggregateChunks(thin_chunks_, "thinned-sample chunks of an unknown chunk size are not read")) return;
     const uint64_t cs = t_.header.chunk_size;
-    const uint64_t cut = thinned_only_ || t_.header.events_lost != 0 ? UINT64_MAX : t_.header.dropped_until_ticks;
+    // A trace `colabtrace run` compacted keeps no event chunk: every periodic sample is gone
+    // but the tiers' summary.
+    const bool all = thinned_only_ || t_.header.events_lost != 0 || !t_.records.TraceCompacted.empty();
+    const uint64_t cut = all ? UINT64_MAX : t_.header.dropped_until_ticks;
     // The latest clock and Python sample the records hold (once: a crafted trace may have
     // thousands of thinned-sample chunks).
     auto latest = [](const auto& table) {

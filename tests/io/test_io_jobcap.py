@@ -1,8 +1,8 @@
 """The job cap of `colabtrace run` (COLABTRACE_JOB_MAX_MB, issue 39): a job whose pool of
 workers is made anew every epoch (10 epochs of 3 workers, each epoch's workers reading
 1,200 small files between them) traced through a 1 MiB window, once with no job cap to
-speak of and once with COLABTRACE_JOB_MAX_MB=8. The capped job's traces stay within
-8 MiB on disk, at each check run recorded and at the end; run compacted traces of ended
+speak of and once with COLABTRACE_JOB_MAX_MB=6. The capped job's traces stay within
+6 MiB on disk, at each check run recorded and at the end; run compacted traces of ended
 workers while the job ran; the report marks them (processes[].window.compacted, the text
 report's I/O window line) and gives the same findings and per-file counts as the job run
 without the cap. A bad value gets one line on stderr and the default; running processes that
@@ -19,6 +19,8 @@ from iotest import assert_same_io, make_files
 HERE = os.path.dirname(os.path.abspath(__file__))
 MIB = 1 << 20
 EPOCHS, WORKERS = 10, 3
+SPIKE_MB = 24
+CAP_MB = 6  # the uncapped job takes about 8 MiB of disk
 
 
 def disk_bytes(out_dir: str) -> int:
@@ -34,7 +36,7 @@ def run_trace(out_dir: str) -> str:
 class JobCapTest(TempDirTest):
     @classmethod
     def setUpClass(cls):
-        """One run of the job without a cap and one with an 8 MiB cap, shared by the tests."""
+        """One run of the job without a cap and one with a 6 MiB cap, shared by the tests."""
         super().setUpClass()
         import tempfile
         cls.dir = tempfile.mkdtemp(prefix="ct-jobcap-")
@@ -42,9 +44,11 @@ class JobCapTest(TempDirTest):
         make_files(cls.data, 1200, 1000)
         argv = [SYSTEM_PYTHON, os.path.join(HERE, "py", "epochs_pool.py"), cls.data, str(EPOCHS), str(WORKERS), "0.3"]
         cls.full_dir, cls.capped_dir = os.path.join(cls.dir, "full"), os.path.join(cls.dir, "capped")
-        cls.full = colabtrace_run(cls.full_dir, argv, env={"COLABTRACE_WINDOW_MB": "1"})
-        cls.capped = colabtrace_run(cls.capped_dir, argv, env={"COLABTRACE_WINDOW_MB": "1",
-                                                               "COLABTRACE_JOB_MAX_MB": "8"})
+        # Each worker holds 24 MiB for 0.1 s, sampled every 20 ms: a peak only its periodic
+        # samples saw, which compaction removes with the event chunks (the thinned tiers keep it).
+        env = {"COLABTRACE_WINDOW_MB": "1", "COLABTRACE_SAMPLE_MS": "20", "SPIKE_MB": str(SPIKE_MB)}
+        cls.full = colabtrace_run(cls.full_dir, argv, env=env)
+        cls.capped = colabtrace_run(cls.capped_dir, argv, env=dict(env, COLABTRACE_JOB_MAX_MB=str(CAP_MB)))
         cls.full_rep = json.loads(cli("report", "--format", "json", cls.full_dir).stdout)
         cls.capped_rep = json.loads(cli("report", "--format", "json", cls.capped_dir).stdout)
         cls.capped_text = cli("report", cls.capped_dir).stdout
@@ -65,18 +69,18 @@ class JobCapTest(TempDirTest):
         self.assertNotIn("COLABTRACE_JOB_MAX_MB", self.capped.stderr)
 
     def test_within_the_cap_at_each_check_and_at_the_end(self):
-        # Without the cap the same job takes more than 8 MiB; with it, no more.
-        self.assertGreater(disk_bytes(self.full_dir), 8 * MIB)
-        self.assertLessEqual(disk_bytes(self.capped_dir), 8 * MIB)
+        # Without the cap the same job takes more than CAP_MB; with it, no more.
+        self.assertGreater(disk_bytes(self.full_dir), CAP_MB * MIB)
+        self.assertLessEqual(disk_bytes(self.capped_dir), CAP_MB * MIB)
         (job,) = [r["job"] for r in self.capped_rep["run"]]
-        self.assertEqual(job["max_bytes"], 8 * MIB)
-        self.assertEqual(job["process_max_mb"], 8)  # 8 MiB / 8 is below the shim's floor
-        self.assertLessEqual(job["peak_bytes"], 8 * MIB)
-        self.assertLessEqual(job["bytes"], 8 * MIB)
+        self.assertEqual(job["max_bytes"], CAP_MB * MIB)
+        self.assertEqual(job["process_max_mb"], 8)  # 6 MiB / 8 is below the shim's floor, 8
+        self.assertLessEqual(job["peak_bytes"], CAP_MB * MIB)
+        self.assertLessEqual(job["bytes"], CAP_MB * MIB)
         self.assertEqual(job["traces"], len(glob.glob(os.path.join(self.capped_dir, "*.ctrace"))))
         checks = records(run_trace(self.capped_dir), "job_disk")
         self.assertGreaterEqual(len(checks), 2)
-        self.assertTrue(all(int(c["bytes"]) <= 8 * MIB for c in checks), checks)
+        self.assertTrue(all(int(c["bytes"]) <= CAP_MB * MIB for c in checks), checks)
         # Run compacted while the job ran, not only at its end.
         self.assertGreater(int(checks[-2]["compacted"]), 0, checks)
         self.assertEqual(int(checks[-1]["compacted"]), job["compacted"])
@@ -103,6 +107,10 @@ class JobCapTest(TempDirTest):
             self.assertEqual(p["window"]["events_in_full"], 0)
             self.assertGreater(p["window"]["events_total"], 0)
             self.assertTrue(p["io"]["from_aggregates"])
+            # Its periodic samples went with the event chunks; its peak is the thinned tiers'.
+            self.assertGreaterEqual(p["peak_rss_bytes"], SPIKE_MB << 20, p["pid"])
+        self.assertTrue(all(p["peak_rss_bytes"] >= SPIKE_MB << 20 for p in full["processes"]
+                            if p["pid"] in json.loads(self.full.stdout)["workers"]))
         self.assertFalse(any(p["window"]["compacted"] for p in full["processes"]))
         # The same job: every finding (id, severity), the io ones figure for figure, and
         # the same per-file sums.

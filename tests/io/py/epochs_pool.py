@@ -1,7 +1,8 @@
 """DataLoader-like epochs: a fork pool of WORKERS processes made anew every epoch (as
 torch's DataLoader without persistent_workers), whose workers stat and read every file of
-DIR once between them, then PAUSE seconds before the next epoch. Prints {"bytes": total
-read, "workers": [worker pids]}."""
+DIR once between them, then PAUSE seconds before the next epoch. With SPIKE_MB, each worker first holds that many
+MiB written (resident) for 0.1 s, then frees them: a peak of its RSS that only its periodic
+samples see. Prints {"bytes": total read, "workers": [worker pids]}."""
 import json
 import multiprocessing as mp
 import os
@@ -10,6 +11,11 @@ import time
 
 
 def read_files(paths):
+    spike = int(os.environ.get("SPIKE_MB", "0"))
+    if spike:
+        held = b"x" * (spike << 20)
+        time.sleep(0.1)
+        del held
     n = 0
     for p in paths:
         os.stat(p)
