@@ -1,12 +1,15 @@
 // The step aggregates (format/step_agg.h, shim/step_agg.cpp, issue 39): the histogram's
 // buckets and the quantiles read from them against the exact ones over random data; the
 // folding of the period table; and a round trip of 130,000 steps through the shim's real
-// writer and the analyzer's reader (sums, counts, warm-up, folded periods exact).
+// writer and the analyzer's reader (sums, counts, warm-up, folded periods exact); and
+// threads that mark steps at once (also run under ThreadSanitizer: tsan.StepAggThreads.*).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <atomic>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "perf/step_model.h"
@@ -183,6 +186,54 @@ TEST(StepAggRoundTrip, StepsSumsAndFoldedPeriods) {
     const double got = static_cast<double>(analyzer::perf::HistPercentile(
         s.hist[fmt::kStepTotal], true, s.warmup_bucket[fmt::kStepTotal], p));
     EXPECT_LE(std::fabs(got - exact), exact * 0.01) << p;
+  }
+}
+
+// Six threads mark steps of two sources at once (markers and batch waits), three each: the
+// first to mark a source owns its series, whose steps are summed exactly; the others' marks
+// are only counted, each at most once (not before the owner published the chunks). Under
+// ThreadSanitizer (tsan.StepAggThreads.*) no race among them, the owner and the writer.
+TEST(StepAggThreads, ManyThreadsMarkingStepsAtOnce) {
+  TempDir dir;
+  const std::string path = dir.path() + "/threads.ctrace";
+  WriterSession session(path);
+  ASSERT_TRUE(session.Begin());
+  shim::ResetStepAgg();
+  constexpr int kThreads = 6;
+  constexpr uint64_t kMarks = 2000;
+  constexpr uint32_t kSources[2] = {0, 2};
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      fmt::Step first;
+      first.ts = 1000;
+      Put(first);  // a tid
+      ready.fetch_add(1);
+      while (ready.load() < kThreads) std::this_thread::yield();
+      shim::ShimScope scope;
+      if (!scope.entered()) return;
+      shim::ThreadState::StepSums sums{};
+      uint64_t at = 1000;
+      for (uint64_t k = 0; k <= kMarks; ++k) {
+        sums.part[fmt::kStepIo] += 10;
+        at += 100;
+        shim::StepAggBoundary(kSources[i % 2], at, sums);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  session.End();
+  shim::ResetStepAgg();
+
+  const analyzer::ProcessTrace t = MustRead(path);
+  ASSERT_EQ(t.step_aggregates.series.size(), 2u);
+  for (const StepSeries& s : t.step_aggregates.series) {
+    EXPECT_EQ(s.boundaries, kMarks + 1) << s.source;
+    EXPECT_EQ(s.steps, kMarks) << s.source;
+    EXPECT_EQ(s.all.sums[fmt::kStepTotal], kMarks * 100) << s.source;
+    EXPECT_EQ(s.all.sums[fmt::kStepIo], kMarks * 10) << s.source;
+    EXPECT_LE(s.other_threads, (kThreads / 2 - 1) * (kMarks + 1)) << s.source;
   }
 }
 
