@@ -107,21 +107,6 @@ def run_steps_until_truncated(test, out_dir: str, steps: int, preexec, want_errn
     return bare, trace, rep, proc, values
 
 
-def sigkill_when(p: subprocess.Popen, ready, poll_s: float, after_s: float = 0.0, timeout: float = 60.0):
-    """SIGKILLs p once ready() is true (or after timeout seconds), after_s seconds later,
-    and reaps it; p is killed and reaped whatever happens."""
-    try:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and not ready():
-            time.sleep(poll_s)
-        time.sleep(after_s)
-        os.kill(p.pid, signal.SIGKILL)
-        p.wait(timeout=30)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-
 # The chunk kinds of a trace by their magic (docs/trace-format.md), as the tests that count
 # a trace's chunks name them; any other is "unused".
 CHUNK_MAGICS = {b"CTCK": "record", b"CTEV": "event", b"CTST": "state", b"CTRG": "ring", b"CTIS": "aggregate",

@@ -13,8 +13,8 @@ import struct
 import subprocess
 import unittest
 
-from coretest import CHUNK_MAGICS, prog, report, shim_env, sigkill_when
-from ctharness import TempDirTest
+from coretest import CHUNK_MAGICS, prog, report, shim_env
+from ctharness import TempDirTest, sigkill_when
 
 CHUNK = 32768
 MIB = 1 << 20

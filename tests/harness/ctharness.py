@@ -265,6 +265,22 @@ def read_counter(path: str) -> int:
         return 0
 
 
+def sigkill_when(p: subprocess.Popen, ready, poll_s: float, after_s: float = 0.0, timeout: float = 60.0):
+    """SIGKILLs p once ready() is true (or after timeout seconds), after_s seconds later,
+    and reaps it; p is killed and reaped whatever happens."""
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not ready():
+            time.sleep(poll_s)
+        time.sleep(after_s)
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def sigkill_at_count(argv, env: dict, counter: str, threshold: int, timeout: float = 60) -> tuple[int, int]:
     """Starts argv (env as given), SIGKILLs it once the count in `counter` (read_counter)
     reaches threshold or timeout seconds have passed, and returns its exit status and the
@@ -272,16 +288,7 @@ def sigkill_at_count(argv, env: dict, counter: str, threshold: int, timeout: flo
     if os.path.exists(counter):
         os.unlink(counter)  # an earlier run's count is not this one's
     p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and read_counter(counter) < threshold:
-            time.sleep(0.005)
-        os.kill(p.pid, signal.SIGKILL)
-        p.wait(timeout=30)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+    sigkill_when(p, lambda: read_counter(counter) >= threshold, 0.005, timeout=timeout)
     return p.returncode, read_counter(counter)
 
 
