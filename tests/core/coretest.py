@@ -6,7 +6,6 @@ helpers only locate the test programs and read traces in the ways several tests 
 from __future__ import annotations
 
 import os
-import signal
 import struct
 import subprocess
 import sys
