@@ -382,6 +382,9 @@ class Builder {
         const auto [sender, at] = SenderOf(run_, p.host_key, r.pid, signo, t.start_ns());
         r.blame = sender != 0 ? Blame::kSent : IsFatalSignal(signo) ? Blame::kOwn : Blame::kExit;
         r.sender_pid = sender;
+        // It lived until the signal came, even when its handler could not record it (the
+        // signal reached a thread inside one of the shim's hooks).
+        if (sender != 0) r.stop_ns = std::max(r.stop_ns, at);
         break;
       }
       case EndKind::kKilled: {

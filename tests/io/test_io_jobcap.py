@@ -1,8 +1,8 @@
 """The job cap of `colabtrace run` (COLABTRACE_JOB_MAX_MB, issue 39): a job whose pool of
 workers is made anew every epoch (10 epochs of 3 workers, each epoch's workers reading
 1,200 small files between them) traced through a 1 MiB window, once with no job cap to
-speak of and once with COLABTRACE_JOB_MAX_MB=6. The capped job's traces stay within
-6 MiB on disk, at each check run recorded and at the end; run compacted traces of ended
+speak of and once with COLABTRACE_JOB_MAX_MB=5. The capped job's traces stay within
+5 MiB on disk, at each check run recorded and at the end; run compacted traces of ended
 workers while the job ran; the report marks them (processes[].window.compacted, the text
 report's I/O window line) and gives the same findings and per-file counts as the job run
 without the cap. A bad value gets one line on stderr and the default; running processes that
@@ -20,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MIB = 1 << 20
 EPOCHS, WORKERS = 10, 3
 SPIKE_MB = 24
-CAP_MB = 6  # the uncapped job takes about 8 MiB of disk
+CAP_MB = 5  # the uncapped job takes about 8 MiB of disk: the cap is passed mid-job
 
 
 def disk_bytes(out_dir: str) -> int:
@@ -36,7 +36,7 @@ def run_trace(out_dir: str) -> str:
 class JobCapTest(TempDirTest):
     @classmethod
     def setUpClass(cls):
-        """One run of the job without a cap and one with a 6 MiB cap, shared by the tests."""
+        """One run of the job without a cap and one with a 5 MiB cap, shared by the tests."""
         super().setUpClass()
         import tempfile
         cls.dir = tempfile.mkdtemp(prefix="ct-jobcap-")
@@ -74,7 +74,7 @@ class JobCapTest(TempDirTest):
         self.assertLessEqual(disk_bytes(self.capped_dir), CAP_MB * MIB)
         (job,) = [r["job"] for r in self.capped_rep["run"]]
         self.assertEqual(job["max_bytes"], CAP_MB * MIB)
-        self.assertEqual(job["process_max_mb"], 8)  # 6 MiB / 8 is below the shim's floor, 8
+        self.assertEqual(job["process_max_mb"], 8)  # 5 MiB / 8 is below the shim's floor, 8
         self.assertLessEqual(job["peak_bytes"], CAP_MB * MIB)
         self.assertLessEqual(job["bytes"], CAP_MB * MIB)
         self.assertEqual(job["traces"], len(glob.glob(os.path.join(self.capped_dir, "*.ctrace"))))
