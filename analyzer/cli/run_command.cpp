@@ -410,21 +410,34 @@ class RunCommand final : public Command {
   }
 
  private:
-  // A period in milliseconds from the environment variable `name` (0-3600000): unset or
-  // empty gives `fallback`; a bad value prints one line saying that `fallback_text` is
-  // used instead, and gives `fallback`.
-  static uint64_t PeriodMsFromEnv(const char* name, uint64_t fallback, const std::string& fallback_text) {
+  // A number from the environment variable `name` (lo-hi): unset or empty gives
+  // `fallback`; a bad value prints one line saying it is not `what` and that
+  // `fallback_text` is used instead, and gives `fallback`.
+  static uint64_t NumberFromEnv(const char* name, uint64_t lo, uint64_t hi, uint64_t fallback, const std::string& what,
+                                const std::string& fallback_text) {
     const char* v = std::getenv(name);
     if (v == nullptr || *v == '\0') return fallback;
     char* end = nullptr;
     errno = 0;
-    const unsigned long long ms = std::strtoull(v, &end, 10);
-    if (errno != 0 || *end != '\0' || ms > 3600000 || *v == '-') {
-      ErrLine() << "colabtrace run: " << name << "=" << v << " is not a period in milliseconds (0-3600000); "
-                << fallback_text << "\n";
+    const unsigned long long n = std::strtoull(v, &end, 10);
+    if (errno != 0 || *end != '\0' || n < lo || n > hi || *v == '-') {
+      ErrLine() << "colabtrace run: " << name << "=" << v << " is not " << what << "; " << fallback_text << "\n";
       return fallback;
     }
-    return ms;
+    return n;
+  }
+
+  // A period in milliseconds from the environment variable `name` (0-3600000).
+  static uint64_t PeriodMsFromEnv(const char* name, uint64_t fallback, const std::string& fallback_text) {
+    return NumberFromEnv(name, 0, 3600000, fallback, "a period in milliseconds (0-3600000)", fallback_text);
+  }
+
+  // The window of run's own samples, as the shim reads it (shim/config.cpp): 600 s or
+  // 256 MiB unless COLABTRACE_WINDOW_S or COLABTRACE_WINDOW_MB says otherwise.
+  static void SetWindowFromEnv(RunTraceWriter& out) {
+    const uint64_t s = NumberFromEnv("COLABTRACE_WINDOW_S", 1, 30 * 86400, 600, "seconds from 1 to 2592000", "using 600");
+    const uint64_t mb = NumberFromEnv("COLABTRACE_WINDOW_MB", 1, 4096, 256, "MiB from 1 to 4096", "using 256");
+    out.SetWindow(mb << 20, s * 1000000000ull);
   }
 
   // The sampling period: COLABTRACE_SAMPLE_MS, as the shim reads it. 0 turns sampling
@@ -520,6 +533,7 @@ class RunCommand final : public Command {
                 << out.error() << "; the command runs on without outside samples\n";
     }
     const uint64_t pss_ms = PssPeriodMs();
+    SetWindowFromEnv(out);
     WriteFingerprint(out, child, period_ms, pss_ms, args);
     TreeSampler sampler(out, getpid(), pss_ms * 1000000ull);
     const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, child, 0));

@@ -3,11 +3,13 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/kcmp.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -59,7 +61,14 @@ std::string RunTraceWriter::PathFor(const std::string& dir) {
 }
 
 RunTraceWriter::RunTraceWriter(const std::string& dir)
-    : header_(format::kChunkSize, 0), chunk_(format::kChunkSize, 0) {
+    : header_(format::kChunkSize, 0),
+      tiers_(RunSampleTiers::Chunks{[this] { return MapNewChunk(); },
+                                    [](uint8_t* p) { munmap(p, format::kChunkSize); },
+                                    [this](const format::ProcSample& r) { Append(r); },
+                                    [this](const format::CgroupSample& r) { Append(r); }}) {
+  rec_.chunk.assign(format::kChunkSize, 0);
+  ev_.chunk.assign(format::kChunkSize, 0);
+  ev_.event = true;
   path_ = PathFor(dir);
   fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd_ < 0) {
@@ -78,12 +87,11 @@ RunTraceWriter::RunTraceWriter(const std::string& dir)
   h.start_ticks = h.start_mono_ns;
   h.start_realtime_ns = NowNs(CLOCK_REALTIME);
   h.ticks_per_sec_hint = 1000000000ull;
-  h.next_chunk_offset = format::kChunkSize;
   h.image_count = 1;
   h.next_string_id = 1;
   std::memcpy(header_.data(), &h, sizeof(h));
-  chunk_offset_ = format::kChunkSize;
-  StartChunk(h.start_ticks);
+  end_offset_ = format::kChunkSize;
+  NextChunk(rec_, h.start_ticks);
   Flush();
   // A file that never got its header is no trace: leave none behind.
   if (!error_.empty()) unlink(path_.c_str());
@@ -107,36 +115,98 @@ void RunTraceWriter::WriteAt(const void* data, size_t n, uint64_t offset) {
   }
 }
 
-void RunTraceWriter::StartChunk(uint64_t ts) {
-  std::fill(chunk_.begin(), chunk_.end(), 0);
-  ChunkHeader ch = {};
-  ch.magic = format::kChunkMagic;
+void RunTraceWriter::SetWindow(uint64_t bytes, uint64_t ns) {
+  window_bytes_ = bytes;
+  window_ns_ = ns;
+  FileHeader h;
+  std::memcpy(&h, header_.data(), sizeof(h));
+  h.window_bytes = bytes;
+  h.window_ticks = ns;  // ticks are nanoseconds
+  std::memcpy(header_.data(), &h, sizeof(h));
+}
+
+void RunTraceWriter::StartChunk(Cursor& c, uint64_t offset, uint64_t ts, bool recycled) {
+  std::fill(c.chunk.begin(), c.chunk.end(), 0);
+  format::EventChunkHeader eh = {};
+  ChunkHeader& ch = eh.chunk;
+  ch.magic = c.event ? format::kEventChunkMagic : format::kChunkMagic;
   ch.tid = static_cast<uint32_t>(getpid());
   ch.base_ticks = ts;
   ch.seq = seq_++;
-  std::memcpy(chunk_.data(), &ch, sizeof(ch));
-  used_ = sizeof(ch);
-  flushed_ = 0;
-  last_ts_ = ts;
+  ch.flags = recycled ? format::kChunkRecycled : 0;
+  eh.order = c.event ? ++event_order_ : 0;
+  c.used = c.event ? sizeof(eh) : sizeof(ch);
+  std::memcpy(c.chunk.data(), &eh, c.used);
+  c.offset = offset;
+  c.open = true;
+  c.flushed = 0;
+  c.last_ts = ts;
 }
 
-void RunTraceWriter::NextChunk(uint64_t ts) {
-  Flush();
-  chunk_offset_ += format::kChunkSize;
-  StartChunk(ts);
+void RunTraceWriter::NextChunk(Cursor& c, uint64_t ts) {
+  if (c.open) {
+    FlushCursor(c);
+    if (c.event) {
+      // Its end, for readers; then it waits its turn to be given up.
+      WriteAt(&c.last_ts, sizeof(c.last_ts), c.offset + offsetof(format::EventChunkHeader, end_ticks));
+      left_.push_back({c.offset, c.last_ts});
+    }
+  }
+  bool recycled = false;
+  uint64_t offset = 0;
+  if (c.event) {
+    offset = TakeEventChunk(ts, &recycled);
+  } else {
+    offset = end_offset_;
+    end_offset_ += format::kChunkSize;
+  }
+  StartChunk(c, offset, ts, recycled);
 }
 
-void RunTraceWriter::AppendEncoded(const uint8_t* data, size_t n, uint64_t ts) {
-  std::memcpy(chunk_.data() + used_, data, n);
-  used_ += n;
-  last_ts_ = ts;
+// A new event chunk while the window's bytes allow one and its oldest left chunk is
+// recent, else that oldest chunk, given up: the tiers that stand in for its samples put in
+// the file, the header's dropped_until_ticks raised, then its magic cleared.
+uint64_t RunTraceWriter::TakeEventChunk(uint64_t ts, bool* recycled) {
+  const bool full = window_bytes_ != 0 && event_bytes_ >= window_bytes_;
+  const bool old = window_ns_ != 0 && !left_.empty() && left_.front().last_ts + window_ns_ < ts;
+  if (!left_.empty() && (full || old)) {
+    const LeftChunk l = left_.front();
+    left_.pop_front();
+    tiers_.MaterializeUpTo(l.last_ts);
+    FlushCursor(rec_);  // the records that stand in for short processes' samples
+    FileHeader h;
+    std::memcpy(&h, header_.data(), sizeof(h));
+    h.dropped_until_ticks = std::max(h.dropped_until_ticks, l.last_ts);
+    ++h.recycled_chunks;
+    std::memcpy(header_.data(), &h, sizeof(h));
+    WriteHeader();
+    const uint32_t no_magic = 0;
+    WriteAt(&no_magic, sizeof(no_magic), l.offset);
+    *recycled = true;
+    return l.offset;
+  }
+  const uint64_t offset = end_offset_;
+  end_offset_ += format::kChunkSize;
+  event_bytes_ += format::kChunkSize;
+  return offset;
+}
+
+// A fresh chunk at the end of the file for the thinned tiers, zeroed and mapped.
+uint8_t* RunTraceWriter::MapNewChunk() {
+  static const std::vector<uint8_t> zeros(format::kChunkSize, 0);
+  const uint64_t offset = end_offset_;
+  WriteAt(zeros.data(), zeros.size(), offset);
+  if (!ok()) return nullptr;
+  end_offset_ += format::kChunkSize;
+  void* p = mmap(nullptr, format::kChunkSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, static_cast<off_t>(offset));
+  return p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
 }
 
 uint64_t RunTraceWriter::Intern(const std::string& s) {
   auto it = strings_.find(s);
   if (it != strings_.end()) return it->second;
   format::String rec;
-  rec.ts = last_ts_;
+  rec.ts = rec_.last_ts;
   rec.id = next_string_++;
   rec.text = format::Bytes{reinterpret_cast<const uint8_t*>(s.data()),
                            static_cast<uint32_t>(std::min(s.size(), kMaxStringBytes))};
@@ -145,21 +215,32 @@ uint64_t RunTraceWriter::Intern(const std::string& s) {
   return rec.id;
 }
 
-void RunTraceWriter::Flush() {
+// The whole chunk the first time (its records end at a zero byte; readers expect whole
+// chunks), its magic last; then only what was appended since.
+void RunTraceWriter::FlushCursor(Cursor& c) {
+  if (!c.open) return;
+  if (c.flushed == 0) {
+    WriteAt(c.chunk.data() + sizeof(uint32_t), c.chunk.size() - sizeof(uint32_t), c.offset + sizeof(uint32_t));
+    WriteAt(c.chunk.data(), sizeof(uint32_t), c.offset);
+  } else if (c.used > c.flushed) {
+    WriteAt(c.chunk.data() + c.flushed, c.used - c.flushed, c.offset + c.flushed);
+  }
+  c.flushed = c.used;
+}
+
+void RunTraceWriter::WriteHeader() {
   FileHeader h;
   std::memcpy(&h, header_.data(), sizeof(h));
-  h.next_chunk_offset = chunk_offset_ + format::kChunkSize;
+  h.next_chunk_offset = end_offset_;
   h.next_string_id = next_string_;
   std::memcpy(header_.data(), &h, sizeof(h));
-  // The whole chunk the first time (its records end at a zero byte; readers expect whole
-  // chunks), then only what was appended since; then the header that covers it.
-  if (flushed_ == 0) {
-    WriteAt(chunk_.data(), chunk_.size(), chunk_offset_);
-  } else if (used_ > flushed_) {
-    WriteAt(chunk_.data() + flushed_, used_ - flushed_, chunk_offset_ + flushed_);
-  }
-  flushed_ = used_;
   WriteAt(header_.data(), sizeof(h), 0);
+}
+
+void RunTraceWriter::Flush() {
+  FlushCursor(rec_);
+  FlushCursor(ev_);
+  WriteHeader();
 }
 
 void RunTraceWriter::Finish() {
@@ -276,7 +357,8 @@ void TreeSampler::SampleCgroup(const std::string& dir, bool v2, uint64_t ts) {
   c.oom_kill = FieldAfter(events, "oom_kill ");
   // Reclaimable page cache: a tree that streams a dataset fills its cgroup with it.
   c.inactive_file = FieldAfter(ReadSmall(dir + "/memory.stat"), v2 ? "inactive_file " : "total_inactive_file ");
-  out_.Append(c);
+  out_.AppendToWindow(c);
+  out_.tiers().AddCgroup(c);
 }
 
 namespace {
@@ -308,7 +390,7 @@ void TreeSampler::SampleRound() {
   clock.ts = ts;
   clock.mono_ns = ts;
   clock.realtime_ns = NowNs(CLOCK_REALTIME);
-  out_.Append(clock);
+  out_.AppendToWindow(clock);
   std::map<std::string, bool> cgroups;  // dir -> v2
   // The wrapper's own cgroup too: it outlives the tree, so its oom_kill count after a
   // death is the evidence proc.killed cites.
@@ -393,9 +475,11 @@ void TreeSampler::SampleRound() {
     s.shim = k.shim ? 1 : 0;
     s.utime_ns = p.utime_ns;
     s.stime_ns = p.stime_ns;
-    out_.Append(s);
+    out_.AppendToWindow(s);
+    out_.tiers().AddProcess(s);
   }
   schedule_.Retain(alive);
+  out_.tiers().Retain(std::set<pid_t>(alive.begin(), alive.end()));
   for (auto it = known_.begin(); it != known_.end();) {
     it = std::find(alive.begin(), alive.end(), it->first) != alive.end() ? std::next(it) : known_.erase(it);
   }

@@ -12,11 +12,14 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <cstring>
+#include <deque>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "cli/run_tiers.h"
 #include "colabtrace/format/codec.h"
 #include "model/proc_stat.h"
 #include "model/pss_schedule.h"
@@ -24,8 +27,16 @@
 namespace colabtrace::cli {
 
 // A trace file written with plain pwrite calls, one chunk at a time (the wrapper is an
-// ordinary single-threaded program: no mapping, no extents). Ticks are CLOCK_MONOTONIC
-// nanoseconds. Records appended since the last Flush() reach the file at Flush().
+// ordinary single-threaded program: no extents). Ticks are CLOCK_MONOTONIC nanoseconds.
+// Records appended since the last Flush() reach the file at Flush().
+//
+// Format 1.5: the periodic samples (AppendToWindow: clock, proc_sample, cgroup_sample) go
+// into event chunks, which roll as the shim's window does (SetWindow: COLABTRACE_WINDOW_MB
+// and COLABTRACE_WINDOW_S), every other record into record chunks; the samples' summary
+// stays in the thinned tiers (tiers(), cli/run_tiers.h). A SIGKILL at any instant leaves a
+// trace that reads whole: an event chunk is given up by raising the header's
+// dropped_until_ticks (after the tiers that stand in for it are in the file), then
+// clearing its magic; a chunk's body is written before its magic.
 class RunTraceWriter {
  public:
   // Creates dir/colabtrace.run.<pid>.ctrace (mode 0600, O_EXCL, no symlink following).
@@ -40,45 +51,69 @@ class RunTraceWriter {
   bool ok() const { return fd_ >= 0 && error_.empty(); }
   const std::string& error() const { return error_; }
   const std::string& path() const { return path_; }
-  uint64_t last_ts() const { return last_ts_; }
+  uint64_t last_ts() const { return rec_.last_ts; }
 
   // The longest text a String record holds here (longer ones are cut).
   static constexpr size_t kMaxStringBytes = 3584;
 
-  template <class R> void Append(R rec);
+  // The window of the periodic samples: event chunks past `bytes`, or ended more than `ns`
+  // ago, are rewritten (0: no limit of that kind).
+  void SetWindow(uint64_t bytes, uint64_t ns);
+  template <class R> void Append(R rec) { AppendTo(rec_, rec); }          // never dropped
+  template <class R> void AppendToWindow(R rec) { AppendTo(ev_, rec); }   // a periodic sample
+  RunSampleTiers& tiers() { return tiers_; }
   uint64_t Intern(const std::string& s);  // a String record's id (written once per text)
-  void Flush();                          // writes the current chunk and the header
+  void Flush();                          // writes the current chunks and the header
   void Finish();                         // flags the trace as ended and flushes
 
  private:
-  void AppendEncoded(const uint8_t* data, size_t n, uint64_t ts);
-  void StartChunk(uint64_t ts);
-  void NextChunk(uint64_t ts);  // flushes this chunk and starts the next at ts
+  struct Cursor {
+    std::vector<uint8_t> chunk;
+    bool event = false;
+    bool open = false;
+    size_t used = 0;      // bytes of chunk in use (header included)
+    size_t flushed = 0;   // bytes of chunk already in the file (0: none of it yet)
+    uint64_t offset = 0;
+    uint64_t last_ts = 0;
+  };
+  struct LeftChunk {
+    uint64_t offset, last_ts;
+  };
+  template <class R> void AppendTo(Cursor& c, const R& rec);
+  void StartChunk(Cursor& c, uint64_t offset, uint64_t ts, bool recycled);
+  void NextChunk(Cursor& c, uint64_t ts);  // flushes c's chunk and starts its next at ts
+  uint64_t TakeEventChunk(uint64_t ts, bool* recycled);
+  void FlushCursor(Cursor& c);
+  void WriteHeader();
+  uint8_t* MapNewChunk();
   void WriteAt(const void* data, size_t n, uint64_t offset);
 
   int fd_ = -1;
   std::string path_;
   std::string error_;
   std::vector<uint8_t> header_;
-  std::vector<uint8_t> chunk_;
-  size_t used_ = 0;          // bytes of chunk_ in use (header included)
-  size_t flushed_ = 0;       // bytes of chunk_ already in the file (0: none of it yet)
-  uint64_t chunk_offset_ = 0;
-  uint32_t seq_ = 0;
-  uint64_t last_ts_ = 0;
+  Cursor rec_, ev_;
+  uint64_t end_offset_ = 0;      // the first chunk not handed out
+  uint32_t seq_ = 0;             // both cursors' chunks, in the order they were started
+  std::deque<LeftChunk> left_;   // event chunks moved on from, oldest first
+  uint64_t event_bytes_ = 0;     // event chunks in the file
+  uint64_t event_order_ = 0;
+  uint64_t window_bytes_ = 0, window_ns_ = 0;
   std::map<std::string, uint64_t> strings_;
   uint64_t next_string_ = 1;
+  RunSampleTiers tiers_;
 };
 
-template <class R> void RunTraceWriter::Append(R rec) {
+template <class R> void RunTraceWriter::AppendTo(Cursor& c, const R& rec) {
   uint8_t buf[4096];
   const size_t max = format::MaxEncodedSize(rec);
   if (max > sizeof(buf)) return;  // only short records are written here
-  if (used_ + max + 1 > chunk_.size()) NextChunk(rec.ts);
-  const uint64_t prev = last_ts_;
-  const size_t n = format::EncodeRecordUncommitted(rec, prev, buf);
-  buf[0] = format::CommittedType(rec, prev);
-  AppendEncoded(buf, n, rec.ts);
+  if (!c.open || c.used + max + 1 > c.chunk.size()) NextChunk(c, rec.ts);
+  const size_t n = format::EncodeRecordUncommitted(rec, c.last_ts, buf);
+  buf[0] = format::CommittedType(rec, c.last_ts);
+  std::memcpy(c.chunk.data() + c.used, buf, n);
+  c.used += n;
+  c.last_ts = rec.ts;
 }
 
 // One process of the tree, as /proc shows it.

@@ -124,6 +124,18 @@ struct ThinnedSamples {
   };
   std::vector<Image> images;
   uint64_t made_samples = 0;         // Sample records the reader made from the tiers
+  // `colabtrace run`'s trace (1.5, CTRW chunks): per process it sampled and per cgroup
+  // whose tiers are in the file, the exact peaks (ticks: run's are CLOCK_MONOTONIC ns);
+  // ProcSample and CgroupSample records made of their entries as above.
+  struct RunSet {
+    uint32_t set = 0;                // the chunks' image field
+    uint64_t kind = 0;               // format::kRunThinProcess or kRunThinCgroup
+    uint64_t pid = 0;                // 0: a cgroup
+    bool run_known = false;
+    format::ThinRunHalf run{};       // peak_vm is PSS, peak_cgroup USS (sample_tiers.h)
+  };
+  std::vector<RunSet> run_sets;
+  uint64_t made_run_samples = 0;
 };
 
 class ProcessTrace {

@@ -20,6 +20,7 @@
 
 #include "colabtrace/format/codec.h"
 #include "colabtrace/format/launch_ring.h"
+#include "colabtrace/format/run_thin.h"
 #include "trace/live_state.h"
 #include "trace/parallel_for.h"
 #include "trace/process_trace.h"
@@ -215,6 +216,10 @@ class TraceDecoder {
         thin_chunks_.push_back({ch.image, ch.magic, ch.seq, off});
         continue;
       }
+      if (ch.magic == format::kRunThinChunkMagic) {
+        run_thin_chunks_.push_back({ch.image, ch.magic, ch.seq, off});
+        continue;
+      }
       const bool event = ch.magic == format::kEventChunkMagic;
       if (!event && ch.magic != format::kChunkMagic) continue;  // never used (or never committed)
       const uint32_t header = event ? sizeof(format::EventChunkHeader) : sizeof(ChunkHeader);
@@ -257,6 +262,7 @@ class TraceDecoder {
     DecodeStateChunks();
     DecodeIoAggregates();
     DecodeThinnedSamples();
+    DecodeRunThinnedSamples();
   }
 
   // The thinned-sample chunks (format/sample_tiers.h): for each exec image, the run's
@@ -340,6 +346,60 @@ class TraceDecoder {
         if (e.peak_ticks != e.end_ticks) AddMade(t_.records.Sample, peak, tid, c.image);
         AddMade(t_.records.Sample, last, tid, c.image);
         th.made_samples += e.peak_ticks != e.end_ticks ? 2 : 1;
+      }
+    }
+  }
+
+  // `colabtrace run`'s thinned samples (1.5, CTRW chunks: format/sample_tiers.h): one set
+  // of tiers per process it sampled and per cgroup, `image` the set's number. As for the
+  // shim's tiers, the entries that reach into the part the window gave up become records:
+  // ProcSample or CgroupSample, its maxima at the time RSS (memory.current) peaked, its last
+  // values at its end. A set's identity is its tier 0 chunk's; tiers without one are skipped.
+  void DecodeRunThinnedSamples() {
+    if (!SortAggregateChunks(run_thin_chunks_, "run's thinned-sample chunks of an unknown chunk size are not read")) {
+      return;
+    }
+    const uint64_t cs = t_.header.chunk_size;
+    const bool all = thinned_only_ || t_.header.events_lost != 0;
+    const uint64_t cut = all ? UINT64_MAX : t_.header.dropped_until_ticks;
+    ThinnedSamples& th = t_.thinned;
+    uint32_t set = 0;
+    format::RunThinIdentity id{};
+    bool have_id = false;
+    for (const StateRef& c : run_thin_chunks_) {
+      const std::span<const uint8_t> chunk = b_.Read(c.offset, cs);
+      if (chunk.size() < cs) {
+        Warn(c.offset, "the file ends inside a thinned-sample chunk; its entries are not read");
+        continue;
+      }
+      if (c.seq >= static_cast<uint32_t>(format::kThinTiers)) continue;
+      if (c.image != set || !have_id) have_id = false, set = c.image;
+      if (c.seq == 0) {
+        format::ThinRun run;
+        std::memcpy(static_cast<void*>(&run), chunk.data() + format::kThinRunOffset, sizeof(run));
+        std::memcpy(&id, run.reserved, sizeof(id));
+        have_id = id.kind == format::kRunThinProcess || id.kind == format::kRunThinCgroup;
+        if (!have_id) continue;
+        ThinnedSamples::RunSet& rs = th.run_sets.emplace_back();
+        rs.set = c.image;
+        rs.kind = id.kind;
+        rs.pid = id.pid;
+        rs.run = run.half[run.seq & 1];
+        rs.run_known = run.seq != 0;
+      }
+      if (!have_id) continue;
+      for (uint32_t k = 0; k < format::kThinEntriesPerChunk; ++k) {
+        format::ThinEntry e;
+        std::memcpy(&e, chunk.data() + format::kThinEntriesOffset + k * sizeof(e), sizeof(e));
+        if (e.start_ticks == 0 || e.end_ticks < e.start_ticks || e.peak_ticks < e.start_ticks ||
+            e.peak_ticks > e.end_ticks || e.start_ticks > cut) {
+          continue;
+        }
+        const uint32_t tid = t_.header.pid;
+        format::RunThinRecords(
+            e, id,
+            [&](const format::ProcSample& r) { AddMade(t_.records.ProcSample, r, tid, 0), ++th.made_run_samples; },
+            [&](const format::CgroupSample& r) { AddMade(t_.records.CgroupSample, r, tid, 0), ++th.made_run_samples; });
       }
     }
   }
@@ -1140,6 +1200,7 @@ class TraceDecoder {
   std::vector<StateRef> agg_chunks_;    // I/O aggregate chunks
   std::vector<StateRef> step_chunks_;   // step aggregate chunks
   std::vector<StateRef> thin_chunks_;   // thinned-sample chunks
+  std::vector<StateRef> run_thin_chunks_;  // `colabtrace run`'s thinned-sample chunks
   // COLABTRACE_ANALYZER_THINNED_SAMPLES_ONLY=1 (tests): the periodic samples from the
   // thinned tiers alone, as if the window had given up every one.
   const bool thinned_only_ = [] {
