@@ -174,8 +174,9 @@ void RunSampleTiers::MaterializeUpTo(uint64_t ts) {
   for (auto& s : sets_) {
     if (!s->in_file && s->first_ts <= ts) Materialize(*s);
   }
+  // An ended set is forgotten once in the file, or once it could not go there (no room).
   std::erase_if(sets_, [&](const std::unique_ptr<Set>& s) {
-    if (!s->ended || !s->in_file) return false;
+    if (!s->ended || (!s->in_file && s->first_ts > ts)) return false;
     Drop(*s);
     return true;
   });
