@@ -350,7 +350,7 @@ class TraceDecoder {
     }
   }
 
-  // `colabtrace run`'s thinned samples (1.5, CTRW chunks: format/sample_tiers.h): one set
+  // `colabtrace run`'s thinned samples (1.5, CTRW chunks: format/run_thin.h): one set
   // of tiers per process it sampled and per cgroup, `image` the set's number. As for the
   // shim's tiers, the entries that reach into the part the window gave up become records:
   // ProcSample or CgroupSample, its maxima at the time RSS (memory.current) peaked, its last

@@ -17,7 +17,6 @@ from ctharness import TempDirTest
 CHUNK = 32768
 MAGIC_EV, MAGIC_RW = b"CTEV", b"CTRW"
 ENV = {"COLABTRACE_SAMPLE_MS": "5", "COLABTRACE_PSS_MS": "3600000"}
-JOB_S = "5"
 
 
 def chunks(path: str) -> dict:
@@ -45,10 +44,11 @@ def rss_of(trace: str, pid: int) -> list[tuple[float, int]]:
 
 
 class RunThinnedSamples(TempDirTest):
-    def run_job(self, out: str, env: dict, snapshot: str | None = None) -> int:
-        """Runs the job under `colabtrace run`; with snapshot, copies run's trace there
-        as soon as the child said its spike is over. Returns the child's pid."""
-        p = subprocess.Popen([ctharness.CLI, "run", "-o", out, "--", lt.PYTHON, lt.py_script("early_spike.py"), JOB_S],
+    def run_job(self, out: str, seconds: str, env: dict, snapshot: str | None = None) -> int:
+        """Runs the job (its child killed after `seconds`) under `colabtrace run`; with
+        snapshot, copies run's trace there as soon as the child said its spike is over.
+        Returns the child's pid."""
+        p = subprocess.Popen([ctharness.CLI, "run", "-o", out, "--", lt.PYTHON, lt.py_script("early_spike.py"), seconds],
                              env=ctharness.clean_env({**ENV, **env}), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, start_new_session=True)
         try:
@@ -65,8 +65,10 @@ class RunThinnedSamples(TempDirTest):
 
     def test_a_rolled_window_keeps_the_findings_and_the_exact_peak(self):
         thin, snap, full = (os.path.join(self.tmp, d) for d in ("thin", "snap", "full"))
-        child = self.run_job(thin, {"COLABTRACE_WINDOW_S": "1"}, snapshot=snap)
-        child_full = self.run_job(full, {})
+        # 8 s: an event chunk of this job's samples fills in 1.6 s (3.2 s when rounds take
+        # twice as long under load), and the first is given up once the second is full.
+        child = self.run_job(thin, "8", {"COLABTRACE_WINDOW_S": "1"}, snapshot=snap)
+        child_full = self.run_job(full, "2", {})
         # The snapshot holds every sample of the spike; the peak is the largest of them.
         before = rss_of(lt.run_trace(snap), child)
         peak_ts, peak = max(before, key=lambda s: s[1])
