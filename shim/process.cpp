@@ -108,6 +108,7 @@ bool CreateTraceFile() {
 void StartModules(StartKind kind) {
   g_modules_started = true;
   SyncModuleMap();
+  WatchThreadExits();
   if (IoModuleStart) IoModuleStart(kind);
   if (LibsModuleStart) LibsModuleStart(kind);
   if (GpuModuleStart) GpuModuleStart(kind);

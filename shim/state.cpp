@@ -10,6 +10,8 @@ namespace colabtrace::shim {
 
 namespace {
 
+constexpr uint32_t kFreeNotes = 1024;  // more exiting at once than this are not reused
+
 // This exec image's state chunks, for the process (generation) that took them: a fork
 // child's first note finds another generation and starts its own, in its own trace.
 struct ImageState {
@@ -22,6 +24,10 @@ struct ImageState {
   uint32_t rings_used = 0;
   uint32_t ring_seq = 0;
   uint8_t* nccl_chunk = nullptr;
+  // Notes of threads that exited, cleared, for the next threads to claim (ReleaseNotes): a
+  // process that makes a thread per task keeps as many notes as it has threads at once.
+  format::ThreadNotes* free_notes[kFreeNotes] = {};
+  uint32_t free_count = 0;
 };
 ImageState g_image;
 int g_lock = 0;
@@ -94,7 +100,9 @@ format::ThreadNotes* ClaimNotes(ThreadState& t) {
   format::ThreadNotes* tn = nullptr;
   Lock();
   ImageState& s = Image();
-  if (FirstChunk(s) != nullptr) {
+  if (s.free_count > 0) {
+    tn = s.free_notes[--s.free_count];
+  } else if (FirstChunk(s) != nullptr) {
     if (s.notes_used == format::kNotesPerChunk) {
       uint8_t* c = TakeChunk(format::kStateChunkMagic, s.state_seq);
       if (c != nullptr) {
@@ -117,6 +125,25 @@ format::ThreadNotes* ClaimNotes(ThreadState& t) {
   t.notes_gen = g_generation;
   t.busy = busy;
   return tn;
+}
+
+void ReleaseNotes(ThreadState& t) {
+  format::ThreadNotes* tn = t.notes;
+  if (t.notes_gen != g_generation || tn == nullptr || tn == &g_scratch_notes) return;
+  t.notes = nullptr;
+  t.notes_gen = 0;
+  // Unused first (a reader skips it from here on), then cleared for its next thread.
+  __atomic_store_n(&tn->tid, 0u, __ATOMIC_RELEASE);
+  __atomic_store_n(&tn->call.call, 0u, __ATOMIC_RELEASE);
+  __atomic_store_n(&tn->wait.call, 0u, __ATOMIC_RELEASE);
+  __atomic_store_n(&tn->python_thread, uint64_t{0}, __ATOMIC_RELAXED);
+  const int busy = t.busy;
+  t.busy = 1;
+  Lock();
+  ImageState& s = Image();
+  if (s.free_count < kFreeNotes) s.free_notes[s.free_count++] = tn;
+  Unlock();
+  t.busy = busy;
 }
 
 void NoteStep(uint64_t ticks) {

@@ -31,6 +31,10 @@ namespace colabtrace::shim {
 // when tracing has stopped: the thread then notes into a private scratch entry).
 format::ThreadNotes* ClaimNotes(ThreadState& t);
 
+// At the calling thread's exit (RetireThread): its notes are cleared and go to the next
+// thread that claims notes.
+void ReleaseNotes(ThreadState& t);
+
 inline format::ThreadNotes* ThreadNotesOf(ThreadState& t) {
   if (__builtin_expect(t.notes_gen != g_generation, 0)) return ClaimNotes(t);
   return t.notes;

@@ -776,14 +776,38 @@ void TraceFile::KeepsMapped(const uint8_t* chunk) {
   }
 }
 
+namespace {
+// Under the queue lock: puts the event chunk at file index `index` on the queue.
+void QueueEventChunk(uint64_t index, uint64_t end_ticks) {
+  if (g_queue_tail - g_queue_head < kQueueSlots) {
+    const uint64_t slot = g_queue_tail++ % kQueueSlots;
+    g_queue_chunk[slot] = static_cast<uint32_t>(index);
+    g_queue_end[slot] = end_ticks;
+  }
+}
+}  // namespace
+
 void TraceFile::ReleaseEventChunk(uint8_t* chunk, bool own_map, uint64_t offset, uint64_t end_ticks) {
   const uint64_t index = offset / kChunkSize;
   if (window_bytes_ != 0 && index != 0 && LockQueue(true)) {
-    if (g_queue_tail - g_queue_head < kQueueSlots) {
-      const uint64_t slot = g_queue_tail++ % kQueueSlots;
-      g_queue_chunk[slot] = static_cast<uint32_t>(index);
-      g_queue_end[slot] = end_ticks;
-    }
+    QueueEventChunk(index, end_ticks);
+    UnlockQueue();
+  }
+  ReleaseChunk(chunk, own_map);
+}
+
+void TraceFile::RetireEventChunk(uint8_t* chunk, bool own_map, uint64_t offset, uint64_t end_ticks, uint64_t events) {
+  FileHeader* h = Load(&header_);
+  const uint64_t index = offset / kChunkSize;
+  // Without a window nothing is rewritten: the chunk stays its thread's latest, as it was.
+  if (h != nullptr && window_bytes_ != 0 && index != 0 && LockQueue(true)) {
+    // Under the lock, so that each mark is the header's value right after its own events
+    // were added: a reader takes the chunk as counted there iff the header has reached it.
+    const uint64_t counted = Load(&h->events_retired) + events;
+    auto* eh = reinterpret_cast<format::EventChunkHeader*>(chunk);
+    Store(&eh->retired, counted + 1);
+    Store(&h->events_retired, counted);
+    QueueEventChunk(index, end_ticks);
     UnlockQueue();
   }
   ReleaseChunk(chunk, own_map);

@@ -1,11 +1,13 @@
 #include "writer.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include <cstddef>
 #include <cstring>
 
 #include "raw.h"
+#include "state.h"
 
 namespace colabtrace::shim {
 
@@ -37,6 +39,22 @@ bool InVforkChild() {
 }
 
 namespace {
+uint32_t g_thread_numbers = 0;  // threads that joined a trace of this process (atomic)
+
+// The key whose destructor tells the shim that a thread exits (WatchThreadExits).
+pthread_key_t g_exit_key;
+int g_exit_key_state = 0;  // 0 none, 1 being created, 2 ready, 3 failed (atomic)
+
+void OnThreadExit(void*) { RetireThread(); }
+
+// The calling thread's key value, so that its exit runs OnThreadExit: set once per thread
+// (at its first chunk), a store into the thread's own slot.
+void WatchThisThread() {
+  if (__atomic_load_n(&g_exit_key_state, __ATOMIC_ACQUIRE) == 2) {
+    pthread_setspecific(g_exit_key, reinterpret_cast<void*>(1));
+  }
+}
+
 // First record of this thread in this process's trace: its chunks are the parent's (a
 // fork child) or none. A chunk the parent had mapped on its own is unmapped here (the
 // parent's trace file stays as the parent left it).
@@ -46,13 +64,48 @@ void JoinTrace(ThreadState& t) {
     if (t.ev.chunk != nullptr && t.ev.own_map) g_trace.ReleaseChunk(t.ev.chunk, /*own_map=*/true);
   }
   t.tid = static_cast<uint32_t>(raw::Gettid());
+  t.number = __atomic_add_fetch(&g_thread_numbers, 1, __ATOMIC_RELAXED);
   t.seq = 0;
   t.generation = g_generation;
   t.chunk = t.pos = t.end = nullptr;
   t.own_map = false;
-  if (!t.signal_context) t.ev = ThreadState::EventCursor{};
+  if (!t.signal_context) {
+    t.ev = ThreadState::EventCursor{};
+    WatchThisThread();
+  }
 }
 }  // namespace
+
+void WatchThreadExits() {
+  int state = 0;
+  if (!__atomic_compare_exchange_n(&g_exit_key_state, &state, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return;
+  // A key past the first block (32 keys in glibc) would make each thread's value an
+  // allocation in libc: without a key of the first block, exits are not watched (and the
+  // key stays unused: pthread_key_delete is not among the calls the shim may bind to on
+  // every glibc, shim/glibc_floor.cpp).
+  const bool first_block = pthread_key_create(&g_exit_key, OnThreadExit) == 0 && g_exit_key < 32;
+  __atomic_store_n(&g_exit_key_state, first_block ? 2 : 3, __ATOMIC_RELEASE);
+}
+
+void RetireThread() {
+  ThreadState& t = t_thread;
+  if (t.generation != g_generation || t.signal_context || raw::Getpid() != g_pid) return;
+  ShimScope scope;
+  if (!scope.entered()) return;
+  ThreadState::EventCursor& e = t.ev;
+  if (e.chunk != nullptr) {
+    __atomic_store_n(&reinterpret_cast<format::EventChunkHeader*>(e.chunk)->end_ticks, e.last_ts,
+                     __ATOMIC_RELAXED);
+    g_trace.RetireEventChunk(e.chunk, e.own_map, e.offset, e.last_ts, e.before + e.count);
+    e = ThreadState::EventCursor{};  // counted in the header: a later chunk counts from 0
+  }
+  if (t.chunk != nullptr) {
+    g_trace.ReleaseChunk(t.chunk, t.own_map);
+    t.chunk = t.pos = t.end = nullptr;
+    t.own_map = false;
+  }
+  ReleaseNotes(t);
+}
 
 bool OpenChunk(ThreadState& t, size_t need, uint64_t ts) {
   if (need > format::kChunkSize - sizeof(format::ChunkHeader)) return false;
@@ -73,6 +126,7 @@ bool OpenChunk(ThreadState& t, size_t need, uint64_t ts) {
   ch->seq = t.seq++;
   ch->flags = t.signal_context ? uint32_t{format::kChunkFromSignalHandler} : 0u;
   ch->image = g_trace.image();
+  ch->thread = t.number;
   __atomic_store_n(&ch->magic, format::kChunkMagic, __ATOMIC_RELEASE);
   t.chunk = c;
   t.pos = c + sizeof(format::ChunkHeader);
@@ -100,6 +154,7 @@ bool OpenEventChunk(ThreadState& t, size_t need, uint64_t ts) {
   eh->chunk.seq = t.seq++;
   eh->chunk.flags = own_map ? uint32_t{format::kChunkRecycled} : 0u;
   eh->chunk.image = g_trace.image();
+  eh->chunk.thread = t.number;
   eh->events_before = e.before + e.count;
   eh->order = g_trace.NextEventOrder();
   eh->end_ticks = 0;

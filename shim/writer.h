@@ -93,6 +93,9 @@ struct ThreadState {
     uint64_t wait_sync;
   } step = {}, wait_snap = {}, first_wait_snap = {};
   uint64_t first_wait = 0;
+  // This thread's number in the trace (ChunkHeader::thread, from 1), taken when it joins:
+  // a tid the kernel hands to a later thread then names another thread in the trace.
+  uint32_t number = 0;
 };
 
 // constinit: constant-initialised, so no TLS wrapper call on access. The vfork stub in
@@ -117,6 +120,15 @@ bool OpenChunk(ThreadState& t, size_t need, uint64_t ts);
 // The same for t's event chunk (droppable records); false once tracing has stopped, or
 // while the cap leaves no room (the record is then only counted).
 bool OpenEventChunk(ThreadState& t, size_t need, uint64_t ts);
+
+// At process start (and in each exec'd image): asks libc to call RetireThread when a
+// thread that recorded exits (a pthread key's destructor: pthread_exit or a return from
+// its start routine, never a process's exit, which takes its threads with it).
+void WatchThreadExits();
+// The calling thread exits: its last event chunk is put up for rewriting with its events
+// counted in the header (TraceFile::RetireEventChunk), its record chunk is finished and its
+// notes are freed. Records it writes after this go into new chunks, as at its start.
+void RetireThread();
 
 // True when the calling thread should record: tracing is on, the shim is not already
 // running on this thread, and this is not a vfork child borrowing its parent's memory.

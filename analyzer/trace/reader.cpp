@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "colabtrace/format/codec.h"
+#include "colabtrace/format/event_tally.h"
 #include "colabtrace/format/launch_ring.h"
 #include "colabtrace/format/run_thin.h"
 #include "trace/live_state.h"
@@ -180,7 +181,7 @@ class TraceDecoder {
   void DecodeChunks() {
     const uint64_t cs = t_.header.chunk_size;
     struct ChunkRef {
-      uint32_t image, tid, seq;
+      uint32_t image, tid, thread, seq;
       uint64_t offset;
       uint32_t header;  // where its records start: sizeof(ChunkHeader) or of EventChunkHeader
     };
@@ -188,11 +189,7 @@ class TraceDecoder {
     std::array<uint64_t, 256> counts{}, bytes{};
     // The window (wire.h, "event chunks"): per thread of an image, its latest event chunk
     // (by seq) with the droppable records its thread wrote before it and in it.
-    struct LastEventChunk {
-      uint32_t seq;
-      uint64_t total;
-    };
-    std::map<std::pair<uint32_t, uint32_t>, LastEventChunk> last_event_chunk;
+    format::EventTally tally(t_.header);
     uint64_t in_full = 0, outside_event_chunks = 0;
     for (uint64_t off = cs; off + sizeof(ChunkHeader) <= b_.size(); off += cs) {
       const std::span<const uint8_t> chunk = b_.Read(off, cs);
@@ -223,7 +220,7 @@ class TraceDecoder {
       const bool event = ch.magic == format::kEventChunkMagic;
       if (!event && ch.magic != format::kChunkMagic) continue;  // never used (or never committed)
       const uint32_t header = event ? sizeof(format::EventChunkHeader) : sizeof(ChunkHeader);
-      chunks.push_back({ch.image, ch.tid, ch.seq, off, header});
+      chunks.push_back({ch.image, ch.tid, ch.thread, ch.seq, off, header});
       if (chunk.size() < header) break;  // the file ends in its header (DecodeChunk says so)
       const uint64_t droppable = CountChunk(chunk, header, counts, bytes);
       in_full += droppable;
@@ -233,27 +230,26 @@ class TraceDecoder {
       }
       format::EventChunkHeader eh;
       std::memcpy(&eh, chunk.data(), sizeof(eh));
-      const uint64_t total = SaturatingAdd(eh.events_before, droppable);
-      auto [it, fresh] = last_event_chunk.try_emplace({ch.image, ch.tid}, LastEventChunk{ch.seq, total});
-      if (!fresh && ch.seq >= it->second.seq) it->second = {ch.seq, total};
+      tally.Add(eh, droppable);
     }
     TraceWindow& w = t_.window;
     w.events_in_full = in_full;
-    w.events_total = SaturatingAdd(outside_event_chunks, t_.header.events_lost);
-    for (const auto& [key, last] : last_event_chunk) w.events_total = SaturatingAdd(w.events_total, last.total);
+    w.events_total = SaturatingAdd(SaturatingAdd(outside_event_chunks, t_.header.events_lost), tally.Total());
     w.capped = (t_.header.flags & format::kFlagCapped) != 0;
     w.window_bytes = t_.header.window_bytes;
     w.max_bytes = t_.header.max_bytes;
     w.recycled_chunks = t_.header.recycled_chunks;
     w.events_lost = t_.header.events_lost;
-    // Deterministic order: by image, thread and the thread's own chunk sequence.
+    // Deterministic order: by image, thread and the thread's own chunk sequence (a tid the
+    // kernel gave to a later thread is another thread: ChunkHeader::thread, 1.5).
     std::sort(chunks.begin(), chunks.end(), [](const ChunkRef& a, const ChunkRef& b) {
-      return std::tie(a.image, a.tid, a.seq, a.offset) < std::tie(b.image, b.tid, b.seq, b.offset);
+      return std::tie(a.image, a.tid, a.thread, a.seq, a.offset) < std::tie(b.image, b.tid, b.thread, b.seq, b.offset);
     });
     Reserve(counts, bytes);
     for (size_t i = 0; i < chunks.size(); ++i) {
       // A new thread (or image) starts a new time-ordered run in every table.
-      if (i == 0 || chunks[i].image != chunks[i - 1].image || chunks[i].tid != chunks[i - 1].tid) {
+      if (i == 0 || chunks[i].image != chunks[i - 1].image || chunks[i].tid != chunks[i - 1].tid ||
+          chunks[i].thread != chunks[i - 1].thread) {
         ++run_;
       }
       DecodeChunk(chunks[i].offset, chunks[i].header);

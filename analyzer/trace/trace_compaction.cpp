@@ -7,11 +7,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <map>
-#include <utility>
 #include <vector>
 
 #include "colabtrace/format/codec.h"
+#include "colabtrace/format/event_tally.h"
 
 namespace colabtrace::analyzer {
 namespace {
@@ -121,12 +120,9 @@ CompactionResult CompactTrace(const std::string& path, const std::function<void(
     return res;  // no event chunks before 1.3; another layout is not ours to rewrite
   }
   // Which chunks stay, and the events of the ones that go: per (image, tid), the latest
-  // event chunk's events_before plus its records (the reader's events_total).
-  struct Latest {
-    uint32_t seq;
-    uint64_t total;
-  };
-  std::map<std::pair<uint32_t, uint32_t>, Latest> latest;
+  // event chunk's events_before plus its records, and the exited threads' in the header
+  // (the reader's events_total, format::EventTally).
+  format::EventTally tally(h);
   std::vector<uint64_t> kept, events;  // offsets in the original: chunks kept, event chunks
   bool sums = false;                   // the trace has I/O aggregate chunks
   uint64_t last_ticks = h.start_ticks;  // of the records removed: the trace's end stays
@@ -151,27 +147,18 @@ CompactionResult CompactTrace(const std::string& path, const std::function<void(
     if (n < sizeof(format::EventChunkHeader)) continue;
     format::EventChunkHeader eh;
     std::memcpy(&eh, buf.data(), sizeof(eh));
-    uint64_t total = 0;  // a damaged count saturates, as in the reader
-    if (__builtin_add_overflow(eh.events_before,
-                               DroppableIn(buf.data() + sizeof(eh), buf.data() + n, ch.base_ticks, &last_ticks),
-                               &total)) {
-      total = UINT64_MAX;
-    }
-    auto [it, fresh] = latest.try_emplace({ch.image, ch.tid}, Latest{ch.seq, total});
-    if (!fresh && ch.seq >= it->second.seq) it->second = {ch.seq, total};
+    tally.Add(eh, DroppableIn(buf.data() + sizeof(eh), buf.data() + n, ch.base_ticks, &last_ticks));
   }
   if (!sums) {
     // No sums stand in for the events (COLABTRACE_IO=0 leaves neither): they stay.
     kept.insert(kept.end(), events.begin(), events.end());
     std::sort(kept.begin(), kept.end());
     res.event_chunks = 0;
-    latest.clear();
     last_ticks = h.start_ticks;
   }
   if (res.event_chunks == 0 && unused == 0) return res;
-  for (const auto& [key, l] : latest) {
-    if (__builtin_add_overflow(res.events, l.total, &res.events)) res.events = UINT64_MAX;
-  }
+  // The exited threads' events too: with the event chunks gone, the record counts them.
+  if (res.event_chunks != 0) res.events = tally.Total();
 
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? std::string(".") : path.substr(0, slash);
@@ -217,6 +204,7 @@ CompactionResult CompactTrace(const std::string& path, const std::function<void(
   at += cs;
   FileHeader nh = h;
   nh.next_chunk_offset = at;
+  if (res.event_chunks != 0) nh.events_retired = 0;  // in the trace_compacted record now
   std::vector<uint8_t> head(sizeof(FileHeader));
   std::memcpy(head.data(), &nh, sizeof(nh));
   next_step();

@@ -58,38 +58,68 @@ def io_lines(trace):
     return out
 
 
-class WindowTest(TempDirTest):
+class FilesTest(TempDirTest):
+    """NFILES files of 4 KiB (self.files: f00000, f00001, ...) and a counter file for a
+    test program's progress (self.counter); run_prog() runs a program under the shim."""
+    NFILES = NFILES
+
     def setUp(self):
         super().setUp()
         self.files = os.path.join(self.tmp, "files")
         os.mkdir(self.files)
-        for i in range(NFILES):
+        for i in range(self.NFILES):
             with open(os.path.join(self.files, f"f{i:05d}"), "wb") as f:
                 f.write(os.urandom(4096))
         self.counter = os.path.join(self.tmp, "counter")
         self.runs = 0
 
+    def run_prog(self, argv, env):
+        """Runs argv under the shim (exit 0, nothing on stderr); returns (its one trace,
+        its stdout, the trace's JSON report, which reads whole)."""
+        self.runs += 1
+        out = os.path.join(self.tmp, f"run{self.runs}")
+        os.mkdir(out)
+        p = subprocess.run(argv, env=shim_env(out, env), capture_output=True, text=True, timeout=180)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stderr, "")
+        (trace,) = glob.glob(os.path.join(out, "*.ctrace"))
+        rep = report(trace)
+        self.assertEqual(rep["warnings"], [], "the trace reads whole")
+        self.assertFalse(rep["processes"][0]["trace_truncated"])
+        return trace, p.stdout, rep
+
+    def kill_runs(self, argv, attempts, low, spread, check):
+        """SIGKILLs argv under the shim with COLABTRACE_WINDOW_MB=1 once its counter
+        reaches a count drawn from [low, low + spread), `attempts` times; each trace reads
+        whole with its process killed, and check(trace, count reached, processes[0]
+        .window) runs in the attempt's subtest."""
+        rng = random.Random(39)
+        for attempt in range(attempts):
+            with self.subTest(attempt=attempt):
+                out = os.path.join(self.tmp, f"kill{attempt}")
+                os.mkdir(out)
+                rc, done = sigkill_at_count(argv, shim_env(out, {"COLABTRACE_WINDOW_MB": "1"}), self.counter,
+                                            low + rng.randrange(spread))
+                self.assertEqual(rc, -signal.SIGKILL)
+                (trace,) = glob.glob(os.path.join(out, "*.ctrace"))
+                rep = report(trace)
+                self.assertEqual(rep["warnings"], [])
+                proc = rep["processes"][0]
+                self.assertEqual(proc["end"]["kind"], "killed")
+                check(trace, done, proc["window"])
+
+
+class WindowTest(FilesTest):
     def argv(self, visits, seconds=0, threads=1):
         return [prog("ct_visits"), self.files, str(NFILES), str(visits), str(seconds), str(threads),
                 self.counter]
 
     def run_visits(self, env, visits, seconds=0, threads=1):
         """Runs ct_visits under the shim; returns (trace, visits made, processes[0])."""
-        self.runs += 1
-        out = os.path.join(self.tmp, f"run{self.runs}")
-        os.mkdir(out)
-        p = subprocess.run(self.argv(visits, seconds, threads), env=shim_env(out, env),
-                           capture_output=True, text=True, timeout=120)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual(p.stderr, "")
-        made = int(p.stdout.split()[1])
-        (trace,) = glob.glob(os.path.join(out, "*.ctrace"))
-        rep = report(trace)
-        self.assertEqual(rep["warnings"], [], "the trace reads whole")
+        trace, out, rep = self.run_prog(self.argv(visits, seconds, threads), env)
         proc = rep["processes"][0]
         self.assertEqual(proc["end"]["code"], 0)
-        self.assertFalse(proc["trace_truncated"])
-        return trace, made, proc
+        return trace, int(out.split()[1]), proc
 
     def base_events(self):
         """The file I/O events of a run that visits nothing (all kept in full)."""
@@ -180,28 +210,17 @@ class WindowTest(TempDirTest):
 
     def test_sigkill_while_the_window_rolls(self):
         base = self.base_events()
-        rng = random.Random(39)
-        for attempt in range(12):
-            with self.subTest(attempt=attempt):
-                out = os.path.join(self.tmp, f"kill{attempt}")
-                os.mkdir(out)
-                # 1 MiB is about 18,000 visits: past it the window rolls.
-                threshold = 20000 + rng.randrange(20000)
-                rc, done = sigkill_at_count(self.argv(0, 60, 4), shim_env(out, {"COLABTRACE_WINDOW_MB": "1"}),
-                                            self.counter, threshold)
-                self.assertEqual(rc, -signal.SIGKILL)
-                (trace,) = glob.glob(os.path.join(out, "*.ctrace"))
-                rep = report(trace)
-                self.assertEqual(rep["warnings"], [])
-                proc = rep["processes"][0]
-                self.assertEqual(proc["end"]["kind"], "killed")
-                w = proc["window"]
-                self.assertGreater(header(trace)["recycled"], 0)
-                # Every completed visit is counted; each of the 4 threads may be inside one.
-                self.assertGreaterEqual(w["events_total"], base + 5 * done)
-                self.assertLessEqual(w["events_total"], base + 5 * (done + 4))
-                self.assertLessEqual(w["events_in_full"], w["events_total"])
-                self.assertLessEqual(chunk_kinds(trace)["event"], MIB // CHUNK + 4)
+
+        def check(trace, done, w):
+            self.assertGreater(header(trace)["recycled"], 0)
+            # Every completed visit is counted; each of the 4 threads may be inside one.
+            self.assertGreaterEqual(w["events_total"], base + 5 * done)
+            self.assertLessEqual(w["events_total"], base + 5 * (done + 4))
+            self.assertLessEqual(w["events_in_full"], w["events_total"])
+            self.assertLessEqual(chunk_kinds(trace)["event"], MIB // CHUNK + 4)
+
+        # 1 MiB is about 18,000 visits: past it the window rolls.
+        self.kill_runs(self.argv(0, 60, 4), 12, 20000, 20000, check)
 
     def test_bad_values_get_one_line_and_the_default(self):
         cases = [("COLABTRACE_WINDOW_S", "0"), ("COLABTRACE_WINDOW_S", "10m"),

@@ -38,7 +38,10 @@ inline constexpr uint16_t kVersionMinor = 5;  // 1: RingSlot.py_stack; 2: Python
                                               // event chunks, traces compacted by `colabtrace
                                               // run` (trace_compacted, job_disk); 5:
                                               // `colabtrace run`'s own samples in event
-                                              // chunks, thinned into CTRW chunks
+                                              // chunks, thinned into CTRW chunks; exited
+                                              // threads' event chunks retired
+                                              // (FileHeader::events_retired,
+                                              // EventChunkHeader::retired, ChunkHeader::thread)
 inline constexpr uint32_t kHeaderSize = 256;
 inline constexpr uint32_t kChunkSize = 32 * 1024;
 inline constexpr uint32_t kChunkMagic = 0x4b435443;  // "CTCK" little-endian
@@ -85,7 +88,10 @@ struct FileHeader {
   uint64_t dropped_until_ticks;   // the latest record of any event chunk given up (atomic max)
   uint64_t events_lost;           // droppable records never written: no room under the cap
   uint64_t recycled_chunks;       // event chunks rewritten since the trace began
-  uint8_t reserved[96];
+  uint8_t reserved[88];
+  // 1.5: the droppable records of threads that exited, counted here when each one's last
+  // event chunk was put up for rewriting (EventChunkHeader::retired). Zero before 1.5.
+  uint64_t events_retired;
 };
 static_assert(sizeof(FileHeader) == kHeaderSize);
 
@@ -97,7 +103,8 @@ struct ChunkHeader {
   uint32_t seq;         // per-thread chunk sequence number, for ordering
   uint32_t flags;       // ChunkFlag bits
   uint32_t image;       // which exec image (0-based) wrote this chunk
-  uint32_t reserved;
+  uint32_t thread;      // 1.5: the writing thread's number in its image's trace, from 1 (a
+                        // reused tid is another thread); 0 before 1.5 and in shared chunks
 };
 static_assert(sizeof(ChunkHeader) == 32);
 
@@ -122,7 +129,11 @@ struct EventChunkHeader {
   uint64_t events_before;  // droppable records this thread wrote in its earlier event chunks
   uint64_t order;          // the file's event-chunk count when this one was taken (1-based)
   uint64_t end_ticks;      // the last record's ticks, stored when its thread moves on (0: not yet)
-  uint64_t reserved;
+  // 1.5: 0 while its thread lives. When the thread exited and this, its last event chunk,
+  // was put up for rewriting: 1 + the FileHeader's events_retired once this chunk's
+  // events (events_before + its records) were added there, stored before that header word.
+  // So the header counts them iff retired - 1 <= events_retired (else a kill came between).
+  uint64_t retired;
 };
 static_assert(sizeof(EventChunkHeader) == 64);
 

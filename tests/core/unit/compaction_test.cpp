@@ -1,5 +1,6 @@
 // The compaction of an ended trace (analyzer/trace/trace_compaction.h, issue 39): a trace
-// written by the shim's real writer through a rolled 1 MiB window loses its event chunks
+// written by the shim's real writer through a rolled 1 MiB window (after 40 threads that
+// exited, format 1.5) loses its event chunks
 // and keeps every other record, with the same events_total (and keeps its events when it
 // has no aggregate chunk to stand in for them); and a compaction SIGKILLed
 // before any of its system calls leaves a trace that reads whole (the original, or the
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "trace/trace_compaction.h"
 #include "writer_session.h"
@@ -27,16 +29,25 @@ namespace fmt = ::colabtrace::format;
 
 constexpr uint64_t kEvents = 600000;  // 2 writers, about 3 MB of events
 constexpr int kNotes = 50;
+constexpr uint64_t kExited = 40, kPerExited = 1000;  // of kEvents: threads that exited
+constexpr uint64_t kMain = kEvents - kExited * kPerExited;  // the two writers', ts 1000 on
 
 // A trace of two writers' events through a 1 MiB window, with ShimNotes (never dropped)
-// among them.
+// among them, after 40 threads that wrote 1,000 events each and exited (their events
+// counted in the header's events_retired, format 1.5).
 void WriteRolledTrace(const std::string& path) {
   WindowLimits limits(1u << 20, 0, 64u << 20);
   WriterSession s(path);
   ASSERT_TRUE(s.Begin());
-  for (uint64_t k = 0; k < kEvents; ++k) {
+  for (uint64_t i = 0; i < kExited; ++i) {
+    std::thread([i] {
+      for (uint64_t k = 0; k < kPerExited; ++k) PutEvent(static_cast<int>(2 + i), k, 500 + k);
+      shim::RetireThread();
+    }).join();
+  }
+  for (uint64_t k = 0; k < kMain; ++k) {
     PutEvent(static_cast<int>(k % 2), k, 1000 + k);
-    if (k % (kEvents / kNotes) == 0) {
+    if (k % (kMain / kNotes) == 0) {
       fmt::ShimNote n;
       n.ts = 1000 + k;
       n.code = k;
@@ -69,6 +80,7 @@ class CompactionTest : public ::testing::Test {
     AppendAggregateChunk(original_);
     before_ = MustRead(original_);
     ASSERT_EQ(before_.window.events_total, kEvents);
+    ASSERT_EQ(before_.header.events_retired, kExited * kPerExited);
     ASSERT_LT(before_.window.events_in_full, kEvents / 2);  // the window rolled
     ASSERT_GT(before_.window.events_in_full, 0u);
     ASSERT_EQ(before_.records.ShimNote.size(), static_cast<size_t>(kNotes));
@@ -115,14 +127,15 @@ TEST_F(CompactionTest, KeepsEveryRecordButTheEventsAndCountsThem) {
   const ProcessTrace t = MustRead(path_);
   ExpectWhole(t);
   EXPECT_TRUE(t.window.compacted);
+  EXPECT_EQ(t.header.events_retired, 0u) << "counted in the trace_compacted record";
   EXPECT_FALSE(before_.window.compacted);
   EXPECT_EQ(t.window.events_in_full, 0u);
   EXPECT_TRUE(t.records.IoRead.empty());
   EXPECT_EQ(t.window.full_from_ns, t.end_ns());
   // The last event given up was the trace's last record: it still ends then.
   EXPECT_EQ(t.end_ns(), before_.end_ns());
-  EXPECT_EQ(t.end_ns(), 1000 + kEvents - 1);
-  EXPECT_EQ(t.records.TraceCompacted[0].ts, 1000 + kEvents - 1);
+  EXPECT_EQ(t.end_ns(), 1000 + kMain - 1);
+  EXPECT_EQ(t.records.TraceCompacted[0].ts, 1000 + kMain - 1);
   ASSERT_EQ(t.records.TraceCompacted.size(), 1u);
   EXPECT_EQ(t.records.TraceCompacted[0].events, kEvents);
   EXPECT_EQ(t.records.TraceCompacted[0].event_chunks, r.event_chunks);

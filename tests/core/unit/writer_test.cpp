@@ -686,6 +686,67 @@ TEST_F(WriterTest, WindowRolledByManyThreadsKeepsEachThreadsLatestEventsAndCount
   }
 }
 
+// Threads that exit (RetireThread, as the shim's pthread key destructor calls it): each
+// one's last event chunk is put up for rewriting with its events counted in the header, so
+// 600 threads in a 1 MiB window leave 32 event chunks and every event counted. Thread i
+// writes (i % 7) * 1500 events (0 to 9,000: none, part of a chunk, several chunks); each
+// fifth writes 5 more after it retired (a later destructor's I/O), which count from 0.
+TEST_F(WriterTest, ExitedThreadsLastEventChunksRollWithTheWindowAndStayCounted) {
+  constexpr int kThreads = 600, kAtOnce = 4;
+  WindowLimits limits(1u << 20, 0, 64u << 20);
+  WriterSession s(TracePath());
+  ASSERT_TRUE(s.Begin());
+  uint64_t expected = 0, retired = 0;
+  for (int first = 0; first < kThreads; first += kAtOnce) {
+    std::vector<std::thread> threads;
+    for (int i = first; i < first + kAtOnce; ++i) {
+      const uint64_t n = static_cast<uint64_t>(i % 7) * 1500, after = i % 5 == 0 ? 5 : 0;
+      expected += n + after;
+      retired += n;
+      threads.emplace_back([i, n, after] {
+        for (uint64_t k = 0; k < n; ++k) PutEvent(i, k, 1000 + k);
+        shim::RetireThread();
+        for (uint64_t k = 0; k < after; ++k) PutEvent(i, n + k, 1000 + n + k);
+      });
+    }
+    for (auto& th : threads) th.join();
+  }
+  s.End();
+  const ProcessTrace t = MustRead(s.path());
+  EXPECT_EQ(t.window.events_total, expected);
+  EXPECT_EQ(t.header.events_retired, retired);
+  EXPECT_EQ(t.window.events_in_full, t.records.IoRead.size());
+  EXPECT_LT(t.window.events_in_full, expected / 4);
+  // The window's 32 chunks, and the chunks of the threads that wrote after retiring (never
+  // retired themselves: their thread did not exit again).
+  EXPECT_LE(EventChunksIn(s.path()), 32 + kThreads / 5);
+  EXPECT_GT(t.header.recycled_chunks, 400u);
+
+  // A kill between a chunk's mark and the header's count: the header short of the newest
+  // mark, whose chunk then counts itself. The same total.
+  std::vector<uint8_t> b = ReadBytes(s.path());
+  uint64_t newest = 0, newest_total = 0;
+  for (size_t off = fmt::kChunkSize; off + fmt::kChunkSize <= b.size(); off += fmt::kChunkSize) {
+    fmt::EventChunkHeader eh;
+    std::memcpy(&eh, b.data() + off, sizeof(eh));
+    if (eh.chunk.magic != fmt::kEventChunkMagic || eh.retired <= newest) continue;
+    newest = eh.retired;
+    uint64_t records = 0;
+    for (const auto& r : t.records.IoRead) {
+      if (r.tid == eh.chunk.tid && r.ts >= eh.chunk.base_ticks && r.ts <= eh.end_ticks) ++records;
+    }
+    newest_total = eh.events_before + records;
+  }
+  ASSERT_EQ(newest - 1, retired) << "the last thread to retire left its chunk in the file";
+  ASSERT_GT(newest_total, 0u);
+  const uint64_t before_it = retired - newest_total;
+  std::memcpy(b.data() + offsetof(fmt::FileHeader, events_retired), &before_it, 8);
+  const std::string cut = s.path() + ".cut";
+  std::ofstream(cut, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  const ProcessTrace k = MustRead(cut);
+  EXPECT_EQ(k.window.events_total, expected);
+}
+
 // COLABTRACE_WINDOW_S: with room to spare, event chunks older than the window give way.
 // Ticks are ns here (WriterSession), 100 us apart: 10 s of events, a 1 s window.
 TEST_F(WriterTest, WindowRollsByTime) {

@@ -1,0 +1,108 @@
+"""Exited threads under the window (issue 39; docs/trace-format.md, "Exited threads"): a
+program that makes a thread per task keeps a trace bounded by the window, not by the
+threads it made, and still counts every event of every thread.
+
+progs/ct_threads.c starts THREADS short threads, 8 at a time; three in four open, read
+(4 KiB, then end of file) and close one of NFILES files (four file I/O events), one in
+four of those ends in pthread_exit, and every fourth thread writes nothing at all. Its run
+with no threads gives the events every run writes besides, so each count is exact."""
+import os
+import struct
+import sys
+import unittest
+
+from coretest import prog
+from test_window import CHUNK, MIB, FilesTest, chunk_kinds, header, io_lines
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "io"))
+from iotest import assert_same_io, file_rows  # noqa: E402 (tests/io's helpers)
+
+NFILES = 16
+THREADS = 20000
+READERS = THREADS * 3 // 4  # i % 4 == 3 reads nothing
+WINDOW_CHUNKS = MIB // CHUNK  # COLABTRACE_WINDOW_MB=1
+# The chunks that are never given up, whatever the thread count: the main thread's record
+# chunks, one record chunk per file's first reader (its path's string), the state, I/O
+# aggregate and thinned-sample chunks. Measured 27 (c7719b7's shim: 15,000 more event
+# chunks and 94 state chunks for the same run).
+NEVER_DROPPED = 4 + NFILES + 12
+
+
+def events_retired(trace):
+    """FileHeader::events_retired (1.5, offset 248)."""
+    with open(trace, "rb") as f:
+        return struct.unpack_from("<Q", f.read(256), 248)[0]
+
+
+class ThreadWindowTest(FilesTest):
+    NFILES = NFILES
+
+    def argv(self, threads):
+        return [prog("ct_threads"), self.files, str(NFILES), str(threads), "8", self.counter]
+
+    def run_threads(self, threads, env):
+        """Runs ct_threads under the shim; returns (trace, its JSON report)."""
+        trace, out, rep = self.run_prog(self.argv(threads), env)
+        self.assertEqual(out, f"threads {threads} reads {threads * 3 // 4}\n")
+        return trace, rep
+
+    def base_events(self):
+        trace, rep = self.run_threads(0, {})
+        w = rep["processes"][0]["window"]
+        self.assertEqual(w["events_in_full"], w["events_total"])
+        self.assertLess(w["events_total"], 50)
+        return w["events_total"]
+
+    def test_thread_per_task_under_a_small_window_and_in_full(self):
+        base = self.base_events()
+        trace, small = self.run_threads(THREADS, {"COLABTRACE_WINDOW_MB": "1"})
+        w = small["processes"][0]["window"]
+        self.assertEqual(w["events_total"], base + 4 * READERS)
+        # Each reading thread's one event chunk was retired at its exit with its 4 events.
+        self.assertEqual(events_retired(trace), 4 * READERS)
+        # The file holds the window's 32 event chunks: the main thread's (its start-up
+        # events, never left) and the last 31 reading threads' (4 events each).
+        kinds = chunk_kinds(trace)
+        self.assertEqual(kinds["event"], WINDOW_CHUNKS)
+        self.assertEqual(w["events_in_full"], base + 4 * (WINDOW_CHUNKS - 1))
+        self.assertEqual(len(io_lines(trace)), w["events_in_full"])
+        h = header(trace)
+        self.assertEqual(h["recycled"], READERS - (WINDOW_CHUNKS - 1))
+        self.assertLessEqual(kinds["record"] + kinds["state"] + kinds["aggregate"], NEVER_DROPPED, kinds)
+        self.assertEqual(kinds["state"], 1, "the exited threads' notes are taken again")
+        self.assertLessEqual(h["hwm"], CHUNK * (1 + WINDOW_CHUNKS + NEVER_DROPPED))
+        self.assertLessEqual(os.path.getsize(trace) - h["hwm"], 2 * MIB, "one reservation ahead at most")
+        # The I/O aggregates count every read of every thread.
+        rows = file_rows(small, self.files + "/")
+        self.assertEqual(len(rows), NFILES * 3 // 4, "thread i reads file i % NFILES")
+        self.assertEqual(sum(r["opens"] for r in rows.values()), READERS)
+        self.assertEqual(sum(r["reads"] for r in rows.values()), 2 * READERS)
+        self.assertEqual(sum(r["bytes_read"] for r in rows.values()), 4096 * READERS)
+        self.assertTrue(small["processes"][0]["io"]["from_aggregates"])
+
+        # The same run with a window that holds every thread's event chunk (15,001 of 32 KiB:
+        # the default 256 MiB would roll) keeps every event, and gives the same I/O.
+        trace, full = self.run_threads(THREADS, {"COLABTRACE_WINDOW_MB": "1024"})
+        w = full["processes"][0]["window"]
+        self.assertEqual(w["events_total"], base + 4 * READERS)
+        self.assertEqual(w["events_in_full"], w["events_total"])
+        assert_same_io(self, full, small, self.files)
+
+    def test_sigkill_while_threads_come_and_go(self):
+        base = self.base_events()
+
+        def check(trace, done, w):
+            # Every thread done is counted; each of the 8 alive may be part way.
+            self.assertGreaterEqual(w["events_total"], base + 4 * done)
+            self.assertLessEqual(w["events_total"], base + 4 * (done + 8))
+            self.assertGreaterEqual(events_retired(trace), 4 * (done - 8))
+            self.assertLessEqual(w["events_in_full"], w["events_total"])
+            self.assertEqual(len(io_lines(trace)), w["events_in_full"])
+            self.assertLessEqual(chunk_kinds(trace)["event"], WINDOW_CHUNKS + 8)
+
+        # 1 MiB is 31 threads' event chunks: the window has long rolled.
+        self.kill_runs(self.argv(-1), 4, 500, 3000, check)
+
+
+if __name__ == "__main__":
+    unittest.main()
