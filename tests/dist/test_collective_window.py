@@ -1,8 +1,8 @@
 """The Python start-up hook's collective records in a trace whose window rolls (issue 39,
 format 1.5: collective records give way with the window; the collective chunks keep each
 process group's counters and latest collectives). tests/dist/py/many_collectives.py:
-- one process, a group of one, COLABTRACE_WINDOW_MB=1: 16,000 all_reduces (with 12 stats each) roll
-  the window, and the trace stays within the window plus its record and state chunks; the
+- one process, a group of one, COLABTRACE_WINDOW_MB=1: 16,000 all_reduces (with 12 stats
+  each) roll the window, and the trace keeps 32 event chunks and stays within 2 MiB; the
   report's counts per group are exact (collective_group records) and the latest 64 of
   each group are collective records, none twice;
 - the same program SIGKILLed at two counts while its window rolls: every trace reads,
@@ -26,6 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAM = os.path.join(HERE, "py", "many_collectives.py")
 RING = 64  # format::kCollRing
 MIB = 1 << 20
+CHUNK = 32768
 
 
 def where(marker: str) -> str:
@@ -36,10 +37,16 @@ def records(trace: str, name: str) -> list[dict]:
     return [f for n, f in (r for r in map(h.parse_dump_line, h.dump(trace)) if r is not None) if n == name]
 
 
-def used_bytes(trace: str) -> int:
-    """The trace's next_chunk_offset (FileHeader offset 64): how far its chunks reach."""
+def chunk_magics(trace: str) -> tuple[int, dict[bytes, int]]:
+    """The trace's next_chunk_offset (FileHeader offset 64: how far its chunks reach) and
+    how many chunks of each magic lie before it."""
     with open(trace, "rb") as f:
-        return struct.unpack_from("<Q", f.read(72), 64)[0]
+        b = f.read()
+    used = struct.unpack_from("<Q", b, 64)[0]
+    magics: dict[bytes, int] = {}
+    for at in range(CHUNK, used, CHUNK):
+        magics[b[at:at + 4]] = magics.get(b[at:at + 4], 0) + 1
+    return used, magics
 
 
 def groups_of(trace: str) -> dict[int, dict]:
@@ -76,9 +83,13 @@ class SingleProcessWindow(unittest.TestCase):
         # fewer than half are still in the file.
         self.assertGreaterEqual(w["events_total"], 13 * self.N + 3)
         self.assertLess(w["events_in_full"], w["events_total"] // 2)
-        # 1 MiB of event chunks, the header, record, state and collective chunks: the
-        # droppable records alone took more than 2.5 MiB.
-        self.assertLessEqual(used_bytes(self.trace), MIB + 24 * 32768)
+        # 1 MiB of event chunks (32), one collective chunk, and the header, record, state
+        # and I/O aggregate chunks (torch's imports: about 19 chunks); traced in full, 90
+        # event chunks and 3.5 MiB.
+        used, magics = chunk_magics(self.trace)
+        self.assertEqual(magics[b"CTEV"], MIB // CHUNK)
+        self.assertEqual(magics[b"CTCG"], 1)
+        self.assertLessEqual(used, 2 * MIB)
 
     def test_group_counts_exact(self):
         self.assertEqual(groups_of(self.trace), {
