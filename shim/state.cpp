@@ -28,6 +28,7 @@ struct ImageState {
   // process that makes a thread per task keeps as many notes as it has threads at once.
   format::ThreadNotes* free_notes[kFreeNotes] = {};
   uint32_t free_count = 0;
+  uint8_t* coll_chunks[format::kCollChunks] = {};  // by seq: groups seq * kCollGroupsPerChunk on
 };
 ImageState g_image;
 int g_lock = 0;
@@ -209,6 +210,28 @@ uint8_t* NcclChunk() {
   Unlock();
   t.busy = busy;
   return c;
+}
+
+format::CollGroupBlock* CollGroupBlockOf(uint64_t group) {
+  if (group >= format::kCollGroups) return nullptr;
+  const uint32_t k = static_cast<uint32_t>(group / format::kCollGroupsPerChunk);
+  uint8_t* c = __atomic_load_n(&g_image.coll_chunks[k], __ATOMIC_ACQUIRE);
+  if (c == nullptr || g_image.generation != g_generation) {
+    ThreadState& t = t_thread;
+    const int busy = t.busy;
+    t.busy = 1;
+    Lock();
+    ImageState& s = Image();
+    if (s.coll_chunks[k] == nullptr) {
+      uint8_t* taken = TakeChunk(format::kCollChunkMagic, k);
+      if (taken != nullptr) __atomic_store_n(&s.coll_chunks[k], taken, __ATOMIC_RELEASE);
+    }
+    c = s.coll_chunks[k];
+    Unlock();
+    t.busy = busy;
+    if (c == nullptr) return nullptr;
+  }
+  return reinterpret_cast<format::CollGroupBlock*>(c + format::kCollGroupsOffset) + group % format::kCollGroupsPerChunk;
 }
 
 void NotePythonThread(format::ThreadNotes* tn) {

@@ -122,6 +122,12 @@ format::LaunchRing* AllocLaunchRing();
 // a fork child gets its own.
 uint8_t* NcclChunk();
 
+// Process group `group`'s block of this image's collective chunks (wire.h: its counters
+// and ring of latest collectives), its chunk taken at the group's first call; nullptr for a
+// group past format::kCollGroups, or with no trace (tracing stopped). Lock-free once taken;
+// a fork child gets its own.
+format::CollGroupBlock* CollGroupBlockOf(uint64_t group);
+
 // Records the calling Python thread's PyThreadState in its notes (for an outside reader
 // of its stack) when it is not known yet. Cheap when known: one load.
 void NotePythonThread(format::ThreadNotes* tn);

@@ -192,6 +192,18 @@ template <class R> inline void NoteStepTime(ThreadState& t, const R& rec) {
   }
 }
 
+// Appends rec to the thread's record chunk, opening one when it has no room; false when
+// none could be had.
+template <class R> inline bool AppendToRecordChunk(ThreadState& t, const R& rec, size_t max) {
+  if (__builtin_expect(t.generation != g_generation ||
+                           static_cast<size_t>(t.end - t.pos) <= max,
+                       0)) {
+    if (!OpenChunk(t, max + 1, rec.ts)) return false;
+  }
+  AppendRecord(t.pos, t.last_ts, rec);
+  return true;
+}
+
 template <class R> inline void Emit(const R& rec) {
   ThreadState& t = t_thread;
   const size_t max = format::MaxEncodedSize(rec);
@@ -200,12 +212,7 @@ template <class R> inline void Emit(const R& rec) {
     if (!AppendToEventChunk(t, rec, max)) return;
     ++t.ev.count;
   } else {
-    if (__builtin_expect(t.generation != g_generation ||
-                             static_cast<size_t>(t.end - t.pos) <= max,
-                         0)) {
-      if (!OpenChunk(t, max + 1, rec.ts)) return;
-    }
-    AppendRecord(t.pos, t.last_ts, rec);
+    if (!AppendToRecordChunk(t, rec, max)) return;
   }
   if (__builtin_expect(rec.ts >= __atomic_load_n(&g_sample_due_ticks, __ATOMIC_RELAXED), 0)) {
     g_sample_hook(rec.ts);
@@ -218,6 +225,15 @@ template <class R> inline void Emit(const R& rec) {
 // Never calls the sample hook. Call only inside a ShimScope that entered().
 template <class R> inline void EmitIntoWindow(const R& rec) {
   AppendToEventChunk(t_thread, rec, format::MaxEncodedSize(rec));
+}
+
+// Appends rec to the calling thread's record chunk whatever its type (never dropped): a
+// droppable record whose summary has no place elsewhere (a collective of a process group
+// past the collective chunks', shim/python/collectives.cpp). Counted in `events_total` as
+// the reader counts droppable records outside event chunks. No step sums, no sample hook.
+// Call only inside a ShimScope that entered().
+template <class R> inline void EmitKept(const R& rec) {
+  AppendToRecordChunk(t_thread, rec, format::MaxEncodedSize(rec));
 }
 
 // Emit through a fully inlined copy of the codec, for the per-call records of hot hooks

@@ -97,6 +97,19 @@ class DistAnalysis final : public Analysis {
       row["workers"] = static_cast<uint64_t>(r.workers.size());
       row["first_failure"] = job.first_failure && *job.first_failure == i;
       row["never_entered"] = std::find(job.hung.begin(), job.hung.end(), i) != job.hung.end();
+      // Its collectives per process group over the whole run (kept whole however far the
+      // window rolled).
+      Json groups = Json::MakeArray();
+      for (const auto& [group, g] : r.groups) {
+        Json one = Json::MakeObject();
+        one["group"] = group;
+        one["collectives"] = g.collectives;
+        one["raised"] = g.raised;
+        one["last_seq"] = g.entered != 0 ? Json(g.entered) : Json();
+        one["time_ns"] = g.time_ns;
+        groups.Append(std::move(one));
+      }
+      row["collectives"] = std::move(groups);
       if (r.waiting) {
         Json w = Json::MakeObject();
         w["op"] = r.waiting->op;

@@ -93,10 +93,29 @@ void FindNcclWait(const ProcessTrace& t, uint64_t stop_ns, JobRank& r) {
 void FindWait(const ProcessTrace& t, uint64_t stop_ns, JobRank& r) {
   using format::InFlightCall;
   NcclEntered(t, r);
+  // The collective chunks' counters (1.5) count every collective of their groups, the
+  // window's given-up ones too; the records count the rest (older traces, groups past the
+  // chunks').
+  for (const auto& g : t.records.CollectiveGroup) {
+    GroupCollectives& s = r.groups[g.group];
+    s.collectives += g.collectives;
+    s.raised += g.raised;
+    s.entered = std::max(s.entered, g.entered);
+    s.time_ns += g.time;
+  }
+  std::map<uint64_t, GroupCollectives> from_records;
   for (const auto& c : t.records.Collective) {
-    if (c.seq == 0) continue;
-    uint64_t& e = r.entered[c.group];
-    e = std::max(e, c.seq + (c.seqs > 0 ? c.seqs - 1 : 0));
+    GroupCollectives& s = from_records[c.group];
+    ++s.collectives;
+    if (c.status == static_cast<uint64_t>(format::CollectiveStatus::kRaised)) ++s.raised;
+    s.time_ns += c.dur;
+    if (c.seq != 0) s.entered = std::max(s.entered, c.seq + (c.seqs > 0 ? c.seqs - 1 : 0));
+  }
+  for (const auto& [group, s] : from_records) r.groups.try_emplace(group, s);
+  for (const auto& [group, s] : r.groups) {
+    if (s.entered == 0) continue;
+    uint64_t& e = r.entered[group];
+    e = std::max(e, s.entered);
   }
   const auto text = [&](uint64_t id) { return id != 0 ? std::string(t.Str(id)) : std::string(); };
   const auto name = [](uint64_t op) {

@@ -83,6 +83,14 @@ struct RankWait {
 // "nccl comm 0x1234abcd5678ef90" (an NCCL communicator's id, NCCL's commHash).
 std::string CommName(uint64_t group, bool nccl);
 
+// A rank's collectives on one process group, over the whole run.
+struct GroupCollectives {
+  uint64_t collectives = 0;  // ended (returned, raised, or returned their Work)
+  uint64_t raised = 0;
+  uint64_t entered = 0;      // the highest sequence number they issued (0: none known)
+  uint64_t time_ns = 0;      // their total duration
+};
+
 // One rank of a job and how it ended.
 struct JobRank {
   size_t trace = 0;
@@ -105,6 +113,10 @@ struct JobRank {
   // number it entered (0: none known), from its Collective records and the one in flight,
   // and from the NCCL chunk's communicator table and call ring.
   std::map<uint64_t, uint64_t> entered;
+  // Per process group (the hook's id): the collectives that ended on it, over the whole run
+  // (the collective chunk's counters, 1.5; from the Collective records in older traces and
+  // for a group past the chunks').
+  std::map<uint64_t, GroupCollectives> groups;
 
   bool failed() const { return blame != Blame::kNone; }
 };

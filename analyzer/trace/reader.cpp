@@ -11,11 +11,13 @@
 #include <map>
 #include <numeric>
 #include <queue>
+#include <set>
 #include <span>
 #include <cstring>
 #include <filesystem>
 #include <cstdio>
 #include <cstdlib>
+#include <tuple>
 #include <type_traits>
 
 #include "colabtrace/format/codec.h"
@@ -197,7 +199,7 @@ class TraceDecoder {
       ChunkHeader ch;
       std::memcpy(&ch, chunk.data(), sizeof(ch));
       if (ch.magic == format::kStateChunkMagic || ch.magic == format::kRingChunkMagic ||
-          ch.magic == format::kNcclChunkMagic) {
+          ch.magic == format::kNcclChunkMagic || ch.magic == format::kCollChunkMagic) {
         state_chunks_.push_back({ch.image, ch.magic, ch.seq, off});
         continue;
       }
@@ -665,8 +667,9 @@ class TraceDecoder {
     const bool shim_wrote_rings = !t_.records.GpuLaunchRing.empty();
     uint64_t last_ticks = 0;
     for (uint64_t v : last_ticks_) last_ticks = std::max(last_ticks, v);
+    DecodeCollChunks(last_ticks);
     for (const StateRef& c : state_chunks_) {
-      if (c.image != image) continue;
+      if (c.image != image || c.magic == format::kCollChunkMagic) continue;
       const std::span<const uint8_t> chunk = b_.Read(c.offset, cs);
       if (chunk.size() < cs) {
         Warn(c.offset, "the file ends inside a state chunk; its notes are not read");
@@ -715,6 +718,83 @@ class TraceDecoder {
     }
   }
 
+  // The slots of a ring of `size` (a power of two) at `at` whose writer has claimed
+  // positions up to `written`: those whose n (stored last) is one of the last `size`
+  // positions and lies in its own slot, by position.
+  template <class Slot> static std::vector<Slot> RecentSlots(const uint8_t* at, uint64_t written, uint32_t size) {
+    std::vector<Slot> slots;
+    for (uint32_t i = 0; i < size; ++i) {
+      Slot sl;
+      std::memcpy(static_cast<void*>(&sl), at + i * sizeof(sl), sizeof(sl));
+      const uint64_t n = sl.n;
+      if (n != 0 && n <= written && written - n < size && ((n - 1) & (size - 1)) == i) slots.push_back(sl);
+    }
+    std::sort(slots.begin(), slots.end(), [](const Slot& a, const Slot& b) { return a.n < b.n; });
+    return slots;
+  }
+
+  // The collective chunks (wire.h), of every image: each used group's counters as a
+  // collective_group record (ts: the trace's last record's), and the collectives left in
+  // its ring that the window no longer holds as collective records (a ring entry is the
+  // record its thread wrote at the same tick: same image, tid and ts). A slot is taken
+  // only when its n is set (stored last) and is one of the group's last kCollRing.
+  void DecodeCollChunks(uint64_t last_ticks) {
+    const uint64_t cs = t_.header.chunk_size;
+    std::set<std::tuple<uint32_t, uint32_t, uint64_t>> have;
+    bool any = false;
+    for (const StateRef& c : state_chunks_) {
+      if (c.magic != format::kCollChunkMagic || c.seq >= format::kCollChunks) continue;
+      const std::span<const uint8_t> chunk = b_.Read(c.offset, cs);
+      if (chunk.size() < cs) {
+        Warn(c.offset, "the file ends inside a collective chunk; its groups are not read");
+        continue;
+      }
+      if (!any) {
+        for (const auto& r : t_.records.Collective) have.emplace(r.image, r.tid, r.ts);
+        any = true;
+      }
+      for (uint32_t k = 0; k < format::kCollGroupsPerChunk; ++k) {
+        const uint64_t group = uint64_t{c.seq} * format::kCollGroupsPerChunk + k;
+        if (group >= format::kCollGroups) break;
+        const uint8_t* at = chunk.data() + format::kCollGroupsOffset + k * sizeof(format::CollGroupBlock);
+        format::CollGroupInfo g;
+        std::memcpy(static_cast<void*>(&g), at, sizeof(g));
+        if (g.written == 0) continue;
+        Event<format::CollectiveGroup>& ev = t_.records.CollectiveGroup.emplace_back();
+        ev.ts = last_ticks;
+        ev.group = group;
+        ev.collectives = g.written;
+        ev.raised = g.raised;
+        ev.async_ops = g.async_ops;
+        ev.time = g.ticks;
+        ev.entered = g.entered;
+        ev.returned = g.returned;
+        ev.image = c.image;
+        ++run_;
+        NoteRun(static_cast<uint8_t>(format::RecordType::CollectiveGroup), t_.records.CollectiveGroup.size() - 1,
+                ev.ts);
+        ++run_;
+        for (const format::CollSlot& sl : RecentSlots<format::CollSlot>(at + sizeof(g), g.written, format::kCollRing)) {
+          if (have.count({c.image, sl.tid, sl.ts}) != 0) continue;
+          Event<format::Collective>& r = t_.records.Collective.emplace_back();
+          r.ts = sl.ts;
+          r.dur = sl.dur;
+          r.op = sl.op;
+          r.group = group;
+          r.seq = sl.seq;
+          r.seqs = sl.seqs;
+          r.count = sl.count;
+          r.dtype = sl.dtype;
+          r.where = sl.where;
+          r.status = sl.status;
+          r.tid = sl.tid;
+          r.image = c.image;
+          NoteRun(static_cast<uint8_t>(format::RecordType::Collective), t_.records.Collective.size() - 1, r.ts);
+        }
+      }
+    }
+  }
+
   // The NCCL chunk (wire.h): its communicator table as nccl_comm_state records (ts: the
   // trace's last record's) and the calls left in its ring as nccl_call records (ts: when each
   // was called), by call number. A slot is taken only when its n is set (stored last), and
@@ -742,16 +822,8 @@ class TraceDecoder {
       ++run_;
       NoteRun(static_cast<uint8_t>(format::RecordType::NcclCommState), t_.records.NcclCommState.size() - 1, ev.ts);
     }
-    std::vector<format::NcclSlot> slots;
-    slots.reserve(format::kNcclSlots);
-    for (uint32_t i = 0; i < format::kNcclSlots; ++i) {
-      format::NcclSlot sl;
-      std::memcpy(static_cast<void*>(&sl), chunk.data() + format::kNcclSlotsOffset + i * sizeof(sl), sizeof(sl));
-      const bool recent = sl.n != 0 && sl.n <= counts[0] && counts[0] - sl.n < format::kNcclSlots;
-      if (recent && ((sl.n - 1) & (format::kNcclSlots - 1)) == i) slots.push_back(sl);
-    }
-    std::sort(slots.begin(), slots.end(), [](const format::NcclSlot& a, const format::NcclSlot& b) { return a.n < b.n; });
-    for (const format::NcclSlot& sl : slots) {
+    for (const format::NcclSlot& sl :
+         RecentSlots<format::NcclSlot>(chunk.data() + format::kNcclSlotsOffset, counts[0], format::kNcclSlots)) {
       Event<format::NcclCall>& ev = t_.records.NcclCall.emplace_back();
       ev.ts = sl.ticks;
       ev.n = sl.n;

@@ -38,6 +38,7 @@
 #include <cstdint>
 
 #include "clock.h"
+#include "coll_table.h"
 #include "state.h"
 #include "writer.h"
 
@@ -101,7 +102,24 @@ void EndCollective(uint32_t status, uint32_t seqs) {
   r.dtype = c.dtype;
   r.where = c.where;
   r.status = status;
+  format::CollGroupBlock* b = CollGroupBlockOf(c.group);
+  if (b == nullptr) {
+    EmitKept(r);  // no block to keep it: a group past format::kCollGroups (or no trace)
+    return;
+  }
   Emit(r);
+  format::CollSlot s = {};
+  s.ts = r.ts;
+  s.dur = r.dur;
+  s.seq = r.seq;
+  s.count = r.count;
+  s.seqs = seqs;
+  s.dtype = c.dtype <= UINT32_MAX ? static_cast<uint32_t>(c.dtype) : 0;
+  s.where = c.where <= UINT32_MAX ? static_cast<uint32_t>(c.where) : 0;
+  s.tid = static_cast<uint32_t>(t.tid);
+  s.op = static_cast<uint8_t>(c.op);
+  s.status = static_cast<uint8_t>(status);
+  NoteCollectiveEnd(b, s);
 }
 
 bool InsideCollective() { return t_thread.collective.since != 0; }

@@ -46,10 +46,11 @@ class Job:
     """One torchrun job of NPROC ranks under `colabtrace run`: its output, its JSON and
     text reports, and the job string its ranks carry."""
 
-    def __init__(self, tmp: str, mode: str, env: dict | None = None, run_args=(), timeout: float = 240):
-        self.out = os.path.join(tmp, mode)
+    def __init__(self, tmp: str, mode: str, env: dict | None = None, run_args=(), timeout: float = 240,
+                 program: str = TRAIN, args=(), name: str = ""):
+        self.out = os.path.join(tmp, name or mode)
         port = free_port()
-        self.run_id = "ct-" + mode
+        self.run_id = "ct-" + (name or mode)
         # A static rendezvous on 127.0.0.1 at a free port (torchrun's --standalone would
         # take the fixed port 29400, which tests running side by side would share).
         # Debian's torchrun 1.13 on Python 3.11 fails in to_map (its Std flag enum
@@ -57,7 +58,7 @@ class Job:
         # or 2: its bug, not ours.
         argv = [TORCHRUN, "--nnodes", "1", "--nproc_per_node", str(NPROC), "--redirects", "2", "--tee", "2",
                 "--master_addr", "127.0.0.1", "--master_port", str(port), "--rdzv_id", self.run_id,
-                TRAIN, mode]
+                program, mode, *args]
         self.proc = subprocess.run([h.CLI, "run", "-o", self.out, *run_args, "--", *argv],
                                    env=h.clean_env({"OMP_NUM_THREADS": "1", **(env or {})}),
                                    capture_output=True, text=True, timeout=timeout)

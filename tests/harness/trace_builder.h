@@ -114,12 +114,17 @@ class TraceBytesBuilder {
     }
   }
 
-  // An NCCL chunk (wire.h) whose bytes after the ChunkHeader are `body`'s (the shim's own
-  // table functions, shim/nccl/nccl_table.h, write such a body).
-  void AddNcclChunk(const std::vector<uint8_t>& body, uint32_t image = 0) {
-    const size_t at = AddChunk(format::kNcclChunkMagic, image, 0);
+  // A chunk stamped `magic` whose bytes after the ChunkHeader are `body`'s (the shim's own
+  // table functions write such a body: shim/nccl/nccl_table.h, shim/python/coll_table.h).
+  void AddChunkBody(uint32_t magic, const std::vector<uint8_t>& body, uint32_t image = 0, uint32_t seq = 0) {
+    const size_t at = AddChunk(magic, image, seq);
     const size_t skip = sizeof(format::ChunkHeader);
     for (size_t i = skip; i < body.size() && i < format::kChunkSize; ++i) bytes_[at + i] = body[i];
+  }
+
+  // An NCCL chunk (wire.h) whose bytes after the ChunkHeader are `body`'s.
+  void AddNcclChunk(const std::vector<uint8_t>& body, uint32_t image = 0) {
+    AddChunkBody(format::kNcclChunkMagic, body, image, 0);
   }
 
   // I/O aggregate chunks (wire.h) holding `slots`, seq 0 with `info`, as the shim lays them

@@ -99,6 +99,7 @@ namespace colabtrace::format {
   X(104, NcclComm, "nccl_comm")             \
   X(105, NcclCall, "nccl_call")             \
   X(106, NcclCommState, "nccl_comm_state")  \
+  X(110, CollectiveGroup, "collective_group") \
   X(112, GpuActivity, "gpu_activity")      \
   X(113, CuptiState, "cupti_state")         \
   X(114, CuptiMemory, "cupti_memory")       \
@@ -110,7 +111,7 @@ namespace colabtrace::format {
 // record is never dropped. One list: widen it here.
 #define COLABTRACE_DROPPABLE_TYPES(X) \
   X(IoOpen) X(IoRead) X(IoReadAt) X(IoWrite) X(IoClose) X(IoDup) X(IoStat) X(IoDir) \
-  X(IoMmap) X(IoCopy) X(IoFsync) X(IoSeek) X(Step) X(BatchWait)
+  X(IoMmap) X(IoCopy) X(IoFsync) X(IoSeek) X(Step) X(BatchWait) X(Collective)
 
 // ---- fields of each record ----------------------------------------------------------
 // Every record also carries `ts` (absolute ticks), framed as a delta; it is not listed.
@@ -560,6 +561,15 @@ constexpr const char* IoApiName(uint64_t code) {
 // DistGroupHow.
 #define CT_FIELDS_DistGroup(F) \
   F(U, group) F(I, rank) F(U, world_size) F(Str, backend) F(U, base_seq) F(U, how)
+// CollectiveGroup (1.5): a process group's counters as the collective chunk held them when
+// the trace was read (wire.h, "collective chunks"; made by the reader, never written by the
+// shim; ts: the trace's last record's). group: the hook's id; collectives: the collectives
+// that ended on it (Collective records written, the window's given-up ones included);
+// raised, async_ops: those with status kRaised, kIssued; time: their total dur; entered: the
+// highest sequence number they issued (seq + seqs - 1); returned: the same over those that
+// did not raise.
+#define CT_FIELDS_CollectiveGroup(F) \
+  F(U, group) F(U, collectives) F(U, raised) F(U, async_ops) F(Dur, time) F(U, entered) F(U, returned)
 
 // ---- NCCL (shim/nccl) ----
 // NcclComm: a communicator event, written when the call returned. event: NcclCommEvent.

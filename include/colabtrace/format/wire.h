@@ -443,6 +443,60 @@ inline constexpr uint32_t kNcclSlotsOffset = kNcclCommsOffset + kNcclComms * siz
 inline constexpr uint32_t kNcclSlots = 256;        // a power of two
 static_assert(kNcclSlotsOffset + kNcclSlots * sizeof(NcclSlot) <= kChunkSize);
 
+// ---- collective chunks: each process group's latest collectives and counters (1.5) -----
+//
+// The Python start-up hook's Collective records lie in event chunks (they give way to the
+// window); what the report needs of every collective is kept here, rewritten in place, so
+// a SIGKILL leaves it in the file. Group g (the hook's id, 0 unknown) below kCollGroups
+// has block g % kCollGroupsPerChunk of the image's collective chunk g / kCollGroupsPerChunk
+// (its seq), taken at the group's first collective; a group past them keeps its records
+// in record chunks (never dropped). The reader makes collective_group records of the
+// counters and collective records of the ring entries the window no longer holds.
+inline constexpr uint32_t kCollChunkMagic = 0x47435443;  // "CTCG"
+
+// A group's counters. Each is changed with an atomic add or raise (threads of one group
+// may end collectives at once); `written` first, so it counts one being written.
+struct CollGroupInfo {
+  uint64_t written;    // collectives ended: ring positions claimed (from 1)
+  uint64_t raised;     // those that raised (CollectiveStatus::kRaised)
+  uint64_t async_ops;  // those that returned their Work (kIssued)
+  uint64_t ticks;      // their total dur, in ticks
+  uint64_t entered;    // the highest seq + seqs - 1 of those with a seq (0: none)
+  uint64_t returned;   // the same over those that did not raise
+  uint64_t reserved[2];
+};
+static_assert(sizeof(CollGroupInfo) == 64);
+
+// One collective of the group's ring, the Collective record's fields. n is 0 while the
+// slot is written (stored first, then a release fence), then its position, stored last.
+struct CollSlot {
+  uint64_t n;
+  uint64_t ts;   // when it was called (ticks)
+  uint64_t dur;  // ticks
+  uint64_t seq;
+  uint64_t count;
+  uint32_t seqs;
+  uint32_t dtype;  // String ids (the hook's are below 2^31)
+  uint32_t where;
+  uint32_t tid;    // the thread that wrote its record
+  uint8_t op;      // CollectiveOp
+  uint8_t status;  // CollectiveStatus
+  uint16_t reserved0;
+  uint32_t reserved1;
+};
+static_assert(sizeof(CollSlot) == 64);
+
+inline constexpr uint32_t kCollRing = 64;  // latest collectives per group, a power of two
+struct CollGroupBlock {
+  CollGroupInfo info;
+  CollSlot ring[kCollRing];  // position n in slot (n - 1) % kCollRing
+};
+inline constexpr uint32_t kCollGroupsOffset = 64;
+inline constexpr uint32_t kCollGroupsPerChunk = (kChunkSize - kCollGroupsOffset) / sizeof(CollGroupBlock);
+inline constexpr uint32_t kCollGroups = 64;  // groups kept per image: ids 0 to 63
+inline constexpr uint32_t kCollChunks = (kCollGroups + kCollGroupsPerChunk - 1) / kCollGroupsPerChunk;
+static_assert(kCollGroupsPerChunk == 7 && kCollChunks == 10);
+
 // ---- varints (LEB128) -------------------------------------------------------------
 
 inline constexpr size_t kMaxVarintBytes = 10;

@@ -405,8 +405,19 @@ TEST(JobModel, TheRankThatNeverEnteredTheCollectiveTheOthersTimedOutIn) {
   EXPECT_EQ(job.ranks[1].blame, Blame::kSent);
   EXPECT_EQ(job.ranks[1].sender_pid, 50);
   EXPECT_EQ(job.ranks[2].entered, (std::map<uint64_t, uint64_t>{{1, 11}}));
+  // Per group, from the collective records (traces before 1.5 have no collective chunks):
+  // rank 0 returned from #10 (200 ms) and raised in #11 after 10 s; rank 1 only #10.
+  const GroupCollectives& g0 = job.ranks[0].groups.at(1);
+  EXPECT_EQ(std::make_tuple(g0.collectives, g0.raised, g0.entered, g0.time_ns),
+            std::make_tuple(2ull, 1ull, 11ull, 200 * kMs + 10 * kSec));
+  const GroupCollectives& g1 = job.ranks[1].groups.at(1);
+  EXPECT_EQ(std::make_tuple(g1.collectives, g1.raised, g1.entered, g1.time_ns),
+            std::make_tuple(1ull, 0ull, 10ull, 200 * kMs));
+  EXPECT_EQ(job.ranks[1].groups.size(), 1u);
   const Json& row = b.report->document()["dist"]["jobs"].array()[0];
   EXPECT_EQ(row["never_entered_ranks"].Dump(-1), "[1]");
+  EXPECT_EQ(row["ranks"].array()[1]["collectives"].Dump(-1),
+            "[{\"group\":1,\"collectives\":1,\"raised\":0,\"last_seq\":10,\"time_ns\":200000000}]");
   EXPECT_FALSE(row["all_waiting"].boolean());
 }
 
