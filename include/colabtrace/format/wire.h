@@ -41,7 +41,8 @@ inline constexpr uint16_t kVersionMinor = 5;  // 1: RingSlot.py_stack; 2: Python
                                               // chunks, thinned into CTRW chunks; exited
                                               // threads' event chunks retired
                                               // (FileHeader::events_retired,
-                                              // EventChunkHeader::retired, ChunkHeader::thread)
+                                              // EventChunkHeader::retired, ChunkHeader::thread);
+                                              // collective chunks (CTCG), Collective droppable
 inline constexpr uint32_t kHeaderSize = 256;
 inline constexpr uint32_t kChunkSize = 32 * 1024;
 inline constexpr uint32_t kChunkMagic = 0x4b435443;  // "CTCK" little-endian
