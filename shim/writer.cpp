@@ -96,8 +96,10 @@ void RetireThread() {
   if (e.chunk != nullptr) {
     __atomic_store_n(&reinterpret_cast<format::EventChunkHeader*>(e.chunk)->end_ticks, e.last_ts,
                      __ATOMIC_RELAXED);
-    g_trace.RetireEventChunk(e.chunk, e.own_map, e.offset, e.last_ts, e.before + e.count);
-    e = ThreadState::EventCursor{};  // counted in the header: a later chunk counts from 0
+    const uint64_t total = e.before + e.count;
+    const bool counted = g_trace.RetireEventChunk(e.chunk, e.own_map, e.offset, e.last_ts, total);
+    e = ThreadState::EventCursor{};
+    e.before = counted ? 0 : total;  // in the header, a later chunk counts from 0
   }
   if (t.chunk != nullptr) {
     g_trace.ReleaseChunk(t.chunk, t.own_map);
