@@ -796,11 +796,11 @@ void TraceFile::ReleaseEventChunk(uint8_t* chunk, bool own_map, uint64_t offset,
   ReleaseChunk(chunk, own_map);
 }
 
-void TraceFile::RetireEventChunk(uint8_t* chunk, bool own_map, uint64_t offset, uint64_t end_ticks, uint64_t events) {
+bool TraceFile::RetireEventChunk(uint8_t* chunk, bool own_map, uint64_t offset, uint64_t end_ticks, uint64_t events) {
   FileHeader* h = Load(&header_);
   const uint64_t index = offset / kChunkSize;
-  // Without a window nothing is rewritten: the chunk stays its thread's latest, as it was.
-  if (h != nullptr && window_bytes_ != 0 && index != 0 && LockQueue(true)) {
+  const bool retire = h != nullptr && window_bytes_ != 0 && index != 0;
+  if (retire && LockQueue(true)) {
     // Under the lock, so that each mark is the header's value right after its own events
     // were added: a reader takes the chunk as counted there iff the header has reached it.
     const uint64_t counted = Load(&h->events_retired) + events;
@@ -811,6 +811,7 @@ void TraceFile::RetireEventChunk(uint8_t* chunk, bool own_map, uint64_t offset, 
     UnlockQueue();
   }
   ReleaseChunk(chunk, own_map);
+  return retire;
 }
 
 void TraceFile::MarkTruncated(int err) {

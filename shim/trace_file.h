@@ -76,8 +76,9 @@ class TraceFile {
   // The same for the last event chunk of a thread that exited, which wrote `events`
   // droppable records in all: they are counted in the header's events_retired (the chunk's
   // `retired` mark stored first, so a kill in between leaves them counted once), then the
-  // chunk joins the queue like any other. Once per thread.
-  void RetireEventChunk(uint8_t* chunk, bool own_map, uint64_t offset, uint64_t end_ticks, uint64_t events);
+  // chunk joins the queue like any other. Once per thread. False when there is no window
+  // (nothing is ever rewritten): the chunk then stays, and counts, as its thread's latest.
+  bool RetireEventChunk(uint8_t* chunk, bool own_map, uint64_t offset, uint64_t end_ticks, uint64_t events);
   // The next event chunk's order number (EventChunkHeader::order).
   uint64_t NextEventOrder() { return __atomic_add_fetch(&event_order_, 1, __ATOMIC_RELAXED); }
 

@@ -7,7 +7,6 @@
 #include <cstring>
 
 #include "raw.h"
-#include "state.h"
 
 namespace colabtrace::shim {
 
@@ -87,6 +86,9 @@ void WatchThreadExits() {
   __atomic_store_n(&g_exit_key_state, first_block ? 2 : 3, __ATOMIC_RELEASE);
 }
 
+// state.h's; weak, so that tests of the writer alone link without the state chunks.
+void ReleaseNotes(ThreadState& t) __attribute__((weak));
+
 void RetireThread() {
   ThreadState& t = t_thread;
   if (t.generation != g_generation || t.signal_context || raw::Getpid() != g_pid) return;
@@ -96,15 +98,17 @@ void RetireThread() {
   if (e.chunk != nullptr) {
     __atomic_store_n(&reinterpret_cast<format::EventChunkHeader*>(e.chunk)->end_ticks, e.last_ts,
                      __ATOMIC_RELAXED);
-    g_trace.RetireEventChunk(e.chunk, e.own_map, e.offset, e.last_ts, e.before + e.count);
-    e = ThreadState::EventCursor{};  // counted in the header: a later chunk counts from 0
+    const uint64_t total = e.before + e.count;
+    const bool counted = g_trace.RetireEventChunk(e.chunk, e.own_map, e.offset, e.last_ts, total);
+    e = ThreadState::EventCursor{};
+    e.before = counted ? 0 : total;  // in the header, a later chunk counts from 0
   }
   if (t.chunk != nullptr) {
     g_trace.ReleaseChunk(t.chunk, t.own_map);
     t.chunk = t.pos = t.end = nullptr;
     t.own_map = false;
   }
-  ReleaseNotes(t);
+  if (ReleaseNotes) ReleaseNotes(t);
 }
 
 bool OpenChunk(ThreadState& t, size_t need, uint64_t ts) {

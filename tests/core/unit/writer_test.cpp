@@ -747,6 +747,24 @@ TEST_F(WriterTest, ExitedThreadsLastEventChunksRollWithTheWindowAndStayCounted) 
   EXPECT_EQ(k.window.events_total, expected);
 }
 
+// Without a window nothing is rewritten: an exited thread's chunk stays its latest, and
+// what it writes after (a later destructor's I/O) counts on from it.
+TEST_F(WriterTest, WithoutAWindowAnExitedThreadsChunkStaysItsLatest) {
+  WriterSession s(TracePath());
+  ASSERT_TRUE(s.Begin());
+  std::thread([] {
+    for (uint64_t k = 0; k < 10; ++k) PutEvent(0, k, 1000 + k);
+    shim::RetireThread();
+    for (uint64_t k = 10; k < 15; ++k) PutEvent(0, k, 1000 + k);
+  }).join();
+  s.End();
+  const ProcessTrace t = MustRead(s.path());
+  EXPECT_EQ(t.header.events_retired, 0u);
+  EXPECT_EQ(t.window.events_total, 15u);
+  EXPECT_EQ(t.window.events_in_full, 15u);
+  EXPECT_EQ(EventChunksIn(s.path()), 2);
+}
+
 // COLABTRACE_WINDOW_S: with room to spare, event chunks older than the window give way.
 // Ticks are ns here (WriterSession), 100 us apart: 10 s of events, a 1 s window.
 TEST_F(WriterTest, WindowRollsByTime) {
