@@ -801,6 +801,10 @@ namespace {
 void AddPeakPoint(std::vector<Point>& points, uint64_t ts, uint64_t bytes, uint64_t segments) {
   auto at = std::upper_bound(points.begin(), points.end(), ts, [](uint64_t v, const Point& p) { return v < p.ts; });
   const Point before = at == points.begin() ? Point{ts, 0, 0} : *std::prev(at);
+  if (ts == UINT64_MAX) {  // a hostile time: nothing after it
+    points.insert(at, Point{ts, bytes, segments});
+    return;
+  }
   points.insert(at, {Point{ts, bytes, segments}, Point{ts + 1, before.bytes, before.segments}});
 }
 
@@ -836,7 +840,8 @@ void AddLiveSetCounters(const GpuLiveSet& live, uint64_t windowed_segment_frees,
     AddPeakPoint(out->points, all.peak_ticks, all.peak_bytes, 0);
   }
   Churn& churn = out->churn;
-  const uint64_t given_up = all.segment_frees > windowed_segment_frees ? all.segment_frees - windowed_segment_frees : 0;
+  const uint64_t segment_frees = all.frees - std::min(all.frees, all.stream_frees);
+  const uint64_t given_up = segment_frees > windowed_segment_frees ? segment_frees - windowed_segment_frees : 0;
   if (given_up > 0) {
     churn.raw_pairs += given_up;
     if (live.info.first_ticks != 0 && (churn.first_ts == 0 || live.info.first_ticks < churn.first_ts)) {

@@ -74,7 +74,7 @@ void Count(const GpuLiveSlot& s, bool add, bool freed, uint64_t ticks) {
     if (add) {
       format::GpuLiveAdd(Entry(e), s.size, ticks);
     } else {
-      format::GpuLiveRemove(Entry(e), s.size, freed, format::GpuLiveIsSegment(s.api));
+      format::GpuLiveRemove(Entry(e), s.size, freed, format::IsStreamOrderedAlloc(s.api));
     }
   };
   if (host) {
@@ -111,7 +111,7 @@ bool LiveTake(uint64_t addr, GpuLiveSlot* out) {
 void LiveFreed(const GpuLiveSlot& s, bool ok, uint64_t ticks) {
   if (ok) {
     Count(s, false, true, 0);
-    if (format::GpuLiveIsSegment(s.api)) {
+    if (!format::IsHostPinnedAlloc(s.api) && !format::IsStreamOrderedAlloc(s.api)) {
       // Raised only (frees on several threads may store in any order).
       uint64_t* last = &Info().last_free_ticks;
       uint64_t cur = __atomic_load_n(last, __ATOMIC_RELAXED);

@@ -49,16 +49,17 @@ inline constexpr uint32_t kGpuLiveSlotsPerChunk = (kChunkSize - kGpuLiveSlotsOff
 inline constexpr uint32_t kGpuLiveTableChunks = 8;
 inline constexpr uint32_t kGpuLiveSlots = kGpuLiveSlotsPerChunk * kGpuLiveTableChunks;  // 4,088
 
-// Per-device sums of the successful allocations that held a slot, and of their frees.
-// Bytes are GpuAlloc.size. The peak is live_bytes' largest value and the tick of the
-// allocation call that reached it (its ts).
+// Per-device sums of the successful allocations that held a slot, and of their frees
+// (bytes: GpuAlloc.size). The peak is live_bytes' largest value, the tick of the allocation
+// call that first reached it (its ts), and the allocations live then. Two atomic adds an
+// allocation and two a free per entry: what the analyzer needs, nothing more.
 struct GpuLiveCounters {
-  uint64_t allocations, frees, bytes_allocated, bytes_freed;
-  uint64_t live_bytes, live_count;
+  uint64_t allocations, frees;
+  uint64_t live_bytes;
   uint64_t peak_bytes, peak_ticks, peak_count;
-  uint64_t replaced;  // allocations of an address still in the table (its free never seen)
-  uint64_t segment_frees;  // of the frees, those of segments (GpuLiveIsSegment)
-  uint64_t reserved[5];
+  uint64_t replaced;       // allocations of an address still in the table (its free never seen)
+  uint64_t stream_frees;   // of the frees, those of stream-ordered allocations (not segments)
+  uint64_t reserved[8];
 };
 static_assert(sizeof(GpuLiveCounters) == 128);
 
@@ -84,7 +85,7 @@ struct GpuLiveInfo {
                           // pinned host memory aside); 0: none yet
   uint64_t first_size;
   int64_t first_device;
-  uint64_t last_free_ticks;  // the latest successful free of a segment in the set (its ts)
+  uint64_t last_free_ticks;  // the latest successful free of a segment (not stream-ordered) in the set
   uint64_t reserved[1];
 };
 static_assert(sizeof(GpuLiveInfo) <= 224);
@@ -122,9 +123,6 @@ constexpr bool IsStreamOrderedAlloc(uint64_t api) {
       return false;
   }
 }
-// A segment in the device's address space (the analyzer's IsSegmentKind: device and
-// managed memory), of the allocations the live set holds.
-constexpr bool GpuLiveIsSegment(uint64_t api) { return !IsHostPinnedAlloc(api) && !IsStreamOrderedAlloc(api); }
 
 // Where addr's probe starts, of n slots.
 constexpr uint32_t GpuLiveHome(uint64_t addr, uint32_t n) {
@@ -210,28 +208,26 @@ template <class SlotAt> class GpuLiveTable {
 
 // Adds to / takes from a counters entry one allocation of `bytes`, raising the peak.
 inline void GpuLiveAdd(GpuLiveCounters& c, uint64_t bytes, uint64_t ticks) {
-  __atomic_add_fetch(&c.allocations, 1, __ATOMIC_RELAXED);
-  __atomic_add_fetch(&c.bytes_allocated, bytes, __ATOMIC_RELAXED);
-  const uint64_t count = __atomic_add_fetch(&c.live_count, 1, __ATOMIC_RELAXED);
+  const uint64_t n = __atomic_add_fetch(&c.allocations, 1, __ATOMIC_RELAXED);
   const uint64_t live = __atomic_add_fetch(&c.live_bytes, bytes, __ATOMIC_RELAXED);
   uint64_t peak = __atomic_load_n(&c.peak_bytes, __ATOMIC_RELAXED);
   while (live > peak) {
     if (__atomic_compare_exchange_n(&c.peak_bytes, &peak, live, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
       __atomic_store_n(&c.peak_ticks, ticks, __ATOMIC_RELAXED);
-      __atomic_store_n(&c.peak_count, count, __ATOMIC_RELAXED);
+      __atomic_store_n(&c.peak_count,
+                       n - __atomic_load_n(&c.frees, __ATOMIC_RELAXED) - __atomic_load_n(&c.replaced, __ATOMIC_RELAXED),
+                       __ATOMIC_RELAXED);
       break;
     }
   }
 }
-inline void GpuLiveRemove(GpuLiveCounters& c, uint64_t bytes, bool freed, bool segment) {
-  if (freed) {
-    __atomic_add_fetch(&c.frees, 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&c.bytes_freed, bytes, __ATOMIC_RELAXED);
-    if (segment) __atomic_add_fetch(&c.segment_frees, 1, __ATOMIC_RELAXED);
-  } else {
+inline void GpuLiveRemove(GpuLiveCounters& c, uint64_t bytes, bool freed, bool stream_ordered) {
+  if (!freed) {
     __atomic_add_fetch(&c.replaced, 1, __ATOMIC_RELAXED);
+  } else {
+    __atomic_add_fetch(&c.frees, 1, __ATOMIC_RELAXED);
+    if (stream_ordered) __atomic_add_fetch(&c.stream_frees, 1, __ATOMIC_RELAXED);
   }
-  __atomic_sub_fetch(&c.live_count, 1, __ATOMIC_RELAXED);
   __atomic_sub_fetch(&c.live_bytes, bytes, __ATOMIC_RELAXED);
 }
 

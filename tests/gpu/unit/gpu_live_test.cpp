@@ -169,8 +169,8 @@ class Program {
       } else {
         const GpuLiveSlot s = live.at(op.addr);
         live.erase(op.addr);
-        format::GpuLiveRemove(counters[format::GpuLiveEntryOf(0)], s.size, true, true);
-        format::GpuLiveRemove(counters[format::kGpuLiveAllDevices], s.size, true, true);
+        format::GpuLiveRemove(counters[format::GpuLiveEntryOf(0)], s.size, true, false);
+        format::GpuLiveRemove(counters[format::kGpuLiveAllDevices], s.size, true, false);
         info.last_free_ticks = op.ts;
         format::GpuFree r{};
         r.ts = op.ts;
