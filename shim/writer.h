@@ -241,6 +241,16 @@ template <class R> inline void EmitKept(const R& rec) {
 // line and costs about three times as much (docs/benchmarks.md, "GPU memory").
 template <class R> __attribute__((flatten)) void EmitHot(const R& rec) { Emit(rec); }
 
+// EmitHot into the calling thread's event chunk, uncounted (like EmitIntoWindow): the
+// successful GpuAlloc and GpuFree records whose allocation the GPU live set holds
+// (shim/gpu/live_set.h), which keeps what the report needs of them.
+template <class R> __attribute__((flatten)) void EmitHotIntoWindow(const R& rec) {
+  if (!AppendToEventChunk(t_thread, rec, format::MaxEncodedSize(rec))) return;
+  if (__builtin_expect(rec.ts >= __atomic_load_n(&g_sample_due_ticks, __ATOMIC_RELAXED), 0)) {
+    g_sample_hook(rec.ts);
+  }
+}
+
 // Like Emit, but into a chunk of its own (a record chunk, whatever the type): for
 // fatal-signal handlers, which may have interrupted an Emit on this very thread.
 template <class R> inline void EmitFromSignalHandler(ThreadState& local, const R& rec) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 namespace colabtrace::analyzer::gpu {
@@ -27,7 +28,46 @@ uint64_t Bucket(uint64_t size) {
   return size == 0 ? 0 : b;
 }
 
-enum EventType : uint8_t { kAlloc = 0, kFree = 1, kVmm = 2, kPool = 3, kMemInfo = 4, kModule = 5 };
+enum EventType : uint8_t { kAlloc = 0, kFree = 1, kVmm = 2, kPool = 3, kMemInfo = 4, kModule = 5, kSeed = 6 };
+
+// COLABTRACE_ANALYZER_IGNORE_GPU_EVENTS=1 (tests): replay as if the window had given up
+// every windowed GpuAlloc and GpuFree record.
+bool IgnoreGpuEvents() {
+  const char* v = std::getenv("COLABTRACE_ANALYZER_IGNORE_GPU_EVENTS");
+  return v != nullptr && v[0] == '1';
+}
+
+Block BlockOfSlot(const format::GpuLiveSlot& s) {
+  Block b;
+  b.addr = s.key;
+  b.size = s.size;
+  b.ts = s.ticks;
+  b.device = s.device;
+  b.kind = ClassifyGpuApi(s.api).kind;
+  b.api = s.api;
+  b.layer = s.layer;
+  b.tid = s.tid;
+  b.stack = s.stack;
+  b.caller = s.caller;
+  b.py_stack = s.py_stack;
+  return b;
+}
+
+Block BlockOfFree(const Event<format::GpuFree>& f) {
+  Block b;
+  b.addr = f.addr;
+  b.size = f.size;
+  b.ts = f.alloc_ts;
+  b.device = f.alloc_device;
+  b.kind = ClassifyGpuApi(f.alloc_api).kind;
+  b.api = static_cast<uint16_t>(f.alloc_api);
+  b.layer = static_cast<uint8_t>(f.alloc_layer);
+  b.tid = static_cast<uint32_t>(f.alloc_tid);
+  b.stack = f.alloc_stack;
+  b.caller = f.alloc_caller;
+  b.py_stack = f.alloc_py_stack;
+  return b;
+}
 
 struct Step {
   uint64_t ts;
@@ -89,8 +129,10 @@ class Replay {
     size_t total = 0;
     for (uint64_t n : sizes) total += n;
     events_.reserve(total);
+    Seed();
     for (int type = 0; type < 6; ++type) {
       for (size_t i = 0; i < sizes[type]; ++i) {
+        if (seeded_ && Given(type, i)) continue;
         events_.push_back({key_of(type, i), static_cast<uint8_t>(type), static_cast<uint32_t>(i)});
       }
     }
@@ -109,6 +151,11 @@ class Replay {
   }
 
   size_t size() const { return events_.size(); }
+  // The window gave up GPU records: the replay starts from the live set at seed_ns_.
+  bool seeded() const { return seeded_; }
+  uint64_t seed_ns() const { return seed_ns_; }
+  // Windowed frees of segments the replay saw (after the window's start).
+  uint64_t windowed_segment_frees() const { return windowed_segment_frees_; }
 
   // Processes events [0, stop) into out.
   void Run(size_t stop, AllocationTimeline* out) {
@@ -123,6 +170,7 @@ class Replay {
         case kPool: OnPool(t_.records.GpuPool[e.index]); break;
         case kMemInfo: OnMemInfo(t_.records.GpuMemInfo[e.index]); break;
         case kModule: OnModule(t_.records.GpuModule[e.index]); break;
+        case kSeed: OnSeed(seeds_[e.index]); break;
         default: break;
       }
     }
@@ -248,16 +296,61 @@ class Replay {
     it->second.bytes += bytes;
   }
 
-  void AddLive(const Block& b) {
+  void AddLive(const Block& b, bool counted = true) {
     DeviceMemory& d = Device(b.device);
-    ++d.allocations;
-    ++out_->allocations;
+    if (counted) {  // a windowed allocation of a seeded replay is in the live-set counters
+      ++d.allocations;
+      ++out_->allocations;
+    }
     ++d.apis[b.api];
     ++(b.layer == 0 ? d.runtime_calls : d.driver_calls);
     auto& k = out_->by_kind[static_cast<size_t>(b.kind)];
     ++k.allocations;
     k.bytes += b.size;
     Change(d, b.ts, b.size, true);
+  }
+
+  // The live set at the window's start (format/gpu_live.h): the live-set slots allocated
+  // by then, and the allocations that windowed frees after it took out of the set.
+  // Records given up are the windowed ones at or before it. Each seed is one kSeed event
+  // at its allocation's start, before every record after the window's start: so the live
+  // bytes before it are those of the allocations still live then (a lower bound).
+  void Seed() {
+    const GpuLiveSet& live = t_.gpu_live;
+    const bool ignore = IgnoreGpuEvents();
+    seeded_ = live.present && live.info.full == 0 &&
+              (ignore || t_.header.dropped_until_ticks != 0 || t_.window.events_lost != 0 ||
+               t_.window.compacted);
+    if (!seeded_) return;
+    // Events the cap never wrote may be after any time: the set at the end is all there is.
+    seed_ns_ = ignore || t_.window.events_lost != 0 ? t_.end_ns() : t_.window.full_from_ns;
+    for (const format::GpuLiveSlot& s : live.slots) {
+      if (s.ticks <= seed_ns_) seeds_.push_back(BlockOfSlot(s));
+    }
+    for (const auto& f : t_.records.GpuFree) {
+      if (f.windowed != 0 && f.ts > seed_ns_ && f.alloc_ts <= seed_ns_) seeds_.push_back(BlockOfFree(f));
+    }
+    for (size_t i = 0; i < seeds_.size(); ++i) events_.push_back({seeds_[i].ts, kSeed, static_cast<uint32_t>(i)});
+  }
+
+  // Whether record i of table `type` was given up (a windowed one at or before seed_ns_).
+  bool Given(int type, size_t i) const {
+    const auto& r = t_.records;
+    if (type == kAlloc) return r.GpuAlloc[i].windowed != 0 && r.GpuAlloc[i].ts <= seed_ns_;
+    if (type == kFree) return r.GpuFree[i].windowed != 0 && r.GpuFree[i].ts <= seed_ns_;
+    return false;
+  }
+
+  void OnSeed(const Block& b) {
+    if (b.kind == MemKind::kHostPinned) {
+      ReplaceLive(b);
+      out_->host.live_bytes += b.size;
+      out_->host.peak_bytes = std::max(out_->host.peak_bytes, out_->host.live_bytes);
+      return;
+    }
+    if (IsSegmentKind(b.kind)) Footprint(b.device).insert({b.addr, RoundUp(b.size, kSegmentGranularity)});
+    ReplaceLive(b);
+    Change(Device(b.device), b.ts, b.size, true);
   }
 
   void OnAlloc(const Event<format::GpuAlloc>& a) {
@@ -279,7 +372,7 @@ class Replay {
       if (a.rc != 0) {
         ++out_->host.failed_allocations;
       } else if (a.addr != 0) {
-        ++out_->host.allocations;
+        if (!(seeded_ && a.windowed != 0)) ++out_->host.allocations;
         ReplaceLive(b);
         out_->host.live_bytes += b.size;
         out_->host.peak_bytes = std::max(out_->host.peak_bytes, out_->host.live_bytes);
@@ -311,7 +404,7 @@ class Replay {
       }
     }
     ReplaceLive(b);
-    AddLive(b);
+    AddLive(b, !(seeded_ && a.windowed != 0));
     OnSuccess(b);
   }
 
@@ -338,14 +431,18 @@ class Replay {
     }
     const Block b = it->second;
     live_.erase(it);
+    const bool counted = !(seeded_ && f.windowed != 0);  // else in the live-set counters
+    if (!counted && IsSegmentKind(b.kind)) ++windowed_segment_frees_;
     if (b.kind == MemKind::kHostPinned) {
-      ++out_->host.frees;
+      if (counted) ++out_->host.frees;
       out_->host.live_bytes -= std::min(out_->host.live_bytes, b.size);
       return;
     }
     DeviceMemory& d = Device(b.device);
-    ++d.frees;
-    ++out_->frees;
+    if (counted) {
+      ++d.frees;
+      ++out_->frees;
+    }
     Change(d, f.ts, b.size, false);
     NoteFlush(f.tid, b.size);
     if (IsSegmentKind(b.kind)) {
@@ -516,6 +613,10 @@ class Replay {
   std::map<int64_t, const format::GpuDevice*> facts_;
   std::vector<Module> modules_;
   absl::flat_hash_map<uint64_t, Block> live_;
+  bool seeded_ = false;
+  uint64_t seed_ns_ = 0;
+  uint64_t windowed_segment_frees_ = 0;
+  std::vector<Block> seeds_;
   std::map<uint64_t, Handle> handles_;
   std::map<uint64_t, Mapping> mappings_;
   absl::flat_hash_map<int64_t, absl::flat_hash_set<std::pair<uint64_t, uint64_t>>> footprint_;
@@ -692,6 +793,78 @@ uint64_t LiveAt(const std::vector<Point>& points, uint64_t ts) {
   return it == points.begin() ? 0 : std::prev(it)->bytes;
 }
 
+namespace {
+
+// A peak the replay did not see (it was before the window): one change to it at its time
+// and one back to what the replay had there just after, so the change list (its points)
+// has the peak where it was, and the live bytes around it as before.
+void AddPeakPoint(std::vector<Point>& points, uint64_t ts, uint64_t bytes, uint64_t segments) {
+  auto at = std::upper_bound(points.begin(), points.end(), ts, [](uint64_t v, const Point& p) { return v < p.ts; });
+  const Point before = at == points.begin() ? Point{ts, 0, 0} : *std::prev(at);
+  if (ts == UINT64_MAX) {  // a hostile time: nothing after it
+    points.insert(at, Point{ts, bytes, segments});
+    return;
+  }
+  points.insert(at, {Point{ts, bytes, segments}, Point{ts + 1, before.bytes, before.segments}});
+}
+
+// A seeded replay's counts and peaks from the live-set counters: the windowed allocations
+// and frees (left uncounted by the replay) are in them, before and in the window; a peak
+// is the counters' (the live set's) or the replay's, whichever is higher (or, equal, came
+// first: the counters' time is when it was first reached). Churn: the
+// segment frees given up count as pairs (their cache releases are not told apart), from
+// the first allocation; its lifetimes and call time are the window's.
+void AddLiveSetCounters(const GpuLiveSet& live, uint64_t windowed_segment_frees, AllocationTimeline* out) {
+  for (uint32_t e = 2; e < format::kGpuLiveEntries; ++e) {
+    const format::GpuLiveCounters& c = live.counters[e];
+    if (c.allocations == 0) continue;
+    const int64_t dev = static_cast<int64_t>(e) - 3;
+    DeviceMemory& d = out->devices[dev];
+    d.index = dev;
+    d.allocations += c.allocations;
+    d.frees += c.frees;
+    out->allocations += c.allocations;
+    out->frees += c.frees;
+    if (c.peak_bytes > d.peak_bytes || (c.peak_bytes == d.peak_bytes && c.peak_ticks < d.peak_ts)) {
+      d.peak_bytes = c.peak_bytes;
+      d.peak_ts = c.peak_ticks;
+      d.peak_segments = c.peak_count;
+      d.at_peak = AddressMap{};  // the map at a peak before the window is not known
+      AddPeakPoint(d.points, c.peak_ticks, c.peak_bytes, c.peak_count);
+    }
+  }
+  const format::GpuLiveCounters& all = live.counters[format::kGpuLiveAllDevices];
+  if (all.peak_bytes > out->peak_bytes || (all.peak_bytes == out->peak_bytes && all.peak_ticks < out->peak_ts)) {
+    out->peak_bytes = all.peak_bytes;
+    out->peak_ts = all.peak_ticks;
+    AddPeakPoint(out->points, all.peak_ticks, all.peak_bytes, 0);
+  }
+  Churn& churn = out->churn;
+  const uint64_t segment_frees = all.frees - std::min(all.frees, all.stream_frees);
+  const uint64_t given_up = segment_frees > windowed_segment_frees ? segment_frees - windowed_segment_frees : 0;
+  if (given_up > 0) {
+    churn.raw_pairs += given_up;
+    if (live.info.first_ticks != 0 && (churn.first_ts == 0 || live.info.first_ticks < churn.first_ts)) {
+      churn.first_ts = live.info.first_ticks;
+    }
+    churn.last_ts = std::max(churn.last_ts, live.info.last_free_ticks);
+    const double span_s = static_cast<double>(churn.last_ts > churn.first_ts ? churn.last_ts - churn.first_ts : 0) / 1e9;
+    churn.rate_per_s = static_cast<double>(churn.raw_pairs) / std::max(span_s, 1e-3);
+  }
+  const format::GpuLiveCounters& host = live.counters[format::kGpuLiveHost];
+  out->host.allocations += host.allocations;
+  out->host.frees += host.frees;
+  out->host.peak_bytes = std::max(out->host.peak_bytes, host.peak_bytes);
+  const format::GpuLiveInfo& info = live.info;
+  if (info.first_ticks != 0 && (out->first_alloc_ts == 0 || info.first_ticks < out->first_alloc_ts)) {
+    out->first_alloc_ts = info.first_ticks;
+    out->first_alloc_size = info.first_size;
+    out->first_alloc_device = info.first_device;
+  }
+}
+
+}  // namespace
+
 AllocationTimeline AllocationTimeline::Of(const ProcessTrace& t) {
   AllocationTimeline out;
   Replay replay(t);
@@ -704,6 +877,10 @@ AllocationTimeline AllocationTimeline::Of(const ProcessTrace& t) {
     again.Run(stop, &scratch);
     auto it = out.devices.find(dev);
     if (it != out.devices.end()) it->second.at_peak = again.Map(dev);
+  }
+  if (replay.seeded()) {
+    out.seeded_from_ns = replay.seed_ns();
+    AddLiveSetCounters(t.gpu_live, replay.windowed_segment_frees(), &out);
   }
   return out;
 }

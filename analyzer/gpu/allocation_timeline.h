@@ -180,6 +180,10 @@ struct AllocationTimeline {
   std::string runtime_bypassed_lib;
   Churn churn;
   std::vector<Point> points;        // all devices together
+  // The window gave up GPU records (format 1.5, gpu_live.h): the replay started from the
+  // live set at this time, and took counts and peaks from the live-set counters; 0: the
+  // records are all there. Churn, the points and the per-API counts are the window's.
+  uint64_t seeded_from_ns = 0;
 
   // Replays t's GPU records.
   static AllocationTimeline Of(const ProcessTrace& t);

@@ -175,6 +175,8 @@ class GpuAnalysis final : public Analysis {
     j["peak_at_ns"] = g.peak_bytes > 0 ? Json(Rel(g.peak_ts, t.start_ns())) : Json();
     j["unmatched_frees"] = g.unmatched_frees;
     j["zero_size_allocations"] = g.zero_size_allocations;
+    // Format 1.5: the window gave up GPU records; the records in full start here.
+    if (g.seeded_from_ns != 0) j["seeded_from_ns"] = Rel(g.seeded_from_ns, t.start_ns());
     Json kinds = Json::MakeObject();
     for (gpu::MemKind k : {gpu::MemKind::kDevice, gpu::MemKind::kManaged, gpu::MemKind::kStreamOrdered,
                            gpu::MemKind::kVmm}) {

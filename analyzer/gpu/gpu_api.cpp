@@ -1,5 +1,6 @@
 #include "gpu/gpu_api.h"
 
+#include "colabtrace/format/gpu_live.h"
 #include "colabtrace/format/records.h"
 #include "gpu/cuda_errors.h"
 
@@ -8,6 +9,9 @@ namespace colabtrace::analyzer::gpu {
 using format::GpuApi;
 
 ApiClass ClassifyGpuApi(uint64_t code) {
+  // The shim's own lists (format/gpu_live.h): it counts by them in the GPU live set.
+  if (format::IsStreamOrderedAlloc(code)) return {MemKind::kStreamOrdered, ApiRole::kAlloc};
+  if (format::IsHostPinnedAlloc(code)) return {MemKind::kHostPinned, ApiRole::kAlloc};
   switch (static_cast<GpuApi>(code)) {
     case GpuApi::kCudaMalloc:
     case GpuApi::kCudaMallocPitch:
@@ -17,22 +21,8 @@ ApiClass ClassifyGpuApi(uint64_t code) {
     case GpuApi::kCudaMallocManaged:
     case GpuApi::kCuMemAllocManaged:
       return {MemKind::kManaged, ApiRole::kAlloc};
-    case GpuApi::kCudaMallocAsync:
-    case GpuApi::kCudaMallocAsync_ptsz:
-    case GpuApi::kCudaMallocFromPoolAsync:
-    case GpuApi::kCudaMallocFromPoolAsync_ptsz:
-    case GpuApi::kCuMemAllocAsync:
-    case GpuApi::kCuMemAllocAsync_ptsz:
-    case GpuApi::kCuMemAllocFromPoolAsync:
-    case GpuApi::kCuMemAllocFromPoolAsync_ptsz:
-      return {MemKind::kStreamOrdered, ApiRole::kAlloc};
     case GpuApi::kCuMemCreate:
       return {MemKind::kVmm, ApiRole::kAlloc};
-    case GpuApi::kCudaMallocHost:
-    case GpuApi::kCudaHostAlloc:
-    case GpuApi::kCuMemAllocHost_v2:
-    case GpuApi::kCuMemHostAlloc:
-      return {MemKind::kHostPinned, ApiRole::kAlloc};
     case GpuApi::kCudaFree:
     case GpuApi::kCudaFreeAsync:
     case GpuApi::kCudaFreeAsync_ptsz:

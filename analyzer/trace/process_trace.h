@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "colabtrace/format/gpu_live.h"
 #include "colabtrace/format/records.h"
 #include "colabtrace/format/step_agg.h"
 #include "colabtrace/format/sample_tiers.h"
@@ -138,6 +139,17 @@ struct ThinnedSamples {
   uint64_t made_run_samples = 0;
 };
 
+// The GPU live-set chunks (format/gpu_live.h, 1.5) of the trace's latest exec image that
+// has them whole: the allocations live when the trace was read, and the counters. Times
+// (slots' ticks, peak_ticks, first_ticks, full_first_ticks) converted to ns.
+struct GpuLiveSet {
+  bool present = false;
+  uint32_t image = 0;
+  format::GpuLiveInfo info{};
+  std::array<format::GpuLiveCounters, format::kGpuLiveEntries> counters{};
+  std::vector<format::GpuLiveSlot> slots;  // live ones (key > kGpuLiveBusy), by (ticks, key)
+};
+
 class ProcessTrace {
  public:
   std::string file;                 // where it was read from
@@ -152,6 +164,7 @@ class ProcessTrace {
   IoAggregates io_aggregates;
   StepAggregates step_aggregates;
   ThinnedSamples thinned;
+  GpuLiveSet gpu_live;
 
   // The text of String record `id`; "" for 0 or an unknown id.
   std::string_view Str(uint64_t id) const;

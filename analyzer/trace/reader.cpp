@@ -211,6 +211,10 @@ class TraceDecoder {
         step_chunks_.push_back({ch.image, ch.magic, ch.seq, off});
         continue;
       }
+      if (ch.magic == format::kGpuLiveChunkMagic) {
+        gpu_live_chunks_.push_back({ch.image, ch.magic, ch.seq, off});
+        continue;
+      }
       if (ch.magic == format::kThinChunkMagic) {
         thin_chunks_.push_back({ch.image, ch.magic, ch.seq, off});
         continue;
@@ -261,6 +265,45 @@ class TraceDecoder {
     DecodeIoAggregates();
     DecodeThinnedSamples();
     DecodeRunThinnedSamples();
+    DecodeGpuLiveSet();
+  }
+
+  // The GPU live-set chunks (format/gpu_live.h): the latest image whose info chunk and
+  // table chunks are all in the file, whole. Times stay in ticks until ConvertTime.
+  void DecodeGpuLiveSet() {
+    if (!SortAggregateChunks(gpu_live_chunks_, "GPU live-set chunks of an unknown chunk size are not read")) return;
+    const uint64_t cs = t_.header.chunk_size;
+    constexpr uint32_t kChunks = 1 + format::kGpuLiveTableChunks;
+    for (size_t i = gpu_live_chunks_.size(); i-- > 0;) {
+      const StateRef& c = gpu_live_chunks_[i];
+      if (c.seq != 0 || i + kChunks > gpu_live_chunks_.size()) continue;
+      // (A span from b_.Read is valid until the next Read: each chunk is copied out at once.)
+      bool whole = true;
+      for (uint32_t k = 0; k < kChunks && whole; ++k) {
+        const StateRef& p = gpu_live_chunks_[i + k];
+        whole = p.image == c.image && p.seq == k && b_.Read(p.offset, cs).size() == cs;
+      }
+      if (!whole) {
+        Warn(c.offset, "the GPU live-set chunks of an image are not all in the file; they are not read");
+        continue;
+      }
+      GpuLiveSet& g = t_.gpu_live;
+      g.present = true;
+      g.image = c.image;
+      const std::span<const uint8_t> info = b_.Read(c.offset, cs);
+      std::memcpy(&g.info, info.data() + format::kGpuLiveInfoOffset, sizeof(g.info));
+      std::memcpy(g.counters.data(), info.data() + format::kGpuLiveCountersOffset,
+                  sizeof(format::GpuLiveCounters) * g.counters.size());
+      for (uint32_t k = 1; k < kChunks; ++k) {
+        const std::span<const uint8_t> table = b_.Read(gpu_live_chunks_[i + k].offset, cs);
+        for (uint32_t j = 0; j < format::kGpuLiveSlotsPerChunk; ++j) {
+          format::GpuLiveSlot s;
+          std::memcpy(&s, table.data() + format::kGpuLiveSlotsOffset + j * sizeof(s), sizeof(s));
+          if (s.key > format::kGpuLiveBusy) g.slots.push_back(s);
+        }
+      }
+      return;
+    }
   }
 
   // The thinned-sample chunks (format/sample_tiers.h): for each exec image, the run's
@@ -1067,6 +1110,7 @@ class TraceDecoder {
       im.files_full_ns = im.info.files_full_ticks == 0 ? 0 : clock.ToNs(im.info.files_full_ticks);
     }
     DecodeStepAggregates(clock);
+    ConvertGpuLiveSet(clock);
     for (ThinnedSamples::Image& im : t_.thinned.images) {
       for (uint64_t* ts : {&im.run.peak_rss_ticks, &im.run.peak_vm_ticks, &im.run.peak_cgroup_ticks,
                            &im.run.peak_threads_ticks, &im.run.clock_ticks, &im.run.py_ticks}) {
@@ -1086,6 +1130,26 @@ class TraceDecoder {
     t_.window.events_total = SaturatingAdd(t_.window.events_total, removed);
     if (removed > 0) t_.window.full_from_ns = t_.end_ns_;
     t_.window.window_ns = t_.header.window_ticks == 0 ? 0 : clock.ToNs(SaturatingAdd(t_.header.start_ticks, t_.header.window_ticks)) - t_.start_ns_;
+  }
+
+  // The GPU live set's times, and the allocation times GpuFree records carry (1.5), in ns.
+  void ConvertGpuLiveSet(const TickClock& clock) {
+    for (auto& f : t_.records.GpuFree) {
+      if (f.alloc_ts != 0) f.alloc_ts = clock.ToNs(f.alloc_ts);
+    }
+    GpuLiveSet& g = t_.gpu_live;
+    if (!g.present) return;
+    auto ns = [&](uint64_t& ticks) {
+      if (ticks != 0) ticks = clock.ToNs(ticks);
+    };
+    ns(g.info.first_ticks);
+    ns(g.info.full_first_ticks);
+    ns(g.info.last_free_ticks);
+    for (format::GpuLiveCounters& c : g.counters) ns(c.peak_ticks);
+    for (format::GpuLiveSlot& s : g.slots) ns(s.ticks);
+    std::sort(g.slots.begin(), g.slots.end(), [](const format::GpuLiveSlot& a, const format::GpuLiveSlot& b) {
+      return a.ticks != b.ticks ? a.ticks < b.ticks : a.key < b.key;
+    });
   }
 
   // Orders a table by time, stably (records of equal time keep their decode order). The
@@ -1269,6 +1333,7 @@ class TraceDecoder {
   std::vector<StateRef> step_chunks_;   // step aggregate chunks
   std::vector<StateRef> thin_chunks_;   // thinned-sample chunks
   std::vector<StateRef> run_thin_chunks_;  // `colabtrace run`'s thinned-sample chunks
+  std::vector<StateRef> gpu_live_chunks_;  // GPU live-set chunks
   // COLABTRACE_ANALYZER_THINNED_SAMPLES_ONLY=1 (tests): the periodic samples from the
   // thinned tiers alone, as if the window had given up every one.
   const bool thinned_only_ = [] {

@@ -8,6 +8,7 @@
 // failures, pools and VMM calls are recorded at any depth.
 #include "entry_points.h"
 #include "launch_ring.h"
+#include "live_set.h"
 
 namespace colabtrace::shim::gpu {
 namespace {
@@ -55,8 +56,13 @@ CUresult DriverAlloc(GpuApi api, Fn real, const void* caller, CUdeviceptr* out, 
 template <class Fn>
 CUresult DriverFree(GpuApi api, Fn real, const void* caller, uint64_t addr, uint64_t stream,
                     auto&& run) {
-  return TracedDriver(api, true, caller, Addr(real), run,
-                      [&](const Call& c, CUresult) { RecordFree(c, addr, stream); });
+  // Out of the live set before the free is called (as in the runtime's hook, which does
+  // it for the driver call underneath).
+  format::GpuLiveSlot slot;
+  const bool taken = t_thread.runtime_depth == 0 && LiveTake(addr, &slot);
+  return TracedDriver(api, true, caller, Addr(real), run, [&](const Call& c, CUresult) {
+    RecordFree(c, addr, stream, taken ? &slot : nullptr);
+  });
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "colabtrace/format/gpu_live.h"
 #include "colabtrace/format/records.h"
 #include "cuda_api.h"
 #include "writer.h"
@@ -118,7 +119,9 @@ inline bool IsOutOfMemory(int64_t rc) { return rc == 2; }
 // GpuAlloc, plus (once) the versions, the device's facts and a first-use memory
 // reading, and after a failure the free/total memory seen through the same driver.
 void RecordAlloc(const Call& c, const AllocFacts& a);
-void RecordFree(const Call& c, uint64_t addr, uint64_t stream);
+// taken: the live-set slot the free took out of the set before it was called (LiveTake),
+// or null; it is counted freed, or put back when the free failed.
+void RecordFree(const Call& c, uint64_t addr, uint64_t stream, const format::GpuLiveSlot* taken);
 // A program's own memory query (cudaMemGetInfo, cuMemGetInfo_v2).
 void RecordMemInfo(const Call& c, const size_t* free_bytes, const size_t* total);
 // The version queries: the first answer of each runtime library becomes a GpuVersion.

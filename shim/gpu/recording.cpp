@@ -10,6 +10,7 @@
 #include "elf_symbols.h"
 #include "gpu_module.h"
 #include "launch_ring.h"
+#include "live_set.h"
 #include "modules.h"
 #include "python/python_stack.h"
 
@@ -81,6 +82,7 @@ void ResetGpuFacts() {
   __atomic_store_n(&g_versions_recorded, 0, __ATOMIC_RELEASE);
   ResetLaunchRings();
   ResetNamedStubs();
+  ResetLiveSet();
 }
 
 }  // namespace colabtrace::shim::gpu
@@ -337,21 +339,7 @@ void EmitMemInfo(uint64_t ts, int dev, const Libs& libs, format::GpuMemInfoWhy w
   Emit(m);
 }
 
-bool IsStreamOrdered(GpuApi api) {
-  switch (api) {
-    case GpuApi::kCudaMallocAsync:
-    case GpuApi::kCudaMallocAsync_ptsz:
-    case GpuApi::kCudaMallocFromPoolAsync:
-    case GpuApi::kCudaMallocFromPoolAsync_ptsz:
-    case GpuApi::kCuMemAllocAsync:
-    case GpuApi::kCuMemAllocAsync_ptsz:
-    case GpuApi::kCuMemAllocFromPoolAsync:
-    case GpuApi::kCuMemAllocFromPoolAsync_ptsz:
-      return true;
-    default:
-      return false;
-  }
-}
+bool IsStreamOrdered(GpuApi api) { return format::IsStreamOrderedAlloc(static_cast<uint64_t>(api)); }
 
 // After a failed stream-ordered allocation: how much the pool holds and uses.
 void EmitPoolState(uint64_t ts, int dev, uint64_t pool, const Libs& libs) {
@@ -451,7 +439,19 @@ void RecordAlloc(const Call& c, const AllocFacts& a) {
     r.driver_api = t_gpu.inner_api;
     r.driver_rc = t_gpu.inner_rc;
   }
-  EmitHot(r);
+  const bool host = format::IsHostPinnedAlloc(r.api);
+  if (!host) LiveNoteFirst(r.ts, r.size, dev);
+  // A successful allocation held by the live set may give way to the window; any other
+  // (a failure, a zero-size one, one the set had no slot for) is never dropped.
+  if (ok && r.addr != 0 &&
+      LiveInsert(format::GpuLiveSlot{r.addr, r.size, r.ts, r.stack, r.caller, r.py_stack, t_thread.tid,
+                                     static_cast<int32_t>(dev), static_cast<uint16_t>(r.api),
+                                     static_cast<uint8_t>(r.layer), 0, static_cast<uint32_t>(r.flags)})) {
+    r.windowed = 1;
+    EmitHotIntoWindow(r);
+  } else {
+    EmitHot(r);
+  }
   if (__builtin_expect(IsStickyGpuError(c.rc), 0)) {
     NoteStickyError(c, FaultScope{});
     return;  // the device is gone: nothing more to ask it
@@ -465,7 +465,7 @@ void RecordAlloc(const Call& c, const AllocFacts& a) {
   CuptiMaybeFlush();
 }
 
-void RecordFree(const Call& c, uint64_t addr, uint64_t stream) {
+void RecordFree(const Call& c, uint64_t addr, uint64_t stream, const format::GpuLiveSlot* taken) {
   EnsureVersion(c.t0, LibsOf(c));
   format::GpuFree r;
   r.ts = c.t0;
@@ -483,7 +483,26 @@ void RecordFree(const Call& c, uint64_t addr, uint64_t stream) {
     r.driver_api = t_gpu.inner_api;
     r.driver_rc = t_gpu.inner_rc;
   }
-  EmitHot(r);
+  if (taken != nullptr) {
+    // The allocation it took out of the live set, named so that a window that gave up
+    // the GpuAlloc still knows it was live until now.
+    r.size = taken->size;
+    r.alloc_ts = taken->ticks;
+    r.alloc_api = taken->api;
+    r.alloc_layer = taken->layer;
+    r.alloc_tid = taken->tid;
+    r.alloc_device = taken->device;
+    r.alloc_stack = taken->stack;
+    r.alloc_caller = taken->caller;
+    r.alloc_py_stack = taken->py_stack;
+    LiveFreed(*taken, c.rc == 0, c.t0);
+  }
+  if (taken != nullptr && c.rc == 0) {
+    r.windowed = 1;
+    EmitHotIntoWindow(r);
+  } else {
+    EmitHot(r);
+  }
   if (__builtin_expect(IsStickyGpuError(c.rc), 0)) NoteStickyError(c, FaultScope{});
 }
 

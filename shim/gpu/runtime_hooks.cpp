@@ -6,6 +6,7 @@
 // @libcudart.so.13 alike, and call the definition the caller would have bound to.
 #include "entry_points.h"
 #include "launch_ring.h"
+#include "live_set.h"
 
 namespace colabtrace::shim::gpu {
 namespace {
@@ -52,8 +53,13 @@ cudaError_t RuntimeAlloc(GpuApi api, Fn real, const void* caller, void** out, Al
 template <class Fn>
 cudaError_t RuntimeFree(GpuApi api, Fn real, const void* caller, const void* addr, uint64_t stream,
                         auto&& run) {
-  return TracedRuntime(api, caller, Addr(real), run,
-                       [&](const Call& c, cudaError_t) { RecordFree(c, U(addr), stream); });
+  // Out of the live set before the free is called: once the memory is released another
+  // thread may get the address back and put it in the set.
+  format::GpuLiveSlot slot;
+  const bool taken = LiveTake(U(addr), &slot);
+  return TracedRuntime(api, caller, Addr(real), run, [&](const Call& c, cudaError_t) {
+    RecordFree(c, U(addr), stream, taken ? &slot : nullptr);
+  });
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "colabtrace/format/codec.h"
+#include "colabtrace/format/gpu_live.h"
 #include "colabtrace/format/step_agg.h"
 #include "colabtrace/format/wire.h"
 #include "trace/process_trace.h"
@@ -233,6 +234,31 @@ class TraceBytesBuilder {
     std::memcpy(&h, bytes_.data(), sizeof(h));
     h.flags &= ~static_cast<uint32_t>(format::kFlagEnded);
     std::memcpy(bytes_.data(), &h, sizeof(h));
+  }
+
+  // The GPU live-set chunks (format/gpu_live.h) of exec image `image`: the info chunk with
+  // `info` and `counters` (kGpuLiveEntries), then the table chunks, each slot of `slots`
+  // at its home (or the next free one).
+  void AddGpuLiveChunks(const format::GpuLiveInfo& info, const std::vector<format::GpuLiveCounters>& counters,
+                        const std::vector<format::GpuLiveSlot>& slots, uint32_t image = 0) {
+    const size_t info_at = AddChunk(format::kGpuLiveChunkMagic, image, 0);
+    std::memcpy(&bytes_[info_at + format::kGpuLiveInfoOffset], &info, sizeof(info));
+    for (size_t e = 0; e < counters.size() && e < format::kGpuLiveEntries; ++e) {
+      std::memcpy(&bytes_[info_at + format::kGpuLiveCountersOffset + e * sizeof(counters[e])], &counters[e],
+                  sizeof(counters[e]));
+    }
+    size_t at[format::kGpuLiveTableChunks];
+    for (uint32_t k = 0; k < format::kGpuLiveTableChunks; ++k) at[k] = AddChunk(format::kGpuLiveChunkMagic, image, k + 1);
+    auto slot_at = [&](uint32_t i) -> format::GpuLiveSlot& {
+      return *reinterpret_cast<format::GpuLiveSlot*>(&bytes_[at[i / format::kGpuLiveSlotsPerChunk] + format::kGpuLiveSlotsOffset +
+                                                             (i % format::kGpuLiveSlotsPerChunk) * sizeof(format::GpuLiveSlot)]);
+    };
+    format::GpuLiveTable table(slot_at);
+    for (const format::GpuLiveSlot& s : slots) {
+      format::GpuLiveSlot old;
+      bool was_there = false;
+      EXPECT_TRUE(table.Insert(s, &old, &was_there));
+    }
   }
 
   // Writes the header as a shim of format 1.`minor` would (an older trace).

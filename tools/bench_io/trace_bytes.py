@@ -5,6 +5,7 @@ import struct
 import sys
 
 CHUNK_MAGIC = 0x4B435443
+EVENT_CHUNK_MAGIC = 0x56455443  # event chunks (format 1.3): their records start at 64
 
 
 def varint(b, i):
@@ -22,9 +23,10 @@ def scan(path, out):
     b = open(path, "rb").read()
     chunk = struct.unpack_from("<I", b, 24)[0]
     for off in range(chunk, len(b) - 32 + 1, chunk):
-        if struct.unpack_from("<I", b, off)[0] != CHUNK_MAGIC:
+        magic = struct.unpack_from("<I", b, off)[0]
+        if magic not in (CHUNK_MAGIC, EVENT_CHUNK_MAGIC):
             continue
-        i, end = off + 32, min(off + chunk, len(b))
+        i, end = off + (64 if magic == EVENT_CHUNK_MAGIC else 32), min(off + chunk, len(b))
         while i < end and b[i] != 0:
             t = b[i]
             n, j = varint(b, i + 1)

@@ -388,11 +388,16 @@ constexpr const char* IoApiName(uint64_t code) {
 #define CT_FIELDS_GpuAlloc(F)                                                          \
   F(U, api) F(U, layer) F(I, device) F(Hex, stream) F(Hex, addr) F(U, size) F(I, rc) \
   F(Dur, dur) F(Stack, stack) F(U, flags) F(Hex, pool) F(U, driver_api) F(I, driver_rc) \
-  F(Hex, caller) F(U, pitch) F(Str, py_stack)
+  F(Hex, caller) F(U, pitch) F(Str, py_stack) F(U, windowed)
+// 1.5 (gpu_live.h): windowed 1: the record lies in an event chunk and may give way, its
+// allocation being in the GPU live set (a GpuAlloc) or taken out of it (a GpuFree, which
+// then names the allocation it freed: size, alloc_ts in ticks, and the rest as its
+// GpuAlloc had them); 0: the record is never dropped.
 #define CT_FIELDS_GpuFree(F)                                                \
   F(U, api) F(U, layer) F(I, device) F(Hex, stream) F(Hex, addr) F(I, rc) \
   F(Dur, dur) F(Stack, stack) F(Hex, caller) F(U, driver_api) F(I, driver_rc) \
-  F(Str, py_stack)
+  F(Str, py_stack) F(U, windowed) F(U, size) F(U, alloc_ts) F(U, alloc_api) F(U, alloc_layer) \
+  F(U, alloc_tid) F(I, alloc_device) F(Stack, alloc_stack) F(Hex, alloc_caller) F(Str, alloc_py_stack)
 // why: GpuMemInfoWhy. A reading taken after a failed allocation (why 1) has the same
 // tid and ts as the failed call's record. layer: which API answered (0 runtime, 1 driver).
 #define CT_FIELDS_GpuMemInfo(F) \

@@ -42,7 +42,9 @@ inline constexpr uint16_t kVersionMinor = 5;  // 1: RingSlot.py_stack; 2: Python
                                               // threads' event chunks retired
                                               // (FileHeader::events_retired,
                                               // EventChunkHeader::retired, ChunkHeader::thread);
-                                              // collective chunks (CTCG), Collective droppable
+                                              // collective chunks (CTCG), Collective droppable;
+                                              // GPU live-set chunks (CTGL, gpu_live.h), and
+                                              // successful GpuAlloc/GpuFree in event chunks
 inline constexpr uint32_t kHeaderSize = 256;
 inline constexpr uint32_t kChunkSize = 32 * 1024;
 inline constexpr uint32_t kChunkMagic = 0x4b435443;  // "CTCK" little-endian

@@ -7,6 +7,9 @@
  * non-zero on a surprise, so the traced run's figures are known exactly. */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -96,6 +99,51 @@ static void leaks(void) {
     leak_big();
     SIM_CHECK_EQ(cudaFree(must_alloc(8 * MiB)), cudaSuccess);
     long_step_pause();
+  }
+}
+
+/* A long run that churns (the trace's window rolls many times over): a known early peak
+ * (8 x 64 MiB live at once, then freed), then 20 rounds of 10,000 cudaMalloc/cudaFree
+ * pairs of 1 MiB, each round leaking one 4 MiB block from slow_leak and pausing 100 ms.
+ * 8 + 200,000 + 20 allocations, 8 + 200,000 frees, peak
+ * 512 MiB, 80 MiB never freed (slow_leak's 20 blocks, growing all run long). */
+/* With CHURN_PROGRESS=FILE the program keeps in that file (mapped, so a SIGKILL leaves
+ * it) three u64 counts of calls that returned: allocations, frees, slow_leak blocks. */
+__attribute__((noinline)) static void *slow_leak(void) { return must_alloc(4 * MiB); }
+static volatile uint64_t *churn_progress(void) {
+  static uint64_t none[3];
+  const char *path = getenv("CHURN_PROGRESS");
+  if (path == NULL) return none;
+  int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+  SIM_CHECK(fd >= 0 && ftruncate(fd, 3 * sizeof(uint64_t)) == 0);
+  void *m = mmap(NULL, 3 * sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  SIM_CHECK(m != MAP_FAILED);
+  close(fd);
+  return m;
+}
+static void churn_window(void) {
+  volatile uint64_t *done = churn_progress();
+  void *early[8];
+  for (int i = 0; i < 8; i++) {
+    early[i] = must_alloc(64 * MiB);
+    done[0]++;
+  }
+  for (int i = 0; i < 8; i++) {
+    SIM_CHECK_EQ(cudaFree(early[i]), cudaSuccess);
+    done[1]++;
+  }
+  volatile int rounds = 20, pairs = 10000;
+  for (int r = 0; r < rounds; r++) {
+    for (int i = 0; i < pairs; i++) {
+      void *p = must_alloc(1 * MiB);
+      done[0]++;
+      SIM_CHECK_EQ(cudaFree(p), cudaSuccess);
+      done[1]++;
+    }
+    slow_leak();
+    done[0]++;
+    done[2]++;
+    usleep(100 * 1000);
   }
 }
 
@@ -260,6 +308,7 @@ int main(int argc, char **argv) {
       {"leaks", leaks},
       {"cache_like", cache_like},
       {"churn", churn},
+      {"churn_window", churn_window},
       {"async_pools", async_pools},
       {"managed_and_host", managed_and_host},
       {"threads", threads},
