@@ -302,6 +302,12 @@ class TraceDecoder {
           if (s.key > format::kGpuLiveBusy) g.slots.push_back(s);
         }
       }
+      // The allocations that found no slot are in no counter: the replay cannot start from
+      // the set (allocation_timeline.cpp, Seed), and the records the window gave up are gone.
+      if (g.info.full != 0 && (t_.header.dropped_until_ticks != 0 || t_.header.events_lost != 0)) {
+        Warn(c.offset, "GPU allocations found the live-set table full while the window gave records up: "
+                       "the GPU figures are the window's only");
+      }
       return;
     }
   }

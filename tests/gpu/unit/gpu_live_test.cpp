@@ -135,13 +135,15 @@ class Program {
   void Fail(uint64_t ts, uint64_t size) { ops_.push_back({ts, true, 0, size, 0, 2}); }
   void Free(uint64_t ts, uint64_t addr) { ops_.push_back({ts, false, addr, 0, 0, 0}); }
 
-  ProcessTrace Trace(uint64_t window_start) const {
+  // full: allocations that found the table full (GpuLiveInfo.full).
+  ProcessTrace Trace(uint64_t window_start, uint64_t full = 0) const {
     testing::TraceBytesBuilder b(100, 1);
     std::map<uint64_t, GpuLiveSlot> live;
     std::vector<format::GpuLiveCounters> counters(format::kGpuLiveEntries);
     format::GpuLiveInfo info{};
     info.slots = format::kGpuLiveSlots;
     info.table_chunks = format::kGpuLiveTableChunks;
+    info.full = full;
     for (const Op& op : ops_) {
       const bool keep = op.ts > window_start;
       if (op.alloc) {
@@ -293,6 +295,19 @@ TEST(GpuLiveSeeding, OlderTracesAndFullTablesReplayTheRecords) {
   ProcessTrace t = p.Trace(500);
   t.gpu_live.info.full = 1;  // an allocation found no slot: the set is not the whole story
   EXPECT_EQ(gpu::AllocationTimeline::Of(t).seeded_from_ns, 0u);
+  EXPECT_TRUE(t.warnings.empty());
+  // Read from the file: the reader says the GPU figures are the window's only, once the
+  // window gave records up (a full table in a trace that never rolled says nothing).
+  const auto says_window_only = [](const ProcessTrace& x) {
+    return std::any_of(x.warnings.begin(), x.warnings.end(), [](const std::string& w) {
+      return w.find("live-set table full") != std::string::npos;
+    });
+  };
+  const ProcessTrace rolled = p.Trace(500, 3);
+  EXPECT_EQ(rolled.gpu_live.info.full, 3u);
+  EXPECT_TRUE(says_window_only(rolled));
+  EXPECT_EQ(gpu::AllocationTimeline::Of(rolled).seeded_from_ns, 0u);
+  EXPECT_FALSE(says_window_only(p.Trace(0, 3)));
   t.gpu_live.present = false;  // a 1.4 trace
   EXPECT_EQ(gpu::AllocationTimeline::Of(t).seeded_from_ns, 0u);
   EXPECT_EQ(gpu::AllocationTimeline::Of(t).allocations, 1u);
