@@ -632,16 +632,25 @@ void TraceFile::SetCapped() {
 }
 
 uint8_t* TraceFile::TakeOldestEventChunk(bool may_block, uint64_t* offset) {
-  FileHeader* h = Load(&header_);
-  if (h == nullptr || !LockQueue(may_block)) return nullptr;
-  if (g_queue_head == g_queue_tail) {
-    UnlockQueue();
-    return nullptr;
-  }
-  const uint64_t slot = g_queue_head++ % kQueueSlots;
-  const uint64_t off = static_cast<uint64_t>(g_queue_chunk[slot]) * kChunkSize;
-  const uint64_t end_ticks = g_queue_end[slot];
+  if (Load(&header_) == nullptr || !LockQueue(may_block)) return nullptr;
+  LeftChunk left;
+  const bool got = PopOldestLocked(&left);
   UnlockQueue();
+  return got ? RewriteLeftChunk(left, offset) : nullptr;
+}
+
+bool TraceFile::PopOldestLocked(LeftChunk* out) {
+  if (g_queue_head == g_queue_tail) return false;
+  const uint64_t slot = g_queue_head++ % kQueueSlots;
+  out->offset = static_cast<uint64_t>(g_queue_chunk[slot]) * kChunkSize;
+  out->end_ticks = g_queue_end[slot];
+  return true;
+}
+
+uint8_t* TraceFile::RewriteLeftChunk(const LeftChunk& left, uint64_t* offset) {
+  FileHeader* h = Load(&header_);
+  const uint64_t off = left.offset;
+  const uint64_t end_ticks = left.end_ticks;
   // Its events give way: say so first, so that a kill from here on leaves a header that
   // claims no more in full than the file holds.
   uint64_t seen = Load(&h->dropped_until_ticks);
@@ -711,11 +720,16 @@ uint8_t* TraceFile::AllocEventChunk(uint64_t now, bool* own_map, uint64_t* offse
     take_oldest = full || aged || at_cap;
     at_cap = at_cap && !full && !aged;
   }
+  // The chunk to rewrite is taken off the queue under the same lock that saw it there:
+  // taken after the unlock, another thread could take it first, and this record would
+  // be neither written nor counted.
+  LeftChunk left;
+  if (take_oldest) take_oldest = PopOldestLocked(&left);
   if (!take_oldest && !at_cap) ++event_chunks_;
   UnlockQueue();
   if (take_oldest) {
     if (at_cap) SetCapped();
-    uint8_t* c = TakeOldestEventChunk(true, offset);
+    uint8_t* c = RewriteLeftChunk(left, offset);
     if (c != nullptr) *own_map = true;
     return c;
   }

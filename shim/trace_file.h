@@ -120,6 +120,15 @@ class TraceFile {
   // Takes the oldest event chunk off the queue and maps it on its own, cleared (magic
   // first). nullptr when the queue is empty or busy (may_block false) or mapping fails.
   uint8_t* TakeOldestEventChunk(bool may_block, uint64_t* offset);
+  // An event chunk a thread left, on the queue: where it is and its last record's tick.
+  struct LeftChunk {
+    uint64_t offset = 0, end_ticks = 0;
+  };
+  // With the queue locked: takes the oldest left chunk off the queue; false when empty.
+  static bool PopOldestLocked(LeftChunk* out);
+  // The rest of TakeOldestEventChunk, with the queue unlocked: maps the chunk on its own
+  // and clears it (magic first), after raising the header's dropped_until_ticks.
+  uint8_t* RewriteLeftChunk(const LeftChunk& left, uint64_t* offset);
   void SetCapped();
   void StoreLimits(format::FileHeader* h, uint64_t ticks_per_sec);
   // Reserves disk space (fallocate) so that [0, end) is backed; marks the trace
