@@ -108,7 +108,7 @@ bool CreateTraceFile() {
 void StartModules(StartKind kind) {
   g_modules_started = true;
   SyncModuleMap();
-  WatchThreadExits();
+  WatchThreadExits(ReleaseNotes);
   if (IoModuleStart) IoModuleStart(kind);
   if (LibsModuleStart) LibsModuleStart(kind);
   if (GpuModuleStart) GpuModuleStart(kind);

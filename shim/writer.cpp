@@ -43,6 +43,7 @@ uint32_t g_thread_numbers = 0;  // threads that joined a trace of this process (
 // The key whose destructor tells the shim that a thread exits (WatchThreadExits).
 pthread_key_t g_exit_key;
 int g_exit_key_state = 0;  // 0 none, 1 being created, 2 ready, 3 failed (atomic)
+void (*g_exit_also)(ThreadState&) = nullptr;  // WatchThreadExits' `also` (atomic)
 
 void OnThreadExit(void*) { RetireThread(); }
 
@@ -75,7 +76,8 @@ void JoinTrace(ThreadState& t) {
 }
 }  // namespace
 
-void WatchThreadExits() {
+void WatchThreadExits(void (*also)(ThreadState&)) {
+  __atomic_store_n(&g_exit_also, also, __ATOMIC_RELEASE);
   int state = 0;
   if (!__atomic_compare_exchange_n(&g_exit_key_state, &state, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return;
   // A key past the first block (32 keys in glibc) would make each thread's value an
@@ -85,9 +87,6 @@ void WatchThreadExits() {
   const bool first_block = pthread_key_create(&g_exit_key, OnThreadExit) == 0 && g_exit_key < 32;
   __atomic_store_n(&g_exit_key_state, first_block ? 2 : 3, __ATOMIC_RELEASE);
 }
-
-// state.h's; weak, so that tests of the writer alone link without the state chunks.
-void ReleaseNotes(ThreadState& t) __attribute__((weak));
 
 void RetireThread() {
   ThreadState& t = t_thread;
@@ -108,7 +107,7 @@ void RetireThread() {
     t.chunk = t.pos = t.end = nullptr;
     t.own_map = false;
   }
-  if (ReleaseNotes) ReleaseNotes(t);
+  if (void (*also)(ThreadState&) = __atomic_load_n(&g_exit_also, __ATOMIC_ACQUIRE)) also(t);
 }
 
 bool OpenChunk(ThreadState& t, size_t need, uint64_t ts) {

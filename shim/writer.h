@@ -123,11 +123,13 @@ bool OpenEventChunk(ThreadState& t, size_t need, uint64_t ts);
 
 // At process start (and in each exec'd image): asks libc to call RetireThread when a
 // thread that recorded exits (a pthread key's destructor: pthread_exit or a return from
-// its start routine, never a process's exit, which takes its threads with it).
-void WatchThreadExits();
+// its start routine, never a process's exit, which takes its threads with it). RetireThread
+// then also calls `also` (the state chunks' ReleaseNotes: the writer knows no state chunks).
+void WatchThreadExits(void (*also)(ThreadState&));
 // The calling thread exits: its last event chunk is put up for rewriting with its events
-// counted in the header (TraceFile::RetireEventChunk), its record chunk is finished and its
-// notes are freed. Records it writes after this go into new chunks, as at its start.
+// counted in the header (TraceFile::RetireEventChunk), its record chunk is finished, and
+// WatchThreadExits' `also` frees its notes. Records it writes after this go into new chunks,
+// as at its start.
 void RetireThread();
 
 // True when the calling thread should record: tracing is on, the shim is not already
