@@ -198,29 +198,8 @@ class TraceDecoder {
       if (chunk.size() < sizeof(ChunkHeader)) break;
       ChunkHeader ch;
       std::memcpy(&ch, chunk.data(), sizeof(ch));
-      if (ch.magic == format::kStateChunkMagic || ch.magic == format::kRingChunkMagic ||
-          ch.magic == format::kNcclChunkMagic || ch.magic == format::kCollChunkMagic) {
-        state_chunks_.push_back({ch.image, ch.magic, ch.seq, off});
-        continue;
-      }
-      if (ch.magic == format::kIoAggChunkMagic || ch.magic == format::kIoAggChunkMagic13) {
-        agg_chunks_.push_back({ch.image, ch.magic, ch.seq, off});
-        continue;
-      }
-      if (ch.magic == format::kStepAggChunkMagic) {
-        step_chunks_.push_back({ch.image, ch.magic, ch.seq, off});
-        continue;
-      }
-      if (ch.magic == format::kGpuLiveChunkMagic) {
-        gpu_live_chunks_.push_back({ch.image, ch.magic, ch.seq, off});
-        continue;
-      }
-      if (ch.magic == format::kThinChunkMagic) {
-        thin_chunks_.push_back({ch.image, ch.magic, ch.seq, off});
-        continue;
-      }
-      if (ch.magic == format::kRunThinChunkMagic) {
-        run_thin_chunks_.push_back({ch.image, ch.magic, ch.seq, off});
+      if (std::vector<StateRef>* kept = KeptChunksOf(ch.magic)) {
+        kept->push_back({ch.image, ch.magic, ch.seq, off});
         continue;
       }
       const bool event = ch.magic == format::kEventChunkMagic;
@@ -1334,6 +1313,31 @@ class TraceDecoder {
     uint32_t image, magic, seq;
     uint64_t offset;
   };
+  // The list a chunk of state or aggregates goes to, by its magic; nullptr for record and
+  // event chunks (and unknown magics).
+  std::vector<StateRef>* KeptChunksOf(uint32_t magic) {
+    switch (magic) {
+      case format::kStateChunkMagic:
+      case format::kRingChunkMagic:
+      case format::kNcclChunkMagic:
+      case format::kCollChunkMagic:
+        return &state_chunks_;
+      case format::kIoAggChunkMagic:
+      case format::kIoAggChunkMagic13:
+        return &agg_chunks_;
+      case format::kStepAggChunkMagic:
+        return &step_chunks_;
+      case format::kGpuLiveChunkMagic:
+        return &gpu_live_chunks_;
+      case format::kThinChunkMagic:
+        return &thin_chunks_;
+      case format::kRunThinChunkMagic:
+        return &run_thin_chunks_;
+      default:
+        return nullptr;
+    }
+  }
+
   std::vector<StateRef> state_chunks_;  // state and ring chunks, read after the records
   std::vector<StateRef> agg_chunks_;    // I/O aggregate chunks
   std::vector<StateRef> step_chunks_;   // step aggregate chunks
