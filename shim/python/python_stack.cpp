@@ -652,6 +652,78 @@ void NotePythonStacksUnavailable() {
   }
 }
 
+// ---- call sites ---------------------------------------------------------------------------
+
+namespace {
+
+// (code object, instruction, trace generation) hash -> the site's String id, one word
+// per slot as in the stack cache (tag in the high half).
+constexpr size_t kSiteSlots = 1024;
+uint64_t g_sites[kSiteSlots];
+
+uint64_t SiteHash(const FrameRef& f) {
+  uint64_t h = (static_cast<uint64_t>(f.code) + static_cast<uint64_t>(static_cast<uint32_t>(f.offset)) *
+                                                     0x9E3779B97F4A7C15ull) ^
+               (static_cast<uint64_t>(g_generation) << 40);
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 33);
+}
+
+// "file:line in function" of frame f, file cut to its last component (os.path.basename).
+size_t FormatSite(const FrameRef& f, char* out, size_t cap) {
+  const Layout& L = *g_py.layout;
+  TextBuf b{out, 0, cap};
+  uintptr_t filename = 0, name = 0;
+  Word<DirectRead>(f.code + L.code_filename, &filename);
+  Word<DirectRead>(f.code + L.code_name, &name);
+  if (!PutUnicode<DirectRead>(b, filename)) return 0;
+  size_t start = 0;
+  for (size_t i = 0; i < b.len; ++i) {
+    if (out[i] == '/') start = i + 1;
+  }
+  std::memmove(out, out + start, b.len - start);
+  b.len -= start;
+  const bool ok = b.PutChar(':') && b.PutNum(LineOf<DirectRead>(f)) && b.Put(" in ", 4) &&
+                  PutUnicode<DirectRead>(b, name);
+  return ok ? b.len : 0;
+}
+
+__attribute__((noinline, cold)) uint64_t InternSite(const FrameRef& f, uint64_t h) {
+  if (!Recording()) return 0;
+  ShimScope scope;  // keeps errno
+  if (!scope.entered()) return 0;
+  char text[2 * kMaxNameChars + 64];
+  const size_t len = FormatSite(f, text, sizeof(text));
+  if (len == 0) return 0;
+  const uint64_t id = InternString(std::string_view(text, len));
+  if (id != 0 && id <= 0xFFFFFFFFu) {
+    __atomic_store_n(&g_sites[h & (kSiteSlots - 1)], (((h >> 32) | 1) << 32) | id, __ATOMIC_RELAXED);
+  }
+  return id;
+}
+
+}  // namespace
+
+bool CallSitesReadable() {
+  if (g_py.layout == nullptr) return false;
+  if (__atomic_load_n(&g_layout_proven, __ATOMIC_ACQUIRE) == 1) return true;
+  if (!Recording()) return false;
+  ShimScope scope;
+  return scope.entered() && LayoutProvenHere();
+}
+
+uint64_t CallSiteId() {
+  if (g_py.layout == nullptr || __atomic_load_n(&g_layout_proven, __ATOMIC_RELAXED) != 1) return 0;
+  FrameRef f;
+  if (CollectFrames<DirectRead>(&f, 1, nullptr, kMaxRawFrames) != 1) return 0;
+  const uint64_t h = SiteHash(f);
+  const uint64_t seen = __atomic_load_n(&g_sites[h & (kSiteSlots - 1)], __ATOMIC_RELAXED);
+  if (__builtin_expect((seen >> 32) == ((h >> 32) | 1), 1)) return seen & 0xFFFFFFFFu;
+  return InternSite(f, h);
+}
+
 namespace {
 
 // A stack not in the cache: its text, interned, remembered under hash h. Inside a

@@ -72,6 +72,19 @@ uint64_t LaunchPythonStackId();
 extern bool g_python_frames;
 inline bool PythonFramesOn() { return __atomic_load_n(&g_python_frames, __ATOMIC_RELAXED); }
 
+// The String id of "file:line in function" for the calling thread's innermost Python
+// frame, file being the last component of its code's file name (names past 1,024
+// characters cut): the line that called a built-in function, as the start-up hook's
+// `_where` writes it, for the hook's collectives made in C (entry_module.cpp). Cached per
+// code object, instruction and trace generation: a site seen before costs one frame
+// read and one probe. 0 when the thread runs no Python code, the layout is not proven
+// fit (CallSitesReadable) or nothing is recorded. The caller holds the GIL.
+uint64_t CallSiteId();
+// True when CallSiteId can answer: a supported CPython whose layout a checked walk found
+// fit (made now when none was yet, on the calling thread's own frames). Unlike the
+// stacks, not turned off by COLABTRACE_STACKS=0: a call site is not a stack.
+bool CallSitesReadable();
+
 // Emits a PySample record with the calling thread's Python stack (nothing when it runs
 // no Python code). The periodic resource sample calls it, on whichever program thread
 // took the sample, so a process that is killed leaves its last Python position behind.

@@ -1,11 +1,15 @@
 """The Python start-up hook's calls into the shim (issue 38, the cost of a collective):
 the module of built-in functions the shim makes with CPython's C API
-(shim/python/entry_module.cpp) on CPython 3.8 and later, and ctypes where it makes none,
-record the same collectives. One program (tests/dist/py/collectives.py) per interpreter:
+(shim/python/entry_module.cpp) on CPython 3.8 and later, with the wrappers of the
+collectives that issue one collective and Work.wait made in C there (its wrap and
+wrap_wait: they hand what they do not know to the hook's Python wrapper), and ctypes with
+the Python wrappers where it makes none, record the same collectives. One program
+(tests/dist/py/collectives.py) per interpreter:
 
 - Debian's python3 with its torch (gloo, a group of one): each kind of call (blocking,
   async and its Work.wait(), barrier, all_gather_object and the collectives it issues, a
-  second group, a call that raises) is one Collective record with exact fields, and the
+  second group, a call that raises before torch's call and one that raises in it) is one
+  Collective record with exact fields (its line read by the shim from the frame), and the
   Work.wait() that a blocking one calls itself makes none (the shim's "inside" flag).
 - pyenv's CPython 3.8 to 3.13 (each one installed), with the stand-in torch of
   tests/dist/py/fake_torch: the same records, a count past 2^31 whole, and a fork child's
@@ -33,7 +37,8 @@ FAKE_TORCH = os.path.join(HERE, "py", "fake_torch")
 PYENV = os.environ.get("PYENV_ROOT", "/root/.pyenv") + "/versions"
 MODULE_VERSIONS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")
 CTYPES_VERSION = "3.7"
-MODULE_ERRORS = ["TypeError", "TypeError", "TypeError", "OverflowError", "TypeError"]
+MODULE_ERRORS = ["TypeError", "TypeError", "TypeError", "OverflowError", "TypeError", "TypeError", "TypeError",
+                 "TypeError", "TypeError", "TypeError"]
 F32 = "torch.float32"
 
 
@@ -63,6 +68,7 @@ COMMON = [
     collective(12, 1, 5, 2, 0, "-", "M_OBJECT"),  # its two all_gathers: seqs 2, no records
     collective(1, 2, 1, 1, 3, F32, "M_GROUP"),
     collective(1, 1, 7, 1, 0, "-", "M_RAISES", status=1),
+    collective(2, 1, 7, 1, 3, F32, "M_BAD_ROOT", status=1),
 ]
 FAKE_ONLY = [collective(1, 1, 7, 1, 2 ** 33 + 5, F32, "M_BIG")]
 CHILD = [collective(1, 1, 8, 1, 3, F32, "M_CHILD"), collective(9, 1, 9, 1, 0, "-", "M_CHILD_BARRIER")]
@@ -108,7 +114,9 @@ class EntryPathTest(unittest.TestCase):
         run = self.fake_runs.get(version)
         if run is None:
             self.skipTest(f"pyenv has no CPython {version} in {PYENV}")
-        self.assertEqual(run.output, {"path": path, "errors": errors, "inside": False}, run.stderr[-3000:])
+        made_in_c = path == "module"  # the wrappers and Work.wait in C (wrap, wrap_wait)
+        self.assertEqual(run.output, {"path": path, "errors": errors, "inside": False, "c": [made_in_c] * 2},
+                         run.stderr[-3000:])
         self.assertEqual(len(run.traces), 2, run.stderr[-3000:])
         (parent, groups), (child, child_groups) = run.traces
         self.assertEqual(groups, [("1", "1"), ("2", "2")])
@@ -119,7 +127,7 @@ class EntryPathTest(unittest.TestCase):
         if self.torch_run is None:
             self.skipTest(self.torch_why)
         run = self.torch_run
-        self.assertEqual(run.output, {"path": "module", "errors": MODULE_ERRORS, "inside": False},
+        self.assertEqual(run.output, {"path": "module", "errors": MODULE_ERRORS, "inside": False, "c": [True, True]},
                          run.stderr[-3000:])
         self.assertEqual(len(run.traces), 1)
         collectives, groups = run.traces[0]

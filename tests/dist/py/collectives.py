@@ -30,6 +30,10 @@ try:
     dist.all_reduce("not a tensor")  # M_RAISES
 except (AttributeError, RuntimeError, TypeError):
     pass
+try:
+    dist.broadcast(t, 5)  # M_BAD_ROOT: raises in torch's own call, after the hook entered it
+except RuntimeError:
+    pass
 if FAKE:
     dist.all_reduce(torch.Tensor(2 ** 33 + 5))  # M_BIG
     pid = os.fork()
@@ -39,18 +43,25 @@ if FAKE:
         os._exit(0)
     os.waitpid(pid, 0)
 
-# The shim's functions, as the wrapper of all_reduce holds them.
-wrapper = dist.all_reduce
+# The shim's functions, as the hook's Python wrapper of all_reduce holds them; with the
+# module, all_reduce is the shim's wrapper made in C (a partial of its built-in function)
+# and the Python one is what it hands the cases it does not know.
+wrapper = getattr(dist.all_reduce, "_colabtrace_slow", dist.all_reduce)
 shim = dict(zip(wrapper.__code__.co_freevars, (c.cell_contents for c in wrapper.__closure__)))
 path = "module" if type(shim["inside"]).__name__ == "builtin_function_or_method" else "ctypes"
+made_in_c = wrapper is not dist.all_reduce and type(dist.all_reduce.func).__name__ == "builtin_function_or_method"
+wait_in_c = type(dist.distributed_c10d.Work.__dict__["wait"]).__name__ == "instancemethod"
 errors = []
 if path == "module":
+    module = wrapper.__globals__["_module"]
     for call in (lambda: shim["inside"](1), lambda: shim["enter"](1, 2, 3, 4),
                  lambda: shim["enter"](1, 2, 3, 4, "where"), lambda: shim["end"](2 ** 70, 0),
-                 lambda: wrapper.__globals__["_intern"]("text")):
+                 lambda: wrapper.__globals__["_intern"]("text"), lambda: module.wrap(print, print, 1),
+                 lambda: module.wrap(print, print, 1, 0, "group", 0), lambda: module.group(1, 2, 3, 4),
+                 lambda: module.dtype(1, "id"), lambda: module.wrap_wait(print)):
         try:
             call()
             errors.append(None)
         except (TypeError, OverflowError) as e:
             errors.append(type(e).__name__)
-print(json.dumps({"path": path, "errors": errors, "inside": bool(shim["inside"]())}))
+print(json.dumps({"path": path, "errors": errors, "inside": bool(shim["inside"]()), "c": [made_in_c, wait_in_c]}))

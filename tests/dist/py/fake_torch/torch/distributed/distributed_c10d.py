@@ -65,6 +65,8 @@ def all_reduce(tensor, op=None, group=None, async_op=False):
 
 
 def broadcast(tensor, src, group=None, async_op=False):
+    if src >= get_world_size(group):
+        raise RuntimeError("ProcessGroupGloo::broadcast: invalid root rank: %d" % src)  # torch's, unissued
     return _issue(tensor, group, async_op)
 
 
