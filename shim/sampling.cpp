@@ -22,6 +22,7 @@ uint64_t g_page_size = 0;
 uint64_t g_ns_per_clock_tick = 0;  // /proc's CPU-time unit (sysconf(_SC_CLK_TCK)) in ns
 uint64_t g_period_ns = 0;    // COLABTRACE_SAMPLE_MS in ns; 0: no periodic samples
 uint64_t g_due_ns = 0;       // CLOCK_MONOTONIC of the next periodic sample (atomic)
+void (*g_also_at_sample)(uint64_t) = nullptr;  // AlsoAtPeriodicSamples
 
 // The thinned samples of this image (format/sample_tiers.h): written only by the thread
 // that holds the periodic sample's gate, so no lock. g_thin_run is what ThinRun holds.
@@ -127,6 +128,9 @@ void SampleIfDue(uint64_t now_ticks) {
     const format::Clock c = ReadClock();  // keeps the tick-to-ns fit exact even for a process that is killed
     EmitIntoWindow(c);
     ThinPeriodicSample(s, now_ns, py_stack, c);
+    if (void (*also)(uint64_t) = __atomic_load_n(&g_also_at_sample, __ATOMIC_ACQUIRE); also != nullptr) {
+      also(s.ts);
+    }
     RefineTickRate();
     __atomic_store_n(&g_due_ns, now_ns + g_period_ns, __ATOMIC_RELEASE);
   }
@@ -249,6 +253,8 @@ void TakeSample() {
   Emit(s);
   python::EmitPythonSample(s.ts, false);  // the sampling thread's Python position (shim/python)
 }
+
+void AlsoAtPeriodicSamples(void (*fn)(uint64_t ticks)) { __atomic_store_n(&g_also_at_sample, fn, __ATOMIC_RELEASE); }
 
 void DisarmPeriodicSamples() {
   // A fork child's copy of its parent's gate and tiers: the tiers point into the parent's

@@ -47,6 +47,11 @@ void TakeSample();
 // Arms the periodic sample for this process (start-up, fork child, adopted exec).
 void ArmPeriodicSamples();
 
+// fn(ticks of the sample) runs at each periodic sample, after it, under its gate (one
+// thread at a time) and inside its ShimScope: for a layer above that keeps a history by
+// the samples (the GPU live set's). One function; a later call replaces it.
+void AlsoAtPeriodicSamples(void (*fn)(uint64_t ticks));
+
 // Stops periodic samples and forgets the thinned-sample tiers, until ArmPeriodicSamples:
 // before a new trace is begun (a fork child's inherited tiers are its parent's).
 void DisarmPeriodicSamples();

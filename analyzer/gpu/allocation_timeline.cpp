@@ -881,6 +881,7 @@ AllocationTimeline AllocationTimeline::Of(const ProcessTrace& t) {
   if (replay.seeded()) {
     out.seeded_from_ns = replay.seed_ns();
     AddLiveSetCounters(t.gpu_live, replay.windowed_segment_frees(), &out);
+    for (const format::GpuLivePoint& p : t.gpu_live.history) out.sampled.push_back({p.ticks, p.live_bytes, 0});
   }
   return out;
 }

@@ -184,6 +184,9 @@ struct AllocationTimeline {
   // live set at this time, and took counts and peaks from the live-set counters; 0: the
   // records are all there. Churn, the points and the per-API counts are the window's.
   uint64_t seeded_from_ns = 0;
+  // With seeded_from_ns: the live device bytes the shim sampled over the whole run
+  // (format/gpu_live.h, GpuLiveHistory), ts and bytes only; empty for older traces.
+  std::vector<Point> sampled;
 
   // Replays t's GPU records.
   static AllocationTimeline Of(const ProcessTrace& t);

@@ -54,8 +54,16 @@ LeakGrowth FindLeakGrowth(const AllocationTimeline& g, uint64_t end_ns) {
       s.third[i] = true;
     }
   }
-  // The process as a whole must hold more at the end than after warm-up.
-  const bool trending_up = LiveAt(g.points, end) > LiveAt(g.points, out.warmup_end);
+  // The process as a whole must hold more at the end than after warm-up. Where the window
+  // gave up the records of warm-up's end, the replay knows only what was still live at its
+  // start there (a lower bound): the shim's sampled history says what was live then (the
+  // latest sample at or before it), when it has one.
+  uint64_t at_warmup = LiveAt(g.points, out.warmup_end);
+  if (out.warmup_end < g.seeded_from_ns && !g.sampled.empty() && g.sampled.front().ts <= out.warmup_end) {
+    at_warmup = LiveAt(g.sampled, out.warmup_end);
+    out.warmup_from_samples = true;
+  }
+  const bool trending_up = LiveAt(g.points, end) > at_warmup;
   uint64_t held = 0;
   for (auto& [key, s] : sites) {
     LeakGroup& gr = s.group;

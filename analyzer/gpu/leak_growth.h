@@ -48,6 +48,9 @@ struct LeakGrowth {
   uint64_t window_start = 0, warmup_end = 0, window_end = 0;
   uint64_t growth_bytes = 0, growth_allocations = 0;
   uint64_t held_at_exit_bytes = 0;  // live at the end but not growing (caches, pools)
+  // The live bytes at warm-up's end came from the shim's samples (the window had given up
+  // the records of that time): exact at the sample, which may precede warm-up's end.
+  bool warmup_from_samples = false;
   std::vector<LeakGroup> groups;    // growing sites, most bytes first
 };
 

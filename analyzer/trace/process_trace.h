@@ -148,6 +148,9 @@ struct GpuLiveSet {
   format::GpuLiveInfo info{};
   std::array<format::GpuLiveCounters, format::kGpuLiveEntries> counters{};
   std::vector<format::GpuLiveSlot> slots;  // live ones (key > kGpuLiveBusy), by (ticks, key)
+  // The live device bytes sampled over the run (GpuLiveHistory; empty in older traces),
+  // by time, each time once.
+  std::vector<format::GpuLivePoint> history;
 };
 
 class ProcessTrace {

@@ -273,6 +273,15 @@ class TraceDecoder {
       std::memcpy(&g.info, info.data() + format::kGpuLiveInfoOffset, sizeof(g.info));
       std::memcpy(g.counters.data(), info.data() + format::kGpuLiveCountersOffset,
                   sizeof(format::GpuLiveCounters) * g.counters.size());
+      format::GpuLiveHistory h;
+      std::memcpy(&h, info.data() + format::kGpuLiveHistoryOffset, sizeof(h));
+      if (h.magic == format::kGpuLiveHistoryMagic) {
+        for (uint32_t k = 0; k < format::kGpuLivePoints; ++k) {
+          format::GpuLivePoint p;
+          std::memcpy(&p, info.data() + format::kGpuLivePointsOffset + k * sizeof(p), sizeof(p));
+          if (p.ticks != 0) g.history.push_back(p);
+        }
+      }
       for (uint32_t k = 1; k < kChunks; ++k) {
         const std::span<const uint8_t> table = b_.Read(gpu_live_chunks_[i + k].offset, cs);
         for (uint32_t j = 0; j < format::kGpuLiveSlotsPerChunk; ++j) {
@@ -1132,6 +1141,15 @@ class TraceDecoder {
     ns(g.info.last_free_ticks);
     for (format::GpuLiveCounters& c : g.counters) ns(c.peak_ticks);
     for (format::GpuLiveSlot& s : g.slots) ns(s.ticks);
+    for (format::GpuLivePoint& p : g.history) ns(p.ticks);
+    // A fold cut short by a kill leaves a point twice.
+    std::sort(g.history.begin(), g.history.end(),
+              [](const format::GpuLivePoint& a, const format::GpuLivePoint& b) { return a.ticks < b.ticks; });
+    g.history.erase(std::unique(g.history.begin(), g.history.end(),
+                                [](const format::GpuLivePoint& a, const format::GpuLivePoint& b) {
+                                  return a.ticks == b.ticks;
+                                }),
+                    g.history.end());
     std::sort(g.slots.begin(), g.slots.end(), [](const format::GpuLiveSlot& a, const format::GpuLiveSlot& b) {
       return a.ticks != b.ticks ? a.ticks < b.ticks : a.key < b.key;
     });

@@ -2,6 +2,7 @@
 #include "live_set.h"
 
 #include "clock.h"
+#include "sampling.h"
 #include "writer.h"
 
 namespace colabtrace::shim::gpu {
@@ -14,6 +15,8 @@ using format::GpuLiveSlot;
 constexpr int kNone = 0, kTaking = 1, kReady = 2, kFailed = 3;
 int g_state = kNone;
 uint8_t* g_chunks[1 + format::kGpuLiveTableChunks] = {};
+
+void NoteHistory(uint64_t ticks);
 
 // Takes and stamps the chunks, table chunks first and the info chunk last, so a reader
 // that finds the info finds the table. Only one thread takes them; the others find the
@@ -49,10 +52,22 @@ bool Ready() {
     g_chunks[k] = c[k];
   }
   __atomic_store_n(&g_state, kReady, __ATOMIC_RELEASE);
+  AlsoAtPeriodicSamples(&NoteHistory);
   return true;
 }
 
 GpuLiveInfo& Info() { return *reinterpret_cast<GpuLiveInfo*>(g_chunks[0] + format::kGpuLiveInfoOffset); }
+
+// At each periodic sample (AlsoAtPeriodicSamples): the live device bytes into the history.
+void NoteHistory(uint64_t ticks) {
+  if (__atomic_load_n(&g_state, __ATOMIC_ACQUIRE) != kReady) return;
+  uint8_t* info = g_chunks[0];
+  const auto* all = reinterpret_cast<const GpuLiveCounters*>(info + format::kGpuLiveCountersOffset) +
+                    format::kGpuLiveAllDevices;
+  format::GpuLiveHistoryAdd(*reinterpret_cast<format::GpuLiveHistory*>(info + format::kGpuLiveHistoryOffset),
+                            reinterpret_cast<format::GpuLivePoint*>(info + format::kGpuLivePointsOffset), ticks,
+                            __atomic_load_n(&all->live_bytes, __ATOMIC_RELAXED));
+}
 GpuLiveCounters& Entry(uint32_t e) {
   return reinterpret_cast<GpuLiveCounters*>(g_chunks[0] + format::kGpuLiveCountersOffset)[e];
 }

@@ -30,6 +30,23 @@ def leak_view(rep, times=True):
             ev["leaked_bytes"], ev["at"], ev["groups"], by) + ((ev["warmup_end_ns"],) if times else ())
 
 
+def sampled_history(trace):
+    """The GPU live set's sampled history, read from the file as format/gpu_live.h lays it
+    out (the info chunk: magic CTGL, seq 0; a GpuLiveHistory at 16,384, its points after):
+    (ticks, live bytes) of each point, in time order."""
+    with open(trace, "rb") as f:
+        data = f.read()
+    for off in range(32768, len(data) - 32767, 32768):
+        magic, _tid, _base, seq = struct.unpack_from("<IIQI", data, off)
+        if magic == 0x4C475443 and seq == 0:
+            hmagic, capacity = struct.unpack_from("<II", data, off + 16384)
+            if hmagic != 0x54534948:
+                return []
+            points = (struct.unpack_from("<QQ", data, off + 16384 + 64 + 16 * k) for k in range(capacity))
+            return sorted(p for p in points if p[0] != 0)
+    return []
+
+
 def report_as_if_given_up(trace):
     """The report of a trace read as if its window had given up every windowed GPU record."""
     os.environ["COLABTRACE_ANALYZER_IGNORE_GPU_EVENTS"] = "1"
@@ -77,6 +94,29 @@ class GpuWindowTest(GpuTest):
         for k in ("peak_bytes", "peak_at_ns", "allocations", "frees", "leaked_bytes"):
             self.assertEqual(only_set["processes"][0]["gpu"][k], full["processes"][0]["gpu"][k], k)
             self.assertEqual(only_set["gpu"][k], full["gpu"][k], k)
+
+    def test_live_bytes_at_warmup_come_from_the_samples(self):
+        # 512 MiB held through warm-up and freed half-way, while slow_leak's 30 blocks
+        # pile up: less is live at exit than at warm-up's end, so nothing grows. Read as
+        # if the window had given up every windowed record, the replay knows only the 30
+        # blocks before its start; the live bytes the shim sampled (its history, at each
+        # periodic sample) say what warm-up held, and the verdict is the full trace's.
+        _, full, full_trace = self.run_scenario(RT, "shrink_while_leaking")
+        only_set = report_as_if_given_up(full_trace)
+        for rep in (full, only_set):
+            g = self.gpu(rep)
+            self.counts(g, 38, 8, 0, 512 * MiB + 16 * 4 * MiB, 120 * MiB)
+            self.assertEqual((g["leak_growth_bytes"], g["held_at_exit_bytes"]), (0, 120 * MiB))
+            self.assertEqual(h.findings(rep, "gpu.leak"), [])
+        self.assertNotIn("seeded_from_ns", full["processes"][0]["gpu"])
+        self.assertGreater(only_set["processes"][0]["gpu"]["seeded_from_ns"], 0)
+        # The history: one point per periodic sample (every 100 ms, on the calls), none
+        # dropped yet, the 544 MiB of warm-up among them and the 120 MiB of the end last.
+        points = sampled_history(full_trace)
+        live = [b for _, b in points]
+        self.assertGreaterEqual(len(points), 20, points)
+        self.assertIn(512 * MiB + 8 * 4 * MiB, live)
+        self.assertEqual(live[-1], 120 * MiB)
 
     def test_sigkill_while_the_window_rolls(self):
         # Killed at three random moments of the churn: each trace reads, and its live set is

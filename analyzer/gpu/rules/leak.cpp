@@ -32,6 +32,7 @@ void LeakOf(RuleContext& ctx, const ProcessTrace& t, const AllocationTimeline& g
   ev["held_at_exit_bytes"] = lg.held_at_exit_bytes;
   ev["leaked_bytes"] = g.leaked_bytes;
   ev["warmup_end_ns"] = Rel(t, lg.warmup_end);
+  if (lg.warmup_from_samples) ev["warmup_live_from"] = "samples";  // the window gave up its records
   ev["at"] = killed ? "kill" : "exit";
   ev["groups"] = static_cast<uint64_t>(lg.groups.size());
   Json arr = Json::MakeArray();

@@ -231,4 +231,66 @@ inline void GpuLiveRemove(GpuLiveCounters& c, uint64_t bytes, bool freed, bool s
   __atomic_sub_fetch(&c.live_bytes, bytes, __ATOMIC_RELAXED);
 }
 
+// The live device bytes of the whole run, sampled (since 2026-11-29, inside format 1.5:
+// older traces have zeros here, which read as no history). The info chunk holds, from
+// kGpuLiveHistoryOffset, a GpuLiveHistory and kGpuLivePoints points: at each periodic
+// resource sample the shim appends (the sample's ticks, counters[kGpuLiveAllDevices]
+// .live_bytes) when the samples seen are a multiple of `stride`; when the points are
+// full, every other one is dropped (point i takes point 2i) and the stride doubles. So
+// the points cover the run from its first sample to its latest, evenly to within a factor
+// of two, however long it runs: gpu.leak's live bytes at the end of warm-up when the
+// window gave up the records of that time. One writer at a time (the sample's gate). A
+// point is written with its ticks stored 0 first and last; a kill in a fold leaves some
+// points twice (a reader takes each tick once), none lost that was not being dropped.
+inline constexpr uint32_t kGpuLiveHistoryMagic = 0x54534948;  // "HIST"
+struct GpuLiveHistory {
+  uint32_t magic;     // kGpuLiveHistoryMagic once set up (stored last)
+  uint32_t capacity;  // kGpuLivePoints
+  uint64_t stride;    // a point every stride samples
+  uint64_t seen;      // samples seen
+  uint64_t written;   // points written since the last fold: the newest is written - 1
+  uint64_t folds;
+  uint64_t reserved[3];
+};
+static_assert(sizeof(GpuLiveHistory) == 64);
+struct GpuLivePoint {
+  uint64_t ticks;  // the sample's (0: none)
+  uint64_t live_bytes;
+};
+inline constexpr uint32_t kGpuLiveHistoryOffset = 16384;
+inline constexpr uint32_t kGpuLivePointsOffset = kGpuLiveHistoryOffset + sizeof(GpuLiveHistory);
+inline constexpr uint32_t kGpuLivePoints = 512;
+static_assert(kGpuLiveCountersOffset + kGpuLiveEntries * sizeof(GpuLiveCounters) <= kGpuLiveHistoryOffset);
+static_assert(kGpuLivePointsOffset + kGpuLivePoints * sizeof(GpuLivePoint) <= kChunkSize);
+
+inline void GpuLivePut(GpuLivePoint& p, uint64_t ticks, uint64_t live) {
+  __atomic_store_n(&p.ticks, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&p.live_bytes, live, __ATOMIC_RELEASE);
+  __atomic_store_n(&p.ticks, ticks, __ATOMIC_RELEASE);
+}
+
+// Appends a sample's live bytes to the history (one writer at a time).
+inline void GpuLiveHistoryAdd(GpuLiveHistory& h, GpuLivePoint* p, uint64_t ticks, uint64_t live) {
+  if (h.magic != kGpuLiveHistoryMagic) {
+    h.capacity = kGpuLivePoints;
+    h.stride = 1;
+    h.seen = 0;
+    h.written = 0;
+    h.folds = 0;
+    __atomic_store_n(&h.magic, kGpuLiveHistoryMagic, __ATOMIC_RELEASE);
+  }
+  __atomic_store_n(&h.seen, h.seen + 1, __ATOMIC_RELAXED);
+  if (ticks == 0 || h.seen % h.stride != 0) return;
+  if (h.written >= h.capacity) {
+    const uint32_t half = h.capacity / 2;
+    for (uint32_t i = 1; i < half; ++i) GpuLivePut(p[i], p[2 * i].ticks, p[2 * i].live_bytes);
+    for (uint32_t i = half; i < h.capacity; ++i) __atomic_store_n(&p[i].ticks, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&h.stride, h.stride * 2, __ATOMIC_RELAXED);
+    __atomic_store_n(&h.folds, h.folds + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&h.written, half, __ATOMIC_RELEASE);
+  }
+  GpuLivePut(p[h.written], ticks, live);
+  __atomic_store_n(&h.written, h.written + 1, __ATOMIC_RELEASE);
+}
+
 }  // namespace colabtrace::format

@@ -7,6 +7,7 @@
 #include <array>
 #include <map>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "colabtrace/format/gpu_live.h"
@@ -230,6 +231,48 @@ void ExpectSameTimeline(const gpu::AllocationTimeline& full, const gpu::Allocati
   EXPECT_EQ(win.churn.raw_pairs, full.churn.raw_pairs);
   // The run's peak, from the change list, is where it was.
   EXPECT_EQ(gpu::LiveAt(win.points, full.peak_ts), full.peak_bytes);
+}
+
+// The sampled history of live bytes: every sample until the 512 points are full, then
+// every other one kept and every second sample taken, and so on; the points always span
+// the run from its first sample, in order, at most twice as far apart as the closest.
+TEST(GpuLiveHistory, FoldsInPairsAndSpansTheWholeRun) {
+  format::GpuLiveHistory h{};
+  std::vector<format::GpuLivePoint> p(format::kGpuLivePoints);
+  auto points = [&] {
+    std::vector<uint64_t> ticks;
+    for (const auto& q : p) {
+      if (q.ticks != 0) ticks.push_back(q.ticks);
+    }
+    return ticks;
+  };
+  for (uint64_t n = 1; n <= 512; ++n) format::GpuLiveHistoryAdd(h, p.data(), n, n * 10);
+  using T4 = std::tuple<uint64_t, uint64_t, uint64_t, uint64_t>;
+  EXPECT_EQ(T4(h.magic, h.stride, h.written, h.folds), T4(format::kGpuLiveHistoryMagic, 1, 512, 0));
+  EXPECT_EQ(points().size(), 512u);
+  format::GpuLiveHistoryAdd(h, p.data(), 513, 5130);  // the 513th: a fold, then point 257
+  EXPECT_EQ(T4(h.magic, h.stride, h.written, h.folds), T4(format::kGpuLiveHistoryMagic, 2, 257, 1));
+  std::vector<uint64_t> want;
+  for (uint64_t i = 0; i < 256; ++i) want.push_back(2 * i + 1);
+  want.push_back(513);
+  EXPECT_EQ(points(), want);
+  EXPECT_EQ(p[1].live_bytes, 30u);
+  for (uint64_t n = 514; n <= 100000; ++n) format::GpuLiveHistoryAdd(h, p.data(), n, n * 10);
+  const std::vector<uint64_t> t = points();
+  EXPECT_EQ(h.seen, 100000u);
+  EXPECT_EQ(t.front(), 1u);
+  EXPECT_TRUE(std::is_sorted(t.begin(), t.end()));
+  EXPECT_GE(t.size(), 256u);
+  uint64_t widest = 0, narrowest = UINT64_MAX;
+  for (size_t i = 1; i < t.size(); ++i) {
+    widest = std::max(widest, t[i] - t[i - 1]);
+    narrowest = std::min(narrowest, t[i] - t[i - 1]);
+  }
+  EXPECT_LE(widest, 2 * narrowest);
+  EXPECT_GE(t.back(), 100000u - h.stride);
+  for (const auto& q : p) {
+    if (q.ticks != 0) EXPECT_EQ(q.live_bytes, q.ticks * 10);
+  }
 }
 
 TEST(GpuLiveSeeding, WindowedReplayHasTheFullCountsPeakAndLiveSet) {
