@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -814,6 +815,58 @@ TEST_F(WriterTest, ExitedThreadsRecordChunksAreContinuedByLaterThreadsStrings) {
   const size_t by_bytes = bytes / (fmt::kChunkSize - 1024) + 1;
   EXPECT_LE(static_cast<size_t>(ChunksIn(s.path(), fmt::kChunkMagic)), by_bytes + kAtOnce + kThreads / 100 + kThreads / 250);
   EXPECT_LE(by_bytes + kAtOnce + kThreads / 100 + kThreads / 250, 60u);
+}
+
+// More threads leave a record chunk with room at once than the pool has slots (64), and
+// more take one at once than it holds. 100 threads write a ShimNote each (a record chunk of
+// their own) and exit together: 64 chunks wait in the pool, 36 are finished (kept in the
+// file, as every record chunk is). Then 100 threads, all alive at once, intern a new path
+// each: 64 continue the waiting chunks and 36 take new ones (136 in the file). Then 200
+// threads, 4 at a time, intern a new path each: their strings fill the waiting chunks, and
+// the file gets no new record chunk.
+TEST_F(WriterTest, RecordChunkPoolHolds64AndLaterStringsFillThem) {
+  constexpr int kTogether = 100, kLater = 200, kAtOnce = 4, kSlots = 64;
+  WriterSession s(TracePath());
+  ASSERT_TRUE(s.Begin());
+  std::vector<uint32_t> tids(kTogether);
+  std::vector<uint64_t> ids(kTogether + kLater);
+  auto path = [](int i) { return "/task/" + std::to_string(i); };
+  // n threads run body(i) for i in [first, first + n), all alive until each has run it,
+  // then retire (as each one's exit would) and are joined.
+  auto together = [](int first, int n, const std::function<void(int)>& body) {
+    std::atomic<int> arrived{0};
+    std::vector<std::thread> threads;
+    for (int i = first; i < first + n; ++i) {
+      threads.emplace_back([&, i] {
+        body(i);
+        arrived.fetch_add(1);
+        while (arrived.load() < n) std::this_thread::yield();
+        shim::RetireThread();
+      });
+    }
+    for (auto& th : threads) th.join();
+  };
+  auto intern = [&](int i) {
+    shim::ShimScope scope;
+    ids[i] = shim::InternString(path(i));
+  };
+  together(0, kTogether, [&](int i) {
+    tids[i] = static_cast<uint32_t>(gettid());
+    fmt::ShimNote n;
+    n.ts = 1000 + static_cast<uint64_t>(i);
+    n.code = static_cast<uint64_t>(i);
+    Put(n);
+  });
+  EXPECT_EQ(ChunksIn(s.path(), fmt::kChunkMagic), kTogether);
+  together(0, kTogether, intern);
+  EXPECT_EQ(ChunksIn(s.path(), fmt::kChunkMagic), kTogether + (kTogether - kSlots));
+  for (int first = kTogether; first < kTogether + kLater; first += kAtOnce) together(first, kAtOnce, intern);
+  EXPECT_EQ(ChunksIn(s.path(), fmt::kChunkMagic), kTogether + (kTogether - kSlots));
+  s.End();
+  const ProcessTrace t = MustRead(s.path());
+  for (int i = 0; i < kTogether + kLater; ++i) ASSERT_EQ(t.Str(ids[i]), path(i)) << i;
+  ASSERT_EQ(t.records.ShimNote.size(), static_cast<size_t>(kTogether));
+  for (const auto& n : t.records.ShimNote) EXPECT_EQ(n.tid, tids[n.code]) << n.code;
 }
 
 // Without a window nothing is rewritten: an exited thread's chunk stays its latest, and
