@@ -57,6 +57,20 @@ bool LockQueue(bool may_block) {
 }
 void UnlockQueue() { __atomic_store_n(&g_queue_lock, 0, __ATOMIC_RELEASE); }
 
+// The pool of record chunks that threads left partly used (TraceFile::PoolRecordChunk):
+// slots claimed by a compare-and-swap on their state, so neither a preempted thread nor a
+// signal handler ever waits on another. A chunk is in one slot or with one thread, never
+// both. kPoolSlots bounds the chunks kept there for later threads; a thread that leaves one
+// while all are taken finishes it (it stays in the file, as every record chunk does).
+constexpr int kPoolSlots = 64;
+enum : uint32_t { kSlotEmpty = 0, kSlotBusy = 1, kSlotFull = 2 };
+struct PoolSlot {
+  uint32_t state;  // atomic
+  TraceFile::LeftRecordChunk left;
+};
+PoolSlot g_pool[kPoolSlots];
+int g_pooled = 0;  // slots full, about (atomic): an empty pool is found without a scan
+
 // The kernel may hand a new mapping the addresses of one just unmapped (a 32 KiB chunk
 // mapped on its own is often given the hole its predecessor left). Stores through the
 // old mapping happen before those through the new one, but the mmap and munmap system
@@ -238,6 +252,8 @@ void TraceFile::Reset() {
   event_order_ = 0;
   g_queue_head = g_queue_tail = 0;
   g_queue_lock = 0;
+  for (PoolSlot& slot : g_pool) slot = PoolSlot{};
+  g_pooled = 0;
 }
 
 void TraceFile::SetLimits(uint64_t window_bytes, uint64_t window_s, uint64_t max_bytes) {
@@ -755,8 +771,7 @@ void TraceFile::ReleaseChunk(uint8_t* chunk, bool own_map) {
   // mapped for good (the first, or one holding an I/O aggregate chunk) gives up the
   // finished chunk's pages instead: its bytes stay in the file and the page cache.
   const uint64_t extents = Load(&mapped_end_) / kExtentBytes;
-  uint8_t* first = Load(&g_extent_addr[0]);
-  if (first != nullptr && chunk >= first && chunk < first + first_extent_bytes_) {
+  if (InFirstExtent(chunk)) {
     if (Load(&g_extent_kept[0])) GiveUpPages(chunk);
     return;
   }
@@ -774,9 +789,13 @@ void TraceFile::ReleaseChunk(uint8_t* chunk, bool own_map) {
   }
 }
 
+bool TraceFile::InFirstExtent(const uint8_t* chunk) const {
+  const uint8_t* first = Load(&g_extent_addr[0]);
+  return first != nullptr && chunk >= first && chunk < first + first_extent_bytes_;
+}
+
 void TraceFile::KeepsMapped(const uint8_t* chunk) {
-  uint8_t* first = Load(&g_extent_addr[0]);
-  if (first != nullptr && chunk >= first && chunk < first + first_extent_bytes_) {
+  if (InFirstExtent(chunk)) {
     Store(&g_extent_kept[0], uint8_t{1});
     return;
   }
@@ -826,6 +845,72 @@ bool TraceFile::RetireEventChunk(uint8_t* chunk, bool own_map, uint64_t offset, 
   }
   ReleaseChunk(chunk, own_map);
   return retire;
+}
+
+uint8_t* TraceFile::MapChunkAlone(uint8_t* chunk) {
+  const uint64_t extents = Load(&mapped_end_) / kExtentBytes;
+  for (uint64_t i = 1; i < extents; ++i) {
+    uint8_t* base = Load(&g_extent_addr[i]);
+    if (base == nullptr || chunk < base || chunk >= base + kExtentBytes) continue;
+    const int fd = Reopen();
+    if (fd < 0) return nullptr;
+    const uint64_t off = i * kExtentBytes + static_cast<uint64_t>(chunk - base);
+    void* p = raw::Mmap(nullptr, kChunkSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(off));
+    raw::Close(fd);
+    if (raw::MmapFailed(p)) return nullptr;
+    AfterMap();
+    ReleaseChunk(chunk);  // the extent's view: finished there, so the extent may go
+    return static_cast<uint8_t*>(p);
+  }
+  return nullptr;
+}
+
+bool TraceFile::PoolRecordChunk(const LeftRecordChunk& left) {
+  if (Load(&header_) == nullptr) return false;
+  for (PoolSlot& slot : g_pool) {
+    uint32_t empty = kSlotEmpty;
+    if (Load(&slot.state) != kSlotEmpty ||
+        !__atomic_compare_exchange_n(&slot.state, &empty, kSlotBusy, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+      continue;
+    }
+    LeftRecordChunk kept = left;
+    if (!kept.own_map && !InFirstExtent(kept.chunk)) {
+      // Left in its extent, it would keep the whole extent mapped (and its finished
+      // chunks' pages resident) for as long as it waits here. Once per chunk: a chunk
+      // taken from the pool comes back with its own mapping.
+      kept.chunk = MapChunkAlone(kept.chunk);
+      if (kept.chunk == nullptr) {
+        Store(&slot.state, uint32_t{kSlotEmpty});
+        return false;
+      }
+      kept.own_map = true;
+    }
+    slot.left = kept;
+    Store(&slot.state, uint32_t{kSlotFull});
+    __atomic_fetch_add(&g_pooled, 1, __ATOMIC_RELAXED);
+    return true;
+  }
+  return false;
+}
+
+bool TraceFile::TakePooledRecordChunk(size_t need, LeftRecordChunk* out) {
+  for (PoolSlot& slot : g_pool) {
+    if (__atomic_load_n(&g_pooled, __ATOMIC_RELAXED) <= 0) return false;
+    uint32_t full = kSlotFull;
+    if (Load(&slot.state) != kSlotFull ||
+        !__atomic_compare_exchange_n(&slot.state, &full, kSlotBusy, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+      continue;
+    }
+    const LeftRecordChunk left = slot.left;
+    Store(&slot.state, uint32_t{kSlotEmpty});
+    __atomic_fetch_sub(&g_pooled, 1, __ATOMIC_RELAXED);
+    if (kChunkSize - left.used > need) {
+      *out = left;
+      return true;
+    }
+    ReleaseChunk(left.chunk, left.own_map);  // too full for this record: finished
+  }
+  return false;
 }
 
 void TraceFile::MarkTruncated(int err) {
@@ -883,6 +968,9 @@ void TraceFile::UndoExecHandoff() {
 }
 
 void TraceFile::AbandonInChild() {
+  for (PoolSlot& slot : g_pool) {  // the parent's pooled chunks mapped on their own
+    if (slot.state == kSlotFull && slot.left.own_map) raw::Munmap(slot.left.chunk, kChunkSize);
+  }
   const uint64_t extents = (Load(&mapped_end_) + kExtentBytes - 1) / kExtentBytes;
   for (uint64_t i = 0; i < extents; ++i) {
     if (g_extent_addr[i] != nullptr) {

@@ -79,6 +79,25 @@ class TraceFile {
   // chunk joins the queue like any other. Once per thread. False when there is no window
   // (nothing is ever rewritten): the chunk then stays, and counts, as its thread's latest.
   bool RetireEventChunk(uint8_t* chunk, bool own_map, uint64_t offset, uint64_t end_ticks, uint64_t events);
+  // The pool of record chunks that threads left partly used (at their exit): the next
+  // thread that writes a record of no thread (a String or Stack, writer.h's kThreadless)
+  // without a record chunk of its own continues one instead of taking a new chunk. Lock-
+  // free (a slot is claimed by a compare-and-swap on its state) and async-signal-safe.
+  struct LeftRecordChunk {
+    uint8_t* chunk = nullptr;
+    uint32_t used = 0;     // bytes written, the header included: the next record goes there
+    uint64_t last_ts = 0;  // its last record's tick (the next one's time base)
+    bool own_map = false;
+  };
+  // Puts `left` into the pool; false when the pool is full or the chunk could not be given
+  // a mapping of its own (then the caller releases it). A chunk outside the first extent is
+  // given one (its extent's view released), so that a pooled chunk never keeps an extent
+  // mapped.
+  bool PoolRecordChunk(const LeftRecordChunk& left);
+  // Takes a chunk out of the pool with more than `need` bytes free; false when there is
+  // none. A pooled chunk with less room is released (finished) on the way.
+  bool TakePooledRecordChunk(size_t need, LeftRecordChunk* out);
+
   // The next event chunk's order number (EventChunkHeader::order).
   uint64_t NextEventOrder() { return __atomic_add_fetch(&event_order_, 1, __ATOMIC_RELAXED); }
 
@@ -130,6 +149,10 @@ class TraceFile {
   // and clears it (magic first), after raising the header's dropped_until_ticks.
   uint8_t* RewriteLeftChunk(const LeftChunk& left, uint64_t* offset);
   void SetCapped();
+  // Maps the chunk at `chunk` (in an extent) on its own and releases the extent's view of
+  // it; the new address, or nullptr (the chunk then stays as it was).
+  uint8_t* MapChunkAlone(uint8_t* chunk);
+  bool InFirstExtent(const uint8_t* chunk) const;
   void StoreLimits(format::FileHeader* h, uint64_t ticks_per_sec);
   // Reserves disk space (fallocate) so that [0, end) is backed; marks the trace
   // truncated when the disk is full.

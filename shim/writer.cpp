@@ -62,6 +62,7 @@ void JoinTrace(ThreadState& t) {
   if (!t.signal_context) {
     if (t.chunk != nullptr && t.own_map) g_trace.ReleaseChunk(t.chunk, /*own_map=*/true);
     if (t.ev.chunk != nullptr && t.ev.own_map) g_trace.ReleaseChunk(t.ev.chunk, /*own_map=*/true);
+    if (t.lent.chunk != nullptr && t.lent.own_map) g_trace.ReleaseChunk(t.lent.chunk, /*own_map=*/true);
   }
   t.tid = static_cast<uint32_t>(raw::Gettid());
   t.number = __atomic_add_fetch(&g_thread_numbers, 1, __ATOMIC_RELAXED);
@@ -71,8 +72,44 @@ void JoinTrace(ThreadState& t) {
   t.own_map = false;
   if (!t.signal_context) {
     t.ev = ThreadState::EventCursor{};
+    t.lent = ThreadState::LentCursor{};
+    t.retired = false;
     WatchThisThread();
   }
+}
+
+// A record chunk that t leaves with records in it (at its exit, or a lent chunk t no
+// longer needs): into the pool for a later thread's records of no thread while a record of
+// kMinPooledRoom fits, else finished.
+constexpr size_t kMinPooledRoom = 1024;
+void LeaveRecordChunk(uint8_t* chunk, const uint8_t* pos, uint64_t last_ts, bool own_map) {
+  const auto used = static_cast<uint32_t>(pos - chunk);
+  if (format::kChunkSize - used < kMinPooledRoom || !g_trace.PoolRecordChunk({chunk, used, last_ts, own_map})) {
+    g_trace.ReleaseChunk(chunk, own_map);
+  }
+}
+
+// t's lent chunk, if it has one, goes back to the pool (or is finished).
+void GiveBackLentChunk(ThreadState& t) {
+  ThreadState::LentCursor& l = t.lent;
+  if (l.chunk != nullptr) LeaveRecordChunk(l.chunk, l.pos, l.last_ts, l.own_map);
+  l = ThreadState::LentCursor{};
+}
+
+// A new record chunk for t from the file (its header stamped, magic last); nullptr once
+// tracing has stopped.
+uint8_t* NewRecordChunk(ThreadState& t, uint64_t ts, bool* own_map) {
+  uint8_t* c = g_trace.AllocChunk(!t.signal_context, t.signal_context ? nullptr : own_map);
+  if (c == nullptr) return nullptr;
+  auto* ch = reinterpret_cast<format::ChunkHeader*>(c);
+  ch->tid = t.tid;
+  ch->base_ticks = ts;
+  ch->seq = t.seq++;
+  ch->flags = t.signal_context ? uint32_t{format::kChunkFromSignalHandler} : 0u;
+  ch->image = g_trace.image();
+  ch->thread = t.number;
+  __atomic_store_n(&ch->magic, format::kChunkMagic, __ATOMIC_RELEASE);
+  return c;
 }
 }  // namespace
 
@@ -103,10 +140,12 @@ void RetireThread() {
     e.before = counted ? 0 : total;  // in the header, a later chunk counts from 0
   }
   if (t.chunk != nullptr) {
-    g_trace.ReleaseChunk(t.chunk, t.own_map);
+    LeaveRecordChunk(t.chunk, t.pos, t.last_ts, t.own_map);
     t.chunk = t.pos = t.end = nullptr;
     t.own_map = false;
   }
+  GiveBackLentChunk(t);
+  t.retired = true;
   if (void (*also)(ThreadState&) = __atomic_load_n(&g_exit_also, __ATOMIC_ACQUIRE)) also(t);
 }
 
@@ -120,21 +159,38 @@ bool OpenChunk(ThreadState& t, size_t need, uint64_t ts) {
   } else {
     JoinTrace(t);
   }
+  // With a record chunk of its own, the thread's records of no thread go there too.
+  if (!t.signal_context) GiveBackLentChunk(t);
   t.chunk = t.pos = t.end = nullptr;
-  uint8_t* c = g_trace.AllocChunk(!t.signal_context, t.signal_context ? nullptr : &t.own_map);
+  uint8_t* c = NewRecordChunk(t, ts, &t.own_map);
   if (c == nullptr) return false;
-  auto* ch = reinterpret_cast<format::ChunkHeader*>(c);
-  ch->tid = t.tid;
-  ch->base_ticks = ts;
-  ch->seq = t.seq++;
-  ch->flags = t.signal_context ? uint32_t{format::kChunkFromSignalHandler} : 0u;
-  ch->image = g_trace.image();
-  ch->thread = t.number;
-  __atomic_store_n(&ch->magic, format::kChunkMagic, __ATOMIC_RELEASE);
   t.chunk = c;
   t.pos = c + sizeof(format::ChunkHeader);
   t.end = c + format::kChunkSize;
   t.last_ts = ts;
+  return true;
+}
+
+bool OpenLentChunk(ThreadState& t, size_t need, uint64_t ts) {
+  if (need > format::kChunkSize - sizeof(format::ChunkHeader)) return false;
+  if (raw::Getpid() != g_pid) return false;  // see OpenChunk
+  if (t.generation != g_generation) JoinTrace(t);
+  ThreadState::LentCursor& l = t.lent;
+  if (l.chunk != nullptr) g_trace.ReleaseChunk(l.chunk, l.own_map);  // no room for this record
+  l = ThreadState::LentCursor{};
+  TraceFile::LeftRecordChunk left;
+  if (!t.retired && g_trace.TakePooledRecordChunk(need, &left)) {
+    l.chunk = left.chunk;
+    l.pos = left.chunk + left.used;
+    l.last_ts = left.last_ts;
+    l.own_map = left.own_map;
+  } else {
+    l.chunk = NewRecordChunk(t, ts, &l.own_map);
+    if (l.chunk == nullptr) return false;
+    l.pos = l.chunk + sizeof(format::ChunkHeader);
+    l.last_ts = ts;
+  }
+  l.end = l.chunk + format::kChunkSize;
   return true;
 }
 

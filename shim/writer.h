@@ -96,6 +96,20 @@ struct ThreadState {
   // This thread's number in the trace (ChunkHeader::thread, from 1), taken when it joins:
   // a tid the kernel hands to a later thread then names another thread in the trace.
   uint32_t number = 0;
+  // A record chunk lent to this thread for its records of no thread (kThreadless) while
+  // it has no record chunk of its own: most often one an exited thread left partly used
+  // (TraceFile's pool of record chunks). Its header names the thread that took it first.
+  struct LentCursor {
+    uint8_t* pos = nullptr;
+    uint8_t* end = nullptr;
+    uint8_t* chunk = nullptr;
+    uint64_t last_ts = 0;
+    bool own_map = false;
+  } lent = {};
+  // RetireThread ran for this thread (its exit): a lent chunk taken after it (a later key
+  // destructor's string) is a new one, never one from the pool, which would then stay
+  // with a thread that gives nothing back (and its mapping with it).
+  bool retired = false;
 };
 
 // constinit: constant-initialised, so no TLS wrapper call on access. The vfork stub in
@@ -117,6 +131,9 @@ extern void (*g_vfork_parent_hook)();
 
 // Takes a new chunk for t that can hold `need` bytes; false once tracing has stopped.
 bool OpenChunk(ThreadState& t, size_t need, uint64_t ts);
+// The same for t's lent chunk (ThreadState::lent): a chunk from the pool of record chunks
+// that exited threads left with room, else a new one.
+bool OpenLentChunk(ThreadState& t, size_t need, uint64_t ts);
 // The same for t's event chunk (droppable records); false once tracing has stopped, or
 // while the cap leaves no room (the record is then only counted).
 bool OpenEventChunk(ThreadState& t, size_t need, uint64_t ts);
@@ -127,9 +144,10 @@ bool OpenEventChunk(ThreadState& t, size_t need, uint64_t ts);
 // then also calls `also` (the state chunks' ReleaseNotes: the writer knows no state chunks).
 void WatchThreadExits(void (*also)(ThreadState&));
 // The calling thread exits: its last event chunk is put up for rewriting with its events
-// counted in the header (TraceFile::RetireEventChunk), its record chunk is finished, and
-// WatchThreadExits' `also` frees its notes. Records it writes after this go into new chunks,
-// as at its start.
+// counted in the header (TraceFile::RetireEventChunk), its record chunk (and lent chunk)
+// goes to the pool of record chunks for the next thread's records of no thread when it has
+// room left, else is finished, and WatchThreadExits' `also` frees its notes. Records it
+// writes after this go into new chunks, as at its start.
 void RetireThread();
 
 // True when the calling thread should record: tracing is on, the shim is not already
@@ -206,6 +224,31 @@ template <class R> inline bool AppendToRecordChunk(ThreadState& t, const R& rec,
   return true;
 }
 
+// Records that name no thread: the reader keeps only their id and bytes (String and Stack:
+// IndexStrings in analyzer/trace/reader.cpp), never the thread of the chunk they lie in. So
+// a thread without a record chunk of its own may write them into one another thread began
+// (AppendThreadless): a thread per task that interns a new path then adds that string's
+// bytes to the trace, not a 32 KiB chunk.
+template <class R> inline constexpr bool kThreadless =
+    R::kType == format::RecordType::String || R::kType == format::RecordType::Stack;
+
+// Appends a record of no thread (kThreadless) to t's record chunk when it has one (as any
+// record), else to its lent chunk, taking one when it has none or it is full. Its time is
+// at least the lent chunk's last, so that chunk stays in time order (a String or Stack has
+// no time of its own: EmitNew gives it its thread's last). Not a hot path: a thread writes
+// one per string or stack the process had not seen.
+template <class R> inline bool AppendThreadless(ThreadState& t, const R& rec, size_t max) {
+  if (t.generation == g_generation && t.chunk != nullptr) return AppendToRecordChunk(t, rec, max);
+  ThreadState::LentCursor& l = t.lent;
+  if (t.generation != g_generation || static_cast<size_t>(l.end - l.pos) <= max) {
+    if (!OpenLentChunk(t, max + 1, rec.ts)) return false;
+  }
+  R in_order = rec;
+  if (in_order.ts < l.last_ts) in_order.ts = l.last_ts;
+  AppendRecord(l.pos, l.last_ts, in_order);
+  return true;
+}
+
 template <class R> inline void Emit(const R& rec) {
   ThreadState& t = t_thread;
   const size_t max = format::MaxEncodedSize(rec);
@@ -213,6 +256,8 @@ template <class R> inline void Emit(const R& rec) {
   if constexpr (format::kDroppable<R>) {
     if (!AppendToEventChunk(t, rec, max)) return;
     ++t.ev.count;
+  } else if constexpr (kThreadless<R>) {
+    if (!AppendThreadless(t, rec, max)) return;
   } else {
     if (!AppendToRecordChunk(t, rec, max)) return;
   }

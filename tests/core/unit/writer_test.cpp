@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -619,17 +620,18 @@ TEST_F(WriterTest, ExecHandoffIsAdoptedAsTheNextImage) {
 
 // ---- the window (wire.h, "event chunks") ----------------------------------------------
 
-// Event chunks in the file, by their magic.
-int EventChunksIn(const std::string& path) {
+// Chunks in the file with this magic.
+int ChunksIn(const std::string& path, uint32_t of_magic) {
   const std::vector<uint8_t> b = ReadBytes(path);
   int n = 0;
   for (size_t off = fmt::kChunkSize; off + 4 <= b.size(); off += fmt::kChunkSize) {
     uint32_t magic;
     std::memcpy(&magic, b.data() + off, 4);
-    if (magic == fmt::kEventChunkMagic) ++n;
+    if (magic == of_magic) ++n;
   }
   return n;
 }
+int EventChunksIn(const std::string& path) { return ChunksIn(path, fmt::kEventChunkMagic); }
 
 // 8 threads roll a 1 MiB window at once (the queue of left chunks, their rewriting): every
 // event is counted, and each thread's events in full are its latest ones, in order.
@@ -745,6 +747,126 @@ TEST_F(WriterTest, ExitedThreadsLastEventChunksRollWithTheWindowAndStayCounted) 
   std::ofstream(cut, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
   const ProcessTrace k = MustRead(cut);
   EXPECT_EQ(k.window.events_total, expected);
+}
+
+// A thread per task that interns a new path (RetireThread at each exit, as the shim's
+// pthread key destructor calls it): its String goes into a record chunk an exited thread
+// left with room (TraceFile's pool), not into a 32 KiB chunk of its own. 3,000 threads, 6
+// at a time: thread i interns one path, each third a stack as well; each 100th also writes
+// a ShimNote (a record of its thread: a record chunk of its own, which strings then fill
+// too); each 250th interns one more path after it retired (a later destructor), into a new
+// chunk. Every id names its text, every ShimNote its thread, and the record chunks are the
+// strings' bytes plus one per thread alive at once and per thread that wrote a ShimNote or
+// after it retired: 60 at most, where each thread took one before (3,000).
+TEST_F(WriterTest, ExitedThreadsRecordChunksAreContinuedByLaterThreadsStrings) {
+  constexpr int kThreads = 3000, kAtOnce = 6;
+  WindowLimits limits(1u << 20, 0, 64u << 20);
+  WriterSession s(TracePath());
+  ASSERT_TRUE(s.Begin());
+  std::vector<uint64_t> path_ids(kThreads), stack_ids(kThreads), late_ids(kThreads);
+  std::vector<uint32_t> tids(kThreads);
+  auto path = [](int i, const char* what) { return "/data/task-" + std::to_string(i) + "/" + what + ".bin"; };
+  size_t bytes = 0;
+  for (int first = 0; first < kThreads; first += kAtOnce) {
+    std::vector<std::thread> threads;
+    for (int i = first; i < first + kAtOnce; ++i) {
+      bytes += path(i, "input").size() + 16 + (i % 3 == 0 ? 16 + 16 : 0) + (i % 250 == 0 ? 16 + path(i, "late").size() : 0);
+      threads.emplace_back([&, i] {
+        tids[i] = static_cast<uint32_t>(gettid());
+        {
+          shim::ShimScope scope;
+          path_ids[i] = shim::InternString(path(i, "input"));
+          const uint64_t frames[2] = {0x1000u + static_cast<uint64_t>(i), 0x2000};
+          if (i % 3 == 0) stack_ids[i] = shim::InternStack(frames, 2);
+        }
+        if (i % 100 == 0) {
+          fmt::ShimNote n;
+          n.ts = 1000 + static_cast<uint64_t>(i);
+          n.code = static_cast<uint64_t>(i);
+          Put(n);
+        }
+        PutEvent(i, 0, 1000 + static_cast<uint64_t>(i));
+        shim::RetireThread();
+        if (i % 250 == 0) {
+          shim::ShimScope scope;
+          late_ids[i] = shim::InternString(path(i, "late"));
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+  }
+  // The pooled chunks mapped on their own, like every other mapping, go with the trace.
+  EXPECT_GT(MappingsOf(s.path()), 0);
+  s.End();
+  EXPECT_EQ(MappingsOf(s.path()), 0);
+  const ProcessTrace t = MustRead(s.path());
+  for (int i = 0; i < kThreads; ++i) {
+    ASSERT_EQ(t.Str(path_ids[i]), path(i, "input")) << i;
+    if (i % 3 == 0) {
+      ASSERT_EQ(t.Stack(stack_ids[i]), (std::vector<uint64_t>{0x1000u + static_cast<uint64_t>(i), 0x2000})) << i;
+    }
+    if (i % 250 == 0) ASSERT_EQ(t.Str(late_ids[i]), path(i, "late")) << i;
+  }
+  EXPECT_EQ(t.records.String.size(), static_cast<size_t>(kThreads + kThreads / 250));
+  EXPECT_EQ(t.records.Stack.size(), static_cast<size_t>(kThreads / 3));
+  ASSERT_EQ(t.records.ShimNote.size(), static_cast<size_t>(kThreads / 100));
+  for (const auto& n : t.records.ShimNote) EXPECT_EQ(n.tid, tids[n.code]) << n.code;
+  EXPECT_EQ(t.window.events_total, static_cast<uint64_t>(kThreads));
+  const size_t by_bytes = bytes / (fmt::kChunkSize - 1024) + 1;
+  EXPECT_LE(static_cast<size_t>(ChunksIn(s.path(), fmt::kChunkMagic)), by_bytes + kAtOnce + kThreads / 100 + kThreads / 250);
+  EXPECT_LE(by_bytes + kAtOnce + kThreads / 100 + kThreads / 250, 60u);
+}
+
+// More threads leave a record chunk with room at once than the pool has slots (64), and
+// more take one at once than it holds. 100 threads write a ShimNote each (a record chunk of
+// their own) and exit together: 64 chunks wait in the pool, 36 are finished (kept in the
+// file, as every record chunk is). Then 100 threads, all alive at once, intern a new path
+// each: 64 continue the waiting chunks and 36 take new ones (136 in the file). Then 200
+// threads, 4 at a time, intern a new path each: their strings fill the waiting chunks, and
+// the file gets no new record chunk.
+TEST_F(WriterTest, RecordChunkPoolHolds64AndLaterStringsFillThem) {
+  constexpr int kTogether = 100, kLater = 200, kAtOnce = 4, kSlots = 64;
+  WriterSession s(TracePath());
+  ASSERT_TRUE(s.Begin());
+  std::vector<uint32_t> tids(kTogether);
+  std::vector<uint64_t> ids(kTogether + kLater);
+  auto path = [](int i) { return "/task/" + std::to_string(i); };
+  // n threads run body(i) for i in [first, first + n), all alive until each has run it,
+  // then retire (as each one's exit would) and are joined.
+  auto together = [](int first, int n, const std::function<void(int)>& body) {
+    std::atomic<int> arrived{0};
+    std::vector<std::thread> threads;
+    for (int i = first; i < first + n; ++i) {
+      threads.emplace_back([&, i] {
+        body(i);
+        arrived.fetch_add(1);
+        while (arrived.load() < n) std::this_thread::yield();
+        shim::RetireThread();
+      });
+    }
+    for (auto& th : threads) th.join();
+  };
+  auto intern = [&](int i) {
+    shim::ShimScope scope;
+    ids[i] = shim::InternString(path(i));
+  };
+  together(0, kTogether, [&](int i) {
+    tids[i] = static_cast<uint32_t>(gettid());
+    fmt::ShimNote n;
+    n.ts = 1000 + static_cast<uint64_t>(i);
+    n.code = static_cast<uint64_t>(i);
+    Put(n);
+  });
+  EXPECT_EQ(ChunksIn(s.path(), fmt::kChunkMagic), kTogether);
+  together(0, kTogether, intern);
+  EXPECT_EQ(ChunksIn(s.path(), fmt::kChunkMagic), kTogether + (kTogether - kSlots));
+  for (int first = kTogether; first < kTogether + kLater; first += kAtOnce) together(first, kAtOnce, intern);
+  EXPECT_EQ(ChunksIn(s.path(), fmt::kChunkMagic), kTogether + (kTogether - kSlots));
+  s.End();
+  const ProcessTrace t = MustRead(s.path());
+  for (int i = 0; i < kTogether + kLater; ++i) ASSERT_EQ(t.Str(ids[i]), path(i)) << i;
+  ASSERT_EQ(t.records.ShimNote.size(), static_cast<size_t>(kTogether));
+  for (const auto& n : t.records.ShimNote) EXPECT_EQ(n.tid, tids[n.code]) << n.code;
 }
 
 // Without a window nothing is rewritten: an exited thread's chunk stays its latest, and
