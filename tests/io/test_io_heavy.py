@@ -5,11 +5,15 @@ the file slots, 3,000 real files are visited once each (more than the table hold
 entries change hands and fold into their directory's slot), then the last of them is
 read 10,000 times more; the program is then SIGKILLed. The report names that file with
 its exact count since it entered, every other kept row holds exactly its file's one
-visit, the directory row holds exactly the rest, and the totals are the program's."""
+visit, the directory row holds exactly the rest, and the totals are the program's. A
+second run is killed at a random instant while entries fold: its trace reads, and its
+rows sum what its events say."""
 import json
 import os
+import random
 import signal
 import subprocess
+import time
 import unittest
 
 from ctharness import SHIM, TempDirTest, built_test_program, cli
@@ -22,8 +26,9 @@ def sizes(n: int) -> list[int]:
     return [1000 + 37 * (i % 200) for i in range(n)]
 
 
-def report(traces: list[str], fmt: str) -> str:
-    env = dict(os.environ, COLABTRACE_ANALYZER_IGNORE_IO_EVENTS="1")
+def report(traces: list[str], fmt: str, events: bool = False) -> str:
+    """The report from the I/O aggregates alone (events: from the io_* events)."""
+    env = dict(os.environ, COLABTRACE_ANALYZER_IGNORE_IO_EVENTS="0" if events else "1")
     old = os.environ.copy()
     os.environ.update(env)
     try:
@@ -55,6 +60,7 @@ class HeavyHitterTest(TempDirTest):
         p = subprocess.Popen([PROG, "heavy", missing, str(MISSING), data, str(FILES), str(hot), str(REREADS)],
                              env=env, stdout=subprocess.PIPE, text=True)
         try:
+            self.assertEqual(p.stdout.readline().strip(), "filled")
             did = json.loads(p.stdout.readline())
             self.assertEqual(p.stdout.readline().strip(), "stopped")
             os.kill(p.pid, signal.SIGKILL)
@@ -112,6 +118,47 @@ class HeavyHitterTest(TempDirTest):
         text = report(traces, "text")
         self.assertIn(f"{hot_path}: counted from ", text)
         self.assertIn(f"up to {h['calls_before_max']} calls before then", text)
+
+
+    def test_sigkill_while_entries_fold_leaves_a_readable_trace(self):
+        # The same visits, 150 us apart, killed at a random instant up to 0.1 s after half of
+        # them (1,500 files: entries taken and folded meanwhile): the trace
+        # reads, and the rows under data/ sum what the events of the same trace say,
+        # every count exact or one above (an aggregate is added before its event is
+        # written: the call the kill caught in between).
+        missing = os.path.join(self.tmp, "missing")
+        data = os.path.join(self.tmp, "data")
+        os.makedirs(missing)
+        os.makedirs(data)
+        for i, s in enumerate(sizes(FILES)):
+            with open(os.path.join(data, f"f{i:05d}.bin"), "wb") as f:
+                f.write(b"x" * s)
+        out = os.path.join(self.tmp, "out")
+        os.makedirs(out)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("COLABTRACE_") or k == "COLABTRACE_BUILD_DIR"}
+        env.update(LD_PRELOAD=SHIM, COLABTRACE_OUT=out + "/")
+        p = subprocess.Popen([PROG, "heavy", missing, str(MISSING), data, str(FILES), "0", "1", "150"],
+                             env=env, stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(p.stdout.readline().strip(), "filled")
+            self.assertEqual(p.stdout.readline().strip(), "half")
+            time.sleep(random.uniform(0.0, 0.1))
+            os.kill(p.pid, signal.SIGKILL)
+        finally:
+            p.wait(timeout=120)
+            p.stdout.close()
+        self.assertEqual(p.returncode, -signal.SIGKILL)
+        traces = [os.path.join(out, f) for f in os.listdir(out) if f.endswith(".ctrace")]
+        agg = json.loads(report(traces, "json"))
+        self.assertEqual(agg["processes"][0]["end"]["kind"], "killed")
+        ev = json.loads(report(traces, "json", events=True))
+        totals = []
+        for rep in (agg, ev):
+            rows = [r for r in rep["io"]["files"] if r["path"].startswith(data + "/")]
+            totals.append({k: sum(r[k] for r in rows) for k in ("opens", "stats", "reads", "bytes_read")})
+        self.assertGreaterEqual(totals[1]["opens"], FILES // 2)  # the table full and folding
+        for k in totals[0]:
+            self.assertIn(totals[0][k] - totals[1][k], (0, 1) if k != "bytes_read" else range(0, 4097), k)
 
 
 if __name__ == "__main__":

@@ -10,8 +10,9 @@
  * overflow DIR_MISSING N DIR_REAL K
  *   stats N missing files DIR_MISSING/m<i> (each fails, ENOENT), then visits K files
  *   DIR_REAL/f<i>.bin as `visit` does, once.
- * heavy DIR_MISSING N DIR_REAL K HOT R
- *   as overflow, then opens DIR_REAL/f<HOT>.bin again, preads its first 100 bytes R times
+ * heavy DIR_MISSING N DIR_REAL K HOT R [PAUSE_US]
+ *   as overflow (printing "filled" after the stats; with PAUSE_US, that many microseconds
+ *   between two visits and "half" after half of them), then opens DIR_REAL/f<HOT>.bin again, preads its first 100 bytes R times
  *   and closes it (the heavy-hitter table's test); prints its JSON line and "stopped",
  *   then waits to be killed.
  * lateread DIR_MISSING N FILE R
@@ -130,12 +131,20 @@ int main(int argc, char** argv) {
     close(fd);
     printf("{\"ns_per_pread\": %.1f}\n", best);
     return 0;
-  } else if (argc == 8 && strcmp(argv[1], "heavy") == 0) {
+  } else if ((argc == 8 || argc == 9) && strcmp(argv[1], "heavy") == 0) {
     const int n = atoi(argv[3]), k = atoi(argv[5]), hot = atoi(argv[6]), r = atoi(argv[7]);
+    const int pause_us = argc == 9 ? atoi(argv[8]) : 0;
     char path[4096];
     if (stat_missing(argv[2], n) != 0) return 2;
+    printf("filled\n");
+    fflush(stdout);
     for (int i = 0; i < k; ++i) {
       if (visit(argv[4], i, 4096) != 0) return 2;
+      if (pause_us > 0) usleep((useconds_t)pause_us);
+      if (pause_us > 0 && i + 1 == k / 2) {
+        printf("half\n");
+        fflush(stdout);
+      }
     }
     snprintf(path, sizeof(path), "%s/f%05d.bin", argv[4], hot);
     const int fd = open(path, O_RDONLY);
