@@ -44,18 +44,21 @@ def visit(size: int) -> dict:
 
 
 class HeavyHitterTest(TempDirTest):
-    def test_late_heavy_file_named_exactly_and_rows_sum_once(self):
-        missing = os.path.join(self.tmp, "missing")
-        data = os.path.join(self.tmp, "data")
-        os.makedirs(missing)
-        os.makedirs(data)
+    def prepare(self) -> tuple[str, str, str, dict]:
+        """The missing files' folder, FILES data files, the trace folder and the shim's
+        environment for one run."""
+        missing, data, out = (os.path.join(self.tmp, d) for d in ("missing", "data", "out"))
+        for d in (missing, data, out):
+            os.makedirs(d)
         for i, s in enumerate(sizes(FILES)):
             with open(os.path.join(data, f"f{i:05d}.bin"), "wb") as f:
                 f.write(b"x" * s)
-        out = os.path.join(self.tmp, "out")
-        os.makedirs(out)
         env = {k: v for k, v in os.environ.items() if not k.startswith("COLABTRACE_") or k == "COLABTRACE_BUILD_DIR"}
         env.update(LD_PRELOAD=SHIM, COLABTRACE_OUT=out + "/")
+        return missing, data, out, env
+
+    def test_late_heavy_file_named_exactly_and_rows_sum_once(self):
+        missing, data, out, env = self.prepare()
         hot = FILES - 1
         p = subprocess.Popen([PROG, "heavy", missing, str(MISSING), data, str(FILES), str(hot), str(REREADS)],
                              env=env, stdout=subprocess.PIPE, text=True)
@@ -126,17 +129,7 @@ class HeavyHitterTest(TempDirTest):
         # reads, and the rows under data/ sum what the events of the same trace say,
         # every count exact or one above (an aggregate is added before its event is
         # written: the call the kill caught in between).
-        missing = os.path.join(self.tmp, "missing")
-        data = os.path.join(self.tmp, "data")
-        os.makedirs(missing)
-        os.makedirs(data)
-        for i, s in enumerate(sizes(FILES)):
-            with open(os.path.join(data, f"f{i:05d}.bin"), "wb") as f:
-                f.write(b"x" * s)
-        out = os.path.join(self.tmp, "out")
-        os.makedirs(out)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("COLABTRACE_") or k == "COLABTRACE_BUILD_DIR"}
-        env.update(LD_PRELOAD=SHIM, COLABTRACE_OUT=out + "/")
+        missing, data, out, env = self.prepare()
         p = subprocess.Popen([PROG, "heavy", missing, str(MISSING), data, str(FILES), "0", "1", "150"],
                              env=env, stdout=subprocess.PIPE, text=True)
         try:
