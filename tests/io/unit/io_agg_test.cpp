@@ -259,6 +259,37 @@ TEST(IoAgg, HeavyHittersKeepTheLateHeavyFileAndFoldTheRestOnce) {
   }
 }
 
+TEST(IoAgg, HeavyHittersAmongManyColdFilesAreKeptExactFromTheirFirstCall) {
+  TempDir dir;
+  WriterSession s(dir.path() + "/skewed.ctrace");
+  ASSERT_TRUE(s.Begin());
+  io::ResetAgg();
+  FillFileSlots();
+  // 1,000 rounds: each of 10 hot files opened once, then 20 files never seen before
+  // (20,000 cold files, 20 times the table). A hot file enters at its first open, into a
+  // set with no fold yet, and is never again its set's lightest: its row holds all its
+  // 1,000 opens, its bound 0; the cold files' entries changed hands thousands of times.
+  constexpr int kRounds = 1000, kHot = 10, kCold = 20;
+  for (int r = 0; r < kRounds; ++r) {
+    for (int h = 0; h < kHot; ++h) Opens("/mix/hot" + std::to_string(h), 1);
+    for (int c = 0; c < kCold; ++c) Opens("/mix/c" + std::to_string(r * kCold + c), 1);
+  }
+  s.End();
+
+  const auto t = MustRead(s.path());
+  const auto rows = OpensUnder(t, "/mix");
+  EXPECT_EQ(Total(rows), uint64_t{kRounds} * (kHot + kCold));
+  for (int h = 0; h < kHot; ++h) {
+    const std::string path = "/mix/hot" + std::to_string(h);
+    ASSERT_EQ(rows.count(path), 1u) << path;
+    EXPECT_EQ(rows.at(path), uint64_t{kRounds}) << path;
+  }
+  for (const auto& heavy : t.io_aggregates.heavy) {
+    if (t.Str(heavy.path).rfind("/mix/hot", 0) == 0) EXPECT_EQ(heavy.error, 0u) << t.Str(heavy.path);
+  }
+  EXPECT_GT(t.io_aggregates.images.at(0).heavy.folds, uint64_t{kRounds} * kCold - fmt::kIoHeavyEntries);
+}
+
 TEST(IoAgg, HeavyEntryHeldByADescriptorNeverChangesHands) {
   TempDir dir;
   WriterSession s(dir.path() + "/held.ctrace");
