@@ -56,14 +56,14 @@ inline FdKind KindOfFd(int fd) {
 }
 inline bool FdTracked(int fd) { return KindOfFd(fd) != kFdNone; }
 
+// Releases the heavy-hitter entry tracked fd holds (io_agg.h), if it holds one taken in
+// this trace.
+void ReleaseFdAgg(int fd);
 // Marks fd as a traced file (or directory) with its path id and aggregate slot, at
 // position 0 (known when pos_known).
 void TrackFd(int fd, FdKind kind, uint64_t path, format::IoAggSlot* agg = nullptr, bool pos_known = false);
 // Forgets fd (before it is closed, so a concurrent open cannot reuse it first).
 void UntrackFd(int fd);
-// Releases the heavy-hitter entry tracked fd holds (io_agg.h), if it holds one taken in
-// this trace.
-void ReleaseFdAgg(int fd);
 // The same for a descriptor known to be a traced file (KindOfFd(fd) == kFdFile): its
 // slot is reset by the next TrackFd of this number before anything reads it.
 inline void UntrackFileFd(int fd) {
