@@ -268,6 +268,11 @@ class ProcessReplay {
     }
     for (const format::IoAggSums& s : t_.io_aggregates.slots) {
       size_t idx;
+      if (s.kind == format::kIoAggDirectory && s.opens + s.open_errors + s.dir_scans + s.data_copies + s.read_errors +
+                                                       s.zero_reads + s.stats + s.bytes_read ==
+                                                   0) {
+        continue;  // claimed, but every file since held a heavy-hitter entry: nothing summed
+      }
       if (s.kind == format::kIoAggDirectory) {
         auto it = summed_dirs_.find(s.path);
         if (it == summed_dirs_.end()) {
@@ -306,6 +311,16 @@ class ProcessReplay {
       f.copies += s.data_copies;  // those that moved bytes: zero_copies are not kept
       if (!f.code) p_.data_opens += s.opens, p_.data_reads += reads, p_.data_bytes_read += s.bytes_read;
       if (f.mount >= 0 && s.opens > 0) learned_dirs_.emplace(std::string(DirOf(f.path)), f.mount);
+    }
+    // Rows of heavy-hitter entries: from when they count (the earliest entry of the path,
+    // should two threads have entered it at once) and the calls they may have had before.
+    for (const IoAggregates::Heavy& h : t_.io_aggregates.heavy) {
+      FileStats& f = m_.files[FileOf(h.path)];
+      if (f.counted_from_ns == 0 || h.from_ns < f.counted_from_ns) {
+        f.counted_from_ns = h.from_ns;
+        f.counted_after_ns = h.from_ns > t_.start_ns() ? h.from_ns - t_.start_ns() : 0;
+      }
+      f.calls_before_max = std::max(f.calls_before_max, h.error);
     }
   }
 

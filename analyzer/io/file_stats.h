@@ -95,6 +95,11 @@ struct FileStats {
   // A row that sums the files of a directory that a process's aggregates did not keep one
   // by one (its file slots were full): path is "<directory>/<more files>".
   bool summed_files = false;
+  // A file row kept by a heavy-hitter entry (format 1.6: a file that came after the file
+  // slots were full): its sums count from counted_from_ns (on the trace's clock; 0: from
+  // the start), counted_after_ns after its process started; it may have had up to
+  // calls_before_max calls before, which are in its directory's "<more files>" row.
+  uint64_t counted_from_ns = 0, counted_after_ns = 0, calls_before_max = 0;
   std::vector<uint32_t> pids;
   std::vector<std::pair<int, uint64_t>> errors;  // errno -> count (opens, reads, writes)
   std::vector<std::string> error_ops;            // "open ENOENT" ... (first few)

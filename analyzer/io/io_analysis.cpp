@@ -80,6 +80,10 @@ class IoPass {
     j["mount"] = m ? Json(m->mountpoint) : Json();
     j["kind"] = f.directory || f.summed_files ? "directory" : "file";
     if (f.summed_files) j["summed_files"] = true;  // a directory's files not kept one by one
+    if (f.counted_from_ns != 0) {  // a heavy-hitter row: its sums count from then
+      j["counted_from_ns"] = f.counted_from_ns;
+      j["calls_before_max"] = f.calls_before_max;
+    }
     j["data"] = !f.directory && !f.code && !(m && m->fs.cls == FsClass::kPseudo);
     j["open_errors"] = f.open_errors;
     j["open_ns"] = f.open_ns;

@@ -19,6 +19,7 @@
 #include "colabtrace/format/records.h"
 #include "colabtrace/format/step_agg.h"
 #include "colabtrace/format/sample_tiers.h"
+#include "colabtrace/format/io_heavy.h"
 #include "colabtrace/format/wire.h"
 #include "trace/packed_table.h"
 
@@ -59,8 +60,18 @@ struct IoAggregates {
     uint32_t image = 0;
     format::IoAggInfo info{};
     uint64_t files_full_ns = 0;  // info.files_full_ticks converted; 0: never full
+    format::IoHeavyInfo heavy{};  // its heavy-hitter table's facts (1.6; zero: none)
   };
   std::vector<Image> images;  // one per exec image that has aggregates
+  // The heavy-hitter entries held (format 1.6, io_heavy.h), each also in `slots` as a
+  // file slot: from when its sums count, and the calls its file may have had before
+  // (Space-Saving's error; those are in its directory's row).
+  struct Heavy {
+    uint64_t path = 0;  // String id
+    uint64_t from_ticks = 0, from_ns = 0;
+    uint64_t error = 0;
+  };
+  std::vector<Heavy> heavy;
 };
 
 // The step aggregate chunks of a trace (format/step_agg.h): one series per exec image and

@@ -22,6 +22,7 @@
 
 #include "colabtrace/format/codec.h"
 #include "colabtrace/format/event_tally.h"
+#include "colabtrace/format/io_heavy.h"
 #include "colabtrace/format/launch_ring.h"
 #include "colabtrace/format/run_thin.h"
 #include "trace/live_state.h"
@@ -484,6 +485,42 @@ class TraceDecoder {
     return true;
   }
 
+  // A 1.4 slot widened into IoAggSums: each 16-bit count plus 65,536 times its high word
+  // (high: the slot's high words, or null when it has none). Durations stay in ticks.
+  static format::IoAggSums Widened(const format::IoAggSlot& s, const uint32_t* high) {
+    format::IoAggSums w{};
+    w.hash = s.hash;
+    w.path = s.path;
+    w.kind = s.kind;
+    w.flags = s.flags;
+    w.mount = s.mount;
+    std::array<uint64_t, format::kIoAggCounts> n;
+    for (uint32_t k = 0; k < format::kIoAggCounts; ++k) {
+      n[k] = s.counts[k] + (high != nullptr ? uint64_t{high[k]} << 16 : 0);
+    }
+    w.opens = n[format::kIoAggOpens];
+    w.open_errors = n[format::kIoAggOpenErrors];
+    w.dir_scans = static_cast<uint32_t>(std::min<uint64_t>(n[format::kIoAggDirScans], UINT32_MAX));
+    w.data_copies = n[format::kIoAggDataCopies];
+    w.read_errors = n[format::kIoAggReadErrors];
+    w.zero_reads = n[format::kIoAggZeroReads];
+    w.stats = n[format::kIoAggStats];
+    w.stat_errors = n[format::kIoAggStatErrors];
+    w.path_stats = n[format::kIoAggPathStats];
+    w.passes = n[format::kIoAggPasses];
+    w.small_reads = n[format::kIoAggSmallReads];
+    w.stdio_reads = n[format::kIoAggStdioReads];
+    for (int b = 0; b < format::kIoAggSizeBins; ++b) w.read_sizes[b] = n[format::kIoAggReadSize + b];
+    w.open_ns = s.open_ns;
+    w.read_ns = s.read_ns;
+    w.stat_ns = s.stat_ns;
+    w.bytes_read = s.bytes_read;
+    w.size = s.size;
+    w.eof_at = s.eof_at;
+    w.max_end = s.max_end;
+    return w;
+  }
+
   // The I/O aggregate chunks: each image's slots in chunk order (seq), its IoAggInfo from
   // the chunk of seq 0. Slots are copied as they are (fixed width, no pointers) and
   // widened into IoAggSums: a 1.4 slot's 16-bit counts plus 65,536 times its high slot's
@@ -500,42 +537,16 @@ class TraceDecoder {
     // (by number), widened when its last chunk is read.
     std::vector<std::pair<uint64_t, format::IoAggSlot>> slots;
     std::map<uint64_t, format::IoAggHighSlot> highs;
+    uint32_t agg_image = 0;  // the image of `slots`
     auto widen = [&] {
       for (const auto& [number, s] : slots) {
-        format::IoAggSums w{};
-        w.hash = s.hash;
-        w.path = s.path;
-        w.kind = s.kind;
-        w.flags = s.flags;
-        w.mount = s.mount;
-        std::array<uint64_t, format::kIoAggCounts> n;
-        for (uint32_t k = 0; k < format::kIoAggCounts; ++k) n[k] = s.counts[k];
+        const format::IoAggHighSlot* high = nullptr;
         if (s.high != 0) {
           auto it = highs.find(s.high - 1);
-          if (it != highs.end() && it->second.owner == number) {
-            for (uint32_t k = 0; k < format::kIoAggCounts; ++k) n[k] += uint64_t{it->second.high[k]} << 16;
-          }
+          if (it != highs.end() && it->second.owner == number) high = &it->second;
         }
-        w.opens = n[format::kIoAggOpens];
-        w.open_errors = n[format::kIoAggOpenErrors];
-        w.dir_scans = static_cast<uint32_t>(std::min<uint64_t>(n[format::kIoAggDirScans], UINT32_MAX));
-        w.data_copies = n[format::kIoAggDataCopies];
-        w.read_errors = n[format::kIoAggReadErrors];
-        w.zero_reads = n[format::kIoAggZeroReads];
-        w.stats = n[format::kIoAggStats];
-        w.stat_errors = n[format::kIoAggStatErrors];
-        w.path_stats = n[format::kIoAggPathStats];
-        w.passes = n[format::kIoAggPasses];
-        w.small_reads = n[format::kIoAggSmallReads];
-        w.stdio_reads = n[format::kIoAggStdioReads];
-        for (int b = 0; b < format::kIoAggSizeBins; ++b) w.read_sizes[b] = n[format::kIoAggReadSize + b];
-        w.open_ns = s.open_ns;
-        w.read_ns = s.read_ns;
-        w.stat_ns = s.stat_ns;
-        w.bytes_read = s.bytes_read;
-        w.size = s.size;
-        w.eof_at = s.eof_at;
-        w.max_end = s.max_end;
+        format::IoAggSums w = Widened(s, high != nullptr ? high->high : nullptr);
+        if (s.kind == format::kIoAggDirectory) dir_paths_[{agg_image, number}] = s.path;
         agg.slots.push_back(w);
       }
       slots.clear();
@@ -544,6 +555,7 @@ class TraceDecoder {
     for (size_t i = 0; i < agg_chunks_.size(); ++i) {
       const StateRef& c = agg_chunks_[i];
       if (i > 0 && c.image != agg_chunks_[i - 1].image) widen();
+      agg_image = c.image;
       const std::span<const uint8_t> chunk = b_.Read(c.offset, cs);
       if (chunk.size() < cs) {
         Warn(c.offset, "the file ends inside an I/O aggregate chunk; its sums are not read");
@@ -582,6 +594,68 @@ class TraceDecoder {
       }
     }
     widen();
+    DecodeIoHeavy();
+  }
+
+  // The heavy-hitter chunks (format 1.6, io_heavy.h), after the aggregate chunks (their
+  // directory slots by number, dir_paths_). A held entry is a file slot of its own (and a
+  // row of IoAggregates::heavy); an entry being folded is the rest of its directory's
+  // row: the fields from `folded` on, which its directory's slot does not hold yet. Free
+  // and clearing entries hold nothing. Only entries below kIoHeavyEntries are read.
+  void DecodeIoHeavy() {
+    if (!SortAggregateChunks(heavy_chunks_, "I/O heavy-hitter chunks of an unknown chunk size are not read")) return;
+    IoAggregates& agg = t_.io_aggregates;
+    for (const StateRef& c : heavy_chunks_) {
+      const std::span<const uint8_t> chunk = b_.Read(c.offset, format::kChunkSize);
+      if (chunk.size() < format::kChunkSize) {
+        Warn(c.offset, "the file ends inside an I/O heavy-hitter chunk; its entries are not read");
+        continue;
+      }
+      if (c.seq == 0) {
+        for (IoAggregates::Image& im : agg.images) {
+          if (im.image == c.image) std::memcpy(&im.heavy, chunk.data() + format::kIoAggInfoOffset, sizeof(im.heavy));
+        }
+      }
+      for (uint32_t k = 0; k < format::kIoHeavyPerChunk; ++k) {
+        if (uint64_t{c.seq} * format::kIoHeavyPerChunk + k >= format::kIoHeavyEntries) break;
+        format::IoHeavyEntry e;
+        std::memcpy(&e, chunk.data() + format::kIoHeavyEntriesOffset + k * sizeof(e), sizeof(e));
+        const uint32_t state = format::IoHeavyStateOf(e.word);
+        if (e.slot.kind != format::kIoAggHeavy || (state != format::kIoHeavyHeld && state != format::kIoHeavyFolding)) {
+          continue;
+        }
+        format::IoAggSums w = Widened(e.slot, e.high);
+        if (state == format::kIoHeavyHeld) {
+          w.kind = format::kIoAggFile;
+          agg.slots.push_back(w);
+          agg.heavy.push_back({e.slot.path, e.from_ticks, 0, e.error});
+          continue;
+        }
+        auto dir = dir_paths_.find({c.image, uint64_t{e.dir_slot} - 1});
+        if (e.dir_slot == 0 || dir == dir_paths_.end()) {
+          Warn(c.offset, "an I/O heavy-hitter entry being folded names no directory slot; its sums are not read");
+          continue;
+        }
+        // The fields its directory's slot holds already (IoHeavyFoldField order).
+        uint64_t* counts[format::kIoAggCounts] = {&w.opens, &w.open_errors, nullptr, &w.data_copies,
+                                                  &w.read_errors, &w.zero_reads, &w.stats, &w.stat_errors,
+                                                  &w.path_stats, &w.passes, &w.small_reads, &w.stdio_reads};
+        for (int b = 0; b < format::kIoAggSizeBins; ++b) counts[format::kIoAggReadSize + b] = &w.read_sizes[b];
+        uint64_t* sums[] = {&w.open_ns, &w.read_ns, &w.stat_ns, &w.bytes_read};
+        for (uint32_t f = 0; f < std::min<uint32_t>(e.folded, format::kIoHeavyFoldFields); ++f) {
+          if (f == format::kIoAggDirScans) {
+            w.dir_scans = 0;
+          } else if (f < format::kIoAggCounts) {
+            *counts[f] = 0;
+          } else {
+            *sums[f - format::kIoAggCounts] = 0;
+          }
+        }
+        w.kind = format::kIoAggDirectory;
+        w.path = dir->second;
+        agg.slots.push_back(w);
+      }
+    }
   }
 
   // The step aggregate chunks (format/step_agg.h): a series per (image, source) whose three
@@ -1103,6 +1177,7 @@ class TraceDecoder {
     for (IoAggregates::Image& im : t_.io_aggregates.images) {
       im.files_full_ns = im.info.files_full_ticks == 0 ? 0 : clock.ToNs(im.info.files_full_ticks);
     }
+    for (IoAggregates::Heavy& h : t_.io_aggregates.heavy) h.from_ns = clock.ToNs(h.from_ticks);
     DecodeStepAggregates(clock);
     ConvertGpuLiveSet(clock);
     for (ThinnedSamples::Image& im : t_.thinned.images) {
@@ -1343,6 +1418,8 @@ class TraceDecoder {
       case format::kIoAggChunkMagic:
       case format::kIoAggChunkMagic13:
         return &agg_chunks_;
+      case format::kIoHeavyChunkMagic:
+        return &heavy_chunks_;
       case format::kStepAggChunkMagic:
         return &step_chunks_;
       case format::kGpuLiveChunkMagic:
@@ -1358,6 +1435,8 @@ class TraceDecoder {
 
   std::vector<StateRef> state_chunks_;  // state and ring chunks, read after the records
   std::vector<StateRef> agg_chunks_;    // I/O aggregate chunks
+  std::vector<StateRef> heavy_chunks_;  // I/O heavy-hitter chunks (1.6)
+  std::map<std::pair<uint32_t, uint64_t>, uint64_t> dir_paths_;  // (image, directory slot number): path id
   std::vector<StateRef> step_chunks_;   // step aggregate chunks
   std::vector<StateRef> thin_chunks_;   // thinned-sample chunks
   std::vector<StateRef> run_thin_chunks_;  // `colabtrace run`'s thinned-sample chunks

@@ -509,7 +509,8 @@ template <class Call> inline int ChdirCall(Call&& call) {
   return r;
 }
 
-// A directory scan (opendir, scandir) of pp's path in its slot; ok: it succeeded.
+// A directory scan (opendir, scandir) of pp's path in its slot; ok: it succeeded. The
+// caller releases the slot (AggRelease).
 inline IoAggSlot* AggDirScan(const PreparedPath& pp, bool ok) {
   if (pp.id == 0) return nullptr;
   IoAggSlot* s = AggSlotOf(std::string_view(pp.ap.s, pp.ap.n), pp.id, 0);
@@ -537,6 +538,7 @@ template <class Call> inline DIR* OpendirCall(const char* path, Call&& call) {
       TrackFd(fd, kFdDir, id, agg);
       if (ap.absolute) SetDirPath(fd, std::string_view(ap.s, ap.n));
     }
+    AggRelease(agg);
     EmitDir(IoApi::kOpendir, id, fd, d ? 0 : -static_cast<int64_t>(errno), t0, t1);
   }
   return d;
@@ -594,7 +596,7 @@ template <class Call> inline int ScandirCall(IoApi api, const char* path, Call&&
   const uint64_t t1 = Ticks();
   ShimScope scope;
   if (scope.entered()) {
-    AggDirScan(pp, r >= 0);
+    AggRelease(AggDirScan(pp, r >= 0));
     EmitDir(api, pp.id, -1, Result(r), t0, t1);
   }
   return r;

@@ -231,11 +231,22 @@ void NoteFd(int fd) {
 
 // ---- descriptors ------------------------------------------------------------------------
 
+void ReleaseFdAgg(int fd) {
+  FdSlot& s = g_fd_slots[fd];
+  if (!s.agg_held || __atomic_load_n(&g_fd_kind[fd], __ATOMIC_RELAXED) == kFdNone) return;
+  s.agg_held = false;
+  if (s.agg_epoch == AggEpoch()) AggRelease(s.agg);  // not a parent's (a fork child's copy)
+}
+
 void TrackFd(int fd, FdKind kind, uint64_t path, format::IoAggSlot* agg, bool pos_known) {
   if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kMaxFds) || g_fd_kind == nullptr) return;
   FdSlot& s = g_fd_slots[fd];
+  ReleaseFdAgg(fd);  // a number reused without a close we saw
+  AggHold(agg);
   s.path = path;
   s.agg = agg;
+  s.agg_held = AggHeld(agg);
+  s.agg_epoch = AggEpoch();
   s.pos = 0;
   s.pos_known = pos_known;
   s.read_any = false;
@@ -251,6 +262,7 @@ void UntrackFd(int fd) {
   if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kMaxFds) || g_fd_kind == nullptr) return;
   // No other thread tracks this number meanwhile: it stays open until our close.
   const uint8_t was = __atomic_load_n(&g_fd_kind[fd], __ATOMIC_RELAXED);
+  ReleaseFdAgg(fd);
   __atomic_store_n(&g_fd_kind[fd], static_cast<uint8_t>(kFdNone), __ATOMIC_RELEASE);
   // A directory's path is forgotten now; any other slot is reset by the next TrackFd
   // of this number before anything reads it (ResolvePath reads only tracked slots).
@@ -522,6 +534,7 @@ void RecordOpen(IoApi api, const PreparedPath& pp, int flags, int64_t fd, uint64
     TrackFd(static_cast<int>(fd), dir ? kFdDir : kFdFile, r.path, agg, (flags & O_APPEND) == 0);
     if (dir && ap.absolute) SetDirPath(static_cast<int>(fd), std::string_view(ap.s, ap.n));
   }
+  AggRelease(agg);  // the descriptor holds it now
   EmitHot(r);
   EmitPendingMounts();
 }
@@ -548,6 +561,7 @@ void RecordStat(IoApi api, const PreparedPath* pp, int dirfd, int fd, int64_t re
                            : FdTracked(fd) ? g_fd_slots[fd].agg
                                            : nullptr;
   AggStat(agg, pp != nullptr, result, r.dur, r.size, r.ftype);
+  if (pp != nullptr) AggRelease(agg);  // by descriptor: the descriptor's hold
   EmitHot(r);
 }
 
@@ -634,6 +648,7 @@ void AdoptOpenDescriptors() {
         if (reg) AggMax(agg->size, r.size + 1);
       }
       TrackFd(fd, dir ? kFdDir : kFdFile, r.path, agg, false);
+      AggRelease(agg);
       if (dir && path[0] == '/') SetDirPath(fd, std::string_view(path, static_cast<size_t>(len)));
       Emit(r);
       if (reg) {

@@ -34,6 +34,8 @@ struct FdSlot {
   uint64_t pos = 0;
   bool pos_known = false;
   bool read_any = false;
+  bool agg_held = false;   // agg is a heavy-hitter entry's slot, held by this descriptor
+  uint32_t agg_epoch = 0;  // AggEpoch() when agg was taken (a fork child's are not its own)
   const char* dir_path = nullptr;  // absolute path text of a directory fd (arena), or null
   uint32_t dir_path_len = 0;
   uint32_t dir_entries = 0;     // readdir entries since the last scan summary
@@ -54,6 +56,9 @@ inline FdKind KindOfFd(int fd) {
 }
 inline bool FdTracked(int fd) { return KindOfFd(fd) != kFdNone; }
 
+// Releases the heavy-hitter entry tracked fd holds (io_agg.h), if it holds one taken in
+// this trace.
+void ReleaseFdAgg(int fd);
 // Marks fd as a traced file (or directory) with its path id and aggregate slot, at
 // position 0 (known when pos_known).
 void TrackFd(int fd, FdKind kind, uint64_t path, format::IoAggSlot* agg = nullptr, bool pos_known = false);
@@ -62,6 +67,7 @@ void UntrackFd(int fd);
 // The same for a descriptor known to be a traced file (KindOfFd(fd) == kFdFile): its
 // slot is reset by the next TrackFd of this number before anything reads it.
 inline void UntrackFileFd(int fd) {
+  if (__builtin_expect(g_fd_slots[fd].agg_held, 0)) ReleaseFdAgg(fd);
   __atomic_store_n(&g_fd_kind[fd], static_cast<uint8_t>(kFdNone), __ATOMIC_RELEASE);
 }
 // Copies the state of oldfd to newfd (dup); forgets newfd if oldfd is not traced.

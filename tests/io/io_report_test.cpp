@@ -11,6 +11,7 @@
 #include "io_trace_builder.h"
 #include "report/analyses.h"
 #include "colabtrace/format/codec.h"
+#include "colabtrace/format/io_heavy.h"
 #include "gtest/gtest.h"
 #include "io/file_stats.h"
 #include "io/io_summary.h"
@@ -462,6 +463,83 @@ TEST(IoAggregates, OldTracesAndTheSwitchOffUseTheEvents) {
   EXPECT_EQ((*f)["opens"].as_int(), 1);
   EXPECT_EQ((*f)["bytes_read"].as_int(), 1000);
   EXPECT_EQ(rep->root()["processes"].array().at(0)["io"].Find("from_aggregates"), nullptr);
+}
+
+// Format 1.6's heavy-hitter chunk (format/io_heavy.h), as a kill may leave it: a held
+// entry is a file row of its own, counted from its entry; an entry caught folding adds
+// to its directory's row the fields from `folded` on (those before are in the
+// directory's slot already); free and clearing entries add nothing.
+TEST(IoAggregates, HeavyHitterEntriesHeldAndFoldingMakeExactRows) {
+  std::vector<ProcessTrace> traces;
+  TraceBuilder b(100);
+  Mounts(b);
+  std::vector<ctf::IoAggSums> slots(1);
+  slots[0].hash = 1;
+  slots[0].path = b.Str("/mnt/nfs/late");
+  slots[0].kind = ctf::kIoAggDirectory;
+  slots[0].opens = 10;  // 6 of its own files', and the folding entry's 4 (folded already)
+  slots[0].stats = 20;
+  slots[0].bytes_read = 1000;
+  b.Add(ctf::Exit{});
+  ctf::IoAggInfo info{};
+  info.file_slots = ctf::kIoAggFileSlots;
+  info.dir_slots = ctf::kIoAggDirSlots;
+  info.directories = 1;
+  info.files_full_ticks = 1;
+  b.raw().AddIoAggChunks(info, slots);
+  std::vector<uint8_t> body(ctf::kChunkSize);
+  ctf::IoHeavyInfo hi{};
+  hi.entries = ctf::kIoHeavyEntries;
+  hi.ways = ctf::kIoHeavyWays;
+  hi.entered = 4;
+  hi.folds = 1;
+  std::memcpy(&body[ctf::kIoAggInfoOffset], &hi, sizeof(hi));
+  auto entry = [&](uint32_t n, uint32_t state, const std::string& path) -> ctf::IoHeavyEntry& {
+    auto* e = reinterpret_cast<ctf::IoHeavyEntry*>(&body[ctf::kIoHeavyEntriesOffset + n * sizeof(ctf::IoHeavyEntry)]);
+    e->word = ctf::IoHeavyWord(state, 1, 0);
+    e->dir_slot = 1;  // slot number 0: /mnt/nfs/late's
+    e->slot.kind = ctf::kIoAggHeavy;
+    e->slot.hash = 100 + n;
+    e->slot.path = b.Str(path);
+    return *e;
+  };
+  ctf::IoHeavyEntry& hot = entry(0, ctf::kIoHeavyHeld, "/mnt/nfs/late/hot.bin");
+  hot.slot.counts[ctf::kIoAggOpens] = 3;
+  hot.high[ctf::kIoAggReadSize] = 1;  // 65,536 + 5 reads of 0-100 bytes
+  hot.slot.counts[ctf::kIoAggReadSize] = 5;
+  hot.slot.bytes_read = 100 * 65541;
+  hot.error = 7;
+  hot.from_ticks = 150;
+  ctf::IoHeavyEntry& folding = entry(1, ctf::kIoHeavyFolding, "/mnt/nfs/late/old.bin");
+  folding.slot.counts[ctf::kIoAggOpens] = 4;      // field 0: in the directory's slot
+  folding.slot.counts[ctf::kIoAggStats] = 9;      // field 6: not yet
+  folding.slot.bytes_read = 400;                  // a sum: not yet
+  folding.folded = 1;
+  entry(2, ctf::kIoHeavyClearing, "/mnt/nfs/late/gone.bin").slot.counts[ctf::kIoAggOpens] = 8;
+  entry(3, ctf::kIoHeavyFree, "/mnt/nfs/late/never.bin").slot.counts[ctf::kIoAggOpens] = 9;
+  b.raw().AddChunkBody(ctf::kIoHeavyChunkMagic, body);
+  traces.push_back(b.raw().Parse());
+  ASSERT_EQ(traces[0].io_aggregates.heavy.size(), 1u);
+  EXPECT_EQ(traces[0].io_aggregates.images.at(0).heavy.folds, 1u);
+  IgnoreIoEvents ignore;
+  const auto rep = BuildReport(traces, {});
+  const Json* h = FileRow(rep->root(), "/mnt/nfs/late/hot.bin");
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ((*h)["kind"].str(), "file");
+  EXPECT_EQ((*h)["opens"].as_int(), 3);
+  EXPECT_EQ((*h)["reads"].as_int(), 65541);
+  EXPECT_EQ((*h)["bytes_read"].as_int(), 100 * 65541);
+  EXPECT_EQ((*h)["calls_before_max"].as_int(), 7);
+  EXPECT_EQ((*h)["counted_from_ns"].as_int(), 150);  // ticks are ns here
+  const Json* d = FileRow(rep->root(), "/mnt/nfs/late/<more files>");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ((*d)["opens"].as_int(), 10);  // the folding entry's 4 counted once
+  EXPECT_EQ((*d)["stats"].as_int(), 29);
+  EXPECT_EQ((*d)["bytes_read"].as_int(), 1400);
+  for (const char* gone : {"/mnt/nfs/late/old.bin", "/mnt/nfs/late/gone.bin", "/mnt/nfs/late/never.bin"}) {
+    EXPECT_EQ(FileRow(rep->root(), gone), nullptr) << gone;
+  }
+  EXPECT_EQ(rep->root()["processes"].array().at(0)["io"]["opens"].as_int(), 13);
 }
 
 // Counts past 16 bits: the slot keeps the low 16, its high slot the rest (wire.h); the

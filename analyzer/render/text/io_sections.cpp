@@ -146,6 +146,13 @@ std::string Hotspots(const io::IoView& view, const IoSummary& sum) {
                   static_cast<unsigned long long>(f.reads));
     s += line;
   }
+  for (size_t k = 0; k < sum.hotspots.size() && k < 10; ++k) {
+    const io::FileStats& f = view.model.files[sum.hotspots[k]];
+    if (f.counted_from_ns == 0) continue;  // a heavy-hitter row: counted from when it entered
+    s += "  " + Shorten(f.path) + ": counted from " + FormatDurationNs(f.counted_after_ns) +
+         " after its process started (a heavy hitter after the file slots were full); up to " +
+         std::to_string(f.calls_before_max) + " calls before then are in its directory's <more files> row\n";
+  }
   s += "\nTop directories of data files by I/O time:\n";
   std::snprintf(line, sizeof(line), "%-50s %7s %7s %10s %10s %10s\n", "directory", "files", "small", "median", "read",
                 "I/O time");

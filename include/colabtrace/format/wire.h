@@ -27,7 +27,7 @@ namespace colabtrace::format {
 
 inline constexpr char kFileMagic[8] = {'C', 'T', 'R', 'A', 'C', 'E', '\r', '\n'};
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 5;  // 1: RingSlot.py_stack; 2: PythonLayoutBlock.code_tag_bits;
+inline constexpr uint16_t kVersionMinor = 6;  // 1: RingSlot.py_stack; 2: PythonLayoutBlock.code_tag_bits;
                                               // 3: I/O aggregate chunks (CTIA), event
                                               // chunks (CTEV) and the window fields, the
                                               // NCCL chunk (CTNC); 4: 128-byte I/O
@@ -44,7 +44,8 @@ inline constexpr uint16_t kVersionMinor = 5;  // 1: RingSlot.py_stack; 2: Python
                                               // EventChunkHeader::retired, ChunkHeader::thread);
                                               // collective chunks (CTCG), Collective droppable;
                                               // GPU live-set chunks (CTGL, gpu_live.h), and
-                                              // successful GpuAlloc/GpuFree in event chunks
+                                              // successful GpuAlloc/GpuFree in event chunks;
+                                              // 6: I/O heavy-hitter chunks (CTIH, io_heavy.h)
 inline constexpr uint32_t kHeaderSize = 256;
 inline constexpr uint32_t kChunkSize = 32 * 1024;
 inline constexpr uint32_t kChunkMagic = 0x4b435443;  // "CTCK" little-endian

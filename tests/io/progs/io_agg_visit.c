@@ -9,13 +9,23 @@
  *   T threads each pread FILE's first 64 bytes M times.
  * overflow DIR_MISSING N DIR_REAL K
  *   stats N missing files DIR_MISSING/m<i> (each fails, ENOENT), then visits K files
- *   DIR_REAL/f<i>.bin as `visit` does, once. */
+ *   DIR_REAL/f<i>.bin as `visit` does, once.
+ * heavy DIR_MISSING N DIR_REAL K HOT R [PAUSE_US]
+ *   as overflow (printing "filled" after the stats; with PAUSE_US, that many microseconds
+ *   between two visits and "half" after half of them), then opens DIR_REAL/f<HOT>.bin again, preads its first 100 bytes R times
+ *   and closes it (the heavy-hitter table's test); prints its JSON line and "stopped",
+ *   then waits to be killed.
+ * lateread DIR_MISSING N FILE R
+ *   stats N missing files, then opens FILE and preads its first 100 bytes R times, in
+ *   blocks of 1,000 timed with CLOCK_MONOTONIC: prints the least block's ns per pread
+ *   (tools/bench --suite io: a read of a file past the file slots). */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static unsigned long long g_opens, g_reads, g_bytes, g_stats, g_preads;
@@ -44,6 +54,17 @@ static int visit(const char* dir, int i, size_t chunk) {
   if (fstat(fd, &st) != 0) return -1;
   ++g_stats;
   close(fd);
+  return 0;
+}
+
+/* Stats n missing files dir/m<i> (each fails, ENOENT): n new paths. */
+static int stat_missing(const char* dir, int n) {
+  char path[4096];
+  struct stat st;
+  for (int i = 0; i < n; ++i) {
+    snprintf(path, sizeof(path), "%s/m%06d", dir, i);
+    if (stat(path, &st) == 0) return -1;
+  }
   return 0;
 }
 
@@ -86,15 +107,60 @@ int main(int argc, char** argv) {
     for (int k = 0; k < t; ++k) pthread_join(th[k], NULL);
   } else if (argc == 6 && strcmp(argv[1], "overflow") == 0) {
     const int n = atoi(argv[3]), k = atoi(argv[5]);
-    char path[4096];
-    struct stat st;
-    for (int i = 0; i < n; ++i) {
-      snprintf(path, sizeof(path), "%s/m%06d", argv[2], i);
-      if (stat(path, &st) == 0) return 2;
-    }
+    if (stat_missing(argv[2], n) != 0) return 2;
     for (int i = 0; i < k; ++i) {
       if (visit(argv[4], i, 4096) != 0) return 2;
     }
+  } else if (argc == 6 && strcmp(argv[1], "lateread") == 0) {
+    const int n = atoi(argv[3]), r = atoi(argv[5]);
+    if (stat_missing(argv[2], n) != 0) return 2;
+    const int fd = open(argv[4], O_RDONLY);
+    if (fd < 0) return 2;
+    char buf[100];
+    double best = 1e18;
+    for (int b = 0; b < r / 1000; ++b) {
+      struct timespec t0, t1;
+      clock_gettime(CLOCK_MONOTONIC, &t0);
+      for (int i = 0; i < 1000; ++i) {
+        if (pread(fd, buf, sizeof(buf), 0) != (ssize_t)sizeof(buf)) return 2;
+      }
+      clock_gettime(CLOCK_MONOTONIC, &t1);
+      const double ns = ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / 1000.0;
+      if (ns < best) best = ns;
+    }
+    close(fd);
+    printf("{\"ns_per_pread\": %.1f}\n", best);
+    return 0;
+  } else if ((argc == 8 || argc == 9) && strcmp(argv[1], "heavy") == 0) {
+    const int n = atoi(argv[3]), k = atoi(argv[5]), hot = atoi(argv[6]), r = atoi(argv[7]);
+    const int pause_us = argc == 9 ? atoi(argv[8]) : 0;
+    char path[4096];
+    if (stat_missing(argv[2], n) != 0) return 2;
+    printf("filled\n");
+    fflush(stdout);
+    for (int i = 0; i < k; ++i) {
+      if (visit(argv[4], i, 4096) != 0) return 2;
+      if (pause_us > 0) usleep((useconds_t)pause_us);
+      if (pause_us > 0 && i + 1 == k / 2) {
+        printf("half\n");
+        fflush(stdout);
+      }
+    }
+    snprintf(path, sizeof(path), "%s/f%05d.bin", argv[4], hot);
+    const int fd = open(path, O_RDONLY);
+    if (fd < 0) return 2;
+    ++g_opens;
+    char buf[100];
+    for (int i = 0; i < r; ++i) {
+      if (pread(fd, buf, sizeof(buf), 0) != (ssize_t)sizeof(buf)) return 2;
+      ++g_preads;
+      g_bytes += sizeof(buf);
+    }
+    close(fd);
+    printf("{\"opens\": %llu, \"reads\": %llu, \"preads\": %llu, \"bytes\": %llu, \"stats\": %llu}\nstopped\n",
+           g_opens, g_reads, g_preads, g_bytes, g_stats);
+    fflush(stdout);
+    for (;;) pause();
   } else {
     fprintf(stderr, "usage: see io_agg_visit.c\n");
     return 2;
