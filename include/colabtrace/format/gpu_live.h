@@ -231,7 +231,7 @@ inline void GpuLiveRemove(GpuLiveCounters& c, uint64_t bytes, bool freed, bool s
   __atomic_sub_fetch(&c.live_bytes, bytes, __ATOMIC_RELAXED);
 }
 
-// The live device bytes of the whole run, sampled (since 2026-11-29, inside format 1.5:
+// The live device bytes of the whole run, sampled (since 2026-11-29, format 1.6:
 // older traces have zeros here, which read as no history). The info chunk holds, from
 // kGpuLiveHistoryOffset, a GpuLiveHistory and kGpuLivePoints points: at each periodic
 // resource sample the shim appends (the sample's ticks, counters[kGpuLiveAllDevices]

@@ -45,7 +45,8 @@ inline constexpr uint16_t kVersionMinor = 6;  // 1: RingSlot.py_stack; 2: Python
                                               // collective chunks (CTCG), Collective droppable;
                                               // GPU live-set chunks (CTGL, gpu_live.h), and
                                               // successful GpuAlloc/GpuFree in event chunks;
-                                              // 6: I/O heavy-hitter chunks (CTIH, io_heavy.h)
+                                              // 6: I/O heavy-hitter chunks (CTIH, io_heavy.h),
+                                              // the CTGL info chunk's GpuLiveHistory
 inline constexpr uint32_t kHeaderSize = 256;
 inline constexpr uint32_t kChunkSize = 32 * 1024;
 inline constexpr uint32_t kChunkMagic = 0x4b435443;  // "CTCK" little-endian
