@@ -65,10 +65,10 @@ void UnlockQueue() { __atomic_store_n(&g_queue_lock, 0, __ATOMIC_RELEASE); }
 constexpr int kPoolSlots = 64;
 enum : uint32_t { kSlotEmpty = 0, kSlotBusy = 1, kSlotFull = 2 };
 struct PoolSlot {
-  uint32_t state;  // atomic
+  uint32_t state = kSlotEmpty;  // atomic
   TraceFile::LeftRecordChunk left;
 };
-PoolSlot g_pool[kPoolSlots];
+constinit PoolSlot g_pool[kPoolSlots];  // zeroes in .bss: no static initializer (core_e2e_startup)
 int g_pooled = 0;  // slots full, about (atomic): an empty pool is found without a scan
 
 // The kernel may hand a new mapping the addresses of one just unmapped (a 32 KiB chunk
