@@ -7,6 +7,7 @@
 
 #include "clock.h"
 #include "raw.h"
+#include "spin_lock.h"
 #include "writer.h"
 
 namespace colabtrace::shim::io {
@@ -31,7 +32,7 @@ uint32_t* g_index = nullptr;             // kIndexEntries, anonymous, touched as
 uint32_t g_epoch = 0;                    // bumped by ResetAgg: per-thread caches expire
 uint8_t* g_chunks[kMaxChunks] = {};      // aggregate chunks, taken as slots are claimed
 uint32_t g_next_slot = 0;                // slots claimed (atomic)
-int g_chunk_lock = 0;
+SpinLock g_chunk_lock;  // held while the slots' or the heavy-hitter table's chunks are taken
 
 // The calling thread's last slot, by the String id of its path: an open right after a
 // stat of the same path (the intern's own one-entry cache gives it the same id) skips
@@ -71,11 +72,7 @@ uint8_t* ChunkFor(uint32_t n) {
   const uint32_t c = n / format::kIoAggSlotsPerChunk;
   uint8_t* chunk = __atomic_load_n(&g_chunks[c], __ATOMIC_ACQUIRE);
   if (chunk != nullptr) return chunk;
-  while (__atomic_exchange_n(&g_chunk_lock, 1, __ATOMIC_ACQUIRE) != 0) {
-#if defined(__x86_64__)
-    __builtin_ia32_pause();
-#endif
-  }
+  g_chunk_lock.Lock();
   // Chunks are taken in order: a slot's chunk and every one before it exist.
   for (uint32_t k = 0; k <= c; ++k) {
     if (g_chunks[k] != nullptr) continue;
@@ -91,7 +88,7 @@ uint8_t* ChunkFor(uint32_t n) {
     __atomic_store_n(&g_chunks[k], p, __ATOMIC_RELEASE);
   }
   chunk = g_chunks[c];
-  __atomic_store_n(&g_chunk_lock, 0, __ATOMIC_RELEASE);
+  g_chunk_lock.Unlock();
   return chunk;
 }
 
@@ -140,9 +137,7 @@ Find FindOrClaim(uint64_t h, uint64_t path_id, uint64_t mount, uint32_t kind, Io
     uint32_t* e = &g_index[(h + probe) & (kIndexEntries - 1)];
     uint32_t v = __atomic_load_n(e, __ATOMIC_ACQUIRE);
     while (v == kBusy) {  // another thread is claiming this entry: a few stores away
-#if defined(__x86_64__)
-      __builtin_ia32_pause();
-#endif
+      CpuRelax();
       v = __atomic_load_n(e, __ATOMIC_ACQUIRE);
     }
     if (v == 0) {
@@ -219,9 +214,7 @@ format::IoAggHighSlot* HighOf(IoAggSlot* s) {
     }
   }
   while (h == kBusy) {  // another thread is claiming it: a few stores away
-#if defined(__x86_64__)
-    __builtin_ia32_pause();
-#endif
+    CpuRelax();
     h = __atomic_load_n(&s->high, __ATOMIC_ACQUIRE);
   }
   return h == 0 ? nullptr : reinterpret_cast<format::IoAggHighSlot*>(SlotAt(h - 1));
@@ -247,11 +240,7 @@ IoHeavyInfo* HeavyInfo() { return reinterpret_cast<IoHeavyInfo*>(g_heavy_chunks[
 bool HeavyReady() {
   const int ready = __atomic_load_n(&g_heavy_ready, __ATOMIC_ACQUIRE);
   if (ready != 0) return ready == 1;
-  while (__atomic_exchange_n(&g_chunk_lock, 1, __ATOMIC_ACQUIRE) != 0) {
-#if defined(__x86_64__)
-    __builtin_ia32_pause();
-#endif
-  }
+  g_chunk_lock.Lock();
   if (g_heavy_ready == 0) {
     bool ok = true;
     for (uint32_t k = 0; k < format::kIoHeavyChunks && ok; ++k) {
@@ -271,7 +260,7 @@ bool HeavyReady() {
     }
     __atomic_store_n(&g_heavy_ready, ok ? 1 : 2, __ATOMIC_RELEASE);
   }
-  __atomic_store_n(&g_chunk_lock, 0, __ATOMIC_RELEASE);
+  g_chunk_lock.Unlock();
   return g_heavy_ready == 1;
 }
 
@@ -423,7 +412,7 @@ void ResetAgg() {
   for (uint8_t*& c : g_heavy_chunks) c = nullptr;
   g_heavy_ready = 0;
   g_next_slot = 0;
-  g_chunk_lock = 0;
+  g_chunk_lock.Reset();
   ++g_epoch;
 }
 

@@ -14,6 +14,7 @@
 #include "io/mountinfo.h"
 #include "modules.h"
 #include "raw.h"
+#include "spin_lock.h"
 
 namespace colabtrace::shim {
 namespace io {
@@ -31,22 +32,6 @@ void* MapAnon(size_t bytes) {
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   return raw::MmapFailed(p) ? nullptr : p;
 }
-
-class SpinLock {
- public:
-  void Lock() {
-    while (__atomic_exchange_n(&v_, 1, __ATOMIC_ACQUIRE) != 0) {
-#if defined(__x86_64__)
-      __builtin_ia32_pause();
-#endif
-    }
-  }
-  void Unlock() { __atomic_store_n(&v_, 0, __ATOMIC_RELEASE); }
-  void Reset() { v_ = 0; }  // fork child: the holder may not exist here
-
- private:
-  int v_ = 0;
-};
 
 // Bump allocator for strings that must outlive a call (mount table, directory paths).
 // Never freed; when full, callers go without caching.

@@ -25,6 +25,7 @@
 #include "nccl_table.h"
 #include "python/python_stack.h"
 #include "real.h"
+#include "spin_lock.h"
 #include "state.h"
 #include "writer.h"
 
@@ -81,19 +82,13 @@ struct NcclThread {
 };
 constinit thread_local NcclThread t_nccl CT_TLS = {};
 
-int g_lock = 0;  // taken only inside a ShimScope (cold paths: registering communicators)
+SpinLock g_lock;  // taken only inside a ShimScope (cold paths: registering communicators)
 uint8_t* g_chunk = nullptr;
 uint32_t g_chunk_gen = UINT32_MAX;  // g_generation that g_chunk and g_index belong to
 CommIndex g_index;
 
-void Lock() {
-  while (__atomic_exchange_n(&g_lock, 1, __ATOMIC_ACQUIRE) != 0) {
-#if defined(__x86_64__)
-    __builtin_ia32_pause();
-#endif
-  }
-}
-void Unlock() { __atomic_store_n(&g_lock, 0, __ATOMIC_RELEASE); }
+void Lock() { g_lock.Lock(); }
+void Unlock() { g_lock.Unlock(); }
 
 // This process's NCCL chunk (nullptr: no trace). Under the lock.
 uint8_t* ChunkLocked() {
