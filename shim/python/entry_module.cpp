@@ -252,9 +252,6 @@ uint64_t DtypeIdOf(PyObj* dtype) {
   return 0;
 }
 
-// A new reference to the result of real(*args, **kwargs).
-PyObj* CallReal(PyObj* callable, PyObj* args, PyObj* kwargs) { return g_api.object_call(callable, args, kwargs); }
-
 // The value of a call's result (a new reference, released here) as an int; false, with
 // no Python error left set, for a failed call or a result that is no int that fits.
 bool TakeInt(PyObj* result, long long* out) {
@@ -326,15 +323,17 @@ PyObj* Collective(PyObj* self, PyObj* args, PyObj* kwargs) {
   const long long index = g_api.long_as_long_long(self);
   if (index < 0 || index >= g_wrapper_count) return nullptr;  // not one of ours: an error is set
   const Wrapper& w = g_wrappers[index];
-  if (InsideCollective() || !Recording()) return CallReal(w.real, args, kwargs);
-  if (w.wait) return CallReal(w.slow, args, kwargs);
+  if (InsideCollective() || !Recording()) return g_api.object_call(w.real, args, kwargs);
+  if (w.wait) return g_api.object_call(w.slow, args, kwargs);
   uint32_t op_group;
   uint64_t seq, count, dtype;
-  if (!CollectiveFields(w, args, kwargs, &op_group, &seq, &count, &dtype)) return CallReal(w.slow, args, kwargs);
+  if (!CollectiveFields(w, args, kwargs, &op_group, &seq, &count, &dtype)) {
+    return g_api.object_call(w.slow, args, kwargs);
+  }
   const uint64_t where = CallSiteId();
-  if (where == 0) return CallReal(w.slow, args, kwargs);
+  if (where == 0) return g_api.object_call(w.slow, args, kwargs);
   BeginCollective(op_group, seq, count, dtype, where);
-  PyObj* result = CallReal(w.real, args, kwargs);
+  PyObj* result = g_api.object_call(w.real, args, kwargs);
   const uint32_t seqs = seq != 0 ? 1 : 0;
   if (result == nullptr) {
     EndCollective(static_cast<uint32_t>(format::CollectiveStatus::kRaised), seqs);

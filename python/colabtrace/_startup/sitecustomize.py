@@ -606,6 +606,13 @@ def _new_entry(group):
     return entry
 
 
+def _set_default(entry):
+    """The group a call that names none uses, here and in the shim's wrappers."""
+    global _default_entry
+    _default_entry = entry
+    _note_group(entry, True)
+
+
 def _note_group(entry, is_default):
     """Tells the shim's wrappers (_wrap_collective) of a group: its id, base sequence
     number and counter, and whether a call that names no group uses it."""
@@ -619,7 +626,6 @@ def _note_group(entry, is_default):
 def _group_entry(c10d, group):
     """_new_entry of a process group (None: the default one); a group first seen here, made
     before the hook, gets the next id."""
-    global _default_entry
     default = group is None or group is getattr(getattr(c10d, "GroupMember", None), "WORLD", None)
     if default:
         group = c10d._get_default_group()
@@ -627,8 +633,7 @@ def _group_entry(c10d, group):
     if entry is None or entry[0] is not group:
         entry = _new_entry(group)
     if default:
-        _default_entry = entry
-        _note_group(entry, True)
+        _set_default(entry)
     return entry
 
 
@@ -660,7 +665,6 @@ def _program_frame(frame):
 
 
 def _record_group(c10d, group, how):
-    global _default_entry
     try:
         record = _shim_function_typed("colabtrace_dist_group", "QqQzQQ")
         if record is None:
@@ -669,8 +673,7 @@ def _record_group(c10d, group, how):
             group = c10d._get_default_group()
         entry = _new_entry(group)
         if how == _GROUP_INIT:
-            _default_entry = entry
-            _note_group(entry, True)
+            _set_default(entry)
         rank = c10d.get_rank(group) if how == _GROUP_NEW else c10d.get_rank()
         backend = str(c10d.get_backend(group)).encode()
         record(entry[1], int(rank), int(c10d.get_world_size(group) if rank >= 0 else 0), backend,
